@@ -1,0 +1,3 @@
+//! The `turno` command.
+
+fn main() {}

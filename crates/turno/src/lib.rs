@@ -1,0 +1,1 @@
+//! turno: a runtime for message-driven software.
