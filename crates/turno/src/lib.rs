@@ -1,1 +1,72 @@
-//! turno: a runtime for message-driven software.
+//! # turno: a runtime for message-driven software
+//!
+//! turno is built around one idea: **the turn**. A turn takes one message out
+//! of an actor's mailbox, runs a synchronous handler to completion, applies
+//! its effects, and is ready for the next. Turns of one actor never overlap,
+//! so `&mut self` is all the mutual exclusion an actor needs, and no `await`
+//! can split an update in two.
+//!
+//! What turno makes explicit:
+//!
+//! - **Bounded mailboxes** with an overflow [`Policy`] whose name says what
+//!   is lost: keep-newest, keep-oldest, reject, suspend (backpressure), and
+//!   unbounded as the documented hazard. Every send returns a [`Verdict`].
+//!   The policy logic lives in one place, [`buffer`], shared with streams.
+//! - **A system lane** (stop, failures, terminations, timers) that no policy
+//!   drops and that is handled first.
+//! - **Request/reply** with correlation ids ([`Context::ask`]); timeouts
+//!   arrive as messages; stale replies are discarded and counted ([`ask`]).
+//! - **Stash** for selective receive without mailbox scans ([`stash`]).
+//! - **Supervision** trees with one-for-one, one-for-all and rest-for-one,
+//!   restart intensity and escalation ([`supervision`]).
+//! - **A deterministic scheduler** ([`DetSystem`]): one thread, virtual
+//!   time, seeded choice, a full [`trace`]. Same seed, same run.
+//! - **Metrics** through the `metrics` facade ([`mod@metrics`]).
+//! - **A test kit** that runs one turn of one actor ([`testkit`]).
+//!
+//! ```
+//! use turno::{Actor, Context, DetSystem, Policy, Props, Verdict};
+//!
+//! struct Total(u64);
+//! impl Actor for Total {
+//!     type Msg = u64;
+//!     fn handle(&mut self, _ctx: &mut Context<'_, Self>, n: u64) { self.0 += n; }
+//! }
+//!
+//! let mut sys = DetSystem::new(1);
+//! let total = sys.spawn(Props::new().mailbox(Policy::KeepOldest(2)), || Total(0)).unwrap();
+//! assert_eq!(total.try_send(1), Verdict::Enqueued { remaining: Some(1) });
+//! assert_eq!(total.try_send(2), Verdict::Enqueued { remaining: Some(0) });
+//! assert_eq!(total.try_send(3), Verdict::Dropped(3)); // keep-oldest: the incoming one is lost
+//! sys.run_until_idle().unwrap();
+//! assert_eq!(total.stats().dropped, 1);
+//! ```
+
+mod actor;
+mod addr;
+pub mod ask;
+pub mod buffer;
+mod cell;
+mod context;
+pub mod deterministic;
+mod mailbox;
+pub mod metrics;
+pub mod stash;
+pub mod supervision;
+mod system;
+pub mod testkit;
+pub mod time;
+pub mod timer;
+pub mod trace;
+
+pub use actor::{Actor, Props, SpawnError, DEFAULT_POLICY, DEFAULT_STASH_CAPACITY};
+pub use addr::{ActorId, Addr};
+pub use ask::{ReplyTo, RequestId, Response, StaleReason};
+pub use buffer::{Policy, PolicyError};
+pub use context::{AskError, Context};
+pub use deterministic::{DetSystem, DetSystemBuilder, StepLimit};
+pub use mailbox::{Verdict, VerdictKind};
+pub use stash::StashFull;
+pub use supervision::{Directive, ExitReason, Failure, Strategy, Supervision};
+pub use time::Instant;
+pub use timer::TimerId;

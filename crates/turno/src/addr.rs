@@ -1,0 +1,133 @@
+//! Addresses: typed, cheap to clone, usable from any thread.
+
+use std::fmt;
+use std::sync::Arc;
+
+use event_listener::Listener;
+use serde::{Deserialize, Serialize};
+
+use crate::buffer::{BufferStats, Policy};
+use crate::mailbox::{Mailbox, Verdict};
+
+/// An actor's identity, unique within its system. Never reused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ActorId(pub(crate) u64);
+
+impl ActorId {
+    /// The number behind the id, as it appears in traces.
+    pub fn as_u64(self) -> u64 {
+        self.0
+    }
+}
+
+impl fmt::Display for ActorId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "#{}", self.0)
+    }
+}
+
+/// The address of an actor whose message type is `M`.
+///
+/// Cloning is one atomic increment; sending never allocates (the mailbox's
+/// ring buffer is reused). Every send returns a [`Verdict`].
+///
+/// From inside a turn, send with [`Context::send`](crate::Context::send)
+/// instead: it takes part in backpressure (muting) and in the trace of the
+/// turn. The methods here are for code outside the actor system.
+pub struct Addr<M> {
+    pub(crate) mailbox: Arc<Mailbox<M>>,
+}
+
+impl<M> Clone for Addr<M> {
+    fn clone(&self) -> Self {
+        Addr {
+            mailbox: self.mailbox.clone(),
+        }
+    }
+}
+
+impl<M> fmt::Debug for Addr<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Addr({} {:?})", self.mailbox.id, &*self.mailbox.name)
+    }
+}
+
+impl<M> PartialEq for Addr<M> {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.mailbox, &other.mailbox)
+    }
+}
+
+impl<M> Eq for Addr<M> {}
+
+impl<M: Send + 'static> Addr<M> {
+    /// The actor's id.
+    pub fn id(&self) -> ActorId {
+        self.mailbox.id
+    }
+
+    /// The actor's name (from [`Props::name`](crate::Props::name), or `actor-<id>`).
+    pub fn name(&self) -> &str {
+        &self.mailbox.name
+    }
+
+    /// The mailbox policy.
+    pub fn policy(&self) -> Policy {
+        self.mailbox.policy()
+    }
+
+    /// Sends without waiting. A full suspend mailbox answers
+    /// [`Verdict::Full`] with the message.
+    pub fn try_send(&self, msg: M) -> Verdict<M> {
+        self.mailbox.push_user(msg, None).0
+    }
+
+    /// Sends, waiting asynchronously while a suspend mailbox is full. Other
+    /// policies answer at once. Never returns [`Verdict::Full`].
+    pub async fn send(&self, mut msg: M) -> Verdict<M> {
+        loop {
+            let listener = self.mailbox.listen_for_space();
+            match self.try_send(msg) {
+                Verdict::Full(back) => msg = back,
+                verdict => return verdict,
+            }
+            listener.await;
+        }
+    }
+
+    /// Sends, blocking the thread while a suspend mailbox is full. Never
+    /// returns [`Verdict::Full`]. Do not call it from the thread that runs
+    /// the receiving actor: nothing would drain the mailbox.
+    pub fn send_blocking(&self, mut msg: M) -> Verdict<M> {
+        loop {
+            let listener = self.mailbox.listen_for_space();
+            match self.try_send(msg) {
+                Verdict::Full(back) => msg = back,
+                verdict => return verdict,
+            }
+            listener.wait();
+        }
+    }
+
+    /// True once the actor has stopped: every later send is a dead letter.
+    pub fn is_closed(&self) -> bool {
+        self.mailbox.is_closed()
+    }
+
+    /// Messages waiting in the user lane now.
+    pub fn depth(&self) -> usize {
+        self.mailbox.user_len()
+    }
+
+    /// The mailbox's counters: offered, taken, dropped, rejected, max depth.
+    pub fn stats(&self) -> BufferStats {
+        self.mailbox.stats()
+    }
+
+    /// Replies that arrived for requests this actor no longer awaited, and
+    /// were discarded.
+    pub fn stale_replies(&self) -> u64 {
+        self.mailbox.stale_replies()
+    }
+}

@@ -1,0 +1,235 @@
+//! Request/reply with correlation ids, timeouts as messages, and stale
+//! replies discarded.
+//!
+//! An actor asks with [`Context::ask`](crate::Context::ask): the request
+//! carries a [`ReplyTo`] handle with a fresh [`RequestId`], and the asker
+//! says how a [`Response`] becomes one of its own messages. Exactly one
+//! response per request reaches the handler: the reply, or
+//! [`Response::TimedOut`] at the deadline, whichever comes first.
+//!
+//! A reply that arrives for a request the actor no longer awaits is **stale**:
+//! it is discarded, counted ([`Addr::stale_replies`](crate::Addr::stale_replies),
+//! the `turno_stale_replies_total` metric) and traced, never handed to the
+//! handler as if it were fresh. A request stops being awaited when
+//!
+//! - a newer request supersedes it ([`Context::supersede`](crate::Context::supersede)),
+//! - it times out,
+//! - the actor leaves the state that wanted it ([`Context::abandon`](crate::Context::abandon)),
+//! - the actor restarts (the new instance never asked).
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::mailbox::Mailbox;
+
+/// Correlates a reply with its request. Unique within the system.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct RequestId(pub(crate) u64);
+
+impl RequestId {
+    /// The number behind the id, as it appears in traces.
+    pub fn as_u64(self) -> u64 {
+        self.0
+    }
+}
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "req-{}", self.0)
+    }
+}
+
+/// What an asker receives for one request: exactly one of these.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Response<R> {
+    /// The fresh reply.
+    Reply(R),
+    /// No reply came before the deadline. A reply arriving later is stale.
+    TimedOut,
+}
+
+/// Why a reply (or a timeout) was discarded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StaleReason {
+    /// A newer request replaced this one.
+    Superseded,
+    /// The request had already timed out.
+    TimedOut,
+    /// The actor abandoned the request (it left the state that wanted it).
+    Abandoned,
+    /// The actor restarted since it asked.
+    Restarted,
+    /// The request was answered already: this is a second reply.
+    AlreadyAnswered,
+    /// The request is too old to be remembered, or was never made here.
+    Unknown,
+}
+
+/// The handle a replier uses to answer one request. Send it inside the
+/// request message; call [`ReplyTo::reply`] once.
+pub struct ReplyTo<R> {
+    id: RequestId,
+    port: Arc<dyn ReplyPort<R>>,
+}
+
+impl<R> ReplyTo<R> {
+    /// The request's correlation id.
+    pub fn request_id(&self) -> RequestId {
+        self.id
+    }
+
+    /// Answers the request. Returns false when the asker has stopped (the
+    /// reply is then a dead letter). A reply the asker no longer awaits is
+    /// accepted here and discarded as stale on arrival.
+    pub fn reply(self, value: R) -> bool {
+        self.port.deliver(self.id, value)
+    }
+}
+
+impl<R> fmt::Debug for ReplyTo<R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ReplyTo({})", self.id)
+    }
+}
+
+/// Turns a reply into the asker's message and queues it.
+trait ReplyPort<R>: Send + Sync {
+    fn deliver(&self, id: RequestId, value: R) -> bool;
+}
+
+/// Builds the asker's timeout message.
+pub(crate) trait TimeoutPort<M>: Send + Sync {
+    fn timed_out(&self) -> M;
+}
+
+struct AskPort<M, R, F> {
+    mailbox: Arc<Mailbox<M>>,
+    on_response: F,
+    _reply: PhantomData<fn(R)>,
+}
+
+impl<M, R, F> ReplyPort<R> for AskPort<M, R, F>
+where
+    M: Send + 'static,
+    F: Fn(Response<R>) -> M + Send + Sync,
+{
+    fn deliver(&self, id: RequestId, value: R) -> bool {
+        self.mailbox
+            .push_reply(id, (self.on_response)(Response::Reply(value)))
+    }
+}
+
+impl<M, R, F> TimeoutPort<M> for AskPort<M, R, F>
+where
+    M: Send + 'static,
+    F: Fn(Response<R>) -> M + Send + Sync,
+{
+    fn timed_out(&self) -> M {
+        (self.on_response)(Response::TimedOut)
+    }
+}
+
+/// One allocation per request: the port shared by the reply handle and the
+/// pending entry.
+pub(crate) fn new_request<M, R, F>(
+    id: RequestId,
+    mailbox: Arc<Mailbox<M>>,
+    on_response: F,
+) -> (ReplyTo<R>, Arc<dyn TimeoutPort<M>>)
+where
+    M: Send + 'static,
+    R: Send + 'static,
+    F: Fn(Response<R>) -> M + Send + Sync + 'static,
+{
+    let port = Arc::new(AskPort {
+        mailbox,
+        on_response,
+        _reply: PhantomData,
+    });
+    let reply_to = ReplyTo {
+        id,
+        port: port.clone() as Arc<dyn ReplyPort<R>>,
+    };
+    (reply_to, port)
+}
+
+pub(crate) struct Pending<M> {
+    pub(crate) timeout: Arc<dyn TimeoutPort<M>>,
+}
+
+/// How many settled requests an actor remembers to explain a late reply.
+const REMEMBERED: usize = 256;
+
+/// An actor's requests in flight, and the recently settled ones.
+pub(crate) struct Asks<M> {
+    pending: HashMap<RequestId, Pending<M>>,
+    settled: VecDeque<(RequestId, StaleReason)>,
+}
+
+impl<M> Default for Asks<M> {
+    fn default() -> Self {
+        Asks {
+            pending: HashMap::new(),
+            settled: VecDeque::new(),
+        }
+    }
+}
+
+impl<M> Asks<M> {
+    pub(crate) fn insert(&mut self, id: RequestId, p: Pending<M>) {
+        self.pending.insert(id, p);
+    }
+
+    pub(crate) fn is_pending(&self, id: RequestId) -> bool {
+        self.pending.contains_key(&id)
+    }
+
+    /// The reply for `id` arrived: is it fresh? Fresh requests are settled
+    /// (a second reply would be stale).
+    pub(crate) fn take_fresh(&mut self, id: RequestId) -> Result<Pending<M>, StaleReason> {
+        match self.pending.remove(&id) {
+            Some(p) => {
+                self.remember(id, StaleReason::AlreadyAnswered);
+                Ok(p)
+            }
+            None => Err(self
+                .settled
+                .iter()
+                .find(|(r, _)| *r == id)
+                .map(|(_, why)| *why)
+                .unwrap_or(StaleReason::Unknown)),
+        }
+    }
+
+    /// Stops awaiting `id`; later replies will be stale for `why`.
+    pub(crate) fn settle(&mut self, id: RequestId, why: StaleReason) -> Option<Pending<M>> {
+        let p = self.pending.remove(&id)?;
+        self.remember(id, why);
+        Some(p)
+    }
+
+    pub(crate) fn settle_all(&mut self, why: StaleReason) -> Vec<(RequestId, Pending<M>)> {
+        let all: Vec<_> = self.pending.drain().collect();
+        for (id, _) in &all {
+            self.remember(*id, why);
+        }
+        all
+    }
+
+    fn remember(&mut self, id: RequestId, why: StaleReason) {
+        if self.settled.len() == REMEMBERED {
+            self.settled.pop_front();
+        }
+        self.settled.push_back((id, why));
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.pending.len()
+    }
+}

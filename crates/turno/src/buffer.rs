@@ -1,0 +1,394 @@
+//! The buffer core: one implementation of the overflow policies, shared by
+//! mailboxes and streams.
+//!
+//! A [`Buffer`] is a FIFO queue with a [`Policy`] that decides what happens
+//! when an element is offered to a full buffer. Every offer returns an
+//! [`Offer`] verdict that says exactly what happened to which element, so a
+//! producer can act on it and nothing is lost without a trace.
+//!
+//! | policy | when full | verdict |
+//! |---|---|---|
+//! | [`Policy::KeepNewest`] | the *oldest* queued element is evicted, the new one queued | [`Offer::Dropped`] with the evicted element |
+//! | [`Policy::KeepOldest`] | the *incoming* element is dropped | [`Offer::Dropped`] with the incoming element |
+//! | [`Policy::Reject`] | the incoming element is handed back | [`Offer::Rejected`] |
+//! | [`Policy::Suspend`] | the producer must wait (or, for an actor, is muted) | [`Offer::Full`] |
+//! | [`Policy::Unbounded`] | never full: memory grows without limit | always [`Offer::Enqueued`] |
+//!
+//! The buffer is single-threaded on purpose: mailboxes and streams wrap it
+//! in their own lock and add their own wake-up logic, so the policy logic is
+//! written (and tested) once.
+//!
+//! ```
+//! use turno::buffer::{Buffer, Offer, Policy};
+//!
+//! let mut b = Buffer::new(Policy::KeepNewest(2));
+//! assert!(matches!(b.offer(1), Offer::Enqueued { remaining: Some(1) }));
+//! assert!(matches!(b.offer(2), Offer::Enqueued { remaining: Some(0) }));
+//! // Full: the oldest element (1) is evicted to make room for 3.
+//! assert!(matches!(b.offer(3), Offer::Dropped(1)));
+//! assert_eq!(b.take(), Some(2));
+//! assert_eq!(b.take(), Some(3));
+//! ```
+
+use std::collections::VecDeque;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// What a bounded queue does when it is full.
+///
+/// The capacity is the number of elements the queue holds before the policy
+/// applies. Use [`Policy::validate`] to check a policy before building
+/// anything from it; [`Buffer::new`] accepts any policy, including capacity 0
+/// (a buffer that holds nothing, as Swift's `AsyncStream` allows).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "policy", content = "capacity")]
+pub enum Policy {
+    /// A sliding window: when full, the oldest queued element is evicted and
+    /// the incoming one is queued. Capacity 1 keeps the last known value.
+    KeepNewest(usize),
+    /// When full, the incoming element is dropped; the queued ones are kept.
+    KeepOldest(usize),
+    /// When full, the incoming element is handed back to the producer.
+    Reject(usize),
+    /// When full, the producer waits: async senders await space, blocking
+    /// senders block, and actor senders are muted (not scheduled) until the
+    /// queue drains below its low watermark (half the capacity).
+    Suspend(usize),
+    /// Never full. This is the hazard that bounded policies exist to avoid:
+    /// under sustained overload memory and queueing delay grow without limit.
+    Unbounded,
+}
+
+impl Policy {
+    /// The capacity, or `None` for [`Policy::Unbounded`].
+    pub fn capacity(&self) -> Option<usize> {
+        match *self {
+            Policy::KeepNewest(n)
+            | Policy::KeepOldest(n)
+            | Policy::Reject(n)
+            | Policy::Suspend(n) => Some(n),
+            Policy::Unbounded => None,
+        }
+    }
+
+    /// A short stable name, used in metrics labels, traces and tables.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Policy::KeepNewest(_) => "keep_newest",
+            Policy::KeepOldest(_) => "keep_oldest",
+            Policy::Reject(_) => "reject",
+            Policy::Suspend(_) => "suspend",
+            Policy::Unbounded => "unbounded",
+        }
+    }
+
+    /// The depth below which a suspended producer may go on: half the
+    /// capacity, rounded down. `None` for policies that never suspend.
+    pub fn low_watermark(&self) -> Option<usize> {
+        match *self {
+            Policy::Suspend(n) => Some(n / 2),
+            _ => None,
+        }
+    }
+
+    /// Checks that the policy makes sense for a queue that must hold at
+    /// least one element (a mailbox): a bounded capacity of 0 is refused.
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        match self.capacity() {
+            Some(0) => Err(PolicyError::ZeroCapacity { policy: *self }),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl fmt::Display for Policy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.capacity() {
+            Some(n) => write!(f, "{}({n})", self.name().replace('_', "-")),
+            None => f.write_str("unbounded"),
+        }
+    }
+}
+
+/// A policy that cannot be used where it was given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PolicyError {
+    /// A bounded mailbox needs room for at least one message.
+    #[error("{policy} holds nothing: a mailbox capacity must be at least 1 (use a capacity >= 1, or Policy::Unbounded knowing the hazard)")]
+    ZeroCapacity {
+        /// The refused policy.
+        policy: Policy,
+    },
+}
+
+/// The verdict of one [`Buffer::offer`]: what happened, to which element.
+#[derive(Debug, PartialEq, Eq)]
+#[must_use = "an offer's verdict says whether the element was queued, dropped or handed back"]
+pub enum Offer<T> {
+    /// The element was queued. `remaining` is the room left after it
+    /// (`None` when unbounded): zero is the early warning.
+    Enqueued {
+        /// Free slots left after this element, `None` for an unbounded queue.
+        remaining: Option<usize>,
+    },
+    /// An element was lost to make the policy hold: the incoming one
+    /// ([`Policy::KeepOldest`]) or the evicted oldest one
+    /// ([`Policy::KeepNewest`], in which case the incoming one was queued).
+    Dropped(T),
+    /// The queue is full and its policy is [`Policy::Reject`]: the element
+    /// is handed back untouched.
+    Rejected(T),
+    /// The queue is full and its policy is [`Policy::Suspend`]: the element
+    /// is handed back and the producer should wait for room.
+    Full(T),
+}
+
+impl<T> Offer<T> {
+    /// True when the offered element itself was queued (which is also the
+    /// case for a [`Policy::KeepNewest`] eviction).
+    pub fn queued(&self, policy: Policy) -> bool {
+        match self {
+            Offer::Enqueued { .. } => true,
+            Offer::Dropped(_) => matches!(policy, Policy::KeepNewest(_)),
+            Offer::Rejected(_) | Offer::Full(_) => false,
+        }
+    }
+}
+
+/// Counters kept by a [`Buffer`]: every offered element ends up in exactly
+/// one of `taken`, `dropped`, `rejected`, `refused_full` or is still queued.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BufferStats {
+    /// Elements offered (including forced ones).
+    pub offered: u64,
+    /// Elements taken out by the consumer.
+    pub taken: u64,
+    /// Elements lost to the policy (evicted or incoming).
+    pub dropped: u64,
+    /// Elements handed back by [`Policy::Reject`].
+    pub rejected: u64,
+    /// Elements handed back by [`Policy::Suspend`] because the queue was full.
+    pub refused_full: u64,
+    /// Elements removed without being taken (for example drained to dead
+    /// letters when a mailbox closes).
+    pub drained: u64,
+    /// The greatest depth ever reached.
+    pub max_depth: usize,
+}
+
+/// A FIFO queue with an overflow [`Policy`]. See the [module docs](self).
+///
+/// Steady-state operation does not allocate: the ring buffer grows to the
+/// depth actually reached and is then reused.
+pub struct Buffer<T> {
+    items: VecDeque<T>,
+    policy: Policy,
+    stats: BufferStats,
+}
+
+/// Elements preallocated up front; larger queues grow on demand so that a
+/// huge nominal capacity costs nothing until it is used.
+const PREALLOCATE: usize = 16;
+
+impl<T> Buffer<T> {
+    /// An empty buffer with the given policy.
+    pub fn new(policy: Policy) -> Self {
+        let prealloc = policy.capacity().unwrap_or(PREALLOCATE).min(PREALLOCATE);
+        Buffer {
+            items: VecDeque::with_capacity(prealloc),
+            policy,
+            stats: BufferStats::default(),
+        }
+    }
+
+    /// The policy this buffer applies.
+    pub fn policy(&self) -> Policy {
+        self.policy
+    }
+
+    /// Number of queued elements.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// True when nothing is queued.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// True when an offer would trigger the policy.
+    pub fn is_full(&self) -> bool {
+        match self.policy.capacity() {
+            Some(cap) => self.items.len() >= cap,
+            None => false,
+        }
+    }
+
+    /// Free slots, `None` when unbounded. Never negative: a buffer pushed
+    /// past its capacity by [`Buffer::force`] reports 0.
+    pub fn remaining(&self) -> Option<usize> {
+        self.policy
+            .capacity()
+            .map(|cap| cap.saturating_sub(self.items.len()))
+    }
+
+    /// The counters so far.
+    pub fn stats(&self) -> BufferStats {
+        self.stats
+    }
+
+    /// Offers an element and applies the policy if the buffer is full.
+    pub fn offer(&mut self, item: T) -> Offer<T> {
+        self.stats.offered += 1;
+        if !self.is_full() {
+            return self.push(item);
+        }
+        match self.policy {
+            Policy::KeepNewest(_) => match self.items.pop_front() {
+                Some(oldest) => {
+                    self.items.push_back(item);
+                    self.stats.dropped += 1;
+                    Offer::Dropped(oldest)
+                }
+                // Capacity 0: nothing to evict, the element itself is lost.
+                None => {
+                    self.stats.dropped += 1;
+                    Offer::Dropped(item)
+                }
+            },
+            Policy::KeepOldest(_) => {
+                self.stats.dropped += 1;
+                Offer::Dropped(item)
+            }
+            Policy::Reject(_) => {
+                self.stats.rejected += 1;
+                Offer::Rejected(item)
+            }
+            Policy::Suspend(_) => {
+                self.stats.refused_full += 1;
+                Offer::Full(item)
+            }
+            Policy::Unbounded => unreachable!("an unbounded buffer is never full"),
+        }
+    }
+
+    /// Queues an element whatever the policy says. Used where the caller has
+    /// its own bound (a muted actor sender's overshoot, a reply to a request
+    /// the receiver made itself).
+    pub fn force(&mut self, item: T) -> Offer<T> {
+        self.stats.offered += 1;
+        self.push(item)
+    }
+
+    fn push(&mut self, item: T) -> Offer<T> {
+        self.items.push_back(item);
+        self.stats.max_depth = self.stats.max_depth.max(self.items.len());
+        Offer::Enqueued {
+            remaining: self.remaining(),
+        }
+    }
+
+    /// Takes the oldest element.
+    pub fn take(&mut self) -> Option<T> {
+        let item = self.items.pop_front();
+        if item.is_some() {
+            self.stats.taken += 1;
+        }
+        item
+    }
+
+    /// Removes every queued element, counting them as drained (not taken).
+    pub fn drain(&mut self) -> impl Iterator<Item = T> + '_ {
+        self.stats.drained += self.items.len() as u64;
+        self.items.drain(..)
+    }
+}
+
+impl<T> fmt::Debug for Buffer<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Buffer")
+            .field("policy", &self.policy)
+            .field("len", &self.items.len())
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keep_newest_evicts_oldest_and_returns_it() {
+        let mut b = Buffer::new(Policy::KeepNewest(3));
+        for i in 0..3 {
+            assert!(matches!(b.offer(i), Offer::Enqueued { .. }));
+        }
+        assert_eq!(b.offer(3), Offer::Dropped(0));
+        assert_eq!(b.offer(4), Offer::Dropped(1));
+        assert_eq!(b.drain().collect::<Vec<_>>(), vec![2, 3, 4]);
+        assert_eq!(b.stats().dropped, 2);
+    }
+
+    #[test]
+    fn keep_newest_one_is_last_known_value() {
+        let mut b = Buffer::new(Policy::KeepNewest(1));
+        assert_eq!(b.offer("a"), Offer::Enqueued { remaining: Some(0) });
+        assert_eq!(b.offer("b"), Offer::Dropped("a"));
+        assert_eq!(b.offer("c"), Offer::Dropped("b"));
+        assert_eq!(b.take(), Some("c"));
+        assert_eq!(b.take(), None);
+    }
+
+    #[test]
+    fn keep_oldest_drops_incoming() {
+        let mut b = Buffer::new(Policy::KeepOldest(2));
+        assert_eq!(b.offer(1), Offer::Enqueued { remaining: Some(1) });
+        assert_eq!(b.offer(2), Offer::Enqueued { remaining: Some(0) });
+        assert_eq!(b.offer(3), Offer::Dropped(3));
+        assert_eq!(b.take(), Some(1));
+        assert_eq!(b.offer(4), Offer::Enqueued { remaining: Some(0) });
+        assert_eq!(b.drain().collect::<Vec<_>>(), vec![2, 4]);
+    }
+
+    #[test]
+    fn reject_and_suspend_hand_the_element_back() {
+        let mut r = Buffer::new(Policy::Reject(1));
+        assert!(matches!(r.offer(1), Offer::Enqueued { .. }));
+        assert_eq!(r.offer(2), Offer::Rejected(2));
+        let mut s = Buffer::new(Policy::Suspend(1));
+        assert!(matches!(s.offer(1), Offer::Enqueued { .. }));
+        assert_eq!(s.offer(2), Offer::Full(2));
+        assert_eq!(s.stats().refused_full, 1);
+    }
+
+    #[test]
+    fn force_overshoots_and_remaining_saturates() {
+        let mut s = Buffer::new(Policy::Suspend(1));
+        assert_eq!(s.force(1), Offer::Enqueued { remaining: Some(0) });
+        assert_eq!(s.force(2), Offer::Enqueued { remaining: Some(0) });
+        assert_eq!(s.len(), 2);
+        assert_eq!(s.stats().max_depth, 2);
+    }
+
+    #[test]
+    fn zero_capacity_is_refused_for_mailboxes_but_drops_in_buffers() {
+        assert!(Policy::KeepOldest(0).validate().is_err());
+        assert!(Policy::Unbounded.validate().is_ok());
+        let msg = Policy::Reject(0).validate().unwrap_err().to_string();
+        assert!(msg.contains("reject(0)"), "{msg}");
+        let mut b = Buffer::new(Policy::KeepNewest(0));
+        assert_eq!(b.offer(7), Offer::Dropped(7));
+        assert!(b.is_empty());
+    }
+
+    #[test]
+    fn unbounded_never_refuses() {
+        let mut b = Buffer::new(Policy::Unbounded);
+        for i in 0..1000 {
+            assert_eq!(b.offer(i), Offer::Enqueued { remaining: None });
+        }
+        assert_eq!(b.len(), 1000);
+    }
+}

@@ -1,0 +1,349 @@
+//! The actor cell: one actor instance with its mailbox, stash, timers and
+//! pending requests, and the code that runs one turn.
+//!
+//! A cell knows nothing about scheduling: a scheduler picks a cell, asks it
+//! to run one unit of work, and applies the [`Effects`] it returns. The
+//! type-erased [`AnyCell`] is what schedulers hold.
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+use crate::actor::SpawnError;
+use crate::actor::{Actor, Props};
+use crate::addr::{ActorId, Addr};
+use crate::ask::RequestId;
+use crate::ask::{Asks, StaleReason};
+use crate::context::{Context, Effects, Spawned, WatchMap};
+use crate::mailbox::{Control, Envelope, Mailbox, Signal};
+use crate::stash::Stash;
+use crate::system::SystemShared;
+use crate::timer::TimerId;
+use crate::trace::{EventKind, TurnKind};
+
+/// The result of [`AnyCell::turn`].
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum TurnOutcome {
+    /// Nothing to do.
+    Idle,
+    /// A handler ran to completion.
+    Handled,
+    /// A message was consumed without a handler call (stale reply, cancelled
+    /// timer).
+    Discarded,
+    /// The handler panicked: the actor has failed.
+    Failed(String),
+}
+
+/// A cell as a scheduler sees it.
+pub(crate) trait AnyCell: Send {
+    fn pop_control(&self) -> Option<Control>;
+    fn push_control(&self, c: Control) -> bool;
+    fn push_signal(&self, s: Signal) -> bool;
+    fn has_control(&self) -> bool;
+    /// Work the actor may do now (muted actors: control only).
+    fn has_work(&self, muted: bool) -> bool;
+    /// Marks the actor idle unless work is waiting.
+    fn try_idle(&self) -> bool;
+    /// Runs the `started` hook, building an instance first if needed.
+    fn start(&mut self, fx: &mut Effects) -> Result<(), String>;
+    /// Handles one signal, re-delivery or message.
+    fn turn(&mut self, fx: &mut Effects) -> TurnOutcome;
+    /// Replaces the instance: runs `stopped` on a healthy one, keeps mailbox
+    /// and stash, cancels timers and pending requests. The caller queues
+    /// [`Control::Start`].
+    fn reset(&mut self, fx: &mut Effects);
+    /// Drops a failed instance.
+    fn fail(&mut self);
+    /// Stops for good: `stopped` hook if healthy, mailbox closed, everything
+    /// held becomes dead letters. Returns the senders this mailbox had muted.
+    fn stop(&mut self, fx: &mut Effects) -> Vec<ActorId>;
+    fn timer_live(&self, id: TimerId) -> bool;
+    fn ask_pending(&self, id: RequestId) -> bool;
+}
+
+type Factory<A> = Box<dyn FnMut() -> A + Send>;
+
+pub(crate) struct Cell<A: Actor> {
+    actor: Option<A>,
+    factory: Factory<A>,
+    addr: Addr<A::Msg>,
+    stash: Stash<A::Msg>,
+    timers: HashMap<TimerId, A::Msg>,
+    asks: Asks<A::Msg>,
+    watching: HashMap<ActorId, WatchMap<A::Msg>>,
+}
+
+impl<A: Actor> Cell<A> {
+    /// Builds a cell (no instance yet: the first `Start` builds it) and its
+    /// address.
+    pub(crate) fn new(
+        shared: Arc<SystemShared>,
+        props: &Props,
+        factory: Factory<A>,
+    ) -> Result<(Self, Addr<A::Msg>), SpawnError> {
+        props.check()?;
+        let id = ActorId(shared.next_id());
+        let name: Arc<str> = match &props.name {
+            Some(n) => n.as_str().into(),
+            None => format!("actor-{}", id.0).into(),
+        };
+        let mailbox = Arc::new(Mailbox::new(id, name, props.policy, shared));
+        let addr = Addr { mailbox };
+        let cell = Cell {
+            actor: None,
+            factory,
+            addr: addr.clone(),
+            stash: Stash::new(props.stash_capacity),
+            timers: HashMap::new(),
+            asks: Asks::default(),
+            watching: HashMap::new(),
+        };
+        Ok((cell, addr))
+    }
+
+    /// Builds a cell ready for a scheduler to register.
+    pub(crate) fn create(
+        shared: Arc<SystemShared>,
+        props: Props,
+        factory: Factory<A>,
+    ) -> Result<(Spawned, Addr<A::Msg>), SpawnError> {
+        let (cell, addr) = Self::new(shared, &props, factory)?;
+        let spawned = Spawned {
+            id: addr.id(),
+            name: addr.name().to_owned(),
+            policy: props.policy.to_string(),
+            cell: Box::new(cell),
+            supervision: props.supervision,
+        };
+        Ok((spawned, addr))
+    }
+
+    /// Builds the instance if there is none (the test kit does this up front).
+    pub(crate) fn ensure_instance(&mut self) {
+        if self.actor.is_none() {
+            self.actor = Some((self.factory)());
+        }
+    }
+
+    pub(crate) fn instance(&self) -> Option<&A> {
+        self.actor.as_ref()
+    }
+
+    /// Runs the handler on `msg` directly, bypassing the mailbox.
+    pub(crate) fn handle_now(&mut self, msg: A::Msg, fx: &mut Effects) -> TurnOutcome {
+        self.handle(TurnKind::Message, msg, fx)
+    }
+
+    fn shared(&self) -> &SystemShared {
+        &self.addr.mailbox.shared
+    }
+
+    /// Runs `f` on the instance with a context, catching a panic.
+    fn run(
+        &mut self,
+        what: TurnKind,
+        fx: &mut Effects,
+        f: impl FnOnce(&mut A, &mut Context<'_, A>),
+    ) -> Result<(), String> {
+        let actor_id = self.addr.id();
+        let Some(actor) = self.actor.as_mut() else {
+            return Ok(());
+        };
+        let shared = &self.addr.mailbox.shared;
+        shared
+            .tracer
+            .emit(shared.clock.now(), || EventKind::TurnStart {
+                actor: actor_id,
+                what,
+            });
+        let metrics = &self.addr.mailbox.metrics;
+        let started = metrics.enabled.then(std::time::Instant::now);
+        let mut ctx = Context {
+            addr: &self.addr,
+            stash: &mut self.stash,
+            timers: &mut self.timers,
+            asks: &mut self.asks,
+            watching: &mut self.watching,
+            fx,
+        };
+        let result = catch_unwind(AssertUnwindSafe(|| f(actor, &mut ctx))).map_err(panic_message);
+        if let Some(t0) = started {
+            metrics.turn_seconds.record(t0.elapsed().as_secs_f64());
+        }
+        let ok = result.is_ok();
+        shared
+            .tracer
+            .emit(shared.clock.now(), || EventKind::TurnEnd {
+                actor: actor_id,
+                ok,
+            });
+        if let Err(e) = &result {
+            fx.failed = Some(e.clone());
+        }
+        result
+    }
+
+    fn handle(&mut self, what: TurnKind, msg: A::Msg, fx: &mut Effects) -> TurnOutcome {
+        match self.run(what, fx, |a, ctx| a.handle(ctx, msg)) {
+            Ok(()) => TurnOutcome::Handled,
+            Err(e) => TurnOutcome::Failed(e),
+        }
+    }
+
+    fn stale(&mut self, request: RequestId, reason: StaleReason) -> TurnOutcome {
+        let mailbox = &self.addr.mailbox;
+        mailbox.count_stale();
+        mailbox.metrics.stale.increment(1);
+        let actor = self.addr.id();
+        let shared = self.shared();
+        shared
+            .tracer
+            .emit(shared.clock.now(), || EventKind::StaleReply {
+                actor,
+                request: request.0,
+                reason,
+            });
+        TurnOutcome::Discarded
+    }
+
+    fn cancel_everything(&mut self, why: StaleReason) {
+        self.timers.clear();
+        self.asks.settle_all(why);
+    }
+}
+
+/// The text of a panic payload.
+fn panic_message(payload: Box<dyn Any + Send>) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic with a non-string payload".to_owned()
+    }
+}
+
+impl<A: Actor> AnyCell for Cell<A> {
+    fn pop_control(&self) -> Option<Control> {
+        self.addr.mailbox.pop_control()
+    }
+
+    fn push_control(&self, c: Control) -> bool {
+        self.addr.mailbox.push_control(c)
+    }
+
+    fn push_signal(&self, s: Signal) -> bool {
+        self.addr.mailbox.push_signal(s)
+    }
+
+    fn has_control(&self) -> bool {
+        self.addr.mailbox.has_control()
+    }
+
+    fn has_work(&self, muted: bool) -> bool {
+        (!muted && self.stash.has_redelivery()) || self.addr.mailbox.has_work(muted)
+    }
+
+    fn try_idle(&self) -> bool {
+        self.addr.mailbox.try_idle(self.stash.has_redelivery())
+    }
+
+    fn start(&mut self, fx: &mut Effects) -> Result<(), String> {
+        if self.actor.is_none() {
+            let factory = &mut self.factory;
+            match catch_unwind(AssertUnwindSafe(factory)) {
+                Ok(a) => self.actor = Some(a),
+                Err(p) => {
+                    let e = format!("factory panicked: {}", panic_message(p));
+                    fx.failed = Some(e.clone());
+                    return Err(e);
+                }
+            }
+        }
+        self.run(TurnKind::Started, fx, |a, ctx| a.started(ctx))
+    }
+
+    fn turn(&mut self, fx: &mut Effects) -> TurnOutcome {
+        if self.actor.is_none() {
+            return TurnOutcome::Idle;
+        }
+        if let Some(signal) = self.addr.mailbox.pop_signal() {
+            return match signal {
+                Signal::Timer(id) => match self.timers.remove(&id) {
+                    Some(msg) => self.handle(TurnKind::Timer, msg, fx),
+                    None => TurnOutcome::Discarded,
+                },
+                Signal::AskTimeout(id) => match self.asks.settle(id, StaleReason::TimedOut) {
+                    Some(p) => {
+                        let msg = p.timeout.timed_out();
+                        self.handle(TurnKind::AskTimeout, msg, fx)
+                    }
+                    None => TurnOutcome::Discarded,
+                },
+                Signal::Terminated { actor, reason } => match self.watching.remove(&actor) {
+                    Some(map) => {
+                        let msg = map(actor, reason);
+                        self.handle(TurnKind::Terminated, msg, fx)
+                    }
+                    None => TurnOutcome::Discarded,
+                },
+            };
+        }
+        if let Some(msg) = self.stash.next() {
+            return self.handle(TurnKind::Unstashed, msg, fx);
+        }
+        let popped = self.addr.mailbox.pop_user();
+        fx.unmuted.extend(popped.unmuted);
+        match popped.item {
+            None => TurnOutcome::Idle,
+            Some(Envelope::Msg(msg)) => self.handle(TurnKind::Message, msg, fx),
+            Some(Envelope::Reply(id, msg)) => match self.asks.take_fresh(id) {
+                Ok(_) => self.handle(TurnKind::Reply, msg, fx),
+                Err(reason) => self.stale(id, reason),
+            },
+        }
+    }
+
+    fn reset(&mut self, fx: &mut Effects) {
+        if self.actor.is_some() {
+            // A healthy instance replaced because a sibling failed.
+            let _ = self.run(TurnKind::Stopped, fx, |a, ctx| a.stopped(ctx));
+            fx.failed = None;
+            self.actor = None;
+        }
+        // Stashed messages were accepted by the mailbox: the new instance
+        // gets them first, in order.
+        self.stash.unstash_all();
+        self.cancel_everything(StaleReason::Restarted);
+    }
+
+    fn fail(&mut self) {
+        self.actor = None;
+    }
+
+    fn stop(&mut self, fx: &mut Effects) -> Vec<ActorId> {
+        if self.actor.is_some() {
+            let _ = self.run(TurnKind::Stopped, fx, |a, ctx| a.stopped(ctx));
+            fx.failed = None;
+        }
+        self.actor = None;
+        self.cancel_everything(StaleReason::Unknown);
+        self.watching.clear();
+        let id = self.addr.id();
+        for _ in 0..self.stash.drain_all() {
+            self.shared()
+                .dead_letter(id, crate::trace::DeadLetterReason::Drained);
+        }
+        self.addr.mailbox.close()
+    }
+
+    fn timer_live(&self, id: TimerId) -> bool {
+        self.timers.contains_key(&id)
+    }
+
+    fn ask_pending(&self, id: RequestId) -> bool {
+        self.asks.is_pending(id)
+    }
+}

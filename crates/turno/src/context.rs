@@ -1,0 +1,340 @@
+//! The context of one turn: everything a handler may do besides changing its
+//! own state.
+//!
+//! Sends take effect at once (the verdict must be real). Every other effect
+//! (spawn, stop, timers, watches, muting) is recorded in the turn's effects
+//! and applied by the scheduler when the turn ends, which is also what lets
+//! the [`TestKit`](crate::testkit::TestKit) run a single turn and show its
+//! effects without any scheduler.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::actor::{Actor, Props, SpawnError};
+use crate::addr::{ActorId, Addr};
+use crate::ask::{self, Asks, Pending, ReplyTo, RequestId, Response, StaleReason};
+use crate::cell::{AnyCell, Cell};
+use crate::mailbox::{Verdict, VerdictKind};
+use crate::stash::{Stash, StashFull};
+use crate::supervision::{ExitReason, Supervision};
+use crate::system::SystemShared;
+use crate::time::Instant;
+use crate::timer::TimerId;
+use crate::trace::EventKind;
+
+/// What a timer entry in the scheduler's heap stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum TimerKey {
+    User(TimerId),
+    Ask(RequestId),
+    /// The end of a simulated busy period.
+    WakeUp,
+}
+
+/// A child created during a turn, registered by the scheduler at turn end.
+pub(crate) struct Spawned {
+    pub(crate) id: ActorId,
+    pub(crate) name: String,
+    pub(crate) policy: String,
+    pub(crate) cell: Box<dyn AnyCell>,
+    pub(crate) supervision: Supervision,
+}
+
+/// The effects of one turn, other than sends.
+#[derive(Default)]
+pub(crate) struct Effects {
+    pub(crate) spawned: Vec<Spawned>,
+    pub(crate) stops: Vec<ActorId>,
+    pub(crate) stop_self: bool,
+    pub(crate) timers_set: Vec<(TimerKey, Instant)>,
+    pub(crate) timers_cancelled: Vec<TimerId>,
+    pub(crate) watch: Vec<ActorId>,
+    pub(crate) unwatch: Vec<ActorId>,
+    pub(crate) muted_by: Vec<ActorId>,
+    pub(crate) unmuted: Vec<ActorId>,
+    pub(crate) busy_for: Option<Duration>,
+    pub(crate) asks: Vec<(RequestId, ActorId)>,
+    pub(crate) stashed: usize,
+    pub(crate) unstashed: usize,
+    /// Every send with its verdict, kept only for the test kit.
+    pub(crate) sent: Option<Vec<(ActorId, VerdictKind)>>,
+    pub(crate) failed: Option<String>,
+}
+
+/// Maps a watched actor's termination into the watcher's message.
+pub(crate) type WatchMap<M> = Box<dyn Fn(ActorId, ExitReason) -> M + Send>;
+
+/// The context of the current turn. See the [module docs](self).
+pub struct Context<'a, A: Actor> {
+    pub(crate) addr: &'a Addr<A::Msg>,
+    pub(crate) stash: &'a mut Stash<A::Msg>,
+    pub(crate) timers: &'a mut HashMap<TimerId, A::Msg>,
+    pub(crate) asks: &'a mut Asks<A::Msg>,
+    pub(crate) watching: &'a mut HashMap<ActorId, WatchMap<A::Msg>>,
+    pub(crate) fx: &'a mut Effects,
+}
+
+impl<'a, A: Actor> Context<'a, A> {
+    fn shared(&self) -> &Arc<SystemShared> {
+        &self.addr.mailbox.shared
+    }
+
+    fn trace(&self, kind: impl FnOnce() -> EventKind) {
+        let shared = self.shared();
+        shared.tracer.emit(shared.clock.now(), kind);
+    }
+
+    /// This actor's id.
+    pub fn id(&self) -> ActorId {
+        self.addr.id()
+    }
+
+    /// This actor's own address.
+    pub fn addr(&self) -> Addr<A::Msg> {
+        self.addr.clone()
+    }
+
+    /// The system's time (virtual on the deterministic scheduler).
+    pub fn now(&self) -> Instant {
+        self.shared().clock.now()
+    }
+
+    /// Sends a message and returns the verdict at once.
+    ///
+    /// **Backpressure.** When the receiver's policy is
+    /// [`Policy::Suspend`](crate::Policy::Suspend) and its mailbox is full,
+    /// the message is queued anyway and this actor is *muted*: the scheduler
+    /// runs no further turns of it (other than control: stop, supervision)
+    /// until the receiver drains below its low watermark. Pressure thus
+    /// propagates back along a chain of actors.
+    ///
+    /// **The cycle rule.** An actor whose own mailbox is full is never
+    /// muted: it is the bottleneck, and muting it could stall a cycle (A and
+    /// B, each full, each waiting on the other). So a receiver's depth exceeds
+    /// its capacity by at most one turn's sends per sender that was muted by
+    /// that send, plus the sends of overloaded senders, which are themselves
+    /// muting their own producers.
+    pub fn send<N: Send + 'static>(&mut self, to: &Addr<N>, msg: N) -> Verdict<N> {
+        let me = self.addr.id();
+        let muting = if self.addr.mailbox.is_overloaded() {
+            None
+        } else {
+            Some(me)
+        };
+        let (verdict, muted) = to.mailbox.push_user(msg, muting);
+        if muted {
+            self.fx.muted_by.push(to.id());
+        }
+        if let Some(sent) = &mut self.fx.sent {
+            sent.push((to.id(), verdict.kind()));
+        }
+        verdict
+    }
+
+    /// Spawns a child supervised by this actor. The child's first turn is its
+    /// `started` hook. `factory` builds the first instance and every restart.
+    pub fn spawn<B: Actor>(
+        &mut self,
+        props: Props,
+        factory: impl FnMut() -> B + Send + 'static,
+    ) -> Result<Addr<B::Msg>, SpawnError> {
+        let spawned = Cell::<B>::create(self.shared().clone(), props, Box::new(factory))?;
+        let addr = spawned.1;
+        self.fx.spawned.push(spawned.0);
+        Ok(addr)
+    }
+
+    /// Stops this actor after this turn. Messages still queued become dead
+    /// letters; children stop first; watchers get a terminated message.
+    pub fn stop(&mut self) {
+        self.fx.stop_self = true;
+    }
+
+    /// Asks another actor (usually a child) to stop. The stop travels in its
+    /// system lane, ahead of its queued messages.
+    pub fn stop_actor(&mut self, id: ActorId) {
+        self.fx.stops.push(id);
+    }
+
+    /// Sends `msg` to this actor after `delay`. The timer can be cancelled
+    /// until its message is handled.
+    pub fn send_after(&mut self, delay: Duration, msg: A::Msg) -> TimerId {
+        let id = TimerId(self.shared().next_id());
+        let deadline = self.now() + delay;
+        self.timers.insert(id, msg);
+        self.fx.timers_set.push((TimerKey::User(id), deadline));
+        id
+    }
+
+    /// Cancels a timer. Returns false if it already fired and was handled
+    /// (or never existed). After this, its message is never handled.
+    pub fn cancel_timer(&mut self, id: TimerId) -> bool {
+        let found = self.timers.remove(&id).is_some();
+        if found {
+            self.fx.timers_cancelled.push(id);
+        }
+        found
+    }
+
+    /// Sets a message aside until [`Context::unstash_all`]. A full stash
+    /// hands the message back.
+    pub fn stash(&mut self, msg: A::Msg) -> Result<(), StashFull<A::Msg>> {
+        let size = self.stash.push(msg)?;
+        self.fx.stashed += 1;
+        let actor = self.id();
+        self.addr.mailbox.metrics.stash.set(size as f64);
+        self.trace(|| EventKind::Stash { actor, size });
+        Ok(())
+    }
+
+    /// Re-delivers every stashed message, in original order, ahead of newer
+    /// mail. Returns how many.
+    pub fn unstash_all(&mut self) -> usize {
+        let count = self.stash.unstash_all();
+        if count > 0 {
+            self.fx.unstashed += count;
+            let actor = self.id();
+            self.addr.mailbox.metrics.stash.set(0.0);
+            self.trace(|| EventKind::Unstash { actor, count });
+        }
+        count
+    }
+
+    /// Messages in the stash now.
+    pub fn stash_len(&self) -> usize {
+        self.stash.len()
+    }
+
+    /// Asks `to` and awaits one [`Response`]: `request` builds the request
+    /// message around the [`ReplyTo`] handle; `on_response` turns the reply,
+    /// or [`Response::TimedOut`] after `timeout`, into this actor's message.
+    ///
+    /// If the request itself cannot be delivered (closed, rejected, dropped),
+    /// nothing is pending and the error carries the request back.
+    pub fn ask<N, R, F>(
+        &mut self,
+        to: &Addr<N>,
+        request: impl FnOnce(ReplyTo<R>) -> N,
+        timeout: Duration,
+        on_response: F,
+    ) -> Result<RequestId, AskError<N>>
+    where
+        N: Send + 'static,
+        R: Send + 'static,
+        F: Fn(Response<R>) -> A::Msg + Send + Sync + 'static,
+    {
+        let id = RequestId(self.shared().next_id());
+        let (reply_to, timeout_port) = ask::new_request(id, self.addr.mailbox.clone(), on_response);
+        match self.send(to, request(reply_to)) {
+            Verdict::Enqueued { .. } => {}
+            // Keep-newest evicted an older message: ours is queued.
+            Verdict::Dropped(_) if matches!(to.policy(), crate::Policy::KeepNewest(_)) => {}
+            Verdict::Dropped(m) => return Err(AskError::Dropped(m)),
+            Verdict::Rejected(m) => return Err(AskError::Rejected(m)),
+            Verdict::Full(m) => return Err(AskError::Rejected(m)),
+            Verdict::Closed(m) => return Err(AskError::Closed(m)),
+        }
+        let deadline = self.now() + timeout;
+        self.fx.timers_set.push((TimerKey::Ask(id), deadline));
+        self.asks.insert(
+            id,
+            Pending {
+                timeout: timeout_port,
+            },
+        );
+        self.fx.asks.push((id, to.id()));
+        let (actor, to) = (self.id(), to.id());
+        self.trace(|| EventKind::Ask {
+            actor,
+            request: id.0,
+            to,
+        });
+        Ok(id)
+    }
+
+    /// Asks again, superseding `previous`: a late reply to `previous` is
+    /// discarded as stale ([`StaleReason::Superseded`]).
+    pub fn supersede<N, R, F>(
+        &mut self,
+        previous: RequestId,
+        to: &Addr<N>,
+        request: impl FnOnce(ReplyTo<R>) -> N,
+        timeout: Duration,
+        on_response: F,
+    ) -> Result<RequestId, AskError<N>>
+    where
+        N: Send + 'static,
+        R: Send + 'static,
+        F: Fn(Response<R>) -> A::Msg + Send + Sync + 'static,
+    {
+        self.asks.settle(previous, StaleReason::Superseded);
+        self.ask(to, request, timeout, on_response)
+    }
+
+    /// Stops awaiting `id` (typically: the state that wanted it was left).
+    /// Its reply, if it comes, is discarded as stale; no timeout is delivered.
+    /// Returns false if it was not pending.
+    pub fn abandon(&mut self, id: RequestId) -> bool {
+        self.asks.settle(id, StaleReason::Abandoned).is_some()
+    }
+
+    /// Abandons every pending request. Returns how many.
+    pub fn abandon_all(&mut self) -> usize {
+        self.asks.settle_all(StaleReason::Abandoned).len()
+    }
+
+    /// True while `id` awaits its response.
+    pub fn is_pending(&self, id: RequestId) -> bool {
+        self.asks.is_pending(id)
+    }
+
+    /// Requests awaiting a response.
+    pub fn pending_requests(&self) -> usize {
+        self.asks.len()
+    }
+
+    /// Watches another actor: when it terminates, `on_terminated` builds the
+    /// message this actor receives (through the system lane, so no policy
+    /// drops it). Watching an actor that is already gone delivers at once.
+    pub fn watch<N: Send + 'static>(
+        &mut self,
+        target: &Addr<N>,
+        on_terminated: impl Fn(ActorId, ExitReason) -> A::Msg + Send + 'static,
+    ) {
+        self.watching.insert(target.id(), Box::new(on_terminated));
+        self.fx.watch.push(target.id());
+    }
+
+    /// Stops watching: no terminated message for `target` after this.
+    pub fn unwatch(&mut self, target: ActorId) {
+        if self.watching.remove(&target).is_some() {
+            self.fx.unwatch.push(target);
+        }
+    }
+
+    /// Declares that this turn's work takes `cost` of time. On the
+    /// deterministic scheduler the actor handles nothing else until the
+    /// virtual clock has moved past it (this is how a slow consumer is
+    /// modelled); the threaded scheduler ignores it, real time passes by
+    /// itself.
+    pub fn simulate_work(&mut self, cost: Duration) {
+        let total = self.fx.busy_for.unwrap_or_default() + cost;
+        self.fx.busy_for = Some(total);
+    }
+}
+
+/// An [`ask`](Context::ask) whose request could not be delivered; nothing is
+/// pending. Carries the request back.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AskError<N> {
+    /// The addressee has stopped.
+    #[error("ask failed: the addressee has stopped")]
+    Closed(N),
+    /// The addressee's mailbox is full and refuses (reject policy).
+    #[error("ask failed: the addressee's mailbox is full and rejected the request")]
+    Rejected(N),
+    /// The addressee's keep-oldest mailbox is full and dropped the request.
+    #[error("ask failed: the addressee's mailbox is full and dropped the request")]
+    Dropped(N),
+}

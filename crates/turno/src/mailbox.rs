@@ -1,0 +1,452 @@
+//! Mailboxes: a bounded user lane with an overflow policy, and a system lane
+//! that no policy can drop.
+//!
+//! A mailbox belongs to one actor. Any thread may push into it through an
+//! [`Addr`](crate::Addr); only the scheduler running the actor takes from it.
+//! Two lanes:
+//!
+//! - the **user lane** is a [`Buffer`] with the actor's [`Policy`]: this is
+//!   where ordinary messages and replies wait, FIFO per sender;
+//! - the **system lane** carries control (start, stop, child failure) and
+//!   signals (timer fires, ask timeouts, terminations). It is unbounded
+//!   because its producers are bounded by construction (one entry per timer,
+//!   request, child or watch), and it is always handled first.
+//!
+//! The mailbox also keeps the set of senders it has *muted* (suspend policy):
+//! they are released when the depth falls below the low watermark.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use event_listener::Event;
+use parking_lot::Mutex;
+
+use crate::addr::ActorId;
+use crate::ask::RequestId;
+use crate::buffer::{Buffer, BufferStats, Offer, Policy};
+use crate::metrics::MailboxMetrics;
+use crate::supervision::ExitReason;
+use crate::system::SystemShared;
+use crate::timer::TimerId;
+use crate::trace::{DeadLetterReason, Dropped, EventKind, Lane};
+
+/// What happened to one sent message. Every send returns one; nothing is
+/// lost without a verdict.
+#[derive(Debug, PartialEq, Eq)]
+#[must_use = "a send's verdict says whether the message was queued, dropped or handed back"]
+pub enum Verdict<M> {
+    /// The message is in the mailbox. `remaining` is the room left (`None`:
+    /// unbounded); zero is the early warning that the next send will meet the
+    /// policy.
+    Enqueued {
+        /// Free slots after this message, `None` for an unbounded mailbox.
+        remaining: Option<usize>,
+    },
+    /// A message was lost to the policy: the incoming one (keep-oldest) or the
+    /// oldest queued one, evicted so that the incoming one fits (keep-newest).
+    Dropped(M),
+    /// The mailbox is full and rejects: here is the message back.
+    Rejected(M),
+    /// The mailbox is full and its policy is suspend: wait
+    /// ([`Addr::send`](crate::Addr::send), [`Addr::send_blocking`](crate::Addr::send_blocking))
+    /// or try again later. Actor senders never see this: they are muted instead.
+    Full(M),
+    /// The actor has stopped: here is the message back (it was also counted as
+    /// a dead letter).
+    Closed(M),
+}
+
+impl<M> Verdict<M> {
+    /// True when the sent message is now queued (including a keep-newest send
+    /// that evicted an older message).
+    pub fn is_enqueued(&self) -> bool {
+        matches!(self, Verdict::Enqueued { .. })
+    }
+
+    /// A payload-free summary, handy for logs, counters and tests.
+    pub fn kind(&self) -> VerdictKind {
+        match self {
+            Verdict::Enqueued { .. } => VerdictKind::Enqueued,
+            Verdict::Dropped(_) => VerdictKind::Dropped,
+            Verdict::Rejected(_) => VerdictKind::Rejected,
+            Verdict::Full(_) => VerdictKind::Full,
+            Verdict::Closed(_) => VerdictKind::Closed,
+        }
+    }
+}
+
+/// [`Verdict`] without its payload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VerdictKind {
+    /// See [`Verdict::Enqueued`].
+    Enqueued,
+    /// See [`Verdict::Dropped`].
+    Dropped,
+    /// See [`Verdict::Rejected`].
+    Rejected,
+    /// See [`Verdict::Full`].
+    Full,
+    /// See [`Verdict::Closed`].
+    Closed,
+}
+
+/// A user-lane entry: a message, or a reply to a request this actor made.
+pub(crate) enum Envelope<M> {
+    Msg(M),
+    Reply(RequestId, M),
+}
+
+impl<M> Envelope<M> {
+    fn into_msg(self) -> M {
+        match self {
+            Envelope::Msg(m) | Envelope::Reply(_, m) => m,
+        }
+    }
+}
+
+/// Control messages: handled by the runtime, even for a muted actor.
+#[derive(Debug)]
+pub(crate) enum Control {
+    /// Run the `started` hook (first turn, and after a restart).
+    Start,
+    /// Stop this actor.
+    Stop,
+    /// A child failed; the supervisor must decide.
+    ChildFailed { child: ActorId, error: String },
+}
+
+/// Signals: system-lane entries that become a call to the actor's handler.
+#[derive(Debug)]
+pub(crate) enum Signal {
+    Timer(TimerId),
+    AskTimeout(RequestId),
+    Terminated { actor: ActorId, reason: ExitReason },
+}
+
+struct State<M> {
+    user: Buffer<Envelope<M>>,
+    control: VecDeque<Control>,
+    signals: VecDeque<Signal>,
+    closed: bool,
+    /// The scheduler has been told about this actor and has not yet seen it
+    /// idle: further pushes need not notify it again.
+    notified: bool,
+    /// Senders muted by this mailbox, released below the low watermark.
+    muted: Vec<ActorId>,
+}
+
+/// One actor's mailbox. Shared (behind an `Arc`) by every address of the actor.
+pub(crate) struct Mailbox<M> {
+    pub(crate) id: ActorId,
+    pub(crate) name: Arc<str>,
+    policy: Policy,
+    state: Mutex<State<M>>,
+    /// Woken when room appears in a suspend mailbox, or when it closes.
+    space: Event,
+    pub(crate) shared: Arc<SystemShared>,
+    pub(crate) metrics: MailboxMetrics,
+    stale_replies: AtomicU64,
+}
+
+/// What the scheduler learns from one pop.
+pub(crate) struct Popped<M> {
+    pub(crate) item: Option<Envelope<M>>,
+    /// Senders whose mute this pop released.
+    pub(crate) unmuted: Vec<ActorId>,
+}
+
+impl<M: Send + 'static> Mailbox<M> {
+    pub(crate) fn new(
+        id: ActorId,
+        name: Arc<str>,
+        policy: Policy,
+        shared: Arc<SystemShared>,
+    ) -> Self {
+        let metrics = MailboxMetrics::new(&shared, &name, policy);
+        Mailbox {
+            id,
+            name,
+            policy,
+            state: Mutex::new(State {
+                user: Buffer::new(policy),
+                control: VecDeque::new(),
+                signals: VecDeque::new(),
+                closed: false,
+                notified: false,
+                muted: Vec::new(),
+            }),
+            space: Event::new(),
+            shared,
+            metrics,
+            stale_replies: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn policy(&self) -> Policy {
+        self.policy
+    }
+
+    /// Offers a user message. `muting_sender` is the sending actor when the
+    /// send comes from a turn: on a full suspend mailbox it is queued anyway
+    /// and the sender muted (returned `true` in the second field), unless the
+    /// sender is itself overloaded (see `Context::send`).
+    pub(crate) fn push_user(&self, msg: M, muting_sender: Option<ActorId>) -> (Verdict<M>, bool) {
+        let mut st = self.state.lock();
+        if st.closed {
+            drop(st);
+            self.dead_letter(DeadLetterReason::Closed);
+            return (Verdict::Closed(msg), false);
+        }
+        let mut muted = false;
+        let offer = match muting_sender {
+            // An actor sender is never refused by a suspend mailbox: its
+            // message goes in (the overshoot) and it is muted instead.
+            Some(sender) if matches!(self.policy, Policy::Suspend(_)) && st.user.is_full() => {
+                if !st.muted.contains(&sender) {
+                    st.muted.push(sender);
+                    muted = true;
+                }
+                st.user.force(Envelope::Msg(msg))
+            }
+            _ => st.user.offer(Envelope::Msg(msg)),
+        };
+        let depth = st.user.len();
+        let wake = self.note_push(&mut st);
+        drop(st);
+        let verdict = self.account(offer, depth);
+        if wake {
+            self.shared.wake(self.id);
+        }
+        (verdict, muted)
+    }
+
+    /// Queues a reply: replies bypass the policy's refusal (they answer a
+    /// request the receiver made itself, so the receiver bounds them), but a
+    /// keep-newest mailbox may later evict them like any message.
+    pub(crate) fn push_reply(&self, id: RequestId, msg: M) -> bool {
+        let mut st = self.state.lock();
+        if st.closed {
+            drop(st);
+            self.dead_letter(DeadLetterReason::Closed);
+            return false;
+        }
+        let offer = st.user.force(Envelope::Reply(id, msg));
+        let depth = st.user.len();
+        let wake = self.note_push(&mut st);
+        drop(st);
+        let _ = self.account(offer, depth);
+        if wake {
+            self.shared.wake(self.id);
+        }
+        true
+    }
+
+    fn note_push(&self, st: &mut State<M>) -> bool {
+        if st.notified {
+            false
+        } else {
+            st.notified = true;
+            true
+        }
+    }
+
+    /// Turns a buffer offer into a verdict, counting and tracing it.
+    fn account(&self, offer: Offer<Envelope<M>>, depth: usize) -> Verdict<M> {
+        let shared = &self.shared;
+        let now = shared.clock.now();
+        let actor = self.id;
+        match offer {
+            Offer::Enqueued { remaining } => {
+                shared.tracer.emit(now, || EventKind::Enqueue {
+                    actor,
+                    lane: Lane::User,
+                    depth,
+                });
+                Verdict::Enqueued { remaining }
+            }
+            Offer::Dropped(env) => {
+                let which = match self.policy {
+                    Policy::KeepNewest(_) => Dropped::Oldest,
+                    _ => Dropped::Incoming,
+                };
+                self.metrics.dropped.increment(1);
+                shared.tracer.emit(now, || EventKind::Drop {
+                    actor,
+                    policy: self.policy.name(),
+                    which,
+                });
+                if which == Dropped::Oldest {
+                    shared.tracer.emit(now, || EventKind::Enqueue {
+                        actor,
+                        lane: Lane::User,
+                        depth,
+                    });
+                }
+                Verdict::Dropped(env.into_msg())
+            }
+            Offer::Rejected(env) => {
+                self.metrics.rejected.increment(1);
+                shared.tracer.emit(now, || EventKind::Reject { actor });
+                Verdict::Rejected(env.into_msg())
+            }
+            Offer::Full(env) => {
+                shared.tracer.emit(now, || EventKind::Full { actor });
+                Verdict::Full(env.into_msg())
+            }
+        }
+    }
+
+    fn dead_letter(&self, reason: DeadLetterReason) {
+        self.shared.dead_letter(self.id, reason);
+    }
+
+    /// Pushes a control message. Returns false when the mailbox is closed.
+    pub(crate) fn push_control(&self, c: Control) -> bool {
+        let mut st = self.state.lock();
+        if st.closed {
+            return false;
+        }
+        match c {
+            // A (re)start runs before anything else.
+            Control::Start => st.control.push_front(c),
+            _ => st.control.push_back(c),
+        }
+        let depth = st.control.len() + st.signals.len();
+        let wake = self.note_push(&mut st);
+        drop(st);
+        self.trace_system_enqueue(depth);
+        if wake {
+            self.shared.wake(self.id);
+        }
+        true
+    }
+
+    /// Pushes a signal. Returns false when the mailbox is closed.
+    pub(crate) fn push_signal(&self, s: Signal) -> bool {
+        let mut st = self.state.lock();
+        if st.closed {
+            return false;
+        }
+        st.signals.push_back(s);
+        let depth = st.control.len() + st.signals.len();
+        let wake = self.note_push(&mut st);
+        drop(st);
+        self.trace_system_enqueue(depth);
+        if wake {
+            self.shared.wake(self.id);
+        }
+        true
+    }
+
+    fn trace_system_enqueue(&self, depth: usize) {
+        let actor = self.id;
+        self.shared
+            .tracer
+            .emit(self.shared.clock.now(), || EventKind::Enqueue {
+                actor,
+                lane: Lane::System,
+                depth,
+            });
+    }
+
+    pub(crate) fn pop_control(&self) -> Option<Control> {
+        self.state.lock().control.pop_front()
+    }
+
+    pub(crate) fn has_control(&self) -> bool {
+        !self.state.lock().control.is_empty()
+    }
+
+    pub(crate) fn pop_signal(&self) -> Option<Signal> {
+        self.state.lock().signals.pop_front()
+    }
+
+    /// Takes the next user-lane entry, releasing muted senders when the depth
+    /// has fallen below the low watermark.
+    pub(crate) fn pop_user(&self) -> Popped<M> {
+        let mut st = self.state.lock();
+        let item = st.user.take();
+        let depth = st.user.len();
+        let mut unmuted = Vec::new();
+        if let Some(low) = self.policy.low_watermark() {
+            if depth < low.max(1) && !st.muted.is_empty() {
+                unmuted = std::mem::take(&mut st.muted);
+            }
+        }
+        drop(st);
+        if item.is_some() {
+            self.metrics.depth.set(depth as f64);
+            if matches!(self.policy, Policy::Suspend(_)) {
+                self.space.notify(usize::MAX);
+            }
+        }
+        Popped { item, unmuted }
+    }
+
+    /// True when anything waits in a lane the actor may handle now.
+    pub(crate) fn has_work(&self, muted: bool) -> bool {
+        let st = self.state.lock();
+        !st.control.is_empty() || (!muted && (!st.signals.is_empty() || !st.user.is_empty()))
+    }
+
+    /// Marks the actor idle if nothing is queued; false if work raced in.
+    pub(crate) fn try_idle(&self, extra_work: bool) -> bool {
+        let mut st = self.state.lock();
+        if extra_work || !st.control.is_empty() || !st.signals.is_empty() || !st.user.is_empty() {
+            return false;
+        }
+        st.notified = false;
+        true
+    }
+
+    /// Closes the mailbox: later sends get [`Verdict::Closed`]. Queued user
+    /// messages are drained as dead letters; the muted senders are returned
+    /// for release.
+    pub(crate) fn close(&self) -> Vec<ActorId> {
+        let mut st = self.state.lock();
+        st.closed = true;
+        let drained = st.user.drain().count();
+        st.control.clear();
+        st.signals.clear();
+        let muted = std::mem::take(&mut st.muted);
+        drop(st);
+        for _ in 0..drained {
+            self.dead_letter(DeadLetterReason::Drained);
+        }
+        self.space.notify(usize::MAX);
+        muted
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.state.lock().closed
+    }
+
+    pub(crate) fn user_len(&self) -> usize {
+        self.state.lock().user.len()
+    }
+
+    /// True when the user lane is at or above its capacity: such an actor is
+    /// overloaded and is never muted by the mailboxes it sends to.
+    pub(crate) fn is_overloaded(&self) -> bool {
+        self.state.lock().user.is_full()
+    }
+
+    pub(crate) fn stats(&self) -> BufferStats {
+        self.state.lock().user.stats()
+    }
+
+    pub(crate) fn count_stale(&self) {
+        self.stale_replies.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn stale_replies(&self) -> u64 {
+        self.stale_replies.load(Ordering::Relaxed)
+    }
+
+    /// A listener for room in a suspend mailbox (or its closing).
+    pub(crate) fn listen_for_space(&self) -> event_listener::EventListener {
+        self.space.listen()
+    }
+}

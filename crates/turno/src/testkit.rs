@@ -1,0 +1,239 @@
+//! Run one turn of one actor and look at what it did: no scheduler needed.
+//!
+//! A [`TestKit`] holds a single actor. [`TestKit::handle`] runs its handler on
+//! one message and returns the turn's [`TurnEffects`]: what it spawned,
+//! stopped, timed, asked, stashed, and every send with its verdict. Messages
+//! sent to a [`Probe`] can be read back.
+//!
+//! ```
+//! use std::time::Duration;
+//! use turno::testkit::TestKit;
+//! use turno::{Actor, Addr, Context};
+//!
+//! struct Relay { to: Addr<u32> }
+//! impl Actor for Relay {
+//!     type Msg = u32;
+//!     fn handle(&mut self, ctx: &mut Context<'_, Self>, n: u32) {
+//!         let _ = ctx.send(&self.to, n * 2);
+//!         ctx.send_after(Duration::from_secs(1), n + 1);
+//!     }
+//! }
+//!
+//! let probe = TestKit::<Relay>::probe::<u32>();
+//! let to = probe.addr();
+//! let mut kit = TestKit::new(move || Relay { to: to.clone() });
+//! let fx = kit.handle(21);
+//! assert_eq!(probe.drain(), vec![42]);
+//! assert_eq!(fx.sent.len(), 1);
+//! assert_eq!(fx.timers_set.len(), 1);
+//! ```
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::actor::{Actor, Props};
+use crate::addr::{ActorId, Addr};
+use crate::ask::RequestId;
+use crate::buffer::Policy;
+use crate::cell::{AnyCell, Cell, TurnOutcome};
+use crate::context::{Effects, TimerKey};
+use crate::mailbox::{Envelope, Mailbox, Signal, VerdictKind};
+use crate::system::SystemShared;
+use crate::time::Instant;
+use crate::timer::TimerId;
+use crate::trace::Tracer;
+
+/// What one turn did, besides changing the actor's state.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct TurnEffects {
+    /// Every send, with its receiver and verdict, in order.
+    pub sent: Vec<(ActorId, VerdictKind)>,
+    /// Children spawned.
+    pub spawned: Vec<ActorId>,
+    /// The actor asked to stop itself.
+    pub stopped_self: bool,
+    /// Other actors asked to stop.
+    pub stop_requests: Vec<ActorId>,
+    /// Timers set, with their deadlines.
+    pub timers_set: Vec<(TimerId, Instant)>,
+    /// Timers cancelled.
+    pub timers_cancelled: Vec<TimerId>,
+    /// Requests made, with their addressees.
+    pub asks: Vec<(RequestId, ActorId)>,
+    /// Actors watched.
+    pub watched: Vec<ActorId>,
+    /// Receivers whose full suspend mailbox muted this actor.
+    pub muted_by: Vec<ActorId>,
+    /// Messages stashed.
+    pub stashed: usize,
+    /// Messages unstashed.
+    pub unstashed: usize,
+    /// Simulated work declared.
+    pub busy_for: Option<Duration>,
+    /// The panic message, if the turn failed.
+    pub failed: Option<String>,
+}
+
+impl TurnEffects {
+    fn from_effects(fx: Effects) -> Self {
+        TurnEffects {
+            sent: fx.sent.unwrap_or_default(),
+            spawned: fx.spawned.iter().map(|s| s.id).collect(),
+            stopped_self: fx.stop_self,
+            stop_requests: fx.stops,
+            timers_set: fx
+                .timers_set
+                .iter()
+                .filter_map(|(k, t)| match k {
+                    TimerKey::User(id) => Some((*id, *t)),
+                    _ => None,
+                })
+                .collect(),
+            timers_cancelled: fx.timers_cancelled,
+            asks: fx.asks,
+            watched: fx.watch,
+            muted_by: fx.muted_by,
+            stashed: fx.stashed,
+            unstashed: fx.unstashed,
+            busy_for: fx.busy_for,
+            failed: fx.failed,
+        }
+    }
+}
+
+/// A single actor outside any scheduler. See the [module docs](self).
+pub struct TestKit<A: Actor> {
+    cell: Cell<A>,
+    addr: Addr<A::Msg>,
+}
+
+fn detached_shared() -> Arc<SystemShared> {
+    Arc::new(SystemShared::new(Tracer::new(None), false))
+}
+
+impl<A: Actor> TestKit<A> {
+    /// Builds the actor with `factory` (default props). The `started` hook
+    /// has not run: call [`TestKit::start`] to run it.
+    pub fn new(factory: impl FnMut() -> A + Send + 'static) -> Self {
+        Self::with_props(Props::new(), factory)
+    }
+
+    /// Builds the actor with the given props.
+    ///
+    /// # Panics
+    /// If the props are invalid (a zero-capacity mailbox): a test setup error.
+    pub fn with_props(props: Props, factory: impl FnMut() -> A + Send + 'static) -> Self {
+        let (mut cell, addr) = Cell::<A>::new(detached_shared(), &props, Box::new(factory))
+            .unwrap_or_else(|e| panic!("TestKit: {e}"));
+        cell.ensure_instance();
+        TestKit { cell, addr }
+    }
+
+    /// A mailbox to send to from the actor under test, unbounded.
+    pub fn probe<M: Send + 'static>() -> Probe<M> {
+        Self::probe_with(Policy::Unbounded)
+    }
+
+    /// A probe mailbox with a given policy, to test how the actor handles
+    /// verdicts.
+    pub fn probe_with<M: Send + 'static>(policy: Policy) -> Probe<M> {
+        let shared = detached_shared();
+        let id = ActorId(u64::MAX - shared.next_id());
+        let mailbox = Arc::new(Mailbox::new(id, "probe".into(), policy, shared));
+        Probe {
+            addr: Addr { mailbox },
+        }
+    }
+
+    /// The actor's address: messages sent here wait until [`TestKit::next`].
+    pub fn addr(&self) -> Addr<A::Msg> {
+        self.addr.clone()
+    }
+
+    /// The actor's state.
+    pub fn actor(&self) -> &A {
+        self.cell
+            .instance()
+            .expect("the test kit's actor has failed or stopped")
+    }
+
+    /// Runs the `started` hook.
+    pub fn start(&mut self) -> TurnEffects {
+        let mut fx = Self::effects();
+        let _ = self.cell.start(&mut fx);
+        TurnEffects::from_effects(fx)
+    }
+
+    /// Runs one turn on `msg`, bypassing the mailbox.
+    pub fn handle(&mut self, msg: A::Msg) -> TurnEffects {
+        let mut fx = Self::effects();
+        self.cell.handle_now(msg, &mut fx);
+        TurnEffects::from_effects(fx)
+    }
+
+    /// Runs one turn on whatever is next: a signal, an unstashed message, or
+    /// the mailbox. `None` when nothing waits (or a stale reply was discarded:
+    /// see [`Addr::stale_replies`]).
+    pub fn next(&mut self) -> Option<TurnEffects> {
+        let mut fx = Self::effects();
+        match self.cell.turn(&mut fx) {
+            TurnOutcome::Idle | TurnOutcome::Discarded => None,
+            TurnOutcome::Handled | TurnOutcome::Failed(_) => Some(TurnEffects::from_effects(fx)),
+        }
+    }
+
+    /// Fires a timer now, as if its deadline had come, and runs its turn.
+    pub fn fire_timer(&mut self, id: TimerId) -> Option<TurnEffects> {
+        if !self.cell.timer_live(id) {
+            return None;
+        }
+        self.cell.push_signal(Signal::Timer(id));
+        self.next()
+    }
+
+    /// Times a request out now, and runs the timeout's turn.
+    pub fn time_out(&mut self, id: RequestId) -> Option<TurnEffects> {
+        if !self.cell.ask_pending(id) {
+            return None;
+        }
+        self.cell.push_signal(Signal::AskTimeout(id));
+        self.next()
+    }
+
+    /// Sets the kit's clock (it starts at zero and moves only here).
+    pub fn set_time(&mut self, t: Instant) {
+        self.addr.mailbox.shared.clock.advance_to(t);
+    }
+
+    fn effects() -> Effects {
+        Effects {
+            sent: Some(Vec::new()),
+            ..Effects::default()
+        }
+    }
+}
+
+/// A mailbox for reading what the actor under test sent.
+pub struct Probe<M> {
+    addr: Addr<M>,
+}
+
+impl<M: Send + 'static> Probe<M> {
+    /// The probe's address, to hand to the actor under test.
+    pub fn addr(&self) -> Addr<M> {
+        self.addr.clone()
+    }
+
+    /// Takes every message received so far, in order.
+    pub fn drain(&self) -> Vec<M> {
+        let mut out = Vec::new();
+        while let Some(env) = self.addr.mailbox.pop_user().item {
+            out.push(match env {
+                Envelope::Msg(m) | Envelope::Reply(_, m) => m,
+            });
+        }
+        // Nobody schedules a probe: forget the wake-ups.
+        self.addr.mailbox.shared.take_woken(&mut Vec::new());
+        out
+    }
+}
