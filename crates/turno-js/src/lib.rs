@@ -1,0 +1,286 @@
+//! # turno-js: the JavaScript event loop, made visible
+//!
+//! This crate runs real JavaScript (on the [boa](https://boajs.dev) engine)
+//! inside a host that implements one of two event-loop models on **virtual
+//! time**, prints what the program prints, in the order the real runtime
+//! would, and can record every step into a [`Trace`].
+//!
+//! ## The two rules it demonstrates
+//!
+//! Every JavaScript runtime is "one thread, two kinds of queue, one rule":
+//! a *task* (a macrotask: a timer, a message, an I/O callback) runs to
+//! completion, and then the whole *microtask* queue (promise reactions,
+//! `queueMicrotask`) drains before the next task. The runtimes differ in
+//! what counts as a task and in what else gets squeezed in between:
+//!
+//! * [`Model::Node`]: the `process.nextTick` queue is drained *before*
+//!   promise jobs, after the main module and after every callback; the loop
+//!   goes through phases `timers → pending → poll → check (setImmediate) →
+//!   close`; `setTimeout(f, 0)` means 1 ms.
+//! * [`Model::Html`]: the script is a task; timers and posted messages
+//!   (`MessageChannel`) are tasks; a microtask checkpoint follows every task
+//!   and every callback that empties the stack; nested timers are clamped to
+//!   4 ms beyond nesting level 5; `requestAnimationFrame` callbacks run in an
+//!   "update the rendering" step on a 60 Hz frame clock, all callbacks of one
+//!   frame receiving the same timestamp.
+//!
+//! ## Why our own job executor
+//!
+//! boa's default executor runs due timers before promise jobs, which is right
+//! for neither model. Here the host is boa's `JobExecutor`: every promise job
+//! lands in our microtask queue, and the loop in `host.rs` decides when it runs.
+//!
+//! ## Virtual time
+//!
+//! The clock never moves while JavaScript runs, and jumps straight to the
+//! next due timer or frame when nothing else is runnable. Runs are fully
+//! deterministic. Where the real runtime is *not* (in Node, `setTimeout(f, 0)`
+//! against `setImmediate` from the main module), the run picks one order and
+//! says so in [`RunReport::notes`].
+//!
+//! ## Budgets
+//!
+//! A runaway program (an endless microtask loop, an interval never cleared,
+//! `while (true) {}`) stops at [`RunOptions::max_steps`],
+//! [`RunOptions::max_virtual_time`] or [`RunOptions::max_loop_iterations`]
+//! with a [`JsRunError`] that carries the output produced so far. It never hangs.
+//!
+//! ## Example
+//!
+//! ```
+//! use turno_js::{run, Model, RunOptions};
+//!
+//! let src = "setTimeout(() => console.log('timeout'), 0);\n\
+//!            Promise.resolve().then(() => console.log('promise'));\n\
+//!            process.nextTick(() => console.log('tick'));\n\
+//!            console.log('sync');";
+//! let report = run(src, "demo.js", &RunOptions::new(Model::Node)).unwrap();
+//! assert_eq!(report.stdout_lines(), ["sync", "tick", "promise", "timeout"]);
+//! ```
+
+mod cli;
+mod host;
+pub mod trace;
+
+use std::time::Duration;
+
+pub use cli::cli_main;
+pub use trace::{Trace, TRACE_FORMAT, TRACE_VERSION};
+
+/// Which runtime's event loop to model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Model {
+    /// Node.js running a CommonJS entry file.
+    #[default]
+    Node,
+    /// A browser page (the HTML Standard event loop, as Chromium runs it).
+    Html,
+}
+
+impl std::str::FromStr for Model {
+    type Err = JsRunError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "node" => Ok(Model::Node),
+            "html" | "browser" => Ok(Model::Html),
+            other => Err(JsRunError::Usage(format!(
+                "unknown model '{other}' (expected 'node' or 'html')"
+            ))),
+        }
+    }
+}
+
+/// Options for [`run`].
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// The host model.
+    pub model: Model,
+    /// Most host steps (callbacks, microtasks, ticks, the main script) before
+    /// the run is stopped with [`JsRunError::StepBudget`].
+    pub max_steps: u64,
+    /// Most virtual time the run may reach before it is stopped with
+    /// [`JsRunError::TimeBudget`].
+    pub max_virtual_time: Duration,
+    /// Most iterations of one JavaScript loop (boa's runtime limit) before the
+    /// run is stopped with [`JsRunError::LoopBudget`].
+    pub max_loop_iterations: u64,
+    /// Record a [`Trace`].
+    pub trace: bool,
+}
+
+impl RunOptions {
+    /// Defaults for `model`: 100 000 steps, 1 hour of virtual time,
+    /// 10 000 000 loop iterations, no trace.
+    pub fn new(model: Model) -> Self {
+        RunOptions {
+            model,
+            max_steps: 100_000,
+            max_virtual_time: Duration::from_secs(3600),
+            max_loop_iterations: 10_000_000,
+            trace: false,
+        }
+    }
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions::new(Model::Node)
+    }
+}
+
+/// An exception nobody caught (or a promise rejection nobody handled).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UncaughtError {
+    /// The first line of the error as the runtime prints it, e.g. `Error: boom`.
+    pub message: String,
+    /// Where it was thrown, when known.
+    pub file: Option<String>,
+    /// 1-based line.
+    pub line: Option<u32>,
+    /// 1-based column.
+    pub column: Option<u32>,
+}
+
+impl std::fmt::Display for UncaughtError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (&self.file, self.line, self.column) {
+            (Some(file), Some(l), Some(c)) => write!(f, "{file}:{l}:{c}: {}", self.message),
+            _ => f.write_str(&self.message),
+        }
+    }
+}
+
+/// What a run produced.
+#[derive(Debug, Clone)]
+pub struct RunReport {
+    /// Everything written to stdout (console.log, process.stdout.write).
+    pub stdout: String,
+    /// Everything written to stderr, including uncaught-error reports.
+    pub stderr: String,
+    /// The process exit code as the real runtime would give it (Node: 1 on an
+    /// uncaught exception or unhandled rejection, `process.exit(n)`,
+    /// `process.exitCode`; html: 1 if any error went uncaught, else 0).
+    pub exit_code: i32,
+    /// Remarks about the run, such as where the real runtime is not
+    /// deterministic and this run chose one order.
+    pub notes: Vec<String>,
+    /// Uncaught exceptions and unhandled rejections, in order.
+    pub uncaught: Vec<UncaughtError>,
+    /// The recorded trace, if [`RunOptions::trace`] was set.
+    pub trace: Option<Trace>,
+    /// Host steps taken.
+    pub steps: u64,
+    /// Virtual time at the end of the run, in nanoseconds.
+    pub end_time_ns: u64,
+}
+
+impl RunReport {
+    /// `stdout` split into lines (without the line terminators).
+    pub fn stdout_lines(&self) -> Vec<&str> {
+        self.stdout.lines().collect()
+    }
+    /// `stderr` split into lines.
+    pub fn stderr_lines(&self) -> Vec<&str> {
+        self.stderr.lines().collect()
+    }
+}
+
+/// Why a run (or the command line) failed.
+///
+/// Exceptions thrown by the program are *not* errors of this type: they are
+/// part of the program's behaviour and appear in [`RunReport::uncaught`] and
+/// [`RunReport::exit_code`], as with the real runtime. The budget variants
+/// carry the partial report up to the stop.
+#[derive(Debug, thiserror::Error)]
+pub enum JsRunError {
+    /// The step budget ran out: most likely an endless microtask, nextTick or
+    /// immediate loop.
+    #[error("{file}: step budget of {max_steps} host steps exhausted at t={t_ns} ns (runaway program? e.g. an endless microtask loop)")]
+    StepBudget {
+        /// The program's file name.
+        file: String,
+        /// The budget.
+        max_steps: u64,
+        /// Virtual time at the stop.
+        t_ns: u64,
+        /// Output and trace up to the stop.
+        partial: Box<RunReport>,
+    },
+    /// The next event lies beyond the virtual-time budget (e.g. an interval
+    /// that is never cleared).
+    #[error("{file}: virtual-time budget of {max_ns} ns exhausted (next event due at {next_ns} ns; an interval never cleared?)")]
+    TimeBudget {
+        /// The program's file name.
+        file: String,
+        /// The budget.
+        max_ns: u64,
+        /// When the next event was due.
+        next_ns: u64,
+        /// Output and trace up to the stop.
+        partial: Box<RunReport>,
+    },
+    /// A single JavaScript loop ran too many iterations (`while (true) {}`).
+    #[error("{file}: a loop exceeded {max_iterations} iterations at t={t_ns} ns (synchronous infinite loop?)")]
+    LoopBudget {
+        /// The program's file name.
+        file: String,
+        /// The budget.
+        max_iterations: u64,
+        /// Virtual time at the stop.
+        t_ns: u64,
+        /// Output and trace up to the stop.
+        partial: Box<RunReport>,
+    },
+    /// The engine or the host prelude could not be set up.
+    #[error("engine setup failed: {0}")]
+    Engine(String),
+    /// The program file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The path.
+        path: String,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Bad command-line arguments.
+    #[error("{0}")]
+    Usage(String),
+}
+
+impl JsRunError {
+    /// The report up to the stop, for the budget errors.
+    pub fn partial_report(&self) -> Option<&RunReport> {
+        match self {
+            JsRunError::StepBudget { partial, .. }
+            | JsRunError::TimeBudget { partial, .. }
+            | JsRunError::LoopBudget { partial, .. } => Some(partial),
+            _ => None,
+        }
+    }
+}
+
+/// Runs `source` (named `file_name` in messages and stack traces) under
+/// `opts.model` until its event loop is empty, the program exits, or a budget
+/// runs out.
+///
+/// The node model runs the file as a CommonJS entry point would run, with
+/// `require` (for `util`, `timers`, `process`), `module`, `exports`,
+/// `__filename` and `__dirname` provided as globals rather than through
+/// Node's module wrapper function, so that line and column numbers are
+/// exact. A syntax error is reported like an uncaught exception.
+pub fn run(source: &str, file_name: &str, opts: &RunOptions) -> Result<RunReport, JsRunError> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        host::run(source, file_name, opts)
+    })) {
+        Ok(r) => r,
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "unknown panic".into());
+            Err(JsRunError::Engine(format!("internal panic: {msg}")))
+        }
+    }
+}
