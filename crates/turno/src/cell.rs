@@ -60,6 +60,8 @@ pub(crate) trait AnyCell: Send {
     /// held becomes dead letters. Returns the senders this mailbox had muted.
     fn stop(&mut self, fx: &mut Effects) -> Vec<ActorId>;
     fn timer_live(&self, id: TimerId) -> bool;
+    /// Drops `sender` from the senders this mailbox mutes.
+    fn forget_muted(&self, sender: ActorId);
     fn ask_pending(&self, id: RequestId) -> bool;
 }
 
@@ -337,6 +339,10 @@ impl<A: Actor> AnyCell for Cell<A> {
                 .dead_letter(id, crate::trace::DeadLetterReason::Drained);
         }
         self.addr.mailbox.close()
+    }
+
+    fn forget_muted(&self, sender: ActorId) {
+        self.addr.mailbox.forget_muted(sender);
     }
 
     fn timer_live(&self, id: TimerId) -> bool {

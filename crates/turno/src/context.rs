@@ -109,20 +109,18 @@ impl<'a, A: Actor> Context<'a, A> {
     /// until the receiver drains below its low watermark. Pressure thus
     /// propagates back along a chain of actors.
     ///
-    /// **The cycle rule.** An actor whose own mailbox is full is never
-    /// muted: it is the bottleneck, and muting it could stall a cycle (A and
-    /// B, each full, each waiting on the other). So a receiver's depth exceeds
-    /// its capacity by at most one turn's sends per sender that was muted by
-    /// that send, plus the sends of overloaded senders, which are themselves
-    /// muting their own producers.
+    /// **The cycle rule.** A sender is not muted when the receiver already
+    /// waits, directly or through others, for the sender (A and B each full,
+    /// each sending to the other; an actor sending to itself): muting would
+    /// close a cycle of waits and stall it forever. Such a cycle is its own
+    /// bottleneck and keeps circulating its messages.
+    ///
+    /// **Overshoot.** A receiver's depth exceeds its capacity by at most the
+    /// sends of one turn per sender muted on it, plus the sends of senders
+    /// exempted by the cycle rule.
     pub fn send<N: Send + 'static>(&mut self, to: &Addr<N>, msg: N) -> Verdict<N> {
         let me = self.addr.id();
-        let muting = if self.addr.mailbox.is_overloaded() {
-            None
-        } else {
-            Some(me)
-        };
-        let (verdict, muted) = to.mailbox.push_user(msg, muting);
+        let (verdict, muted) = to.mailbox.push_user(msg, Some(me));
         if muted {
             self.fx.muted_by.push(to.id());
         }
@@ -326,7 +324,7 @@ impl<'a, A: Actor> Context<'a, A> {
 
 /// An [`ask`](Context::ask) whose request could not be delivered; nothing is
 /// pending. Carries the request back.
-#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(PartialEq, Eq, thiserror::Error)]
 pub enum AskError<N> {
     /// The addressee has stopped.
     #[error("ask failed: the addressee has stopped")]
@@ -337,4 +335,25 @@ pub enum AskError<N> {
     /// The addressee's keep-oldest mailbox is full and dropped the request.
     #[error("ask failed: the addressee's mailbox is full and dropped the request")]
     Dropped(N),
+}
+
+impl<N> AskError<N> {
+    /// The request that was not delivered.
+    pub fn into_request(self) -> N {
+        match self {
+            AskError::Closed(n) | AskError::Rejected(n) | AskError::Dropped(n) => n,
+        }
+    }
+}
+
+// Messages need not be `Debug`: show the variant only.
+impl<N> std::fmt::Debug for AskError<N> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let v = match self {
+            AskError::Closed(_) => "Closed",
+            AskError::Rejected(_) => "Rejected",
+            AskError::Dropped(_) => "Dropped",
+        };
+        write!(f, "AskError::{v}(..)")
+    }
 }

@@ -12,27 +12,31 @@
 //! how runs are replayed.
 //!
 //! ```
+//! use std::sync::{Arc, Mutex};
 //! use std::time::Duration;
 //! use turno::{Actor, Context, DetSystem, Props};
 //!
-//! struct Echo { seen: Vec<u32> }
-//! impl Actor for Echo {
+//! /// Counts to 3, one step every 10 ms, noting when each step happened.
+//! struct Counter { seen: Arc<Mutex<Vec<(u32, Duration)>>> }
+//! impl Actor for Counter {
 //!     type Msg = u32;
 //!     fn handle(&mut self, ctx: &mut Context<'_, Self>, n: u32) {
-//!         self.seen.push(n);
+//!         self.seen.lock().unwrap().push((n, ctx.now().since_start()));
 //!         if n < 3 {
 //!             ctx.send_after(Duration::from_millis(10), n + 1);
 //!         }
 //!     }
 //! }
 //!
+//! let seen = Arc::new(Mutex::new(Vec::new()));
+//! let s = seen.clone();
 //! let mut sys = DetSystem::new(7);
-//! let echo = sys.spawn(Props::new(), || Echo { seen: vec![] }).unwrap();
-//! assert!(echo.try_send(1).is_enqueued());
-//! sys.run_until_idle().unwrap();
+//! let counter = sys.spawn(Props::new(), move || Counter { seen: s.clone() }).unwrap();
+//! assert!(counter.try_send(1).is_enqueued());
 //! sys.advance(Duration::from_millis(25)).unwrap();
-//! // 1 at t=0, 2 at t=10ms, 3 at t=20ms.
-//! assert_eq!(sys.now().since_start(), Duration::from_millis(25));
+//! let ms = Duration::from_millis;
+//! assert_eq!(*seen.lock().unwrap(), [(1, ms(0)), (2, ms(10)), (3, ms(20))]);
+//! assert_eq!(sys.now().since_start(), ms(25));
 //! ```
 
 use std::cmp::Reverse;
@@ -76,8 +80,9 @@ struct Node {
     children: Vec<ActorId>,
     supervision: Supervision,
     restarts: RestartLog,
-    /// Mailboxes that currently mute this actor.
-    muted: u32,
+    /// The receivers whose full suspend mailboxes currently mute this actor
+    /// (its edges in the wait-for graph).
+    waiting_on: Vec<ActorId>,
     busy_until: Option<Instant>,
     failed: bool,
     in_ready: bool,
@@ -241,7 +246,9 @@ impl DetSystem {
 
     /// True while the actor is muted by a saturated suspend mailbox.
     pub fn is_muted(&self, id: ActorId) -> bool {
-        self.nodes.get(&id).is_some_and(|n| n.muted > 0)
+        self.nodes
+            .get(&id)
+            .is_some_and(|n| !n.waiting_on.is_empty())
     }
 
     /// Messages that reached no actor, system-wide.
@@ -353,7 +360,7 @@ impl DetSystem {
         if node.in_ready || node.failed {
             return;
         }
-        let parked = node.muted > 0 || node.busy_until.is_some();
+        let parked = !node.waiting_on.is_empty() || node.busy_until.is_some();
         let runnable = if parked {
             node.cell.has_control()
         } else {
@@ -373,7 +380,7 @@ impl DetSystem {
         if let Some(control) = node.cell.pop_control() {
             return self.handle_control(id, control);
         }
-        if node.muted > 0 || node.busy_until.is_some() {
+        if !node.waiting_on.is_empty() || node.busy_until.is_some() {
             return;
         }
         let mut fx = Effects::default();
@@ -442,7 +449,7 @@ impl DetSystem {
                 children: Vec::new(),
                 supervision,
                 restarts: RestartLog::default(),
-                muted: 0,
+                waiting_on: Vec::new(),
                 busy_until: None,
                 failed: false,
                 in_ready: false,
@@ -545,18 +552,10 @@ impl DetSystem {
                 list.retain(|w| *w != id);
             }
         }
-        if let Some(node) = self.nodes.get_mut(&id) {
-            for by in muted_by {
-                node.muted += 1;
-                self.shared
-                    .tracer
-                    .emit(self.shared.clock.now(), || EventKind::Mute {
-                        actor: id,
-                        by,
-                    });
-            }
+        for by in muted_by {
+            self.mute(id, by);
         }
-        self.release(unmuted);
+        self.release(id, unmuted);
         if let Some(cost) = busy_for {
             let until = self.now() + cost;
             if let Some(node) = self.nodes.get_mut(&id) {
@@ -574,12 +573,59 @@ impl DetSystem {
         }
     }
 
-    /// Senders whose receiver drained: one mute fewer each.
-    fn release(&mut self, senders: Vec<ActorId>) {
+    /// `sender` overfilled `receiver`'s suspend mailbox: mute it, unless
+    /// that would close a cycle in the wait-for graph.
+    ///
+    /// The rule that keeps muting deadlock-free: an edge sender -> receiver
+    /// ("sender waits for receiver to drain") is only added when the receiver
+    /// does not already wait, directly or through others, for the sender. The
+    /// graph therefore stays acyclic; a receiver with muted senders holds at
+    /// least one message; so some actor at the end of every wait chain is
+    /// runnable. A sender exempted this way keeps running: in a saturated
+    /// cycle the cycle itself is the bottleneck, and messages circulate at
+    /// the speed it processes them.
+    fn mute(&mut self, sender: ActorId, receiver: ActorId) {
+        if self.waits_for(receiver, sender) {
+            if let Some(r) = self.nodes.get(&receiver) {
+                r.cell.forget_muted(sender);
+            }
+            return;
+        }
+        if let Some(node) = self.nodes.get_mut(&sender) {
+            node.waiting_on.push(receiver);
+            self.trace(|| EventKind::Mute {
+                actor: sender,
+                by: receiver,
+            });
+        }
+    }
+
+    /// True if `from` is `to` or waits (transitively) for `to`.
+    fn waits_for(&self, from: ActorId, to: ActorId) -> bool {
+        let mut stack = vec![from];
+        let mut seen = Vec::new();
+        while let Some(a) = stack.pop() {
+            if a == to {
+                return true;
+            }
+            if seen.contains(&a) {
+                continue;
+            }
+            seen.push(a);
+            if let Some(n) = self.nodes.get(&a) {
+                stack.extend(n.waiting_on.iter().copied());
+            }
+        }
+        false
+    }
+
+    /// `receiver` drained below its low watermark (or stopped): release the
+    /// senders it muted.
+    fn release(&mut self, receiver: ActorId, senders: Vec<ActorId>) {
         for s in senders {
             if let Some(node) = self.nodes.get_mut(&s) {
-                node.muted = node.muted.saturating_sub(1);
-                if node.muted == 0 {
+                node.waiting_on.retain(|r| *r != receiver);
+                if node.waiting_on.is_empty() {
                     self.trace(|| EventKind::Unmute { actor: s });
                     self.reconsider(s);
                 }
@@ -706,7 +752,7 @@ impl DetSystem {
         };
         let mut fx = Effects::default();
         let unmuted = node.cell.stop(&mut fx);
-        self.release(unmuted);
+        self.release(id, unmuted);
         match node.parent {
             Some(p) => {
                 if let Some(pn) = self.nodes.get_mut(&p) {

@@ -189,9 +189,9 @@ impl<M: Send + 'static> Mailbox<M> {
     }
 
     /// Offers a user message. `muting_sender` is the sending actor when the
-    /// send comes from a turn: on a full suspend mailbox it is queued anyway
-    /// and the sender muted (returned `true` in the second field), unless the
-    /// sender is itself overloaded (see `Context::send`).
+    /// send comes from a turn: on a full suspend mailbox the message is queued
+    /// anyway and the sender recorded as muted (`true` in the second field);
+    /// the scheduler decides whether the mute stands (see `Context::send`).
     pub(crate) fn push_user(&self, msg: M, muting_sender: Option<ActorId>) -> (Verdict<M>, bool) {
         let mut st = self.state.lock();
         if st.closed {
@@ -427,10 +427,8 @@ impl<M: Send + 'static> Mailbox<M> {
         self.state.lock().user.len()
     }
 
-    /// True when the user lane is at or above its capacity: such an actor is
-    /// overloaded and is never muted by the mailboxes it sends to.
-    pub(crate) fn is_overloaded(&self) -> bool {
-        self.state.lock().user.is_full()
+    pub(crate) fn forget_muted(&self, sender: ActorId) {
+        self.state.lock().muted.retain(|s| *s != sender);
     }
 
     pub(crate) fn stats(&self) -> BufferStats {

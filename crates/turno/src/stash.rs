@@ -11,13 +11,20 @@
 use std::collections::VecDeque;
 
 /// The stash is full: here is the message back.
-#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(PartialEq, Eq, thiserror::Error)]
 #[error("stash full ({capacity} messages): the message was handed back, not stashed")]
 pub struct StashFull<M> {
     /// The message that did not fit.
     pub msg: M,
     /// The stash's bound.
     pub capacity: usize,
+}
+
+// Messages need not be `Debug`.
+impl<M> std::fmt::Debug for StashFull<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "StashFull {{ capacity: {} }}", self.capacity)
+    }
 }
 
 pub(crate) struct Stash<M> {

@@ -145,7 +145,7 @@ impl<A: Actor> TestKit<A> {
         }
     }
 
-    /// The actor's address: messages sent here wait until [`TestKit::next`].
+    /// The actor's address: messages sent here wait until [`TestKit::run_next`].
     pub fn addr(&self) -> Addr<A::Msg> {
         self.addr.clone()
     }
@@ -174,7 +174,7 @@ impl<A: Actor> TestKit<A> {
     /// Runs one turn on whatever is next: a signal, an unstashed message, or
     /// the mailbox. `None` when nothing waits (or a stale reply was discarded:
     /// see [`Addr::stale_replies`]).
-    pub fn next(&mut self) -> Option<TurnEffects> {
+    pub fn run_next(&mut self) -> Option<TurnEffects> {
         let mut fx = Self::effects();
         match self.cell.turn(&mut fx) {
             TurnOutcome::Idle | TurnOutcome::Discarded => None,
@@ -188,7 +188,7 @@ impl<A: Actor> TestKit<A> {
             return None;
         }
         self.cell.push_signal(Signal::Timer(id));
-        self.next()
+        self.run_next()
     }
 
     /// Times a request out now, and runs the timeout's turn.
@@ -197,7 +197,7 @@ impl<A: Actor> TestKit<A> {
             return None;
         }
         self.cell.push_signal(Signal::AskTimeout(id));
-        self.next()
+        self.run_next()
     }
 
     /// Sets the kit's clock (it starts at zero and moves only here).

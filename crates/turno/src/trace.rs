@@ -10,11 +10,29 @@
 //! [`FORMAT_VERSION`]) is documented in `docs/trace-format.md`.
 //!
 //! ```
-//! use turno::trace::{RingSink, EventKind};
+//! use turno::trace::{EventKind, RingSink};
+//! use turno::{Actor, Context, DetSystem, Props};
+//!
+//! struct Sink;
+//! impl Actor for Sink {
+//!     type Msg = u8;
+//!     fn handle(&mut self, _ctx: &mut Context<'_, Self>, _m: u8) {}
+//! }
 //!
 //! let ring = RingSink::new(1024);
-//! // give `ring.clone()` to `DetSystem::builder().trace(...)`, run, then:
-//! assert!(ring.events().iter().all(|e| !matches!(e.kind, EventKind::TurnStart { .. })));
+//! let mut sys = DetSystem::builder().trace(ring.clone()).build();
+//! let sink = sys.spawn(Props::new().name("sink"), || Sink).unwrap();
+//! let _ = sink.try_send(7);
+//! sys.run_until_idle().unwrap();
+//! let kinds: Vec<&str> = ring.events().iter().map(|e| match e.kind {
+//!     EventKind::Spawn { .. } => "spawn",
+//!     EventKind::Enqueue { .. } => "enqueue",
+//!     EventKind::TurnStart { .. } => "turn_start",
+//!     EventKind::TurnEnd { .. } => "turn_end",
+//!     _ => "other",
+//! }).collect();
+//! // spawn, start control enqueued, user message enqueued, then two turns.
+//! assert_eq!(kinds, ["spawn", "enqueue", "enqueue", "turn_start", "turn_end", "turn_start", "turn_end"]);
 //! ```
 
 use std::collections::VecDeque;

@@ -1,0 +1,100 @@
+//! Property tests of the buffer core: for any sequence of offers and takes
+//! under any policy, every offered element is accounted for exactly once, and
+//! delivery preserves offer order.
+
+use proptest::prelude::*;
+use turno::buffer::{Buffer, Offer, Policy};
+
+#[derive(Debug, Clone)]
+enum Op {
+    Offer,
+    Take,
+}
+
+fn policy() -> impl Strategy<Value = Policy> {
+    prop_oneof![
+        (0usize..6).prop_map(Policy::KeepNewest),
+        (0usize..6).prop_map(Policy::KeepOldest),
+        (0usize..6).prop_map(Policy::Reject),
+        (0usize..6).prop_map(Policy::Suspend),
+        Just(Policy::Unbounded),
+    ]
+}
+
+fn ops() -> impl Strategy<Value = Vec<Op>> {
+    prop::collection::vec(
+        prop_oneof![3 => Just(Op::Offer), 2 => Just(Op::Take)],
+        0..200,
+    )
+}
+
+proptest! {
+    #[test]
+    fn every_element_is_delivered_dropped_or_handed_back_once(policy in policy(), ops in ops()) {
+        let mut b = Buffer::new(policy);
+        let mut next = 0u32;
+        let mut delivered = Vec::new();
+        let mut dropped = Vec::new();
+        let mut handed_back = Vec::new();
+        for op in ops {
+            match op {
+                Op::Offer => {
+                    match b.offer(next) {
+                        Offer::Enqueued { remaining } => {
+                            prop_assert_eq!(remaining, policy.capacity().map(|c| c - b.len()));
+                        }
+                        Offer::Dropped(e) => dropped.push(e),
+                        Offer::Rejected(e) => {
+                            prop_assert!(matches!(policy, Policy::Reject(_)));
+                            handed_back.push(e);
+                        }
+                        Offer::Full(e) => {
+                            prop_assert!(matches!(policy, Policy::Suspend(_)));
+                            handed_back.push(e);
+                        }
+                    }
+                    next += 1;
+                }
+                Op::Take => delivered.extend(b.take()),
+            }
+            if let Some(cap) = policy.capacity() {
+                prop_assert!(b.len() <= cap);
+            }
+        }
+        delivered.extend(std::iter::from_fn(|| b.take()));
+        // Conservation: delivered + dropped + handed back = offered.
+        prop_assert_eq!(delivered.len() + dropped.len() + handed_back.len(), next as usize);
+        let mut all: Vec<u32> = delivered.iter().chain(&dropped).chain(&handed_back).copied().collect();
+        all.sort_unstable();
+        prop_assert_eq!(all, (0..next).collect::<Vec<_>>());
+        // Order: delivery is a subsequence of offer order.
+        prop_assert!(delivered.windows(2).all(|w| w[0] < w[1]));
+        // The counters agree with what we saw.
+        let st = b.stats();
+        prop_assert_eq!(st.offered, next as u64);
+        prop_assert_eq!(st.taken, delivered.len() as u64);
+        prop_assert_eq!(st.dropped, dropped.len() as u64);
+        prop_assert_eq!(st.rejected + st.refused_full, handed_back.len() as u64);
+    }
+
+    #[test]
+    fn keep_newest_keeps_exactly_the_newest(cap in 1usize..8, n in 0u32..50) {
+        let mut b = Buffer::new(Policy::KeepNewest(cap));
+        for i in 0..n {
+            let _ = b.offer(i);
+        }
+        let kept: Vec<u32> = std::iter::from_fn(|| b.take()).collect();
+        let start = n.saturating_sub(cap as u32);
+        prop_assert_eq!(kept, (start..n).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn keep_oldest_keeps_exactly_the_oldest(cap in 1usize..8, n in 0u32..50) {
+        let mut b = Buffer::new(Policy::KeepOldest(cap));
+        for i in 0..n {
+            let _ = b.offer(i);
+        }
+        let kept: Vec<u32> = std::iter::from_fn(|| b.take()).collect();
+        prop_assert_eq!(kept, (0..n.min(cap as u32)).collect::<Vec<_>>());
+    }
+}
