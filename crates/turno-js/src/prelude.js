@@ -15,6 +15,7 @@
   // depth 2, compact 3, breakLength 80, maxArrayLength 100, no colours).
   // ---------------------------------------------------------------------
   const kObjectType = 0;
+  const kArrayType = 1;
   const kArrayExtrasType = 2;
   const keyStrRegExp = /^[a-zA-Z_][a-zA-Z_0-9]*$/;
   const hasOwn = (o, k) => Object.prototype.hasOwnProperty.call(o, k);
@@ -83,26 +84,30 @@
     return Number.isInteger(n) && n >= 0 && n < 4294967295 && String(n) === key;
   }
 
-  function getKeys(value, nonIndex) {
+  function getKeys(value, nonIndex, showHidden) {
     const keys = [];
-    for (const k of Object.keys(value)) {
+    const names = showHidden ? Object.getOwnPropertyNames(value) : Object.keys(value);
+    for (const k of names) {
       if (nonIndex && isIndex(k)) continue;
       keys.push(k);
     }
     for (const s of Object.getOwnPropertySymbols(value)) {
       const d = Object.getOwnPropertyDescriptor(value, s);
-      if (d && d.enumerable) keys.push(s);
+      if (d && (d.enumerable || showHidden)) keys.push(s);
     }
     return keys;
   }
 
   function getFunctionBase(value, constructor, tag) {
-    let src = '';
-    try { src = Function.prototype.toString.call(value); } catch (_) { /* ignore */ }
-    if (src.startsWith('class') && /^class\b/.test(src)) {
+    // boa does not keep source text, so a class is recognised by its
+    // non-writable `prototype` (ordinary functions have a writable one),
+    // excluding the built-in constructors, which share that trait.
+    const pd = Object.getOwnPropertyDescriptor(value, 'prototype');
+    const isBuiltin = typeof value.name === 'string' && globalThis[value.name] === value;
+    if (pd && pd.writable === false && !isBuiltin) {
       let base = `[class ${value.name || '(anonymous)'}`;
       const sup = Object.getPrototypeOf(value);
-      if (sup && sup.name) base += ` extends ${sup.name}`;
+      if (sup && sup !== Function.prototype && sup.name) base += ` extends ${sup.name}`;
       return base + ']';
     }
     let type = 'Function';
@@ -148,8 +153,12 @@
 
   function formatError(err, ctx, keys) {
     let stack = getStackString(err);
-    // Node hides name/message/stack keys that the stack already shows.
-    for (const name of ['name', 'message', 'stack']) {
+    // V8 keeps `stack` non-enumerable even when assigned; boa's setter
+    // creates an enumerable property. Node never lists it.
+    const si = keys.indexOf('stack');
+    if (si !== -1) keys.splice(si, 1);
+    // Node hides name/message keys that the stack already shows.
+    for (const name of ['name', 'message']) {
       const idx = keys.indexOf(name);
       if (idx !== -1 && stack.includes(String(err[name]))) keys.splice(idx, 1);
     }
@@ -197,7 +206,7 @@
     let extrasType = kObjectType;
 
     if (Array.isArray(value)) {
-      keys = getKeys(value, true);
+      keys = getKeys(value, true, ctx.showHidden);
       const prefix = (constructor !== 'Array' || tag !== '')
         ? getPrefix(constructor, tag, 'Array', `(${value.length})`) : '';
       braces = [`${prefix}[`, ']'];
@@ -205,19 +214,19 @@
       extrasType = kArrayExtrasType;
       formatter = formatArray;
     } else if (value instanceof Set) {
-      keys = getKeys(value, false);
+      keys = getKeys(value, false, ctx.showHidden);
       const prefix = getPrefix(constructor, tag, 'Set', `(${value.size})`);
       formatter = formatSet;
       if (value.size === 0 && keys.length === 0) return `${prefix}{}`;
       braces = [`${prefix}{`, '}'];
     } else if (value instanceof Map) {
-      keys = getKeys(value, false);
+      keys = getKeys(value, false, ctx.showHidden);
       const prefix = getPrefix(constructor, tag, 'Map', `(${value.size})`);
       formatter = formatMap;
       if (value.size === 0 && keys.length === 0) return `${prefix}{}`;
       braces = [`${prefix}{`, '}'];
     } else {
-      keys = getKeys(value, false);
+      keys = getKeys(value, false, ctx.showHidden);
       braces = ['{', '}'];
       if (typeof value === 'function') {
         base = getFunctionBase(value, constructor, tag);
@@ -283,7 +292,7 @@
         i = j - 1;
         continue;
       }
-      output.push(formatProperty(ctx, value, recurseTimes, i, kArrayExtrasType));
+      output.push(formatProperty(ctx, value, recurseTimes, i, kArrayType));
     }
     if (remaining > 0) output.push(`... ${remaining} more item${remaining > 1 ? 's' : ''}`);
     return output;
@@ -330,7 +339,7 @@
     } else {
       str = 'undefined';
     }
-    if (type === kArrayExtrasType) return str;
+    if (type === kArrayType) return str;
     let name;
     if (typeof key === 'symbol') name = `[${key.toString()}]`;
     else if (key === '__proto__') name = "['__proto__']";
@@ -445,7 +454,9 @@
       compact: 3,
       breakLength: 80,
       maxArrayLength: 100,
+      showHidden: false,
     };
+    if (opts && opts.showHidden) ctx.showHidden = true;
     if (opts && typeof opts.depth === 'number') ctx.depth = opts.depth;
     if (opts && opts.depth === null) ctx.depth = Infinity;
     return formatValue(ctx, value, 0);
@@ -486,7 +497,7 @@
                 break;
               }
               case 79: tempStr = inspect(args[++a]); break;
-              case 111: tempStr = inspect(args[++a], { depth: 4 }); break;
+              case 111: tempStr = inspect(args[++a], { depth: 4, showHidden: true }); break;
               case 105: {
                 const n = args[++a];
                 if (typeof n === 'bigint') tempStr = `${n}n`;
