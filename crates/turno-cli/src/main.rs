@@ -1,3 +1,78 @@
-//! The `turno` command.
+//! The `turno` command: `turno demo` runs the overload scenario; `turno js
+//! run FILE.js` runs JavaScript on the event-loop explorer.
 
-fn main() {}
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+
+mod demo;
+
+#[derive(Parser)]
+#[command(
+    name = "turno",
+    version,
+    about = "Demos and tools for the turno runtime"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// The overload scenario: a 100 msg/s producer, an 80 msg/s consumer,
+    /// 60 s of virtual time, once per mailbox policy.
+    Demo {
+        /// Capacity of the bounded policies.
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+        capacity: u64,
+        /// Virtual seconds to run.
+        #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600))]
+        seconds: u64,
+        /// Producer rate, messages per second.
+        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        produce: u32,
+        /// Consumer rate, messages per second.
+        #[arg(long, default_value_t = 80, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        consume: u32,
+        /// Scheduler seed.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+    /// The JavaScript event-loop explorer:
+    /// `turno js run FILE.js [--model node|html] [--trace OUT.json]`.
+    #[command(disable_help_flag = true)]
+    Js {
+        /// Arguments for the explorer (see `turno js --help`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Demo {
+            capacity,
+            seconds,
+            produce,
+            consume,
+            seed,
+        } => {
+            let scenario = demo::Scenario {
+                produce_hz: produce,
+                consume_hz: consume,
+                duration: Duration::from_secs(seconds),
+                capacity: capacity as usize,
+                seed,
+            };
+            print!("{}", demo::report(&scenario));
+            ExitCode::SUCCESS
+        }
+        Command::Js { args } => {
+            let code = turno_js::cli_main(&args);
+            ExitCode::from(u8::try_from(code).unwrap_or(1))
+        }
+    }
+}

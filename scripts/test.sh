@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Runs the whole test suite on a fresh machine: installs what the tests need
+# (Chromium for the HTML event-loop oracle; Node.js must be on PATH for the
+# Node oracle), then runs every test of the workspace.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "scripts/test.sh: installing ${need_apt[*]} for the event-loop oracle tests" >&2
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+cargo test --workspace --locked "$@"
