@@ -52,6 +52,7 @@ pub mod deterministic;
 mod mailbox;
 pub mod metrics;
 pub mod stash;
+pub mod stream;
 pub mod supervision;
 mod system;
 pub mod testkit;
