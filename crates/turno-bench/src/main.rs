@@ -1,0 +1,76 @@
+//! `turno-bench`: turno against its peers, in one binary and one run.
+//!
+//! ```text
+//! turno-bench list
+//! turno-bench stream [--n N] [--producers P] [--only SUBSTR] [--runs R] [--json]
+//! ```
+//!
+//! Each bench is a module with a `run(&Args, &mut Harness)` function and one
+//! arm in [`main`]'s dispatch; [`harness`] does the timing (one warm-up, five
+//! runs, median) and the output (a table, or JSON lines with `--json`).
+//! Build with `--release`.
+
+mod harness;
+mod stream;
+
+use clap::Parser;
+
+use harness::Harness;
+
+/// Every bench: name and one-line description (shown by `turno-bench list`).
+const BENCHES: &[(&str, &str)] = &[(
+    "stream",
+    "spsc and mpsc throughput of a bounded(1024) stream and a rendezvous channel, vs tokio, flume, crossbeam, kanal, async-channel",
+)];
+
+/// turno's benchmarks.
+#[derive(Parser, Debug)]
+#[command(name = "turno-bench", version, about)]
+pub struct Args {
+    /// The bench to run (`list` shows them).
+    pub bench: String,
+    /// Operations per run (the bench's default when absent).
+    #[arg(long)]
+    pub n: Option<u64>,
+    /// Producer threads for the multi-producer cases.
+    #[arg(long, default_value_t = 4)]
+    pub producers: usize,
+    /// Only cases or implementations whose name contains this.
+    #[arg(long)]
+    pub only: Option<String>,
+    /// Timed runs per measurement (after one warm-up).
+    #[arg(long, default_value_t = harness::RUNS)]
+    pub runs: usize,
+    /// One JSON object per line instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl Args {
+    /// True when a case/implementation passes `--only`.
+    pub fn selected(&self, bench: &str, imp: &str) -> bool {
+        match &self.only {
+            Some(s) => bench.contains(s.as_str()) || imp.contains(s.as_str()),
+            None => true,
+        }
+    }
+}
+
+fn main() {
+    let args = Args::parse();
+    let mut h = Harness::new(args.json).runs(args.runs);
+    match args.bench.as_str() {
+        "list" => {
+            for (name, what) in BENCHES {
+                println!("{name:<10} {what}");
+            }
+            return;
+        }
+        "stream" => stream::run(&args, &mut h),
+        other => {
+            eprintln!("unknown bench {other:?}; `turno-bench list` shows them");
+            std::process::exit(2);
+        }
+    }
+    h.finish();
+}
