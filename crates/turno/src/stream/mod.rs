@@ -27,7 +27,7 @@
 //! [`block_on`]. All state of one stream sits behind one lock, wakers are
 //! called after it is released, and there is no `unsafe`; the no-lost-wake-up
 //! and exactly-once-termination properties are checked by loom
-//! (`tests/stream_loom.rs`, run with `RUSTFLAGS="--cfg loom"`) and by threaded
+//! (`tests/stream_loom.rs`, run with `RUSTFLAGS="--cfg turno_loom"`) and by threaded
 //! stress tests in the normal test suite.
 //!
 //! | type | producer learns | producer is slowed | many producers | many consumers |

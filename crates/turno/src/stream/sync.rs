@@ -1,5 +1,5 @@
 //! The few synchronisation primitives the stream types use, behind one seam
-//! so that `--cfg loom` can swap in loom's model-checked versions.
+//! so that `--cfg turno_loom` can swap in loom's model-checked versions.
 //!
 //! Every stream type keeps all of its state behind one [`Mutex`] and wakes
 //! tasks through [`Waker`](std::task::Waker)s only after releasing it. That
@@ -7,18 +7,18 @@
 //! wrong, and a model checker that controls the mutex and the threads sees
 //! every interleaving that matters.
 
-#![allow(unexpected_cfgs)] // `loom` is set by RUSTFLAGS="--cfg loom" for the model-checked tests.
+#![allow(unexpected_cfgs)] // `turno_loom` is set by RUSTFLAGS="--cfg turno_loom" for the model-checked tests.
 
 use std::future::Future;
 
-#[cfg(not(loom))]
+#[cfg(not(turno_loom))]
 pub(crate) use parking_lot::Mutex;
 
 /// loom's mutex with parking_lot's infallible `lock()`.
-#[cfg(loom)]
+#[cfg(turno_loom)]
 pub(crate) struct Mutex<T>(loom::sync::Mutex<T>);
 
-#[cfg(loom)]
+#[cfg(turno_loom)]
 impl<T> Mutex<T> {
     pub(crate) fn new(value: T) -> Self {
         Mutex(loom::sync::Mutex::new(value))
@@ -35,9 +35,13 @@ impl<T> Mutex<T> {
 /// types (`next_blocking`, `send_blocking`, `recv_blocking`) are built, so a
 /// blocking and an async caller follow exactly the same state machine.
 ///
-/// Before parking it polls again a few times with a short exponential spin:
-/// on a multi-core machine the other side usually answers within a few
-/// hundred nanoseconds, far less than a park/unpark round trip.
+/// The waker is one per thread and never reallocated, so a stream that
+/// keeps it (`Waker::will_wake`) never clones it again. Waking it sets a
+/// flag; before parking, the thread spins briefly on that flag (a read of
+/// its own cache line, which does not disturb the other side), because on a
+/// multi-core machine the other side usually answers within a few hundred
+/// nanoseconds, far less than a park/unpark round trip. The waker calls
+/// `unpark` only when the thread really sleeps.
 ///
 /// Do not call it from inside an async task: it blocks the executor thread.
 ///
@@ -46,54 +50,81 @@ impl<T> Mutex<T> {
 /// let _ = tx.push(7);
 /// assert_eq!(turno::stream::block_on(turno::stream::next(&mut rx)), Some(7));
 /// ```
-#[cfg(not(loom))]
+#[cfg(not(turno_loom))]
 pub fn block_on<F: Future>(future: F) -> F::Output {
+    use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
     use std::task::{Context, Poll, Wake, Waker};
     use std::thread::{self, Thread};
 
-    struct Unparker(Thread);
-    impl Wake for Unparker {
+    /// Own cache line: the spinning thread reads it while others bump the
+    /// `Arc`'s counts.
+    #[repr(align(128))]
+    struct Flag(AtomicBool);
+
+    struct Signal {
+        notified: Flag,
+        sleeping: AtomicBool,
+        thread: Thread,
+    }
+
+    impl Wake for Signal {
         fn wake(self: Arc<Self>) {
-            self.0.unpark();
+            self.wake_by_ref();
         }
         fn wake_by_ref(self: &Arc<Self>) {
-            self.0.unpark();
+            // Dekker with the sleeper below: either it sees `notified`, or
+            // this sees `sleeping` and unparks (and an unpark that comes
+            // before the park makes the park return at once).
+            self.notified.0.store(true, Ordering::SeqCst);
+            if self.sleeping.load(Ordering::SeqCst) {
+                self.thread.unpark();
+            }
         }
     }
 
     thread_local! {
-        static WAKER: Waker = Waker::from(Arc::new(Unparker(thread::current())));
+        static SIGNAL: (Arc<Signal>, Waker) = {
+            let signal = Arc::new(Signal {
+                notified: Flag(AtomicBool::new(false)),
+                sleeping: AtomicBool::new(false),
+                thread: thread::current(),
+            });
+            (signal.clone(), Waker::from(signal))
+        };
     }
 
     let mut future = std::pin::pin!(future);
-    WAKER.with(|waker| {
+    SIGNAL.with(|(signal, waker)| {
         let mut cx = Context::from_waker(waker);
-        let mut spins = 0u32;
-        loop {
+        'poll: loop {
+            signal.notified.0.store(false, Ordering::SeqCst);
             if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
                 return out;
             }
-            if spins < 6 {
-                for _ in 0..(1u32 << spins) {
-                    std::hint::spin_loop();
+            for round in 0..10u32 {
+                if signal.notified.0.load(Ordering::Acquire) {
+                    continue 'poll;
                 }
-                spins += 1;
-            } else if spins < 8 {
-                thread::yield_now();
-                spins += 1;
-            } else {
-                // An unpark that came before this park makes it return at
-                // once (the thread's token), so no wake-up is lost between
-                // the last poll and here.
+                if round < 7 {
+                    for _ in 0..(1u32 << round) {
+                        std::hint::spin_loop();
+                    }
+                } else {
+                    thread::yield_now();
+                }
+            }
+            signal.sleeping.store(true, Ordering::SeqCst);
+            while !signal.notified.0.load(Ordering::SeqCst) {
                 thread::park();
             }
+            signal.sleeping.store(false, Ordering::SeqCst);
         }
     })
 }
 
 /// Under loom, loom's own executor (it models parking and wake-ups).
-#[cfg(loom)]
+#[cfg(turno_loom)]
 pub fn block_on<F: Future>(future: F) -> F::Output {
     loom::future::block_on(future)
 }

@@ -1,0 +1,161 @@
+//! Model-checked concurrency properties of the stream types, under loom:
+//! every interleaving of the threads below is explored, and a lost wake-up
+//! shows up as a deadlock that loom reports.
+//!
+//! Run with:
+//!
+//! ```text
+//! RUSTFLAGS="--cfg turno_loom" CARGO_TARGET_DIR=target/loom cargo test -p turno --release --test stream_loom
+//! ```
+//!
+//! (Without `--cfg turno_loom` this file compiles to nothing; the threaded stress
+//! tests in the other `stream_*` files cover the same properties in the
+//! normal test run, by sampling instead of exhaustively.)
+
+#![allow(unexpected_cfgs)]
+#![cfg(turno_loom)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use loom::thread;
+use turno::stream::{buffered, rendezvous, Termination, YieldResult};
+use turno::Policy;
+
+fn counter() -> (Arc<AtomicUsize>, impl FnOnce(Termination) + Send + 'static) {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let c = calls.clone();
+    (calls, move |_| {
+        c.fetch_add(1, Ordering::SeqCst);
+    })
+}
+
+/// finish() racing the consumer's drop: the handler runs exactly once.
+#[test]
+fn termination_exactly_once_finish_vs_cancel() {
+    loom::model(|| {
+        let (tx, rx) = buffered::<u32>(Policy::KeepNewest(1));
+        let (calls, h) = counter();
+        tx.on_termination(h);
+        let t = thread::spawn(move || {
+            let _ = tx.push(1);
+            tx.finish();
+        });
+        drop(rx);
+        t.join().unwrap();
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+    });
+}
+
+/// Two producers: one finishes, the other is dropped (finishing too), while
+/// the consumer drains: once, and the consumer always sees the end.
+#[test]
+fn termination_exactly_once_two_producers() {
+    loom::model(|| {
+        let (tx, mut rx) = buffered::<u32>(Policy::Unbounded);
+        let (calls, h) = counter();
+        tx.on_termination(h);
+        let tx2 = tx.clone();
+        let a = thread::spawn(move || {
+            let _ = tx.push(1);
+            tx.finish();
+        });
+        let b = thread::spawn(move || {
+            let _ = tx2.push(2);
+        });
+        let got = rx.blocking_iter().count();
+        a.join().unwrap();
+        b.join().unwrap();
+        assert!(got <= 2);
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+    });
+}
+
+/// A consumer about to wait and a producer pushing: no lost wake-up.
+#[test]
+fn no_lost_wakeup_consumer() {
+    loom::model(|| {
+        let (tx, mut rx) = buffered::<u32>(Policy::KeepOldest(1));
+        let t = thread::spawn(move || {
+            assert!(tx.push(7).is_enqueued());
+        });
+        assert_eq!(rx.next_blocking(), Some(7));
+        assert_eq!(rx.next_blocking(), None);
+        t.join().unwrap();
+    });
+}
+
+/// A producer waiting for room (suspend) and the consumer taking: no lost
+/// wake-up for the producer, nothing lost, order kept.
+#[test]
+fn no_lost_wakeup_suspended_producer() {
+    loom::model(|| {
+        let (tx, mut rx) = buffered::<u32>(Policy::Suspend(1));
+        let t = thread::spawn(move || {
+            assert!(tx.send_blocking(1).is_enqueued());
+            assert!(tx.send_blocking(2).is_enqueued());
+        });
+        assert_eq!(rx.next_blocking(), Some(1));
+        assert_eq!(rx.next_blocking(), Some(2));
+        assert_eq!(rx.next_blocking(), None);
+        t.join().unwrap();
+    });
+}
+
+/// Capacity 0 with a suspending producer: each element is handed to the
+/// waiting consumer; nobody sleeps forever.
+#[test]
+fn no_lost_wakeup_capacity_zero_handoff() {
+    loom::model(|| {
+        let (tx, mut rx) = buffered::<u32>(Policy::Suspend(0));
+        let t = thread::spawn(move || {
+            assert!(tx.send_blocking(1).is_enqueued());
+        });
+        assert_eq!(rx.next_blocking(), Some(1));
+        assert_eq!(rx.next_blocking(), None);
+        t.join().unwrap();
+    });
+}
+
+/// Cancellation racing a waiting producer: it is woken with Terminated.
+#[test]
+fn cancel_wakes_a_suspended_producer() {
+    loom::model(|| {
+        let (tx, rx) = buffered::<u32>(Policy::Suspend(1));
+        assert!(tx.push(1).is_enqueued());
+        let t = thread::spawn(move || tx.send_blocking(2));
+        drop(rx);
+        assert_eq!(t.join().unwrap(), YieldResult::Terminated(2));
+    });
+}
+
+/// Rendezvous: a send completes exactly when received; both sides wake.
+#[test]
+fn rendezvous_handoff_no_lost_wakeup() {
+    loom::model(|| {
+        let (tx, rx) = rendezvous::<u32>();
+        let t = thread::spawn(move || tx.send_blocking(5));
+        assert_eq!(rx.recv_blocking(), Ok(5));
+        assert_eq!(t.join().unwrap(), Ok(()));
+        assert!(rx.recv_blocking().is_err(), "the sender is gone");
+    });
+}
+
+/// Rendezvous: close racing a send: the element is either received or comes
+/// back, never both, never lost.
+#[test]
+fn rendezvous_close_vs_send() {
+    loom::model(|| {
+        let (tx, rx) = rendezvous::<u32>();
+        let rx2 = rx.clone();
+        let t = thread::spawn(move || tx.send_blocking(5));
+        let closer = thread::spawn(move || rx2.close());
+        let got = rx.recv_blocking().ok();
+        closer.join().unwrap();
+        let sent = t.join().unwrap();
+        match (got, sent) {
+            (Some(5), Ok(())) | (None, Err(_)) => {}
+            other => panic!("element both/neither delivered: {other:?}"),
+        }
+    });
+}
