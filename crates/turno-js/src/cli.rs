@@ -6,7 +6,7 @@ use std::io::Write;
 use crate::{run, JsRunError, Model, RunOptions, RunReport};
 
 const USAGE: &str = "usage: turno js run FILE.js [--model node|html] [--trace OUT.json] \
-[--max-steps N] [--max-virtual-ms N]";
+[--max-steps N] [--max-virtual-ms N] [--max-loop-iterations N]";
 
 /// Parsed `js run` arguments.
 struct Args {
@@ -55,6 +55,12 @@ fn parse(args: &[String]) -> Result<Args, JsRunError> {
                     JsRunError::Usage(format!("--max-virtual-ms needs a number\n{USAGE}"))
                 })?;
                 opts.max_virtual_time = std::time::Duration::from_millis(ms);
+            }
+            "--max-loop-iterations" => {
+                opts.max_loop_iterations =
+                    value("--max-loop-iterations")?.parse().map_err(|_| {
+                        JsRunError::Usage(format!("--max-loop-iterations needs a number\n{USAGE}"))
+                    })?
             }
             s if s.starts_with("--model=") => opts.model = s["--model=".len()..].parse()?,
             s if s.starts_with("--trace=") => {

@@ -864,7 +864,15 @@ impl Host {
         let model = self.st.borrow().model;
         let body = match (model, is_error, in_promise) {
             (Model::Node, true, _) => text.clone(),
-            (Model::Node, false, false) => format!("Uncaught {text}"),
+            (Model::Node, false, false) => {
+                let shown = match value.as_string() {
+                    Some(s) => s.to_std_string_escaped(),
+                    None => text.clone(),
+                };
+                format!(
+                    "Uncaught {shown}\n(turno-js: a thrown non-Error value carries no location)"
+                )
+            }
             (Model::Node, false, true) => {
                 let reason = match value.as_string() {
                     Some(s) => s.to_std_string_escaped(),
@@ -1363,6 +1371,31 @@ thread_local! {
     static SOURCE: RefCell<String> = const { RefCell::new(String::new()) };
 }
 
+/// Splits boa's parse-error message `"... at line L, col C"` into the text
+/// and the position.
+fn split_parse_error(msg: &str) -> (String, Option<(u32, u32)>) {
+    if let Some(i) = msg.rfind(" at line ") {
+        let rest = &msg[i + " at line ".len()..];
+        let mut it = rest.splitn(2, ", col ");
+        let line = it.next().and_then(|l| l.trim().parse().ok());
+        let col = it.next().and_then(|c| {
+            c.chars()
+                .take_while(char::is_ascii_digit)
+                .collect::<String>()
+                .parse()
+                .ok()
+        });
+        if let (Some(l), Some(c)) = (line, col) {
+            let mut text = msg[..i].to_string();
+            if let Some(first) = text.get(..1) {
+                text = first.to_uppercase() + &text[1..];
+            }
+            return (text, Some((l, c)));
+        }
+    }
+    (msg.to_string(), None)
+}
+
 /// `(file, line, column)` of the first `    at name (file:line:col)` frame.
 fn first_frame_location(stack: &str) -> Option<(String, u32, u32)> {
     for l in stack.lines() {
@@ -1680,8 +1713,18 @@ fn run_program(
     };
     match script {
         Err(e) => {
-            let msg = e.to_string();
-            host.report_uncaught(ctx, None, format!("{file_name}: {msg}"), Some(msg.clone()));
+            let raw = match e.as_native() {
+                Some(n) => n.message().to_string(),
+                None => e.to_string(),
+            };
+            let (msg, loc) = split_parse_error(&raw);
+            let loc = loc.map(|(l, c)| (file_name.to_string(), l, c));
+            let msg = format!("SyntaxError: {msg}");
+            let body = match host.st.borrow().model {
+                Model::Node => msg.clone(),
+                Model::Html => format!("Uncaught {msg}"),
+            };
+            host.report_uncaught(ctx, loc, body, Some(msg));
             return host.after_uncaught().and(Err(Stop::Fatal));
         }
         Ok(script) => {

@@ -110,13 +110,13 @@ pub struct RunOptions {
 
 impl RunOptions {
     /// Defaults for `model`: 100 000 steps, 1 hour of virtual time,
-    /// 10 000 000 loop iterations, no trace.
+    /// 5 000 000 iterations of any one loop, no trace.
     pub fn new(model: Model) -> Self {
         RunOptions {
             model,
             max_steps: 100_000,
             max_virtual_time: Duration::from_secs(3600),
-            max_loop_iterations: 10_000_000,
+            max_loop_iterations: 5_000_000,
             trace: false,
         }
     }

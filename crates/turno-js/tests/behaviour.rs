@@ -1,0 +1,356 @@
+//! Behaviour the oracles cannot check: budgets, the trace, exit codes,
+//! notes, the clamp as recorded, and the command-line entry point.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use turno_js::{cli_main, run, JsRunError, Model, RunOptions};
+
+fn opts(model: Model) -> RunOptions {
+    RunOptions::new(model)
+}
+
+fn traced(model: Model) -> RunOptions {
+    RunOptions {
+        trace: true,
+        ..RunOptions::new(model)
+    }
+}
+
+#[test]
+fn endless_microtask_loop_stops_at_the_step_budget() {
+    let src =
+        "console.log('start');\nfunction again() { Promise.resolve().then(again); }\nagain();";
+    for model in [Model::Node, Model::Html] {
+        let o = RunOptions {
+            max_steps: 2_000,
+            ..opts(model)
+        };
+        let err = run(src, "loop.js", &o).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                JsRunError::StepBudget {
+                    max_steps: 2_000,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(err.to_string().contains("step budget"), "{err}");
+        let partial = err.partial_report().unwrap();
+        assert_eq!(partial.stdout_lines(), ["start"]);
+        assert_eq!(partial.exit_code, 1);
+    }
+}
+
+#[test]
+fn endless_next_tick_loop_stops_too() {
+    let src = "function again() { process.nextTick(again); }\nagain();";
+    let o = RunOptions {
+        max_steps: 1_000,
+        ..opts(Model::Node)
+    };
+    assert!(matches!(
+        run(src, "ticks.js", &o),
+        Err(JsRunError::StepBudget { .. })
+    ));
+}
+
+#[test]
+fn interval_never_cleared_stops_at_the_virtual_time_budget() {
+    let src = "let n = 0; setInterval(() => { n++; }, 100);";
+    let o = RunOptions {
+        max_virtual_time: Duration::from_secs(2),
+        ..opts(Model::Html)
+    };
+    let err = run(src, "interval.js", &o).unwrap_err();
+    match &err {
+        JsRunError::TimeBudget { next_ns, .. } => assert!(*next_ns > 2_000_000_000),
+        other => panic!("expected a time budget error, got {other}"),
+    }
+    assert_eq!(
+        err.partial_report().unwrap().steps,
+        21,
+        "script + 20 intervals"
+    );
+}
+
+#[test]
+fn synchronous_infinite_loop_stops_at_the_loop_budget() {
+    let src = "console.log('before');\nwhile (true) {}";
+    let o = RunOptions {
+        max_loop_iterations: 10_000,
+        ..opts(Model::Node)
+    };
+    let err = run(src, "spin.js", &o).unwrap_err();
+    assert!(matches!(err, JsRunError::LoopBudget { .. }), "{err}");
+    assert!(err.to_string().contains("spin.js"));
+    assert_eq!(err.partial_report().unwrap().stdout_lines(), ["before"]);
+}
+
+#[test]
+fn html_nesting_clamp_is_applied_from_level_six() {
+    let src = "let n = 0;\nfunction nest() { n++; if (n < 9) setTimeout(nest, 0); else console.log(performance.now()); }\nsetTimeout(nest, 0);";
+    let report = run(src, "clamp.js", &traced(Model::Html)).unwrap();
+    // Levels 1..=6 get 0 ms; the timers set at levels 6, 7, 8 get 4 ms.
+    assert_eq!(report.stdout_lines(), ["12"]);
+    let trace = report.trace.unwrap();
+    let clamps: Vec<(u64, bool)> = trace
+        .events_of_kind("enqueue")
+        .filter(|e| e["queue"] == "timers")
+        .map(|e| {
+            (
+                e["nesting"].as_u64().unwrap(),
+                e["clamped"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        clamps,
+        [
+            (1, false),
+            (2, false),
+            (3, false),
+            (4, false),
+            (5, false),
+            (6, false),
+            (7, true),
+            (8, true),
+            (9, true)
+        ]
+    );
+}
+
+#[test]
+fn node_has_a_one_ms_minimum_and_no_clamp() {
+    let src = "let n = 0;\nfunction nest() { n++; if (n < 9) setTimeout(nest, 0); else console.log(performance.now()); }\nsetTimeout(nest, 0);";
+    let report = run(src, "min.js", &opts(Model::Node)).unwrap();
+    assert_eq!(report.stdout_lines(), ["9"]);
+}
+
+#[test]
+fn trace_shows_a_promise_settling_with_its_slots() {
+    let src = "const p = new Promise((resolve) => setTimeout(() => resolve('v'), 5));\np.then((x) => console.log(x));";
+    let report = run(src, "p.js", &traced(Model::Node)).unwrap();
+    let trace = report.trace.unwrap();
+    assert_eq!(trace.format, "turno-js-trace");
+    assert_eq!(trace.version, 1);
+    let p1: Vec<&Value> = trace
+        .events_of_kind("promise")
+        .filter(|e| e["promise"] == 1)
+        .collect();
+    // Pending with one fulfil and one reject reaction after `then`...
+    assert!(p1.iter().any(|e| e["state"] == "pending"
+        && e["fulfill_reactions"] == 1
+        && e["reject_reactions"] == 1
+        && e["is_handled"] == true));
+    // ...then fulfilled with 'v' at t = 5 ms, reaction lists gone (spec: undefined).
+    let done = p1.iter().find(|e| e["state"] == "fulfilled").unwrap();
+    assert_eq!(done["result"], "'v'");
+    assert_eq!(done["t_ns"], 5_000_000);
+    assert!(done["fulfill_reactions"].is_null());
+    // Sequence numbers are dense and time never goes back.
+    for (i, e) in trace.events.iter().enumerate() {
+        assert_eq!(e["seq"], i as u64);
+    }
+    let times: Vec<u64> = trace
+        .events
+        .iter()
+        .map(|e| e["t_ns"].as_u64().unwrap())
+        .collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]));
+}
+
+#[test]
+fn trace_records_queues_stack_and_render_steps() {
+    let src = "requestAnimationFrame(function a() { queueMicrotask(function m() {}); });\nrequestAnimationFrame(function b() {});\nconst c = new MessageChannel();\nc.port1.onmessage = function onmsg() {};\nc.port2.postMessage(1);";
+    let report = run(src, "r.js", &traced(Model::Html)).unwrap();
+    let trace = report.trace.unwrap();
+    let kinds: Vec<&str> = trace
+        .events
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    for k in [
+        "stack_push",
+        "stack_pop",
+        "enqueue",
+        "dequeue",
+        "render_start",
+        "render_end",
+        "microtask_checkpoint",
+    ] {
+        assert!(kinds.contains(&k), "no {k} event");
+    }
+    let render = trace.events_of_kind("render_start").next().unwrap();
+    assert_eq!(render["frame_time_ns"], 16_666_667);
+    assert_eq!(render["callbacks"].as_array().unwrap().len(), 2);
+    let queues: Vec<&str> = trace
+        .events_of_kind("enqueue")
+        .map(|e| e["queue"].as_str().unwrap())
+        .collect();
+    assert!(queues.contains(&"animation-frame"));
+    assert!(queues.contains(&"task"));
+    assert!(queues.contains(&"microtask"));
+    assert!(trace
+        .events_of_kind("stack_push")
+        .any(|e| e["frame"] == "requestAnimationFrame callback: a"));
+}
+
+#[test]
+fn uncaught_exception_exits_1_with_its_location() {
+    let src = "console.log('one');\nsetTimeout(() => {\n  throw new TypeError('bad');\n}, 1);\nsetTimeout(() => console.log('never'), 2);";
+    let report = run(src, "u.js", &opts(Model::Node)).unwrap();
+    assert_eq!(report.exit_code, 1);
+    assert_eq!(report.stdout_lines(), ["one"]);
+    let u = &report.uncaught[0];
+    assert_eq!(u.message, "TypeError: bad");
+    assert_eq!(
+        (u.file.as_deref(), u.line, u.column),
+        (Some("u.js"), Some(3), Some(9))
+    );
+    assert!(
+        report
+            .stderr
+            .starts_with("u.js:3\n  throw new TypeError('bad');\n        ^\n\nTypeError: bad\n"),
+        "{}",
+        report.stderr
+    );
+}
+
+#[test]
+fn html_keeps_running_after_an_uncaught_exception() {
+    let src = "setTimeout(() => { throw new Error('x'); }, 1);\nsetTimeout(() => console.log('after'), 2);";
+    let report = run(src, "h.js", &opts(Model::Html)).unwrap();
+    assert_eq!(report.stdout_lines(), ["after"]);
+    assert_eq!(report.exit_code, 1);
+    assert!(
+        report.stderr.starts_with("Uncaught Error: x"),
+        "{}",
+        report.stderr
+    );
+}
+
+#[test]
+fn exit_codes_follow_node() {
+    let cases = [
+        ("process.exitCode = 2;", 2),
+        ("process.exit(5); console.log('no');", 5),
+        ("Promise.reject(new Error('r'));", 1),
+        ("throw 'str';", 1),
+        ("console.log('fine');", 0),
+    ];
+    for (src, code) in cases {
+        let report = run(src, "e.js", &opts(Model::Node)).unwrap();
+        assert_eq!(report.exit_code, code, "{src}: {}", report.stderr);
+    }
+}
+
+#[test]
+fn syntax_error_is_reported_with_its_position() {
+    let report = run("console.log(1);\nlet x = ;\n", "s.js", &opts(Model::Node)).unwrap();
+    assert_eq!(report.exit_code, 1);
+    assert!(report.stdout.is_empty());
+    let u = &report.uncaught[0];
+    assert!(u.message.starts_with("SyntaxError: "), "{}", u.message);
+    assert_eq!((u.line, u.column), (Some(2), Some(9)));
+    assert!(
+        report.stderr.starts_with("s.js:2\nlet x = ;\n        ^\n"),
+        "{}",
+        report.stderr
+    );
+}
+
+#[test]
+fn timeout_against_immediate_from_main_notes_the_other_order() {
+    let src = "setTimeout(() => console.log('timeout'), 0);\nsetImmediate(() => console.log('immediate'));";
+    let report = run(src, "race.js", &opts(Model::Node)).unwrap();
+    assert_eq!(report.stdout_lines(), ["immediate", "timeout"]);
+    assert_eq!(report.notes.len(), 1);
+    assert!(
+        report.notes[0].contains("nondeterministic"),
+        "{}",
+        report.notes[0]
+    );
+    // Inside an I/O-free timer callback the order is fixed: no note.
+    let src = "setTimeout(() => {\n  setTimeout(() => console.log('timeout'), 0);\n  setImmediate(() => console.log('immediate'));\n}, 5);";
+    let report = run(src, "fixed.js", &opts(Model::Node)).unwrap();
+    assert_eq!(report.stdout_lines(), ["immediate", "timeout"]);
+    assert!(report.notes.is_empty());
+}
+
+#[test]
+fn runs_are_deterministic() {
+    let src = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/corpus/node/n17_promise_combinators.js"
+    ))
+    .unwrap();
+    let a = run(&src, "d.js", &traced(Model::Node)).unwrap();
+    let b = run(&src, "d.js", &traced(Model::Node)).unwrap();
+    assert_eq!(a.stdout, b.stdout);
+    assert_eq!(a.trace, b.trace);
+}
+
+#[test]
+fn cli_runs_a_file_and_writes_the_trace() {
+    let dir = std::env::temp_dir().join(format!("turno-js-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("a.js");
+    std::fs::write(&file, "Promise.resolve(1).then(() => { throw new Error('late'); }).catch(() => {});\nprocess.exitCode = 4;").unwrap();
+    let out = dir.join("trace.json");
+    let args: Vec<String> = [
+        "js",
+        "run",
+        file.to_str().unwrap(),
+        "--model",
+        "node",
+        "--trace",
+        out.to_str().unwrap(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    assert_eq!(cli_main(&args), 4);
+    let trace: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(trace["format"], "turno-js-trace");
+    assert!(trace["events"].as_array().unwrap().len() > 5);
+    let bad = |v: &[&str]| cli_main(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+    assert_eq!(bad(&["js", "run"]), 2);
+    assert_eq!(bad(&["js", "run", "x.js", "--model", "deno"]), 2);
+    assert_eq!(
+        bad(&["js", "run", dir.join("missing.js").to_str().unwrap()]),
+        2
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn console_log_formats_like_node() {
+    let src = "console.log([1, 'a', { b: [2, { c: 3 }] }], new Error('e').message, -0, 10n, null);";
+    let report = run(src, "f.js", &opts(Model::Node)).unwrap();
+    assert_eq!(
+        report.stdout_lines(),
+        ["[ 1, 'a', { b: [ 2, [Object] ] } ] e -0 10n null"]
+    );
+}
+
+#[test]
+fn tracing_does_not_change_what_a_program_prints() {
+    for (dir, model) in [("node", Model::Node), ("html", Model::Html)] {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/corpus")
+            .join(dir);
+        for entry in std::fs::read_dir(path).unwrap() {
+            let file = entry.unwrap().path();
+            let src = std::fs::read_to_string(&file).unwrap();
+            let name = file.to_string_lossy();
+            let plain = run(&src, &name, &opts(model)).unwrap();
+            let with = run(&src, &name, &traced(model)).unwrap();
+            assert_eq!(plain.stdout, with.stdout, "{name}");
+            assert_eq!(plain.exit_code, with.exit_code, "{name}");
+            assert!(with.trace.is_some());
+        }
+    }
+}
