@@ -16,7 +16,7 @@ use crate::addr::{ActorId, Addr};
 use crate::ask::RequestId;
 use crate::ask::{Asks, StaleReason};
 use crate::context::{Context, Effects, Spawned, WatchMap};
-use crate::mailbox::{Control, Envelope, Mailbox, Signal};
+use crate::mailbox::{Control, Envelope, Mailbox, MailboxOps, Signal};
 use crate::stash::Stash;
 use crate::system::SystemShared;
 use crate::timer::TimerId;
@@ -39,7 +39,6 @@ pub(crate) enum TurnOutcome {
 /// A cell as a scheduler sees it.
 pub(crate) trait AnyCell: Send {
     fn pop_control(&self) -> Option<Control>;
-    fn push_control(&self, c: Control) -> bool;
     fn push_signal(&self, s: Signal) -> bool;
     fn has_control(&self) -> bool;
     /// Work the actor may do now (muted actors: control only).
@@ -60,8 +59,8 @@ pub(crate) trait AnyCell: Send {
     /// held becomes dead letters. Returns the senders this mailbox had muted.
     fn stop(&mut self, fx: &mut Effects) -> Vec<ActorId>;
     fn timer_live(&self, id: TimerId) -> bool;
-    /// Drops `sender` from the senders this mailbox mutes.
-    fn forget_muted(&self, sender: ActorId);
+    /// The mailbox, for the engine (no cell lock needed to use it).
+    fn mailbox_ops(&self) -> Arc<dyn MailboxOps>;
     fn ask_pending(&self, id: RequestId) -> bool;
 }
 
@@ -232,10 +231,6 @@ impl<A: Actor> AnyCell for Cell<A> {
         self.addr.mailbox.pop_control()
     }
 
-    fn push_control(&self, c: Control) -> bool {
-        self.addr.mailbox.push_control(c)
-    }
-
     fn push_signal(&self, s: Signal) -> bool {
         self.addr.mailbox.push_signal(s)
     }
@@ -274,7 +269,17 @@ impl<A: Actor> AnyCell for Cell<A> {
         if let Some(signal) = self.addr.mailbox.pop_signal() {
             return match signal {
                 Signal::Timer(id) => match self.timers.remove(&id) {
-                    Some(msg) => self.handle(TurnKind::Timer, msg, fx),
+                    Some(msg) => {
+                        let actor = self.addr.id();
+                        let shared = self.shared();
+                        shared
+                            .tracer
+                            .emit(shared.clock.now(), || EventKind::TimerFire {
+                                actor,
+                                timer: id.0,
+                            });
+                        self.handle(TurnKind::Timer, msg, fx)
+                    }
                     None => TurnOutcome::Discarded,
                 },
                 Signal::AskTimeout(id) => match self.asks.settle(id, StaleReason::TimedOut) {
@@ -341,8 +346,8 @@ impl<A: Actor> AnyCell for Cell<A> {
         self.addr.mailbox.close()
     }
 
-    fn forget_muted(&self, sender: ActorId) {
-        self.addr.mailbox.forget_muted(sender);
+    fn mailbox_ops(&self) -> Arc<dyn MailboxOps> {
+        self.addr.mailbox.clone()
     }
 
     fn timer_live(&self, id: TimerId) -> bool {

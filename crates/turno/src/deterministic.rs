@@ -40,22 +40,24 @@
 //! ```
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::Mutex;
+
 use crate::actor::{Actor, Props, SpawnError};
 use crate::addr::{ActorId, Addr};
-use crate::cell::{AnyCell, Cell, TurnOutcome};
-use crate::context::{Effects, Spawned, TimerKey};
+use crate::cell::Cell;
+use crate::context::TimerKey;
+use crate::engine::{Engine, Scheduler, Slot};
 use crate::mailbox::{Control, Signal};
-use crate::supervision::{Directive, ExitReason, Failure, RestartLog, Strategy, Supervision};
+use crate::supervision::{ExitReason, Supervision};
 use crate::system::SystemShared;
-use crate::time::Instant;
-use crate::trace::{EventKind, TraceSink, Tracer};
+use crate::time::{Clock, Instant};
+use crate::trace::{TraceSink, Tracer};
 
-/// The root of the supervision tree, as it appears in traces.
-pub const ROOT: ActorId = ActorId(0);
+pub use crate::engine::ROOT;
 
 /// The default bound on turns for one [`DetSystem::run_until_idle`].
 pub const DEFAULT_STEP_LIMIT: u64 = 10_000_000;
@@ -73,28 +75,42 @@ pub struct StepLimit {
     pub at: Instant,
 }
 
-struct Node {
-    cell: Box<dyn AnyCell>,
-    name: String,
-    parent: Option<ActorId>,
-    children: Vec<ActorId>,
-    supervision: Supervision,
-    restarts: RestartLog,
-    /// The receivers whose full suspend mailboxes currently mute this actor
-    /// (its edges in the wait-for graph).
-    waiting_on: Vec<ActorId>,
-    busy_until: Option<Instant>,
-    failed: bool,
-    in_ready: bool,
-    restart_count: u32,
-}
-
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
 struct TimerEntry {
     deadline: Instant,
     seq: u64,
     actor: ActorId,
     key: TimerKey,
+}
+
+/// The deterministic run queue and timer heap: one thread touches them, the
+/// locks only satisfy `Sync`.
+#[derive(Default)]
+struct DetQueue {
+    ready: Mutex<Vec<Arc<Slot>>>,
+    timers: Mutex<(BinaryHeap<Reverse<TimerEntry>>, u64)>,
+}
+
+impl Scheduler for DetQueue {
+    fn schedule(&self, slot: Arc<Slot>) {
+        self.ready.lock().push(slot);
+    }
+
+    fn add_timer(&self, actor: ActorId, key: TimerKey, deadline: Instant) {
+        let mut t = self.timers.lock();
+        t.1 += 1;
+        let seq = t.1;
+        t.0.push(Reverse(TimerEntry {
+            deadline,
+            seq,
+            actor,
+            key,
+        }));
+    }
+
+    fn simulates_work(&self) -> bool {
+        true
+    }
 }
 
 /// Configures a [`DetSystem`].
@@ -142,19 +158,17 @@ impl DetSystemBuilder {
 
     /// Builds the system.
     pub fn build(self) -> DetSystem {
-        let shared = Arc::new(SystemShared::new(Tracer::new(self.sink), self.metrics));
+        let shared = Arc::new(SystemShared::new(
+            Clock::default(),
+            Tracer::new(self.sink),
+            self.metrics,
+        ));
+        let queue = Arc::new(DetQueue::default());
+        let engine = Engine::new(shared, queue.clone(), self.root);
         DetSystem {
-            shared,
-            nodes: HashMap::new(),
-            ready: Vec::new(),
-            woken: Vec::new(),
-            timers: BinaryHeap::new(),
-            timer_seq: 0,
+            engine,
+            queue,
             rng: fastrand::Rng::with_seed(self.seed),
-            root: self.root,
-            root_children: Vec::new(),
-            root_restarts: RestartLog::default(),
-            watchers: HashMap::new(),
             step_limit: self.step_limit,
             turns: 0,
         }
@@ -163,17 +177,9 @@ impl DetSystemBuilder {
 
 /// A deterministic actor system. See the [module docs](self).
 pub struct DetSystem {
-    shared: Arc<SystemShared>,
-    nodes: HashMap<ActorId, Node>,
-    ready: Vec<ActorId>,
-    woken: Vec<ActorId>,
-    timers: BinaryHeap<Reverse<TimerEntry>>,
-    timer_seq: u64,
+    engine: Engine,
+    queue: Arc<DetQueue>,
     rng: fastrand::Rng,
-    root: Supervision,
-    root_children: Vec<ActorId>,
-    root_restarts: RestartLog,
-    watchers: HashMap<ActorId, Vec<ActorId>>,
     step_limit: u64,
     turns: u64,
 }
@@ -196,9 +202,13 @@ impl DetSystem {
         }
     }
 
+    fn shared(&self) -> &SystemShared {
+        &self.engine.shared
+    }
+
     /// Virtual time now.
     pub fn now(&self) -> Instant {
-        self.shared.clock.now()
+        self.shared().clock.now()
     }
 
     /// Spawns a top-level actor (supervised by the root). Its first turn is
@@ -208,52 +218,48 @@ impl DetSystem {
         props: Props,
         factory: impl FnMut() -> A + Send + 'static,
     ) -> Result<Addr<A::Msg>, SpawnError> {
-        let (spawned, addr) = Cell::<A>::create(self.shared.clone(), props, Box::new(factory))?;
-        self.register(None, spawned);
+        let (spawned, addr) =
+            Cell::<A>::create(self.engine.shared.clone(), props, Box::new(factory))?;
+        self.engine.register(None, spawned);
         Ok(addr)
     }
 
     /// Asks an actor to stop (through its system lane, ahead of its mail).
+    /// Its children stop first.
     pub fn stop(&mut self, id: ActorId) {
-        self.push_control(id, Control::Stop);
+        self.engine
+            .push_control(id, Control::Stop(ExitReason::Stopped));
     }
 
     /// True while the actor has not stopped.
     pub fn is_alive(&self, id: ActorId) -> bool {
-        self.nodes.contains_key(&id)
+        self.engine.is_alive(id)
     }
 
     /// How many times the actor was restarted.
     pub fn restarts(&self, id: ActorId) -> u32 {
-        self.nodes.get(&id).map_or(0, |n| n.restart_count)
+        self.engine.restarts(id)
     }
 
     /// The actor's name, while it lives.
-    pub fn name(&self, id: ActorId) -> Option<&str> {
-        self.nodes.get(&id).map(|n| n.name.as_str())
+    pub fn name(&self, id: ActorId) -> Option<String> {
+        self.engine.name(id)
     }
 
-    /// The actor's children, in the order they were started.
+    /// The actor's children, in the order they were started ([`ROOT`]: the
+    /// top-level actors).
     pub fn children(&self, id: ActorId) -> Vec<ActorId> {
-        if id == ROOT {
-            return self.root_children.clone();
-        }
-        self.nodes
-            .get(&id)
-            .map(|n| n.children.clone())
-            .unwrap_or_default()
+        self.engine.children(id)
     }
 
     /// True while the actor is muted by a saturated suspend mailbox.
     pub fn is_muted(&self, id: ActorId) -> bool {
-        self.nodes
-            .get(&id)
-            .is_some_and(|n| !n.waiting_on.is_empty())
+        self.engine.is_muted(id)
     }
 
     /// Messages that reached no actor, system-wide.
     pub fn dead_letters(&self) -> u64 {
-        self.shared.dead_letters()
+        self.shared().dead_letters()
     }
 
     /// Turns run so far.
@@ -263,35 +269,37 @@ impl DetSystem {
 
     /// Live actors.
     pub fn actor_count(&self) -> usize {
-        self.nodes.len()
+        self.engine.actor_count()
     }
 
     /// The deadline of the next pending timer, if any.
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.timers.peek().map(|Reverse(t)| t.deadline)
+        self.queue
+            .timers
+            .lock()
+            .0
+            .peek()
+            .map(|Reverse(t)| t.deadline)
     }
 
     /// Flushes the trace sink.
     pub fn flush_trace(&self) {
-        self.shared.tracer.flush();
+        self.shared().tracer.flush();
     }
 
-    /// Runs one unit of work of one runnable actor (chosen by the seed).
-    /// Returns false when nothing is runnable.
+    /// Runs one unit of work (a control message or a turn) of one runnable
+    /// actor, chosen by the seed. Returns false when nothing is runnable.
     pub fn step(&mut self) -> bool {
-        self.collect_woken();
-        if self.ready.is_empty() {
-            return false;
-        }
-        let i = self.rng.usize(..self.ready.len());
-        let id = self.ready.swap_remove(i);
-        let Some(node) = self.nodes.get_mut(&id) else {
-            return true;
+        let slot = {
+            let mut ready = self.queue.ready.lock();
+            if ready.is_empty() {
+                return false;
+            }
+            let i = self.rng.usize(..ready.len());
+            ready.swap_remove(i)
         };
-        node.in_ready = false;
         self.turns += 1;
-        self.run_unit(id);
-        self.reconsider(id);
+        self.engine.run_slot(&slot, 1);
         true
     }
 
@@ -321,469 +329,53 @@ impl DetSystem {
     /// Moves virtual time forward to `target` (see [`DetSystem::advance`]).
     pub fn advance_to(&mut self, target: Instant) -> Result<u64, StepLimit> {
         let mut steps = self.run_until_idle()?;
-        while let Some(Reverse(next)) = self.timers.peek() {
-            if next.deadline > target {
-                break;
-            }
-            let deadline = next.deadline;
-            self.shared.clock.advance_to(deadline);
-            while let Some(Reverse(t)) = self.timers.peek() {
-                if t.deadline != deadline {
+        loop {
+            let due: Vec<TimerEntry> = {
+                let mut timers = self.queue.timers.lock();
+                let Some(Reverse(next)) = timers.0.peek() else {
+                    break;
+                };
+                if next.deadline > target {
                     break;
                 }
-                let Reverse(t) = self.timers.pop().expect("peeked");
+                let deadline = next.deadline;
+                let mut due = Vec::new();
+                while timers
+                    .0
+                    .peek()
+                    .is_some_and(|Reverse(t)| t.deadline == deadline)
+                {
+                    due.push(timers.0.pop().expect("peeked").0);
+                }
+                due
+            };
+            self.shared().clock.advance_to(due[0].deadline);
+            for t in due {
                 self.fire(t);
             }
             steps += self.run_until_idle()?;
         }
-        self.shared.clock.advance_to(target);
+        self.shared().clock.advance_to(target);
         Ok(steps)
     }
 
-    // ----- scheduling -------------------------------------------------
-
-    fn collect_woken(&mut self) {
-        self.shared.take_woken(&mut self.woken);
-        let woken = std::mem::take(&mut self.woken);
-        for &id in &woken {
-            self.reconsider(id);
-        }
-        self.woken = woken;
-        self.woken.clear();
-    }
-
-    /// Puts the actor in the ready list if it may run now and has work.
-    fn reconsider(&mut self, id: ActorId) {
-        let Some(node) = self.nodes.get_mut(&id) else {
-            return;
-        };
-        if node.in_ready || node.failed {
-            return;
-        }
-        let parked = !node.waiting_on.is_empty() || node.busy_until.is_some();
-        let runnable = if parked {
-            node.cell.has_control()
-        } else {
-            node.cell.has_work(false) || !node.cell.try_idle()
-        };
-        if runnable {
-            node.in_ready = true;
-            self.ready.push(id);
-        }
-    }
-
-    fn run_unit(&mut self, id: ActorId) {
-        let node = self.nodes.get_mut(&id).expect("caller checked");
-        if node.failed {
-            return;
-        }
-        if let Some(control) = node.cell.pop_control() {
-            return self.handle_control(id, control);
-        }
-        if !node.waiting_on.is_empty() || node.busy_until.is_some() {
-            return;
-        }
-        let mut fx = Effects::default();
-        let outcome = node.cell.turn(&mut fx);
-        if outcome != TurnOutcome::Idle {
-            self.apply(id, fx);
-        }
-    }
-
-    fn handle_control(&mut self, id: ActorId, control: Control) {
-        match control {
-            Control::Start => {
-                let mut fx = Effects::default();
-                let node = self.nodes.get_mut(&id).expect("caller checked");
-                let _ = node.cell.start(&mut fx);
-                self.apply(id, fx);
-            }
-            Control::Stop => self.stop_actor(id, ExitReason::Stopped),
-            Control::ChildFailed { child, error } => self.supervise(Some(id), child, error),
-        }
-    }
-
-    fn push_control(&mut self, id: ActorId, c: Control) {
-        if let Some(node) = self.nodes.get(&id) {
-            node.cell.push_control(c);
-            self.reconsider(id);
-        }
-    }
-
-    fn trace(&self, kind: impl FnOnce() -> EventKind) {
-        self.shared.tracer.emit(self.now(), kind);
-    }
-
-    fn register(&mut self, parent: Option<ActorId>, s: Spawned) {
-        let Spawned {
-            id,
-            name,
-            policy,
-            mut cell,
-            supervision,
-        } = s;
-        let parent_alive = parent.is_none_or(|p| self.nodes.contains_key(&p));
-        if !parent_alive {
-            // Spawned by a turn of an actor that stopped in the same turn.
-            let mut fx = Effects::default();
-            let _ = cell.stop(&mut fx);
-            return;
-        }
-        self.trace(|| EventKind::Spawn {
-            actor: id,
-            name: name.clone(),
-            parent: Some(parent.unwrap_or(ROOT)),
-            policy,
-        });
-        match parent {
-            Some(p) => self.nodes.get_mut(&p).expect("checked").children.push(id),
-            None => self.root_children.push(id),
-        }
-        cell.push_control(Control::Start);
-        self.nodes.insert(
-            id,
-            Node {
-                cell,
-                name,
-                parent,
-                children: Vec::new(),
-                supervision,
-                restarts: RestartLog::default(),
-                waiting_on: Vec::new(),
-                busy_until: None,
-                failed: false,
-                in_ready: false,
-                restart_count: 0,
-            },
-        );
-        self.reconsider(id);
-    }
-
-    fn add_timer(&mut self, actor: ActorId, key: TimerKey, deadline: Instant) {
-        self.timer_seq += 1;
-        self.timers.push(Reverse(TimerEntry {
-            deadline,
-            seq: self.timer_seq,
-            actor,
-            key,
-        }));
-    }
-
-    fn fire(&mut self, t: TimerEntry) {
-        let Some(node) = self.nodes.get_mut(&t.actor) else {
-            return;
-        };
+    fn fire(&self, t: TimerEntry) {
         match t.key {
-            TimerKey::User(timer) => {
-                if node.cell.timer_live(timer) {
-                    self.trace(|| EventKind::TimerFire {
-                        actor: t.actor,
-                        timer: timer.0,
-                    });
-                    let node = self.nodes.get(&t.actor).expect("checked");
-                    node.cell.push_signal(Signal::Timer(timer));
-                }
-            }
-            TimerKey::Ask(request) => {
-                if node.cell.ask_pending(request) {
-                    node.cell.push_signal(Signal::AskTimeout(request));
-                }
-            }
+            TimerKey::User(timer) => self.engine.push_signal(t.actor, Signal::Timer(timer)),
+            TimerKey::Ask(request) => self
+                .engine
+                .push_signal(t.actor, Signal::AskTimeout(request)),
             TimerKey::WakeUp => {
-                if node.busy_until == Some(t.deadline) {
-                    node.busy_until = None;
+                if let Some(slot) = self.engine.slot(t.actor) {
+                    slot.end_busy(t.deadline);
                 }
             }
-        }
-        self.reconsider(t.actor);
-    }
-
-    /// Applies a turn's effects, in a fixed order: children first, then
-    /// timers, watches, muting, busy time, stops; self-stop or failure last.
-    fn apply(&mut self, id: ActorId, fx: Effects) {
-        let Effects {
-            spawned,
-            stops,
-            stop_self,
-            timers_set,
-            timers_cancelled,
-            watch,
-            unwatch,
-            muted_by,
-            unmuted,
-            busy_for,
-            failed,
-            ..
-        } = fx;
-        for s in spawned {
-            self.register(Some(id), s);
-        }
-        for (key, deadline) in timers_set {
-            if let TimerKey::User(timer) = key {
-                self.trace(|| EventKind::TimerSet {
-                    actor: id,
-                    timer: timer.0,
-                    deadline_ns: deadline.as_nanos(),
-                });
-            }
-            self.add_timer(id, key, deadline);
-        }
-        for timer in timers_cancelled {
-            self.trace(|| EventKind::TimerCancel {
-                actor: id,
-                timer: timer.0,
-            });
-        }
-        for target in watch {
-            if self.nodes.contains_key(&target) {
-                let list = self.watchers.entry(target).or_default();
-                if !list.contains(&id) {
-                    list.push(id);
-                }
-            } else if let Some(node) = self.nodes.get(&id) {
-                node.cell.push_signal(Signal::Terminated {
-                    actor: target,
-                    reason: ExitReason::Stopped,
-                });
-            }
-        }
-        for target in unwatch {
-            if let Some(list) = self.watchers.get_mut(&target) {
-                list.retain(|w| *w != id);
-            }
-        }
-        for by in muted_by {
-            self.mute(id, by);
-        }
-        self.release(id, unmuted);
-        if let Some(cost) = busy_for {
-            let until = self.now() + cost;
-            if let Some(node) = self.nodes.get_mut(&id) {
-                node.busy_until = Some(until);
-                self.add_timer(id, TimerKey::WakeUp, until);
-            }
-        }
-        for target in stops {
-            self.push_control(target, Control::Stop);
-        }
-        if let Some(error) = failed {
-            self.fail_actor(id, error);
-        } else if stop_self {
-            self.stop_actor(id, ExitReason::Stopped);
-        }
-    }
-
-    /// `sender` overfilled `receiver`'s suspend mailbox: mute it, unless
-    /// that would close a cycle in the wait-for graph.
-    ///
-    /// The rule that keeps muting deadlock-free: an edge sender -> receiver
-    /// ("sender waits for receiver to drain") is only added when the receiver
-    /// does not already wait, directly or through others, for the sender. The
-    /// graph therefore stays acyclic; a receiver with muted senders holds at
-    /// least one message; so some actor at the end of every wait chain is
-    /// runnable. A sender exempted this way keeps running: in a saturated
-    /// cycle the cycle itself is the bottleneck, and messages circulate at
-    /// the speed it processes them.
-    fn mute(&mut self, sender: ActorId, receiver: ActorId) {
-        if self.waits_for(receiver, sender) {
-            if let Some(r) = self.nodes.get(&receiver) {
-                r.cell.forget_muted(sender);
-            }
-            return;
-        }
-        if let Some(node) = self.nodes.get_mut(&sender) {
-            node.waiting_on.push(receiver);
-            self.trace(|| EventKind::Mute {
-                actor: sender,
-                by: receiver,
-            });
-        }
-    }
-
-    /// True if `from` is `to` or waits (transitively) for `to`.
-    fn waits_for(&self, from: ActorId, to: ActorId) -> bool {
-        let mut stack = vec![from];
-        let mut seen = Vec::new();
-        while let Some(a) = stack.pop() {
-            if a == to {
-                return true;
-            }
-            if seen.contains(&a) {
-                continue;
-            }
-            seen.push(a);
-            if let Some(n) = self.nodes.get(&a) {
-                stack.extend(n.waiting_on.iter().copied());
-            }
-        }
-        false
-    }
-
-    /// `receiver` drained below its low watermark (or stopped): release the
-    /// senders it muted.
-    fn release(&mut self, receiver: ActorId, senders: Vec<ActorId>) {
-        for s in senders {
-            if let Some(node) = self.nodes.get_mut(&s) {
-                node.waiting_on.retain(|r| *r != receiver);
-                if node.waiting_on.is_empty() {
-                    self.trace(|| EventKind::Unmute { actor: s });
-                    self.reconsider(s);
-                }
-            }
-        }
-    }
-
-    // ----- supervision ------------------------------------------------
-
-    fn fail_actor(&mut self, id: ActorId, error: String) {
-        let Some(node) = self.nodes.get_mut(&id) else {
-            return;
-        };
-        node.failed = true;
-        node.cell.fail();
-        let parent = node.parent;
-        self.trace(|| EventKind::Fail {
-            actor: id,
-            error: error.clone(),
-        });
-        match parent {
-            Some(p) => self.push_control(p, Control::ChildFailed { child: id, error }),
-            None => self.supervise(None, id, error),
-        }
-    }
-
-    /// The supervisor `sup` (None: the root) decides about `child`'s failure.
-    fn supervise(&mut self, sup: Option<ActorId>, child: ActorId, error: String) {
-        if !self.nodes.get(&child).is_some_and(|n| n.failed) {
-            return; // stopped or restarted meanwhile
-        }
-        let supervision = match sup {
-            Some(s) => match self.nodes.get(&s) {
-                Some(n) => n.supervision.clone(),
-                None => return,
-            },
-            None => self.root.clone(),
-        };
-        let failure = Failure {
-            actor: child,
-            message: error.clone(),
-        };
-        match supervision.decide(&failure) {
-            Directive::Stop => self.stop_actor(child, ExitReason::Failed(error)),
-            Directive::Escalate => self.escalate(sup, child, error),
-            Directive::Restart => {
-                let now = self.now();
-                let log = match sup {
-                    Some(s) => &mut self.nodes.get_mut(&s).expect("checked").restarts,
-                    None => &mut self.root_restarts,
-                };
-                let Some(in_period) = log.try_restart(&supervision, now) else {
-                    return self.escalate(sup, child, error);
-                };
-                let siblings = match sup {
-                    Some(s) => self.nodes[&s].children.clone(),
-                    None => self.root_children.clone(),
-                };
-                let targets: Vec<ActorId> = match supervision.strategy() {
-                    Strategy::OneForOne => vec![child],
-                    Strategy::OneForAll => siblings,
-                    Strategy::RestForOne => {
-                        let at = siblings.iter().position(|c| *c == child).unwrap_or(0);
-                        siblings[at..].to_vec()
-                    }
-                };
-                for t in targets {
-                    self.restart_actor(t, in_period);
-                }
-            }
-        }
-    }
-
-    fn escalate(&mut self, sup: Option<ActorId>, child: ActorId, error: String) {
-        self.trace(|| EventKind::Escalate {
-            actor: sup.unwrap_or(ROOT),
-            child,
-        });
-        match sup {
-            Some(s) => self.fail_actor(
-                s,
-                format!("child {child} failed and could not be restarted: {error}"),
-            ),
-            // The root cannot escalate: the child stops.
-            None => self.stop_actor(child, ExitReason::Failed(error)),
-        }
-    }
-
-    fn restart_actor(&mut self, id: ActorId, restarts_in_period: u32) {
-        let children = self.children(id);
-        for c in children.into_iter().rev() {
-            self.stop_actor(c, ExitReason::Stopped);
-        }
-        let Some(node) = self.nodes.get_mut(&id) else {
-            return;
-        };
-        let mut fx = Effects::default();
-        node.cell.reset(&mut fx);
-        node.failed = false;
-        node.restart_count += 1;
-        node.busy_until = None;
-        node.cell.push_control(Control::Start);
-        self.trace(|| EventKind::Restart {
-            actor: id,
-            restarts_in_period,
-        });
-        // Effects of a replaced sibling's `stopped` hook (sends are already
-        // out); a stop or failure there changes nothing: it is being replaced.
-        let Effects { spawned, .. } = fx;
-        for s in spawned {
-            self.register(Some(id), s);
-        }
-        self.reconsider(id);
-    }
-
-    /// Stops `id` and its subtree, children first.
-    fn stop_actor(&mut self, id: ActorId, reason: ExitReason) {
-        let children = self.children(id);
-        for c in children.into_iter().rev() {
-            self.stop_actor(c, ExitReason::Stopped);
-        }
-        let Some(mut node) = self.nodes.remove(&id) else {
-            return;
-        };
-        let mut fx = Effects::default();
-        let unmuted = node.cell.stop(&mut fx);
-        self.release(id, unmuted);
-        match node.parent {
-            Some(p) => {
-                if let Some(pn) = self.nodes.get_mut(&p) {
-                    pn.children.retain(|c| *c != id);
-                }
-            }
-            None => self.root_children.retain(|c| *c != id),
-        }
-        self.trace(|| EventKind::Stop {
-            actor: id,
-            reason: reason.to_string(),
-        });
-        for w in self.watchers.remove(&id).unwrap_or_default() {
-            if let Some(wn) = self.nodes.get(&w) {
-                wn.cell.push_signal(Signal::Terminated {
-                    actor: id,
-                    reason: reason.clone(),
-                });
-                self.reconsider(w);
-            }
-        }
-        // Children spawned by the `stopped` hook have no parent to run under.
-        for s in fx.spawned {
-            let mut cell = s.cell;
-            let _ = cell.stop(&mut Effects::default());
         }
     }
 }
 
 impl Drop for DetSystem {
     fn drop(&mut self) {
-        self.shared.tracer.flush();
+        self.shared().tracer.flush();
     }
 }

@@ -17,7 +17,7 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use event_listener::Event;
 use parking_lot::Mutex;
@@ -111,10 +111,30 @@ impl<M> Envelope<M> {
 pub(crate) enum Control {
     /// Run the `started` hook (first turn, and after a restart).
     Start,
-    /// Stop this actor.
-    Stop,
+    /// Stop this actor (children first).
+    Stop(ExitReason),
+    /// Replace this actor's instance (children stopped first); the number is
+    /// the supervisor's restarts within its period, for the trace.
+    Restart(u32),
     /// A child failed; the supervisor must decide.
     ChildFailed { child: ActorId, error: String },
+    /// A child has stopped for good.
+    ChildTerminated(ActorId),
+}
+
+/// How a mailbox tells its scheduler that its actor has work.
+pub(crate) trait Wake: Send + Sync {
+    fn wake(&self);
+}
+
+/// The untyped operations the engine needs on any actor's mailbox, without
+/// touching the actor's cell.
+pub(crate) trait MailboxOps: Send + Sync {
+    fn push_control(&self, c: Control) -> bool;
+    fn push_signal(&self, s: Signal) -> bool;
+    fn forget_muted(&self, sender: ActorId);
+    fn is_muting(&self, sender: ActorId) -> bool;
+    fn set_waker(&self, waker: Arc<dyn Wake>);
 }
 
 /// Signals: system-lane entries that become a call to the actor's handler.
@@ -148,6 +168,8 @@ pub(crate) struct Mailbox<M> {
     pub(crate) shared: Arc<SystemShared>,
     pub(crate) metrics: MailboxMetrics,
     stale_replies: AtomicU64,
+    /// The scheduler's hook; unset for probes and the test kit.
+    waker: OnceLock<Arc<dyn Wake>>,
 }
 
 /// What the scheduler learns from one pop.
@@ -181,6 +203,7 @@ impl<M: Send + 'static> Mailbox<M> {
             shared,
             metrics,
             stale_replies: AtomicU64::new(0),
+            waker: OnceLock::new(),
         }
     }
 
@@ -217,7 +240,7 @@ impl<M: Send + 'static> Mailbox<M> {
         drop(st);
         let verdict = self.account(offer, depth);
         if wake {
-            self.shared.wake(self.id);
+            self.wake();
         }
         (verdict, muted)
     }
@@ -238,9 +261,15 @@ impl<M: Send + 'static> Mailbox<M> {
         drop(st);
         let _ = self.account(offer, depth);
         if wake {
-            self.shared.wake(self.id);
+            self.wake();
         }
         true
+    }
+
+    fn wake(&self) {
+        if let Some(w) = self.waker.get() {
+            w.wake();
+        }
     }
 
     fn note_push(&self, st: &mut State<M>) -> bool {
@@ -318,7 +347,7 @@ impl<M: Send + 'static> Mailbox<M> {
         drop(st);
         self.trace_system_enqueue(depth);
         if wake {
-            self.shared.wake(self.id);
+            self.wake();
         }
         true
     }
@@ -335,7 +364,7 @@ impl<M: Send + 'static> Mailbox<M> {
         drop(st);
         self.trace_system_enqueue(depth);
         if wake {
-            self.shared.wake(self.id);
+            self.wake();
         }
         true
     }
@@ -427,10 +456,6 @@ impl<M: Send + 'static> Mailbox<M> {
         self.state.lock().user.len()
     }
 
-    pub(crate) fn forget_muted(&self, sender: ActorId) {
-        self.state.lock().muted.retain(|s| *s != sender);
-    }
-
     pub(crate) fn stats(&self) -> BufferStats {
         self.state.lock().user.stats()
     }
@@ -446,5 +471,27 @@ impl<M: Send + 'static> Mailbox<M> {
     /// A listener for room in a suspend mailbox (or its closing).
     pub(crate) fn listen_for_space(&self) -> event_listener::EventListener {
         self.space.listen()
+    }
+}
+
+impl<M: Send + 'static> MailboxOps for Mailbox<M> {
+    fn push_control(&self, c: Control) -> bool {
+        Mailbox::push_control(self, c)
+    }
+
+    fn push_signal(&self, s: Signal) -> bool {
+        Mailbox::push_signal(self, s)
+    }
+
+    fn forget_muted(&self, sender: ActorId) {
+        self.state.lock().muted.retain(|s| *s != sender);
+    }
+
+    fn is_muting(&self, sender: ActorId) -> bool {
+        self.state.lock().muted.contains(&sender)
+    }
+
+    fn set_waker(&self, waker: Arc<dyn Wake>) {
+        let _ = self.waker.set(waker);
     }
 }

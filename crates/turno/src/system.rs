@@ -1,9 +1,7 @@
 //! State shared by everything in one actor system: the clock, the trace,
-//! id allocation, dead-letter accounting and the scheduler's wake-up list.
+//! id allocation and dead-letter accounting.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-
-use parking_lot::Mutex;
 
 use crate::addr::ActorId;
 use crate::time::Clock;
@@ -15,34 +13,23 @@ pub(crate) struct SystemShared {
     pub(crate) metrics: bool,
     next_id: AtomicU64,
     dead_letters: AtomicU64,
-    /// Actors that became runnable since the scheduler last looked.
-    woken: Mutex<Vec<ActorId>>,
 }
 
 impl SystemShared {
-    pub(crate) fn new(tracer: Tracer, metrics: bool) -> Self {
+    pub(crate) fn new(clock: Clock, tracer: Tracer, metrics: bool) -> Self {
         SystemShared {
-            clock: Clock::default(),
+            clock,
             tracer,
             metrics,
             // Id 0 is the root of the supervision tree.
             next_id: AtomicU64::new(1),
             dead_letters: AtomicU64::new(0),
-            woken: Mutex::new(Vec::new()),
         }
     }
 
     /// A fresh id, for actors, timers and requests alike.
     pub(crate) fn next_id(&self) -> u64 {
         self.next_id.fetch_add(1, Ordering::Relaxed)
-    }
-
-    pub(crate) fn wake(&self, id: ActorId) {
-        self.woken.lock().push(id);
-    }
-
-    pub(crate) fn take_woken(&self, into: &mut Vec<ActorId>) {
-        into.append(&mut self.woken.lock());
     }
 
     pub(crate) fn dead_letter(&self, actor: ActorId, reason: DeadLetterReason) {

@@ -39,7 +39,7 @@ use crate::cell::{AnyCell, Cell, TurnOutcome};
 use crate::context::{Effects, TimerKey};
 use crate::mailbox::{Envelope, Mailbox, Signal, VerdictKind};
 use crate::system::SystemShared;
-use crate::time::Instant;
+use crate::time::{Clock, Instant};
 use crate::timer::TimerId;
 use crate::trace::Tracer;
 
@@ -108,7 +108,11 @@ pub struct TestKit<A: Actor> {
 }
 
 fn detached_shared() -> Arc<SystemShared> {
-    Arc::new(SystemShared::new(Tracer::new(None), false))
+    Arc::new(SystemShared::new(
+        Clock::default(),
+        Tracer::new(None),
+        false,
+    ))
 }
 
 impl<A: Actor> TestKit<A> {
@@ -232,8 +236,6 @@ impl<M: Send + 'static> Probe<M> {
                 Envelope::Msg(m) | Envelope::Reply(_, m) => m,
             });
         }
-        // Nobody schedules a probe: forget the wake-ups.
-        self.addr.mailbox.shared.take_woken(&mut Vec::new());
         out
     }
 }

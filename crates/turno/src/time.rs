@@ -8,7 +8,6 @@
 use std::fmt;
 use std::ops::{Add, Sub};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -66,20 +65,47 @@ impl fmt::Display for Instant {
     }
 }
 
-/// The system clock shared by mailboxes, contexts and the scheduler.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Clock {
-    now: Arc<AtomicU64>,
+/// The system clock shared by mailboxes, contexts and the scheduler: virtual
+/// (moved by the deterministic scheduler) or real (monotonic, since start).
+#[derive(Debug)]
+pub(crate) enum Clock {
+    Virtual(AtomicU64),
+    Real(std::time::Instant),
+}
+
+impl Default for Clock {
+    fn default() -> Self {
+        Clock::Virtual(AtomicU64::new(0))
+    }
 }
 
 impl Clock {
-    pub(crate) fn now(&self) -> Instant {
-        Instant(self.now.load(Ordering::Acquire))
+    pub(crate) fn real() -> Self {
+        Clock::Real(std::time::Instant::now())
     }
 
-    /// Moves virtual time forward; never backwards.
+    pub(crate) fn now(&self) -> Instant {
+        match self {
+            Clock::Virtual(n) => Instant(n.load(Ordering::Acquire)),
+            Clock::Real(start) => {
+                Instant(u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX))
+            }
+        }
+    }
+
+    /// Moves virtual time forward; never backwards. No effect on a real clock.
     pub(crate) fn advance_to(&self, t: Instant) {
-        self.now.fetch_max(t.0, Ordering::AcqRel);
+        if let Clock::Virtual(n) = self {
+            n.fetch_max(t.0, Ordering::AcqRel);
+        }
+    }
+
+    /// The real `std` instant of `t`, for sleeping until it (real clock only).
+    pub(crate) fn to_std(&self, t: Instant) -> Option<std::time::Instant> {
+        match self {
+            Clock::Real(start) => Some(*start + Duration::from_nanos(t.0)),
+            Clock::Virtual(_) => None,
+        }
     }
 }
 

@@ -1,0 +1,797 @@
+//! The engine: what every scheduler shares.
+//!
+//! A scheduler decides *which* actor runs next and *when* timers fire; the
+//! engine decides everything else, identically for both schedulers:
+//!
+//! - running a batch of turns of one actor ([`Engine::run_slot`]) and
+//!   applying their [`Effects`];
+//! - the supervision tree: spawning, failing, restarting, stopping (children
+//!   first), escalating, watching;
+//! - the wait-for graph of muted senders, kept acyclic so muting cannot
+//!   deadlock;
+//! - parking and unparking actors that may not run (muted, failed, busy,
+//!   stopping) without losing a wake-up.
+//!
+//! Every cross-actor operation is a control message to the target actor,
+//! handled by whoever runs that actor; so an actor's cell is only ever touched
+//! by its own runner, and the engine never holds the tree lock while taking a
+//! cell's lock.
+//!
+//! ## Scheduling states
+//!
+//! An actor is *idle* (mailbox `notified` flag clear: the next push wakes
+//! it), *scheduled or running* (flag set, the slot is in a run queue or being
+//! run), or *parked* (flag set, `parked` set: it has mail it may not handle
+//! yet). The runner that finishes a batch either requeues the slot, parks
+//! it, or idles it; parking publishes `parked` *before* re-checking for work
+//! that would unpark it, and whoever makes it runnable again (a control
+//! message, the last unmute, the end of a busy period) swaps `parked` back
+//! to false and requeues: exactly one of the two requeues it.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+
+use parking_lot::Mutex;
+
+use crate::addr::ActorId;
+use crate::cell::{AnyCell, TurnOutcome};
+use crate::context::{Effects, Spawned, TimerKey};
+use crate::mailbox::{Control, MailboxOps, Signal, Wake};
+use crate::supervision::{Directive, ExitReason, Failure, RestartLog, Strategy, Supervision};
+use crate::system::SystemShared;
+use crate::time::Instant;
+use crate::trace::EventKind;
+
+/// The root of the supervision tree, as it appears in traces.
+pub const ROOT: ActorId = ActorId(0);
+
+/// What a scheduler provides to the engine.
+pub(crate) trait Scheduler: Send + Sync + 'static {
+    /// The slot may have work: put it in a run queue. Called at most once
+    /// per idle-to-scheduled transition.
+    fn schedule(&self, slot: Arc<Slot>);
+    /// Deliver `key` to `actor` at `deadline`.
+    fn add_timer(&self, actor: ActorId, key: TimerKey, deadline: Instant);
+    /// Whether `Context::simulate_work` makes the actor busy (virtual time).
+    fn simulates_work(&self) -> bool;
+}
+
+/// One actor as a scheduler holds it.
+pub(crate) struct Slot {
+    pub(crate) id: ActorId,
+    /// The cell; `None` once the actor has stopped. Only its runner locks it.
+    pub(crate) cell: Mutex<Option<Box<dyn AnyCell>>>,
+    parked: AtomicBool,
+    /// How many mailboxes mute this actor (its out-degree in the wait-for graph).
+    muted: AtomicU32,
+    failed: AtomicBool,
+    /// Waiting for its children to stop (before its own stop or restart).
+    stopping: AtomicBool,
+    /// End of a simulated busy period, in nanoseconds; 0 when not busy.
+    busy_until: AtomicU64,
+    /// The mailbox, reachable without the cell's lock.
+    mailbox: Arc<dyn MailboxOps>,
+    me: Weak<Slot>,
+    sched: Arc<dyn Scheduler>,
+}
+
+impl Slot {
+    /// May the actor handle user mail and signals now?
+    fn blocked(&self) -> bool {
+        self.muted.load(Ordering::SeqCst) > 0
+            || self.failed.load(Ordering::SeqCst)
+            || self.stopping.load(Ordering::SeqCst)
+            || self.busy_until.load(Ordering::SeqCst) > 0
+    }
+
+    pub(crate) fn is_muted(&self) -> bool {
+        self.muted.load(Ordering::SeqCst) > 0
+    }
+
+    /// Requeues a parked slot; no-op if it was not parked.
+    pub(crate) fn unpark(&self) {
+        if self.parked.swap(false, Ordering::SeqCst) {
+            if let Some(me) = self.me.upgrade() {
+                self.sched.schedule(me);
+            }
+        }
+    }
+
+    /// Ends a simulated busy period that ends at `deadline`.
+    pub(crate) fn end_busy(&self, deadline: Instant) {
+        if self
+            .busy_until
+            .compare_exchange(deadline.as_nanos(), 0, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
+            self.unpark();
+        }
+    }
+}
+
+impl Wake for Slot {
+    fn wake(&self) {
+        if let Some(me) = self.me.upgrade() {
+            self.sched.schedule(me);
+        }
+    }
+}
+
+/// What happens once a stopping actor's children have all stopped.
+#[derive(Clone, Debug)]
+enum Then {
+    Finalize(ExitReason),
+    Restart(u32),
+}
+
+struct Node {
+    slot: Arc<Slot>,
+    name: String,
+    parent: Option<ActorId>,
+    children: Vec<ActorId>,
+    supervision: Supervision,
+    restarts: RestartLog,
+    /// Receivers whose mailboxes mute this actor.
+    waiting_on: Vec<ActorId>,
+    /// Set while waiting for children to stop.
+    then: Option<Then>,
+    restart_count: u32,
+}
+
+#[derive(Default)]
+struct Tree {
+    nodes: HashMap<ActorId, Node>,
+    root_children: Vec<ActorId>,
+    root_restarts: RestartLog,
+    watchers: HashMap<ActorId, Vec<ActorId>>,
+}
+
+impl Tree {
+    fn children(&self, id: ActorId) -> Vec<ActorId> {
+        if id == ROOT {
+            return self.root_children.clone();
+        }
+        self.nodes
+            .get(&id)
+            .map(|n| n.children.clone())
+            .unwrap_or_default()
+    }
+
+    /// True if `from` is `to` or waits, directly or transitively, for `to`.
+    fn waits_for(&self, from: ActorId, to: ActorId) -> bool {
+        let mut stack = vec![from];
+        let mut seen = Vec::new();
+        while let Some(a) = stack.pop() {
+            if a == to {
+                return true;
+            }
+            if seen.contains(&a) {
+                continue;
+            }
+            seen.push(a);
+            if let Some(n) = self.nodes.get(&a) {
+                stack.extend(n.waiting_on.iter().copied());
+            }
+        }
+        false
+    }
+}
+
+/// Whether the actor just run still exists.
+#[derive(Debug, PartialEq, Eq)]
+enum Flow {
+    Continue,
+    Finalized,
+}
+
+/// See the [module docs](self).
+pub(crate) struct Engine {
+    pub(crate) shared: Arc<SystemShared>,
+    sched: Arc<dyn Scheduler>,
+    tree: Mutex<Tree>,
+    root: Supervision,
+}
+
+impl Engine {
+    pub(crate) fn new(
+        shared: Arc<SystemShared>,
+        sched: Arc<dyn Scheduler>,
+        root: Supervision,
+    ) -> Self {
+        Engine {
+            shared,
+            sched,
+            tree: Mutex::new(Tree::default()),
+            root,
+        }
+    }
+
+    fn trace(&self, kind: impl FnOnce() -> EventKind) {
+        self.shared.tracer.emit(self.shared.clock.now(), kind);
+    }
+
+    // ----- queries ------------------------------------------------------
+
+    pub(crate) fn is_alive(&self, id: ActorId) -> bool {
+        self.tree.lock().nodes.contains_key(&id)
+    }
+
+    pub(crate) fn restarts(&self, id: ActorId) -> u32 {
+        self.tree
+            .lock()
+            .nodes
+            .get(&id)
+            .map_or(0, |n| n.restart_count)
+    }
+
+    pub(crate) fn name(&self, id: ActorId) -> Option<String> {
+        self.tree.lock().nodes.get(&id).map(|n| n.name.clone())
+    }
+
+    pub(crate) fn children(&self, id: ActorId) -> Vec<ActorId> {
+        self.tree.lock().children(id)
+    }
+
+    pub(crate) fn is_muted(&self, id: ActorId) -> bool {
+        self.slot(id).is_some_and(|s| s.is_muted())
+    }
+
+    pub(crate) fn actor_count(&self) -> usize {
+        self.tree.lock().nodes.len()
+    }
+
+    pub(crate) fn slot(&self, id: ActorId) -> Option<Arc<Slot>> {
+        self.tree.lock().nodes.get(&id).map(|n| n.slot.clone())
+    }
+
+    // ----- spawning and control -----------------------------------------
+
+    /// Registers a spawned actor under `parent` (None: the root) and queues
+    /// its start.
+    pub(crate) fn register(&self, parent: Option<ActorId>, s: Spawned) {
+        let Spawned {
+            id,
+            name,
+            policy,
+            cell,
+            supervision,
+        } = s;
+        let slot = Arc::new_cyclic(|me| Slot {
+            id,
+            cell: Mutex::new(None),
+            mailbox: cell.mailbox_ops(),
+            parked: AtomicBool::new(false),
+            muted: AtomicU32::new(0),
+            failed: AtomicBool::new(false),
+            stopping: AtomicBool::new(false),
+            busy_until: AtomicU64::new(0),
+            me: me.clone(),
+            sched: self.sched.clone(),
+        });
+        {
+            let mut tree = self.tree.lock();
+            let parent_alive = parent.is_none_or(|p| tree.nodes.contains_key(&p));
+            if !parent_alive {
+                drop(tree);
+                // Spawned by an actor that stopped in the same turn.
+                let mut cell = cell;
+                let _ = cell.stop(&mut Effects::default());
+                return;
+            }
+            match parent {
+                Some(p) => tree.nodes.get_mut(&p).expect("checked").children.push(id),
+                None => tree.root_children.push(id),
+            }
+            tree.nodes.insert(
+                id,
+                Node {
+                    slot: slot.clone(),
+                    name: name.clone(),
+                    parent,
+                    children: Vec::new(),
+                    supervision,
+                    restarts: RestartLog::default(),
+                    waiting_on: Vec::new(),
+                    then: None,
+                    restart_count: 0,
+                },
+            );
+        }
+        self.trace(|| EventKind::Spawn {
+            actor: id,
+            name,
+            parent: Some(parent.unwrap_or(ROOT)),
+            policy,
+        });
+        slot.mailbox.set_waker(slot.clone());
+        // The cell is in place before the first wake-up can reach a runner.
+        *slot.cell.lock() = Some(cell);
+        slot.mailbox.push_control(Control::Start);
+    }
+
+    /// Sends a control message to `id` and makes sure it will be handled
+    /// even if the actor is parked.
+    pub(crate) fn push_control(&self, id: ActorId, c: Control) {
+        if let Some(slot) = self.slot(id) {
+            Self::control_to(&slot, c);
+        }
+    }
+
+    /// Never takes the target's cell lock (its runner may hold it), only its
+    /// mailbox lock.
+    fn control_to(slot: &Slot, c: Control) {
+        if slot.mailbox.push_control(c) {
+            slot.unpark();
+        }
+    }
+
+    pub(crate) fn push_signal(&self, id: ActorId, s: Signal) {
+        if let Some(slot) = self.slot(id) {
+            slot.mailbox.push_signal(s);
+        }
+    }
+
+    // ----- running ------------------------------------------------------
+
+    /// Runs up to `batch` units of work of one actor (control messages
+    /// first), then requeues, parks or idles it. Returns the turns run.
+    pub(crate) fn run_slot(&self, slot: &Arc<Slot>, batch: usize) -> usize {
+        let mut guard = slot.cell.lock();
+        let Some(cell) = guard.as_mut() else {
+            return 0;
+        };
+        let mut ran = 0;
+        let mut flow = Flow::Continue;
+        while ran < batch.max(1) && flow == Flow::Continue {
+            if let Some(c) = cell.pop_control() {
+                ran += 1;
+                flow = self.control(slot, cell.as_mut(), c);
+                continue;
+            }
+            if slot.blocked() {
+                break;
+            }
+            let mut fx = Effects::default();
+            match cell.turn(&mut fx) {
+                TurnOutcome::Idle => break,
+                TurnOutcome::Discarded => {
+                    ran += 1;
+                    self.release_from(slot.id, std::mem::take(&mut fx.unmuted));
+                }
+                TurnOutcome::Handled | TurnOutcome::Failed(_) => {
+                    ran += 1;
+                    flow = self.apply(slot, cell.as_mut(), fx);
+                }
+            }
+        }
+        if flow == Flow::Finalized {
+            // Dropping the cell drops its address, breaking the
+            // mailbox -> slot -> cell -> mailbox cycle.
+            *guard = None;
+            return ran;
+        }
+        self.finish(slot, cell.as_ref());
+        ran
+    }
+
+    /// After a batch: requeue, park or idle, without losing a wake-up.
+    fn finish(&self, slot: &Arc<Slot>, cell: &dyn AnyCell) {
+        let runnable =
+            |slot: &Slot| cell.has_control() || (!slot.blocked() && cell.has_work(false));
+        if runnable(slot) {
+            self.sched.schedule(slot.clone());
+            return;
+        }
+        if slot.blocked() {
+            slot.parked.store(true, Ordering::SeqCst);
+            if runnable(slot) {
+                slot.unpark();
+            }
+        } else if !cell.try_idle() {
+            self.sched.schedule(slot.clone());
+        }
+    }
+
+    fn control(&self, slot: &Arc<Slot>, cell: &mut dyn AnyCell, c: Control) -> Flow {
+        match c {
+            Control::Start => {
+                let mut fx = Effects::default();
+                let _ = cell.start(&mut fx);
+                self.apply(slot, cell, fx)
+            }
+            Control::Stop(reason) => self.begin_stop(slot, cell, Then::Finalize(reason)),
+            Control::Restart(in_period) => self.begin_stop(slot, cell, Then::Restart(in_period)),
+            Control::ChildFailed { child, error } => {
+                self.supervise(Some((slot, cell)), child, error)
+            }
+            Control::ChildTerminated(child) => {
+                let then = {
+                    let mut tree = self.tree.lock();
+                    let Some(node) = tree.nodes.get_mut(&slot.id) else {
+                        return Flow::Continue;
+                    };
+                    node.children.retain(|c| *c != child);
+                    if node.children.is_empty() {
+                        node.then.take()
+                    } else {
+                        None
+                    }
+                };
+                match then {
+                    Some(then) => self.complete_stop(slot, cell, then),
+                    None => Flow::Continue,
+                }
+            }
+        }
+    }
+
+    /// Stops the children first; then finalizes or restarts.
+    fn begin_stop(&self, slot: &Arc<Slot>, cell: &mut dyn AnyCell, then: Then) -> Flow {
+        let children = {
+            let mut tree = self.tree.lock();
+            let Some(node) = tree.nodes.get_mut(&slot.id) else {
+                return Flow::Continue;
+            };
+            if node.then.is_some() {
+                // Already stopping: a stop overrides a restart, never the reverse.
+                if matches!(then, Then::Finalize(_)) {
+                    node.then = Some(then);
+                }
+                return Flow::Continue;
+            }
+            if node.children.is_empty() {
+                None
+            } else {
+                node.then = Some(then.clone());
+                Some(node.children.clone())
+            }
+        };
+        match children {
+            None => self.complete_stop(slot, cell, then),
+            Some(children) => {
+                slot.stopping.store(true, Ordering::SeqCst);
+                for c in children.into_iter().rev() {
+                    self.push_control(c, Control::Stop(ExitReason::Stopped));
+                }
+                Flow::Continue
+            }
+        }
+    }
+
+    fn complete_stop(&self, slot: &Arc<Slot>, cell: &mut dyn AnyCell, then: Then) -> Flow {
+        slot.stopping.store(false, Ordering::SeqCst);
+        match then {
+            Then::Finalize(reason) => self.finalize(slot, cell, reason),
+            Then::Restart(in_period) => {
+                self.restart_now(slot, cell, in_period);
+                Flow::Continue
+            }
+        }
+    }
+
+    fn restart_now(&self, slot: &Arc<Slot>, cell: &mut dyn AnyCell, restarts_in_period: u32) {
+        let mut fx = Effects::default();
+        cell.reset(&mut fx);
+        slot.failed.store(false, Ordering::SeqCst);
+        slot.busy_until.store(0, Ordering::SeqCst);
+        if let Some(node) = self.tree.lock().nodes.get_mut(&slot.id) {
+            node.restart_count += 1;
+        }
+        self.trace(|| EventKind::Restart {
+            actor: slot.id,
+            restarts_in_period,
+        });
+        // Children spawned by a replaced instance's `stopped` hook.
+        for s in fx.spawned {
+            self.register(Some(slot.id), s);
+        }
+        Self::control_to(slot, Control::Start);
+    }
+
+    /// The actor stops for good: hook, mailbox closed, watchers and parent told.
+    fn finalize(&self, slot: &Arc<Slot>, cell: &mut dyn AnyCell, reason: ExitReason) -> Flow {
+        let id = slot.id;
+        let mut fx = Effects::default();
+        let unmuted = cell.stop(&mut fx);
+        let (parent, watchers) = {
+            let mut tree = self.tree.lock();
+            let node = tree.nodes.remove(&id);
+            let parent = node.as_ref().and_then(|n| n.parent);
+            if parent.is_none() {
+                tree.root_children.retain(|c| *c != id);
+            }
+            (parent, tree.watchers.remove(&id).unwrap_or_default())
+        };
+        self.release_from(id, unmuted);
+        self.trace(|| EventKind::Stop {
+            actor: id,
+            reason: reason.to_string(),
+        });
+        for w in watchers {
+            self.push_signal(
+                w,
+                Signal::Terminated {
+                    actor: id,
+                    reason: reason.clone(),
+                },
+            );
+        }
+        if let Some(p) = parent {
+            self.push_control(p, Control::ChildTerminated(id));
+        }
+        // Children spawned by the `stopped` hook have no parent to run under.
+        for s in fx.spawned {
+            let mut orphan = s.cell;
+            let _ = orphan.stop(&mut Effects::default());
+        }
+        Flow::Finalized
+    }
+
+    // ----- effects --------------------------------------------------------
+
+    /// Applies a turn's effects in a fixed order: children, timers, watches,
+    /// muting, busy time, stops; failure or self-stop last.
+    fn apply(&self, slot: &Arc<Slot>, cell: &mut dyn AnyCell, fx: Effects) -> Flow {
+        let id = slot.id;
+        let Effects {
+            spawned,
+            stops,
+            stop_self,
+            timers_set,
+            timers_cancelled,
+            watch,
+            unwatch,
+            muted_by,
+            unmuted,
+            busy_for,
+            failed,
+            ..
+        } = fx;
+        for s in spawned {
+            self.register(Some(id), s);
+        }
+        for (key, deadline) in timers_set {
+            if let TimerKey::User(timer) = key {
+                self.trace(|| EventKind::TimerSet {
+                    actor: id,
+                    timer: timer.0,
+                    deadline_ns: deadline.as_nanos(),
+                });
+            }
+            self.sched.add_timer(id, key, deadline);
+        }
+        for timer in timers_cancelled {
+            self.trace(|| EventKind::TimerCancel {
+                actor: id,
+                timer: timer.0,
+            });
+        }
+        if !watch.is_empty() || !unwatch.is_empty() {
+            let mut tree = self.tree.lock();
+            for target in watch {
+                if tree.nodes.contains_key(&target) {
+                    let list = tree.watchers.entry(target).or_default();
+                    if !list.contains(&id) {
+                        list.push(id);
+                    }
+                } else {
+                    cell.push_signal(Signal::Terminated {
+                        actor: target,
+                        reason: ExitReason::Stopped,
+                    });
+                }
+            }
+            for target in unwatch {
+                if let Some(list) = tree.watchers.get_mut(&target) {
+                    list.retain(|w| *w != id);
+                }
+            }
+        }
+        for by in muted_by {
+            self.mute(slot, by);
+        }
+        self.release_from(id, unmuted);
+        if let Some(cost) = busy_for {
+            if self.sched.simulates_work() && !cost.is_zero() {
+                let until = self.shared.clock.now() + cost;
+                slot.busy_until
+                    .store(until.as_nanos().max(1), Ordering::SeqCst);
+                self.sched.add_timer(id, TimerKey::WakeUp, until);
+            }
+        }
+        for target in stops {
+            if target == id {
+                return self.begin_stop(slot, cell, Then::Finalize(ExitReason::Stopped));
+            }
+            self.push_control(target, Control::Stop(ExitReason::Stopped));
+        }
+        if let Some(error) = failed {
+            return self.fail(slot, cell, error);
+        }
+        if stop_self {
+            return self.begin_stop(slot, cell, Then::Finalize(ExitReason::Stopped));
+        }
+        Flow::Continue
+    }
+
+    /// `sender` overfilled `receiver`'s suspend mailbox: mute it, unless that
+    /// would close a cycle in the wait-for graph.
+    ///
+    /// The rule that keeps muting deadlock-free: an edge sender -> receiver
+    /// ("sender waits for receiver to drain") is only added when the receiver
+    /// does not already wait, directly or through others, for the sender. The
+    /// graph therefore stays acyclic; a receiver with muted senders holds at
+    /// least one message; so some actor at the end of every wait chain is
+    /// runnable. A sender exempted this way keeps running: in a saturated
+    /// cycle the cycle itself is the bottleneck, and messages circulate at
+    /// the speed it processes them.
+    fn mute(&self, sender: &Arc<Slot>, receiver: ActorId) {
+        let mut tree = self.tree.lock();
+        let Some(rslot) = tree.nodes.get(&receiver).map(|n| n.slot.clone()) else {
+            return; // stopped meanwhile: its close released everyone
+        };
+        if tree.waits_for(receiver, sender.id) {
+            drop(tree);
+            rslot.mailbox.forget_muted(sender.id);
+            return;
+        }
+        if !rslot.mailbox.is_muting(sender.id) {
+            return; // the receiver drained before we got here
+        }
+        if let Some(node) = tree.nodes.get_mut(&sender.id) {
+            node.waiting_on.push(receiver);
+            sender.muted.fetch_add(1, Ordering::SeqCst);
+            drop(tree);
+            self.trace(|| EventKind::Mute {
+                actor: sender.id,
+                by: receiver,
+            });
+        }
+    }
+
+    /// `receiver` drained below its low watermark (or stopped): release the
+    /// senders it muted.
+    fn release_from(&self, receiver: ActorId, senders: Vec<ActorId>) {
+        if senders.is_empty() {
+            return;
+        }
+        let mut freed = Vec::new();
+        {
+            let mut tree = self.tree.lock();
+            for s in senders {
+                if let Some(node) = tree.nodes.get_mut(&s) {
+                    let before = node.waiting_on.len();
+                    node.waiting_on.retain(|r| *r != receiver);
+                    if node.waiting_on.len() < before
+                        && node.slot.muted.fetch_sub(1, Ordering::SeqCst) == 1
+                    {
+                        freed.push(node.slot.clone());
+                    }
+                }
+            }
+        }
+        for s in freed {
+            self.trace(|| EventKind::Unmute { actor: s.id });
+            s.unpark();
+        }
+    }
+
+    // ----- failure and supervision ----------------------------------------
+
+    fn fail(&self, slot: &Arc<Slot>, cell: &mut dyn AnyCell, error: String) -> Flow {
+        slot.failed.store(true, Ordering::SeqCst);
+        cell.fail();
+        self.trace(|| EventKind::Fail {
+            actor: slot.id,
+            error: error.clone(),
+        });
+        let parent = self.tree.lock().nodes.get(&slot.id).and_then(|n| n.parent);
+        match parent {
+            Some(p) => {
+                self.push_control(
+                    p,
+                    Control::ChildFailed {
+                        child: slot.id,
+                        error,
+                    },
+                );
+                Flow::Continue
+            }
+            None => self.supervise(None, slot.id, error),
+        }
+    }
+
+    /// The supervisor (`None`: the root) decides about `child`'s failure.
+    fn supervise(
+        &self,
+        sup: Option<(&Arc<Slot>, &mut dyn AnyCell)>,
+        child: ActorId,
+        error: String,
+    ) -> Flow {
+        let sup_id = sup.as_ref().map(|(s, _)| s.id);
+        let decision = {
+            let mut tree = self.tree.lock();
+            let child_failed = tree
+                .nodes
+                .get(&child)
+                .is_some_and(|n| n.slot.failed.load(Ordering::SeqCst) && n.then.is_none());
+            if !child_failed {
+                return Flow::Continue; // stopped or restarted meanwhile
+            }
+            let supervision = match sup_id {
+                Some(s) => match tree.nodes.get(&s) {
+                    Some(n) => n.supervision.clone(),
+                    None => return Flow::Continue,
+                },
+                None => self.root.clone(),
+            };
+            let failure = Failure {
+                actor: child,
+                message: error.clone(),
+            };
+            match supervision.decide(&failure) {
+                Directive::Stop => Decision::Stop,
+                Directive::Escalate => Decision::Escalate,
+                Directive::Restart => {
+                    let now = self.shared.clock.now();
+                    let log = match sup_id {
+                        Some(s) => &mut tree.nodes.get_mut(&s).expect("checked").restarts,
+                        None => &mut tree.root_restarts,
+                    };
+                    match log.try_restart(&supervision, now) {
+                        None => Decision::Escalate,
+                        Some(in_period) => {
+                            let siblings = tree.children(sup_id.unwrap_or(ROOT));
+                            let targets = match supervision.strategy() {
+                                Strategy::OneForOne => vec![child],
+                                Strategy::OneForAll => siblings,
+                                Strategy::RestForOne => {
+                                    let at = siblings.iter().position(|c| *c == child).unwrap_or(0);
+                                    siblings[at..].to_vec()
+                                }
+                            };
+                            Decision::Restart(targets, in_period)
+                        }
+                    }
+                }
+            }
+        };
+        match decision {
+            Decision::Stop => {
+                self.push_control(child, Control::Stop(ExitReason::Failed(error)));
+                Flow::Continue
+            }
+            Decision::Restart(targets, in_period) => {
+                for t in targets {
+                    self.push_control(t, Control::Restart(in_period));
+                }
+                Flow::Continue
+            }
+            Decision::Escalate => {
+                self.trace(|| EventKind::Escalate {
+                    actor: sup_id.unwrap_or(ROOT),
+                    child,
+                });
+                match sup {
+                    Some((slot, cell)) => self.fail(
+                        slot,
+                        cell,
+                        format!("child {child} failed and could not be restarted: {error}"),
+                    ),
+                    // The root cannot escalate: the child stops.
+                    None => {
+                        self.push_control(child, Control::Stop(ExitReason::Failed(error)));
+                        Flow::Continue
+                    }
+                }
+            }
+        }
+    }
+}
+
+enum Decision {
+    Stop,
+    Escalate,
+    Restart(Vec<ActorId>, u32),
+}

@@ -1,0 +1,553 @@
+//! The threaded scheduler: work-stealing across cores, a batch of turns per
+//! scheduling, hand-off locality.
+//!
+//! [`ThreadedSystem`] runs actors on `N` worker threads (default: the
+//! available parallelism). The actor API is the same as on the
+//! [deterministic scheduler](crate::deterministic): the same [`Actor`] trait,
+//! the same [`Props`], the same engine for supervision, muting and stops;
+//! only the choice of what runs next and the clock differ.
+//!
+//! - **Run queues.** Each worker has a local deque (crossbeam-deque); other
+//!   threads push to a global injector; idle workers steal.
+//! - **Batches.** A worker runs up to `batch` turns of one actor before
+//!   looking at its queue again: one scheduling, many messages.
+//! - **Hand-off locality.** When a turn sends to an idle actor, that actor is
+//!   put in the worker's LIFO slot and runs next *on the same worker*, so a
+//!   request and its reply stay in one core's cache (as in tokio's and Go's
+//!   schedulers). After three hand-offs in a row the worker takes from its
+//!   deque first, so a ping-pong pair cannot starve others.
+//! - **Time** is real: timers fire on a timer thread; `simulate_work` is
+//!   ignored (real work takes real time).
+//!
+//! ```
+//! use std::time::Duration;
+//! use turno::threaded::ThreadedSystem;
+//! use turno::{Actor, Context, Props};
+//!
+//! struct Doubler;
+//! impl Actor for Doubler {
+//!     type Msg = (u64, std::sync::mpsc::Sender<u64>);
+//!     fn handle(&mut self, _ctx: &mut Context<'_, Self>, (n, out): Self::Msg) {
+//!         out.send(n * 2).unwrap();
+//!     }
+//! }
+//!
+//! let sys = ThreadedSystem::builder().threads(2).build();
+//! let doubler = sys.spawn(Props::new(), || Doubler).unwrap();
+//! let (tx, rx) = std::sync::mpsc::channel();
+//! assert!(doubler.try_send((21, tx)).is_enqueued());
+//! assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), 42);
+//! sys.shutdown(Duration::from_secs(5)).unwrap();
+//! ```
+
+use std::cell::RefCell;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crossbeam_deque::{Injector, Steal, Stealer, Worker};
+use parking_lot::{Condvar, Mutex};
+
+use crate::actor::{Actor, Props, SpawnError};
+use crate::addr::{ActorId, Addr};
+use crate::cell::Cell;
+use crate::context::TimerKey;
+use crate::engine::{Engine, Scheduler, Slot, ROOT};
+use crate::mailbox::{Control, Signal};
+use crate::supervision::{ExitReason, Supervision};
+use crate::system::SystemShared;
+use crate::time::{Clock, Instant};
+use crate::trace::{TraceSink, Tracer};
+
+/// Default turns per scheduling of one actor.
+pub const DEFAULT_BATCH: usize = 32;
+
+/// Hand-offs in a row before the local deque gets a turn.
+const MAX_LIFO_RUN: u32 = 3;
+
+static NEXT_SYSTEM: AtomicUsize = AtomicUsize::new(1);
+
+thread_local! {
+    /// The worker context of the current thread, if it is a worker.
+    static LOCAL: RefCell<Option<Local>> = const { RefCell::new(None) };
+}
+
+struct Local {
+    system: usize,
+    deque: Worker<Arc<Slot>>,
+    lifo: Option<Arc<Slot>>,
+    lifo_run: u32,
+}
+
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct TimerEntry {
+    deadline: Instant,
+    seq: u64,
+    actor: ActorId,
+    key: TimerKey,
+}
+
+/// Run queues, sleepers, timers: the scheduler half shared with the engine.
+struct Core {
+    system: usize,
+    injector: Injector<Arc<Slot>>,
+    stealers: OnceLock<Vec<Stealer<Arc<Slot>>>>,
+    sleeping: AtomicUsize,
+    sleep_lock: Mutex<()>,
+    sleep_cv: Condvar,
+    /// Slots scheduled and not yet run to the end of their batch.
+    pending: AtomicUsize,
+    idle_lock: Mutex<()>,
+    idle_cv: Condvar,
+    timers: Mutex<(BinaryHeap<Reverse<TimerEntry>>, u64)>,
+    timer_cv: Condvar,
+    shutdown: AtomicBool,
+    batch: usize,
+}
+
+impl Core {
+    fn notify_sleeper(&self) {
+        if self.sleeping.load(Ordering::SeqCst) > 0 {
+            let _guard = self.sleep_lock.lock();
+            self.sleep_cv.notify_one();
+        }
+    }
+
+    fn next_task(&self, index: usize) -> Option<Arc<Slot>> {
+        let local = LOCAL.with(|l| {
+            let mut l = l.borrow_mut();
+            let l = l.as_mut()?;
+            if l.lifo_run < MAX_LIFO_RUN {
+                if let Some(s) = l.lifo.take() {
+                    l.lifo_run += 1;
+                    return Some(s);
+                }
+            } else if let Some(s) = l.lifo.take() {
+                l.deque.push(s);
+            }
+            l.lifo_run = 0;
+            l.deque.pop().or_else(|| loop {
+                match self.injector.steal_batch_and_pop(&l.deque) {
+                    Steal::Success(s) => break Some(s),
+                    Steal::Empty => break None,
+                    Steal::Retry => continue,
+                }
+            })
+        });
+        if local.is_some() {
+            return local;
+        }
+        let stealers = self.stealers.get()?;
+        let n = stealers.len();
+        for k in 1..n {
+            let victim = &stealers[(index + k) % n];
+            loop {
+                match victim.steal() {
+                    Steal::Success(s) => return Some(s),
+                    Steal::Empty => break,
+                    Steal::Retry => continue,
+                }
+            }
+        }
+        None
+    }
+
+    fn finished_one(&self) {
+        if self.pending.fetch_sub(1, Ordering::SeqCst) == 1 {
+            let _guard = self.idle_lock.lock();
+            self.idle_cv.notify_all();
+        }
+    }
+}
+
+impl Scheduler for Core {
+    fn schedule(&self, slot: Arc<Slot>) {
+        self.pending.fetch_add(1, Ordering::SeqCst);
+        let rejected = LOCAL.with(|l| {
+            let mut l = l.borrow_mut();
+            match l.as_mut() {
+                Some(l) if l.system == self.system => {
+                    // Hand-off: the woken actor runs next on this worker.
+                    if let Some(previous) = l.lifo.replace(slot) {
+                        l.deque.push(previous);
+                    }
+                    None
+                }
+                _ => Some(slot),
+            }
+        });
+        match rejected {
+            Some(slot) => self.injector.push(slot),
+            None => {
+                // Work for others to steal only if the deque is not empty;
+                // waking a sleeper for the LIFO slot alone would just bounce.
+                let has_spare =
+                    LOCAL.with(|l| l.borrow().as_ref().is_some_and(|l| !l.deque.is_empty()));
+                if !has_spare {
+                    return;
+                }
+            }
+        }
+        self.notify_sleeper();
+    }
+
+    fn add_timer(&self, actor: ActorId, key: TimerKey, deadline: Instant) {
+        let mut t = self.timers.lock();
+        t.1 += 1;
+        let seq = t.1;
+        let earliest = t.0.peek().is_none_or(|Reverse(e)| deadline < e.deadline);
+        t.0.push(Reverse(TimerEntry {
+            deadline,
+            seq,
+            actor,
+            key,
+        }));
+        if earliest {
+            self.timer_cv.notify_one();
+        }
+    }
+
+    fn simulates_work(&self) -> bool {
+        false
+    }
+}
+
+/// Configures a [`ThreadedSystem`].
+pub struct ThreadedBuilder {
+    threads: usize,
+    batch: usize,
+    sink: Option<Box<dyn TraceSink>>,
+    metrics: bool,
+    root: Supervision,
+}
+
+impl ThreadedBuilder {
+    /// Worker threads (default: the available parallelism; at least 1).
+    pub fn threads(mut self, n: usize) -> Self {
+        self.threads = n.max(1);
+        self
+    }
+
+    /// Turns of one actor per scheduling (default [`DEFAULT_BATCH`]; at least 1).
+    pub fn batch(mut self, n: usize) -> Self {
+        self.batch = n.max(1);
+        self
+    }
+
+    /// Records the trace into `sink` (serialised across workers: costly).
+    pub fn trace(mut self, sink: impl TraceSink + 'static) -> Self {
+        self.sink = Some(Box::new(sink));
+        self
+    }
+
+    /// Reports metrics through the `metrics` facade (default: on).
+    pub fn metrics(mut self, on: bool) -> Self {
+        self.metrics = on;
+        self
+    }
+
+    /// How the root supervises top-level actors.
+    pub fn root_supervision(mut self, s: Supervision) -> Self {
+        self.root = s;
+        self
+    }
+
+    /// Starts the workers and the timer thread.
+    pub fn build(self) -> ThreadedSystem {
+        let shared = Arc::new(SystemShared::new(
+            Clock::real(),
+            Tracer::new(self.sink),
+            self.metrics,
+        ));
+        let core = Arc::new(Core {
+            system: NEXT_SYSTEM.fetch_add(1, Ordering::Relaxed),
+            injector: Injector::new(),
+            stealers: OnceLock::new(),
+            sleeping: AtomicUsize::new(0),
+            sleep_lock: Mutex::new(()),
+            sleep_cv: Condvar::new(),
+            pending: AtomicUsize::new(0),
+            idle_lock: Mutex::new(()),
+            idle_cv: Condvar::new(),
+            timers: Mutex::new((BinaryHeap::new(), 0)),
+            timer_cv: Condvar::new(),
+            shutdown: AtomicBool::new(false),
+            batch: self.batch,
+        });
+        let engine = Arc::new(Engine::new(shared, core.clone(), self.root));
+        let deques: Vec<Worker<Arc<Slot>>> =
+            (0..self.threads).map(|_| Worker::new_fifo()).collect();
+        let _ = core
+            .stealers
+            .set(deques.iter().map(Worker::stealer).collect());
+        let mut threads = Vec::with_capacity(self.threads + 1);
+        for (index, deque) in deques.into_iter().enumerate() {
+            let (core, engine) = (core.clone(), engine.clone());
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("turno-worker-{index}"))
+                    .spawn(move || worker(core, engine, index, deque))
+                    .expect("spawn a turno worker thread"),
+            );
+        }
+        let (c, e) = (core.clone(), engine.clone());
+        threads.push(
+            std::thread::Builder::new()
+                .name("turno-timers".into())
+                .spawn(move || timer_thread(c, e))
+                .expect("spawn the turno timer thread"),
+        );
+        ThreadedSystem {
+            core,
+            engine,
+            threads,
+        }
+    }
+}
+
+fn worker(core: Arc<Core>, engine: Arc<Engine>, index: usize, deque: Worker<Arc<Slot>>) {
+    LOCAL.with(|l| {
+        *l.borrow_mut() = Some(Local {
+            system: core.system,
+            deque,
+            lifo: None,
+            lifo_run: 0,
+        })
+    });
+    loop {
+        if let Some(slot) = core.next_task(index) {
+            engine.run_slot(&slot, core.batch);
+            core.finished_one();
+            continue;
+        }
+        if core.shutdown.load(Ordering::SeqCst) {
+            break;
+        }
+        let mut guard = core.sleep_lock.lock();
+        core.sleeping.fetch_add(1, Ordering::SeqCst);
+        // Re-check after announcing sleep: a push that missed our count
+        // is visible now.
+        if core.injector.is_empty() && !core.shutdown.load(Ordering::SeqCst) {
+            core.sleep_cv
+                .wait_for(&mut guard, Duration::from_millis(20));
+        }
+        core.sleeping.fetch_sub(1, Ordering::SeqCst);
+    }
+    LOCAL.with(|l| l.borrow_mut().take());
+}
+
+fn timer_thread(core: Arc<Core>, engine: Arc<Engine>) {
+    let clock = &engine.shared.clock;
+    let mut timers = core.timers.lock();
+    loop {
+        if core.shutdown.load(Ordering::SeqCst) {
+            return;
+        }
+        let next = timers.0.peek().map(|Reverse(t)| t.deadline);
+        match next {
+            None => {
+                core.timer_cv.wait(&mut timers);
+            }
+            Some(deadline) if deadline <= clock.now() => {
+                let Reverse(t) = timers.0.pop().expect("peeked");
+                drop(timers);
+                match t.key {
+                    TimerKey::User(id) => engine.push_signal(t.actor, Signal::Timer(id)),
+                    TimerKey::Ask(id) => engine.push_signal(t.actor, Signal::AskTimeout(id)),
+                    // Busy periods are not simulated on real time.
+                    TimerKey::WakeUp => {}
+                }
+                timers = core.timers.lock();
+            }
+            Some(deadline) => {
+                let at = clock.to_std(deadline).expect("the threaded clock is real");
+                core.timer_cv.wait_until(&mut timers, at);
+            }
+        }
+    }
+}
+
+/// Shutdown did not complete in time.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("shutdown timed out after {waited:?} with {remaining} actors still alive; the threads were stopped anyway")]
+pub struct ShutdownTimeout {
+    /// How long it waited.
+    pub waited: Duration,
+    /// Actors that had not stopped.
+    pub remaining: usize,
+}
+
+/// An actor system on worker threads. See the [module docs](self).
+pub struct ThreadedSystem {
+    core: Arc<Core>,
+    engine: Arc<Engine>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl ThreadedSystem {
+    /// A builder (threads, batch, trace, metrics, root supervision).
+    pub fn builder() -> ThreadedBuilder {
+        ThreadedBuilder {
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            batch: DEFAULT_BATCH,
+            sink: None,
+            metrics: true,
+            root: Supervision::default(),
+        }
+    }
+
+    /// A system with default settings.
+    pub fn new() -> Self {
+        Self::builder().build()
+    }
+
+    /// Time since the system started.
+    pub fn now(&self) -> Instant {
+        self.engine.shared.clock.now()
+    }
+
+    /// Spawns a top-level actor (supervised by the root).
+    pub fn spawn<A: Actor>(
+        &self,
+        props: Props,
+        factory: impl FnMut() -> A + Send + 'static,
+    ) -> Result<Addr<A::Msg>, SpawnError> {
+        let (spawned, addr) =
+            Cell::<A>::create(self.engine.shared.clone(), props, Box::new(factory))?;
+        self.engine.register(None, spawned);
+        Ok(addr)
+    }
+
+    /// Asks an actor to stop; its children stop first.
+    pub fn stop(&self, id: ActorId) {
+        self.engine
+            .push_control(id, Control::Stop(ExitReason::Stopped));
+    }
+
+    /// True while the actor has not stopped.
+    pub fn is_alive(&self, id: ActorId) -> bool {
+        self.engine.is_alive(id)
+    }
+
+    /// How many times the actor was restarted.
+    pub fn restarts(&self, id: ActorId) -> u32 {
+        self.engine.restarts(id)
+    }
+
+    /// The actor's children ([`ROOT`]: the top-level actors).
+    pub fn children(&self, id: ActorId) -> Vec<ActorId> {
+        self.engine.children(id)
+    }
+
+    /// True while the actor is muted by a saturated suspend mailbox.
+    pub fn is_muted(&self, id: ActorId) -> bool {
+        self.engine.is_muted(id)
+    }
+
+    /// Live actors.
+    pub fn actor_count(&self) -> usize {
+        self.engine.actor_count()
+    }
+
+    /// Messages that reached no actor, system-wide.
+    pub fn dead_letters(&self) -> u64 {
+        self.engine.shared.dead_letters()
+    }
+
+    /// Waits until no actor is scheduled or running (pending timers and
+    /// parked actors do not count). Returns false on timeout.
+    pub fn wait_idle(&self, timeout: Duration) -> bool {
+        let deadline = std::time::Instant::now() + timeout;
+        let mut guard = self.core.idle_lock.lock();
+        while self.core.pending.load(Ordering::SeqCst) > 0 {
+            if std::time::Instant::now() >= deadline {
+                return false;
+            }
+            self.core
+                .idle_cv
+                .wait_for(&mut guard, Duration::from_millis(1));
+        }
+        true
+    }
+
+    /// Graceful shutdown: lets queued mail drain, stops every actor
+    /// (children first, `stopped` hooks run), then joins all threads.
+    pub fn shutdown(self, timeout: Duration) -> Result<(), ShutdownTimeout> {
+        let start = std::time::Instant::now();
+        self.wait_idle(timeout);
+        let left = timeout.saturating_sub(start.elapsed());
+        self.close(left, start)
+    }
+
+    /// Stops every actor at once: mail still queued becomes dead letters
+    /// (counted); then joins all threads.
+    pub fn shutdown_now(self, timeout: Duration) -> Result<(), ShutdownTimeout> {
+        let start = std::time::Instant::now();
+        self.close(timeout, start)
+    }
+
+    fn close(
+        mut self,
+        timeout: Duration,
+        start: std::time::Instant,
+    ) -> Result<(), ShutdownTimeout> {
+        self.close_inner(timeout, start)
+    }
+
+    fn close_inner(
+        &mut self,
+        timeout: Duration,
+        start: std::time::Instant,
+    ) -> Result<(), ShutdownTimeout> {
+        for id in self.engine.children(ROOT) {
+            self.stop(id);
+        }
+        let deadline = start + timeout;
+        while self.engine.actor_count() > 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        let remaining = self.engine.actor_count();
+        self.join_threads();
+        if remaining > 0 {
+            return Err(ShutdownTimeout {
+                waited: start.elapsed(),
+                remaining,
+            });
+        }
+        Ok(())
+    }
+
+    fn join_threads(&mut self) {
+        self.core.shutdown.store(true, Ordering::SeqCst);
+        {
+            let _g = self.core.sleep_lock.lock();
+            self.core.sleep_cv.notify_all();
+        }
+        {
+            let _t = self.core.timers.lock();
+            self.core.timer_cv.notify_all();
+        }
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+        self.engine.shared.tracer.flush();
+    }
+}
+
+impl Default for ThreadedSystem {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for ThreadedSystem {
+    /// Dropping without `shutdown` is `shutdown_now` with a 5 s limit.
+    fn drop(&mut self) {
+        if !self.threads.is_empty() {
+            let _ = self.close_inner(Duration::from_secs(5), std::time::Instant::now());
+        }
+    }
+}
