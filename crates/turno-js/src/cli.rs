@@ -95,8 +95,8 @@ fn emit(report: &RunReport, trace_out: Option<&str>) -> Result<(), String> {
         let _ = writeln!(err, "turno js: note: {n}");
     }
     if let (Some(path), Some(trace)) = (trace_out, &report.trace) {
-        let json = serde_json::to_string_pretty(trace).map_err(|e| e.to_string())?;
-        std::fs::write(path, json).map_err(|e| format!("cannot write trace {path}: {e}"))?;
+        std::fs::write(path, trace.to_json_lines())
+            .map_err(|e| format!("cannot write trace {path}: {e}"))?;
     }
     Ok(())
 }

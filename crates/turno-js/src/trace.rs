@@ -1,6 +1,9 @@
 //! The recorded trace of one run: a versioned header and a list of events.
 //!
-//! The format is documented in `docs/js-trace-format.md`. Every event is one
+//! The format is documented in `docs/js-trace-format.md`. On disk it is JSON
+//! lines, like the runtime's `turno-trace`: the header object on the first
+//! line, then one event per line ([`Trace::to_json_lines`],
+//! [`Trace::from_json_lines`]). Every event is one
 //! JSON object with `seq` (0, 1, 2, ... in recording order), `t_ns` (virtual
 //! time in nanoseconds), `kind`, and kind-specific fields. The events are kept
 //! as [`serde_json::Value`] objects so that the set of fields per kind can grow
@@ -55,6 +58,81 @@ impl Trace {
             }
         }
         self.events.push(Value::Object(obj));
+    }
+
+    /// Encodes the trace as JSON lines: the header (`format`, `version`,
+    /// `model`, `file`), then one event per line with `seq`, `t_ns` and
+    /// `kind` first.
+    pub fn to_json_lines(&self) -> String {
+        let header = serde_json::json!({
+            "format": self.format,
+            "version": self.version,
+            "model": self.model,
+            "file": self.file,
+        });
+        let mut out = String::new();
+        out.push_str(&format!(
+            "{{\"format\":{},\"version\":{},\"model\":{},\"file\":{}}}\n",
+            header["format"], header["version"], header["model"], header["file"]
+        ));
+        for e in &self.events {
+            let Value::Object(m) = e else { continue };
+            let mut line = String::from("{");
+            let mut first = true;
+            for key in ["seq", "t_ns", "kind"] {
+                if let Some(v) = m.get(key) {
+                    if !first {
+                        line.push(',');
+                    }
+                    first = false;
+                    line.push_str(&format!("{}:{}", Value::from(key), v));
+                }
+            }
+            for (k, v) in m {
+                if matches!(k.as_str(), "seq" | "t_ns" | "kind") {
+                    continue;
+                }
+                if !first {
+                    line.push(',');
+                }
+                first = false;
+                line.push_str(&format!("{}:{}", Value::from(k.as_str()), v));
+            }
+            line.push_str("}\n");
+            out.push_str(&line);
+        }
+        out
+    }
+
+    /// Decodes [`Trace::to_json_lines`] output. Fails on another format or
+    /// a higher version.
+    pub fn from_json_lines(text: &str) -> Result<Trace, String> {
+        let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+        let header: Value = serde_json::from_str(lines.next().ok_or("empty trace")?)
+            .map_err(|e| format!("bad header: {e}"))?;
+        if header["format"] != TRACE_FORMAT {
+            return Err(format!(
+                "not a {TRACE_FORMAT} file: format {}",
+                header["format"]
+            ));
+        }
+        let version = header["version"].as_u64().ok_or("header without version")? as u32;
+        if version > TRACE_VERSION {
+            return Err(format!(
+                "{TRACE_FORMAT} version {version} is newer than {TRACE_VERSION}"
+            ));
+        }
+        let mut t = Trace::new(
+            header["model"].as_str().unwrap_or_default(),
+            header["file"].as_str().unwrap_or_default(),
+        );
+        t.version = version;
+        for (i, l) in lines.enumerate() {
+            let v: Value =
+                serde_json::from_str(l).map_err(|e| format!("event line {}: {e}", i + 2))?;
+            t.events.push(v);
+        }
+        Ok(t)
     }
 
     /// The events of one kind, in order (a convenience for tests and tools).

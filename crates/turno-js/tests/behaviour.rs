@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use serde_json::Value;
-use turno_js::{cli_main, run, JsRunError, Model, RunOptions};
+use turno_js::{cli_main, run, JsRunError, Model, RunOptions, Trace};
 
 fn opts(model: Model) -> RunOptions {
     RunOptions::new(model)
@@ -313,9 +313,22 @@ fn cli_runs_a_file_and_writes_the_trace() {
     .map(|s| s.to_string())
     .collect();
     assert_eq!(cli_main(&args), 4);
-    let trace: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
-    assert_eq!(trace["format"], "turno-js-trace");
-    assert!(trace["events"].as_array().unwrap().len() > 5);
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        text.starts_with("{\"format\":\"turno-js-trace\",\"version\":1,\"model\":\"node\""),
+        "{text}"
+    );
+    assert!(text
+        .lines()
+        .nth(1)
+        .unwrap()
+        .starts_with("{\"seq\":0,\"t_ns\":0,\"kind\":"));
+    let trace = turno_js::Trace::from_json_lines(&text).unwrap();
+    assert!(trace.events.len() > 5);
+    assert_eq!(
+        Trace::from_json_lines(&trace.to_json_lines()).unwrap(),
+        trace
+    );
     let bad = |v: &[&str]| cli_main(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
     assert_eq!(bad(&["js", "run"]), 2);
     assert_eq!(bad(&["js", "run", "x.js", "--model", "deno"]), 2);
