@@ -16,17 +16,27 @@ use crate::addr::{ActorId, Addr};
 use crate::ask::RequestId;
 use crate::ask::{Asks, StaleReason};
 use crate::context::{Context, Effects, Spawned, WatchMap};
-use crate::mailbox::{Control, Envelope, Mailbox, MailboxOps, Signal};
+use crate::mailbox::{Control, Envelope, Mailbox, MailboxOps, Next, Signal};
 use crate::stash::Stash;
 use crate::system::SystemShared;
 use crate::timer::TimerId;
 use crate::trace::{EventKind, TurnKind};
 
-/// The result of [`AnyCell::turn`].
+/// The result of [`AnyCell::step`].
+pub(crate) enum Step {
+    /// A control message, for the engine.
+    Control(Control),
+    /// A unit of work was consumed.
+    Ran(TurnOutcome),
+    /// Nothing the actor may handle now. `true`: the mailbox was marked
+    /// idle (the next push wakes the actor); `false`: it was blocked, the
+    /// caller must park it.
+    Idle(bool),
+}
+
+/// What one consumed unit of work came to.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum TurnOutcome {
-    /// Nothing to do.
-    Idle,
     /// A handler ran to completion.
     Handled,
     /// A message was consumed without a handler call (stale reply, cancelled
@@ -38,7 +48,6 @@ pub(crate) enum TurnOutcome {
 
 /// A cell as a scheduler sees it.
 pub(crate) trait AnyCell: Send {
-    fn pop_control(&self) -> Option<Control>;
     fn push_signal(&self, s: Signal) -> bool;
     fn has_control(&self) -> bool;
     /// Work the actor may do now (muted actors: control only).
@@ -47,8 +56,10 @@ pub(crate) trait AnyCell: Send {
     fn try_idle(&self) -> bool;
     /// Runs the `started` hook, building an instance first if needed.
     fn start(&mut self, fx: &mut Effects) -> Result<(), String>;
-    /// Handles one signal, re-delivery or message.
-    fn turn(&mut self, fx: &mut Effects) -> TurnOutcome;
+    /// Takes the next unit of work under one mailbox lock: a control
+    /// message is returned to the engine; otherwise, unless `blocked`, a
+    /// signal, re-delivery or message is handled.
+    fn step(&mut self, blocked: bool, fx: &mut Effects) -> Step;
     /// Replaces the instance: runs `stopped` on a healthy one, keeps mailbox
     /// and stash, cancels timers and pending requests. The caller queues
     /// [`Control::Start`].
@@ -153,12 +164,10 @@ impl<A: Actor> Cell<A> {
             return Ok(());
         };
         let shared = &self.addr.mailbox.shared;
-        shared
-            .tracer
-            .emit(shared.clock.now(), || EventKind::TurnStart {
-                actor: actor_id,
-                what,
-            });
+        shared.tracer.emit(&shared.clock, || EventKind::TurnStart {
+            actor: actor_id,
+            what,
+        });
         let metrics = &self.addr.mailbox.metrics;
         let started = metrics.enabled.then(std::time::Instant::now);
         let mut ctx = Context {
@@ -174,12 +183,10 @@ impl<A: Actor> Cell<A> {
             metrics.turn_seconds.record(t0.elapsed().as_secs_f64());
         }
         let ok = result.is_ok();
-        shared
-            .tracer
-            .emit(shared.clock.now(), || EventKind::TurnEnd {
-                actor: actor_id,
-                ok,
-            });
+        shared.tracer.emit(&shared.clock, || EventKind::TurnEnd {
+            actor: actor_id,
+            ok,
+        });
         if let Err(e) = &result {
             fx.failed = Some(e.clone());
         }
@@ -199,13 +206,11 @@ impl<A: Actor> Cell<A> {
         mailbox.metrics.stale.increment(1);
         let actor = self.addr.id();
         let shared = self.shared();
-        shared
-            .tracer
-            .emit(shared.clock.now(), || EventKind::StaleReply {
-                actor,
-                request: request.0,
-                reason,
-            });
+        shared.tracer.emit(&shared.clock, || EventKind::StaleReply {
+            actor,
+            request: request.0,
+            reason,
+        });
         TurnOutcome::Discarded
     }
 
@@ -227,10 +232,6 @@ fn panic_message(payload: Box<dyn Any + Send>) -> String {
 }
 
 impl<A: Actor> AnyCell for Cell<A> {
-    fn pop_control(&self) -> Option<Control> {
-        self.addr.mailbox.pop_control()
-    }
-
     fn push_signal(&self, s: Signal) -> bool {
         self.addr.mailbox.push_signal(s)
     }
@@ -262,55 +263,58 @@ impl<A: Actor> AnyCell for Cell<A> {
         self.run(TurnKind::Started, fx, |a, ctx| a.started(ctx))
     }
 
-    fn turn(&mut self, fx: &mut Effects) -> TurnOutcome {
-        if self.actor.is_none() {
-            return TurnOutcome::Idle;
-        }
-        if let Some(signal) = self.addr.mailbox.pop_signal() {
-            return match signal {
-                Signal::Timer(id) => match self.timers.remove(&id) {
-                    Some(msg) => {
-                        let actor = self.addr.id();
-                        let shared = self.shared();
-                        shared
-                            .tracer
-                            .emit(shared.clock.now(), || EventKind::TimerFire {
-                                actor,
-                                timer: id.0,
-                            });
-                        self.handle(TurnKind::Timer, msg, fx)
-                    }
-                    None => TurnOutcome::Discarded,
-                },
-                Signal::AskTimeout(id) => match self.asks.settle(id, StaleReason::TimedOut) {
+    fn step(&mut self, blocked: bool, fx: &mut Effects) -> Step {
+        let blocked = blocked || self.actor.is_none();
+        let next = self.addr.mailbox.next(blocked, self.stash.has_redelivery());
+        let outcome = match next {
+            Next::Control(c) => return Step::Control(c),
+            Next::Idle => return Step::Idle(!blocked),
+            Next::Signal(Signal::Timer(id)) => match self.timers.remove(&id) {
+                Some(msg) => {
+                    let actor = self.addr.id();
+                    let shared = self.shared();
+                    shared.tracer.emit(&shared.clock, || EventKind::TimerFire {
+                        actor,
+                        timer: id.0,
+                    });
+                    self.handle(TurnKind::Timer, msg, fx)
+                }
+                None => TurnOutcome::Discarded,
+            },
+            Next::Signal(Signal::AskTimeout(id)) => {
+                match self.asks.settle(id, StaleReason::TimedOut) {
                     Some(p) => {
                         let msg = p.timeout.timed_out();
                         self.handle(TurnKind::AskTimeout, msg, fx)
                     }
                     None => TurnOutcome::Discarded,
-                },
-                Signal::Terminated { actor, reason } => match self.watching.remove(&actor) {
+                }
+            }
+            Next::Signal(Signal::Terminated { actor, reason }) => {
+                match self.watching.remove(&actor) {
                     Some(map) => {
                         let msg = map(actor, reason);
                         self.handle(TurnKind::Terminated, msg, fx)
                     }
                     None => TurnOutcome::Discarded,
-                },
-            };
-        }
-        if let Some(msg) = self.stash.next() {
-            return self.handle(TurnKind::Unstashed, msg, fx);
-        }
-        let popped = self.addr.mailbox.pop_user();
-        fx.unmuted.extend(popped.unmuted);
-        match popped.item {
-            None => TurnOutcome::Idle,
-            Some(Envelope::Msg(msg)) => self.handle(TurnKind::Message, msg, fx),
-            Some(Envelope::Reply(id, msg)) => match self.asks.take_fresh(id) {
-                Ok(_) => self.handle(TurnKind::Reply, msg, fx),
-                Err(reason) => self.stale(id, reason),
+                }
+            }
+            Next::Redeliver => match self.stash.next() {
+                Some(msg) => self.handle(TurnKind::Unstashed, msg, fx),
+                None => TurnOutcome::Discarded,
             },
-        }
+            Next::User(env, unmuted) => {
+                fx.unmuted.extend(unmuted);
+                match env {
+                    Envelope::Msg(msg) => self.handle(TurnKind::Message, msg, fx),
+                    Envelope::Reply(id, msg) => match self.asks.take_fresh(id) {
+                        Ok(_) => self.handle(TurnKind::Reply, msg, fx),
+                        Err(reason) => self.stale(id, reason),
+                    },
+                }
+            }
+        };
+        Step::Ran(outcome)
     }
 
     fn reset(&mut self, fx: &mut Effects) {

@@ -82,7 +82,7 @@ impl<'a, A: Actor> Context<'a, A> {
 
     fn trace(&self, kind: impl FnOnce() -> EventKind) {
         let shared = self.shared();
-        shared.tracer.emit(shared.clock.now(), kind);
+        shared.tracer.emit(&shared.clock, kind);
     }
 
     /// This actor's id.

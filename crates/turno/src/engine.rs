@@ -35,7 +35,7 @@ use std::sync::{Arc, Weak};
 use parking_lot::Mutex;
 
 use crate::addr::ActorId;
-use crate::cell::{AnyCell, TurnOutcome};
+use crate::cell::{AnyCell, Step, TurnOutcome};
 use crate::context::{Effects, Spawned, TimerKey};
 use crate::mailbox::{Control, MailboxOps, Signal, Wake};
 use crate::supervision::{Directive, ExitReason, Failure, RestartLog, Strategy, Supervision};
@@ -208,7 +208,7 @@ impl Engine {
     }
 
     fn trace(&self, kind: impl FnOnce() -> EventKind) {
-        self.shared.tracer.emit(self.shared.clock.now(), kind);
+        self.shared.tracer.emit(&self.shared.clock, kind);
     }
 
     // ----- queries ------------------------------------------------------
@@ -343,23 +343,26 @@ impl Engine {
         };
         let mut ran = 0;
         let mut flow = Flow::Continue;
+        let mut idle = false;
         while ran < batch.max(1) && flow == Flow::Continue {
-            if let Some(c) = cell.pop_control() {
-                ran += 1;
-                flow = self.control(slot, cell.as_mut(), c);
-                continue;
-            }
-            if slot.blocked() {
-                break;
-            }
+            let blocked = slot.blocked();
             let mut fx = Effects::default();
-            match cell.turn(&mut fx) {
-                TurnOutcome::Idle => break,
-                TurnOutcome::Discarded => {
+            match cell.step(blocked, &mut fx) {
+                Step::Control(c) => {
+                    ran += 1;
+                    flow = self.control(slot, cell.as_mut(), c);
+                }
+                Step::Idle(marked_idle) => {
+                    // Marked idle: the next push will wake the actor.
+                    // Otherwise it was blocked: park it below.
+                    idle = marked_idle;
+                    break;
+                }
+                Step::Ran(TurnOutcome::Discarded) => {
                     ran += 1;
                     self.release_from(slot.id, std::mem::take(&mut fx.unmuted));
                 }
-                TurnOutcome::Handled | TurnOutcome::Failed(_) => {
+                Step::Ran(TurnOutcome::Handled | TurnOutcome::Failed(_)) => {
                     ran += 1;
                     flow = self.apply(slot, cell.as_mut(), fx);
                 }
@@ -371,7 +374,9 @@ impl Engine {
             *guard = None;
             return ran;
         }
-        self.finish(slot, cell.as_ref());
+        if !idle {
+            self.finish(slot, cell.as_ref());
+        }
         ran
     }
 

@@ -172,11 +172,15 @@ pub(crate) struct Mailbox<M> {
     waker: OnceLock<Arc<dyn Wake>>,
 }
 
-/// What the scheduler learns from one pop.
-pub(crate) struct Popped<M> {
-    pub(crate) item: Option<Envelope<M>>,
-    /// Senders whose mute this pop released.
-    pub(crate) unmuted: Vec<ActorId>,
+/// The next unit of work of an actor, see [`Mailbox::next`].
+pub(crate) enum Next<M> {
+    Control(Control),
+    Signal(Signal),
+    /// The stash has a message to re-deliver.
+    Redeliver,
+    /// A user-lane entry, and the senders whose mute this take released.
+    User(Envelope<M>, Vec<ActorId>),
+    Idle,
 }
 
 impl<M: Send + 'static> Mailbox<M> {
@@ -284,11 +288,10 @@ impl<M: Send + 'static> Mailbox<M> {
     /// Turns a buffer offer into a verdict, counting and tracing it.
     fn account(&self, offer: Offer<Envelope<M>>, depth: usize) -> Verdict<M> {
         let shared = &self.shared;
-        let now = shared.clock.now();
         let actor = self.id;
         match offer {
             Offer::Enqueued { remaining } => {
-                shared.tracer.emit(now, || EventKind::Enqueue {
+                shared.tracer.emit(&shared.clock, || EventKind::Enqueue {
                     actor,
                     lane: Lane::User,
                     depth,
@@ -301,13 +304,13 @@ impl<M: Send + 'static> Mailbox<M> {
                     _ => Dropped::Incoming,
                 };
                 self.metrics.dropped.increment(1);
-                shared.tracer.emit(now, || EventKind::Drop {
+                shared.tracer.emit(&shared.clock, || EventKind::Drop {
                     actor,
                     policy: self.policy.name(),
                     which,
                 });
                 if which == Dropped::Oldest {
-                    shared.tracer.emit(now, || EventKind::Enqueue {
+                    shared.tracer.emit(&shared.clock, || EventKind::Enqueue {
                         actor,
                         lane: Lane::User,
                         depth,
@@ -317,11 +320,15 @@ impl<M: Send + 'static> Mailbox<M> {
             }
             Offer::Rejected(env) => {
                 self.metrics.rejected.increment(1);
-                shared.tracer.emit(now, || EventKind::Reject { actor });
+                shared
+                    .tracer
+                    .emit(&shared.clock, || EventKind::Reject { actor });
                 Verdict::Rejected(env.into_msg())
             }
             Offer::Full(env) => {
-                shared.tracer.emit(now, || EventKind::Full { actor });
+                shared
+                    .tracer
+                    .emit(&shared.clock, || EventKind::Full { actor });
                 Verdict::Full(env.into_msg())
             }
         }
@@ -373,30 +380,40 @@ impl<M: Send + 'static> Mailbox<M> {
         let actor = self.id;
         self.shared
             .tracer
-            .emit(self.shared.clock.now(), || EventKind::Enqueue {
+            .emit(&self.shared.clock, || EventKind::Enqueue {
                 actor,
                 lane: Lane::System,
                 depth,
             });
     }
 
-    pub(crate) fn pop_control(&self) -> Option<Control> {
-        self.state.lock().control.pop_front()
-    }
-
     pub(crate) fn has_control(&self) -> bool {
         !self.state.lock().control.is_empty()
     }
 
-    pub(crate) fn pop_signal(&self) -> Option<Signal> {
-        self.state.lock().signals.pop_front()
-    }
-
-    /// Takes the next user-lane entry, releasing muted senders when the depth
-    /// has fallen below the low watermark.
-    pub(crate) fn pop_user(&self) -> Popped<M> {
+    /// Takes the next unit of work under one lock, in priority order:
+    /// control; then, unless `blocked`, a signal, a re-delivery (reported,
+    /// the stash holds it), a user-lane entry. When there is nothing and the
+    /// actor is not blocked, it is marked idle in the same critical section,
+    /// so a concurrent push cannot be missed.
+    pub(crate) fn next(&self, blocked: bool, has_redelivery: bool) -> Next<M> {
         let mut st = self.state.lock();
-        let item = st.user.take();
+        if let Some(c) = st.control.pop_front() {
+            return Next::Control(c);
+        }
+        if blocked {
+            return Next::Idle;
+        }
+        if let Some(s) = st.signals.pop_front() {
+            return Next::Signal(s);
+        }
+        if has_redelivery {
+            return Next::Redeliver;
+        }
+        let Some(item) = st.user.take() else {
+            st.notified = false;
+            return Next::Idle;
+        };
         let depth = st.user.len();
         let mut unmuted = Vec::new();
         if let Some(low) = self.policy.low_watermark() {
@@ -405,13 +422,16 @@ impl<M: Send + 'static> Mailbox<M> {
             }
         }
         drop(st);
-        if item.is_some() {
-            self.metrics.depth.set(depth as f64);
-            if matches!(self.policy, Policy::Suspend(_)) {
-                self.space.notify(usize::MAX);
-            }
+        self.metrics.depth.set(depth as f64);
+        if matches!(self.policy, Policy::Suspend(_)) {
+            self.space.notify(usize::MAX);
         }
-        Popped { item, unmuted }
+        Next::User(item, unmuted)
+    }
+
+    /// Takes the next user-lane entry (the test kit's probes).
+    pub(crate) fn pop_user(&self) -> Option<Envelope<M>> {
+        self.state.lock().user.take()
     }
 
     /// True when anything waits in a lane the actor may handle now.

@@ -38,7 +38,7 @@ impl SystemShared {
             metrics::counter!("turno_dead_letters_total").increment(1);
         }
         self.tracer
-            .emit(self.clock.now(), || EventKind::DeadLetter { actor, reason });
+            .emit(&self.clock, || EventKind::DeadLetter { actor, reason });
     }
 
     pub(crate) fn dead_letters(&self) -> u64 {

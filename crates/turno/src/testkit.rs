@@ -35,7 +35,7 @@ use crate::actor::{Actor, Props};
 use crate::addr::{ActorId, Addr};
 use crate::ask::RequestId;
 use crate::buffer::Policy;
-use crate::cell::{AnyCell, Cell, TurnOutcome};
+use crate::cell::{AnyCell, Cell, Step, TurnOutcome};
 use crate::context::{Effects, TimerKey};
 use crate::mailbox::{Envelope, Mailbox, Signal, VerdictKind};
 use crate::system::SystemShared;
@@ -180,9 +180,12 @@ impl<A: Actor> TestKit<A> {
     /// see [`Addr::stale_replies`]).
     pub fn run_next(&mut self) -> Option<TurnEffects> {
         let mut fx = Self::effects();
-        match self.cell.turn(&mut fx) {
-            TurnOutcome::Idle | TurnOutcome::Discarded => None,
-            TurnOutcome::Handled | TurnOutcome::Failed(_) => Some(TurnEffects::from_effects(fx)),
+        match self.cell.step(false, &mut fx) {
+            Step::Ran(TurnOutcome::Handled | TurnOutcome::Failed(_)) => {
+                Some(TurnEffects::from_effects(fx))
+            }
+            // The kit never queues control messages.
+            Step::Control(_) | Step::Ran(TurnOutcome::Discarded) | Step::Idle(_) => None,
         }
     }
 
@@ -231,7 +234,7 @@ impl<M: Send + 'static> Probe<M> {
     /// Takes every message received so far, in order.
     pub fn drain(&self) -> Vec<M> {
         let mut out = Vec::new();
-        while let Some(env) = self.addr.mailbox.pop_user().item {
+        while let Some(env) = self.addr.mailbox.pop_user() {
             out.push(match env {
                 Envelope::Msg(m) | Envelope::Reply(_, m) => m,
             });

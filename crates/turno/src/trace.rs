@@ -44,7 +44,7 @@ use parking_lot::Mutex;
 use serde::Serialize;
 
 use crate::addr::ActorId;
-use crate::time::Instant;
+use crate::time::Clock;
 
 /// The version of the serialised trace format (`docs/trace-format.md`).
 pub const FORMAT_VERSION: u32 = 1;
@@ -401,10 +401,12 @@ impl Tracer {
         }
     }
 
-    /// Records the event built by `kind`, only when tracing is on.
+    /// Records the event built by `kind`, only when tracing is on (the
+    /// clock is not even read otherwise).
     #[inline]
-    pub(crate) fn emit(&self, now: Instant, kind: impl FnOnce() -> EventKind) {
+    pub(crate) fn emit(&self, clock: &Clock, kind: impl FnOnce() -> EventKind) {
         if let Some(sink) = &self.sink {
+            let now = clock.now();
             let mut sink = sink.lock();
             // The sequence number is taken under the sink lock so that
             // recorded order and numbering agree.
@@ -432,10 +434,9 @@ mod tests {
     fn ring_keeps_the_newest_events() {
         let ring = RingSink::new(2);
         let tracer = Tracer::new(Some(Box::new(ring.clone())));
+        let clock = Clock::default();
         for i in 0..3 {
-            tracer.emit(Instant::from_nanos(i), || EventKind::Unmute {
-                actor: ActorId(i),
-            });
+            tracer.emit(&clock, || EventKind::Unmute { actor: ActorId(i) });
         }
         let seqs: Vec<u64> = ring.events().iter().map(|e| e.seq).collect();
         assert_eq!(seqs, vec![1, 2]);
@@ -456,7 +457,9 @@ mod tests {
             }
         }
         let tracer = Tracer::new(Some(Box::new(JsonLinesSink::new(Shared(buf.clone())))));
-        tracer.emit(Instant::from_nanos(5), || EventKind::Enqueue {
+        let clock = Clock::default();
+        clock.advance_to(crate::time::Instant::from_nanos(5));
+        tracer.emit(&clock, || EventKind::Enqueue {
             actor: ActorId(3),
             lane: Lane::User,
             depth: 1,
