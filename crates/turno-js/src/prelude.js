@@ -225,10 +225,33 @@
       formatter = formatMap;
       if (value.size === 0 && keys.length === 0) return `${prefix}{}`;
       braces = [`${prefix}{`, '}'];
+    } else if (ArrayBuffer.isView(value) && !(value instanceof DataView)) {
+      keys = getKeys(value, true, ctx.showHidden);
+      const fallback = constructor || 'TypedArray';
+      braces = [`${getPrefix(constructor, tag, fallback, `(${value.length})`)}[`, ']'];
+      if (value.length === 0 && keys.length === 0) return `${braces[0]}]`;
+      extrasType = kArrayExtrasType;
+      formatter = formatTypedArray;
+    } else if (value instanceof ArrayBuffer) {
+      keys = getKeys(value, false, ctx.showHidden);
+      braces = [`${getPrefix(constructor, tag, 'ArrayBuffer')}{`, '}'];
+      formatter = formatArrayBuffer;
     } else {
       keys = getKeys(value, false, ctx.showHidden);
       braces = ['{', '}'];
-      if (typeof value === 'function') {
+      const boxed = boxedPrimitive(value);
+      if (boxed !== undefined) {
+        if (typeof boxed[1] === 'string') {
+          keys = keys.filter((k) => !isIndex(k) && k !== 'length');
+        }
+        base = `[${boxed[0]}`;
+        if (constructor !== boxed[0]) {
+          base += constructor === null ? ' (null prototype)' : ` (${constructor})`;
+        }
+        base += `: ${formatPrimitive(boxed[1])}]`;
+        if (tag !== '' && tag !== constructor) base += ` [${tag}]`;
+        if (keys.length === 0) return base;
+      } else if (typeof value === 'function') {
         base = getFunctionBase(value, constructor, tag);
         if (keys.length === 0) return base;
       } else if (value instanceof Error) {
@@ -296,6 +319,45 @@
     }
     if (remaining > 0) output.push(`... ${remaining} more item${remaining > 1 ? 's' : ''}`);
     return output;
+  }
+
+  function boxedPrimitive(value) {
+    const kinds = [
+      ['Number', Number.prototype.valueOf],
+      ['String', String.prototype.valueOf],
+      ['Boolean', Boolean.prototype.valueOf],
+      ['BigInt', BigInt.prototype.valueOf],
+      ['Symbol', Symbol.prototype.valueOf],
+    ];
+    for (const [name, valueOf] of kinds) {
+      try {
+        return [name, valueOf.call(value)];
+      } catch (_) { /* not this kind */ }
+    }
+    return undefined;
+  }
+
+  function formatTypedArray(ctx, value, recurseTimes) {
+    const len = value.length;
+    const outputLength = Math.min(ctx.maxArrayLength, len);
+    const output = [];
+    for (let i = 0; i < outputLength; i++) {
+      output.push(typeof value[i] === 'bigint' ? `${value[i]}n` : formatNumber(value[i]));
+    }
+    if (len > outputLength) {
+      const r = len - outputLength;
+      output.push(`... ${r} more item${r > 1 ? 's' : ''}`);
+    }
+    return output;
+  }
+
+  function formatArrayBuffer(ctx, value) {
+    const bytes = new Uint8Array(value);
+    const shown = Array.from(bytes.slice(0, ctx.maxArrayLength), (b) => b.toString(16).padStart(2, '0'));
+    let str = shown.join(' ');
+    const remaining = bytes.length - ctx.maxArrayLength;
+    if (remaining > 0) str += ` ... ${remaining} more byte${remaining > 1 ? 's' : ''}`;
+    return [`[Uint8Contents]: <${str}>`, `byteLength: ${formatNumber(value.byteLength)}`];
   }
 
   function formatSet(ctx, value, recurseTimes) {

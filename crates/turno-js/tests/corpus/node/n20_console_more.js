@@ -1,0 +1,35 @@
+// More util.inspect cases: long lines, getters, tags, boxed primitives, typed arrays, Map/Set, depth.
+console.log({ a: 'x'.repeat(100) });
+console.log({ k1: 'aaaaaaaaaaaaaaaaaaaa', k2: 'bbbbbbbbbbbbbbbbbbbbbbb', k3: 'ccccccccccccccccccccccccc', k4: 1 });
+console.log([[1, 2, 3, 4, 5, 6, 7, 8], { z: [1, 2, 3, 4, 5, 6, 7] }]);
+console.log({ m: new Map([[{ a: 1 }, [1, 2]]]), s: new Set() , e: new Map()});
+console.log(new Date(0), /ab+c/gi, [new Date(86400000)]);
+const o = { get g() { return 1; }, set s(v) {}, get gs() { return 1; }, set gs(v) {} };
+console.log(o);
+class T { get [Symbol.toStringTag]() { return 'Tagged'; } }
+console.log(new T());
+console.log([function () {}, async function af() {}, function* gen() {}, async () => {}]);
+console.log('a\tb', ['a\tb', 'c\\d', 'e\u0001f']);
+console.log([[[[[1]]]]], { a: [{ b: { c: {} } }] });
+console.log(Object.assign(() => {}, { prop: 1 }));
+console.log([1, 2, 3].map(String), [true, false], [null, undefined]);
+console.log(Array(5), [ , 'a'], new Array(3).fill({}));
+console.log({ 'a b': 1, '0x': 2, ä: 3, $d: 4, _u: 5 });
+console.log([0.1, 1e-7, 1e21, -1, NaN, Infinity, -Infinity]);
+console.log(Symbol(), Symbol('x'), Symbol.iterator);
+console.log(new (class Foo extends Map {})());
+console.log(Promise.resolve(4), Promise.reject(new Error('r')).catch(() => {}) && 1, new Promise(() => {}));
+console.log([new Error('in array')].length, { e: new RangeError('deep') }.e.name);
+console.log(new Array(200).fill(7));
+console.log(Array.from({length: 26}, (_, i) => String.fromCharCode(97 + i).repeat(i % 5 + 1)));
+console.log({ a: 1, b: { c: 2, d: { e: 3, f: { g: 4 } } } });
+console.log([{ a: 1, b: 2 }, { a: 3, b: 4 }]);
+console.log(new Boolean(true), new Number(3), new String('s'));
+console.log([1n, 2n, 3n, 4n, 5n, 6n, 7n]);
+console.log(globalThis === global, typeof require, typeof module, typeof exports);
+console.log(Object.create({ inherited: 1 }), Object.create(Array.prototype));
+console.log(JSON.stringify({ a: [1, { b: 2 }] }), '%', '%s');
+console.log(new Uint8Array([1, 2, 3]), new ArrayBuffer(4));
+console.log([['a', 1], ['b', 2]], Object.entries({ x: 1 }));
+console.log(new WeakMap(), new WeakSet());
+console.log(process.argv.length, typeof process.env, typeof setTimeout(() => {}, 0).unref);
