@@ -147,6 +147,7 @@ pub(crate) struct State {
     untracked_promises: u64,
     next_promise_id: u64,
     race_notes: u64,
+    noted: Vec<&'static str>,
     dropped_jobs: u64,
     inspect: Option<JsObject>,
     clock: Rc<std::cell::Cell<u64>>,
@@ -601,6 +602,16 @@ fn next_frame_after(t_ns: u64) -> u64 {
 }
 
 impl State {
+    /// Records a note (in the report and the trace) once per kind per run.
+    fn note_once(&mut self, key: &'static str, text: String) {
+        if self.noted.contains(&key) {
+            return;
+        }
+        self.noted.push(key);
+        self.ev("note", json!({"text": text.clone()}));
+        self.notes.push(text);
+    }
+
     fn ev(&mut self, kind: &str, fields: Value) {
         let t = self.now_ns;
         if let Some(tr) = self.trace.as_mut() {
@@ -1174,7 +1185,26 @@ impl Host {
         self.checkpoint(ctx)?;
         loop {
             self.queue_due_timers();
-            let task = self.st.borrow_mut().tasks.pop_front();
+            let task = {
+                let mut st = self.st.borrow_mut();
+                let first = st.tasks.front().map(|t| t.source);
+                if let Some(src) = first {
+                    if let Some(other) = st.tasks.iter().map(|t| t.source).find(|s| *s != src) {
+                        let now_ms = st.now_ns as f64 / MS as f64;
+                        st.note_once(
+                            "task-sources",
+                            format!(
+                                "implementation-defined in real browsers: at t={} ms tasks from the \
+                                 '{src}' and '{other}' task sources were runnable together; the HTML \
+                                 Standard lets the browser pick either source first. This run took \
+                                 them in the order they became runnable.",
+                                now_ms
+                            ),
+                        );
+                    }
+                }
+                st.tasks.pop_front()
+            };
             if let Some(task) = task {
                 self.run_html_task(ctx, task)?;
                 self.checkpoint(ctx)?;
@@ -1309,6 +1339,16 @@ impl Host {
             let mut st = self.st.borrow_mut();
             match st.raf_due {
                 Some(d) if d <= st.now_ns && !st.raf.is_empty() => {
+                    if !st.timers.is_empty() || !st.tasks.is_empty() {
+                        st.note_once(
+                            "frame-timing",
+                            "timing-dependent in real browsers: animation frames and timers or \
+                             messages were pending together. This run renders on an exact 60 Hz \
+                             virtual clock (frame k at k/60 s); a real browser's frames follow the \
+                             display and load, so rAF callbacks may move relative to timers."
+                                .to_string(),
+                        );
+                    }
                     st.raf_due = None;
                     st.frames += 1;
                     let batch = std::mem::take(&mut st.raf);
@@ -1559,6 +1599,7 @@ pub(crate) fn run(
             untracked_promises: 0,
             next_promise_id: 0,
             race_notes: 0,
+            noted: Vec::new(),
             dropped_jobs: 0,
             inspect: None,
             clock: clock_cell.clone(),

@@ -45,6 +45,40 @@
 //! [`RunOptions::max_virtual_time`] or [`RunOptions::max_loop_iterations`]
 //! with a [`JsRunError`] that carries the output produced so far. It never hangs.
 //!
+//! ## The trace
+//!
+//! With [`RunOptions::trace`] the run records a [`Trace`]: host call-stack
+//! pushes and pops, every enqueue/dequeue on every queue (microtasks,
+//! nextTick, the timers heap, immediates, task queues, the rAF list), loop
+//! phases, render steps, time jumps, output, and the internal slots of the
+//! promises it follows. The format (JSON lines, `turno-js-trace` version 1,
+//! a sibling of the runtime's `turno-trace`) and exactly what the engine
+//! lets it see are documented in `docs/js-trace-format.md`.
+//!
+//! ## Fidelity and limits
+//!
+//! * **Checked against the real engines.** `tests/oracle.rs` runs every
+//!   snippet of `tests/corpus/node` under `node` and every snippet of
+//!   `tests/corpus/html` in headless Chromium, and requires the same lines.
+//! * **console.log** follows Node's `util.inspect` defaults (depth 2,
+//!   breakLength 80, compact 3, array grouping, `%s %d %i %f %j %o %O %c`),
+//!   in both models. Error stacks carry boa's frames, not V8's.
+//! * **Node model.** The entry file runs as a script with `require` (`util`,
+//!   `timers`, `process`), `module`, `exports`, `__filename`, `__dirname` as
+//!   globals instead of inside Node's module wrapper, so positions are exact
+//!   but top-level `var` and `this` are global. There is no I/O, so the
+//!   pending and poll phases never have callbacks; `process.exit`,
+//!   `process.exitCode`, unref'd timers and unhandled-rejection crashes
+//!   behave as in Node 20.
+//! * **HTML model.** No DOM. Tasks from different sources run in the order
+//!   they became runnable (the standard leaves the choice open; the run says
+//!   so in a note). Frames are at exactly k/60 s; a real browser's frames
+//!   follow the display, so rAF against timers is noted as timing-dependent.
+//!   An uncaught error is reported and the page keeps running; the exit code
+//!   is then 1. String handlers for `setTimeout` are not evaluated.
+//! * **Date.now()** starts at 2024-01-01T00:00:00Z and follows virtual time;
+//!   `performance.now()` is virtual milliseconds since the start.
+//!
 //! ## Example
 //!
 //! ```

@@ -367,3 +367,21 @@ fn tracing_does_not_change_what_a_program_prints() {
         }
     }
 }
+
+#[test]
+fn html_notes_where_the_browser_may_differ() {
+    let src = "setTimeout(() => console.log('timer'), 0);\nconst ch = new MessageChannel();\nch.port1.onmessage = () => console.log('msg');\nch.port2.postMessage(1);\nrequestAnimationFrame(() => console.log('raf'));\nsetTimeout(() => console.log('t20'), 20);";
+    let report = run(src, "n.js", &opts(Model::Html)).unwrap();
+    assert_eq!(report.stdout_lines(), ["msg", "timer", "raf", "t20"]);
+    assert_eq!(report.notes.len(), 2, "{:?}", report.notes);
+    assert!(report.notes[0].contains("task sources"));
+    assert!(report.notes[1].contains("60 Hz"));
+    // A program whose order the standard fixes gets no note.
+    let report = run(
+        "setTimeout(() => console.log('a'), 5);\nPromise.resolve().then(() => console.log('b'));",
+        "q.js",
+        &opts(Model::Html),
+    )
+    .unwrap();
+    assert!(report.notes.is_empty(), "{:?}", report.notes);
+}
