@@ -88,8 +88,17 @@ struct Timer {
 }
 
 enum TaskKind {
-    Timer { id: u32, seq: u64 },
-    Callback { f: JsObject, args: Vec<JsValue> },
+    Timer {
+        id: u32,
+        seq: u64,
+    },
+    /// A callback; with `dispatch`, it returns `[fn, this, event]` triples,
+    /// each then called from an empty stack with a checkpoint after it.
+    Callback {
+        f: JsObject,
+        args: Vec<JsValue>,
+        dispatch: bool,
+    },
 }
 
 struct Task {
@@ -533,6 +542,7 @@ fn n_post_task(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsV
         return Ok(JsValue::undefined());
     };
     let extra = args_vec(args.get(1), ctx)?;
+    let dispatch = args.get(3).is_some_and(JsValue::to_boolean);
     let label = fn_name(&cb, ctx);
     let mut st = host.st.borrow_mut();
     st.seq += 1;
@@ -545,7 +555,11 @@ fn n_post_task(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsV
         source: "posted-message",
         id,
         label,
-        kind: TaskKind::Callback { f: cb, args: extra },
+        kind: TaskKind::Callback {
+            f: cb,
+            args: extra,
+            dispatch,
+        },
     });
     Ok(JsValue::undefined())
 }
@@ -824,6 +838,48 @@ impl Host {
             Ok(_) => Ok(()),
             Err(e) => self.uncaught(ctx, e),
         }
+    }
+
+    /// Calls a dispatch-preparing function and reads back its
+    /// `[fn, this, event]` triples (`None` if it threw, after reporting).
+    #[allow(clippy::type_complexity)]
+    fn call_value(
+        &self,
+        ctx: &mut Context,
+        label: String,
+        f: &JsObject,
+        args: &[JsValue],
+    ) -> Result<Option<Vec<(JsObject, JsValue, JsValue)>>, Stop> {
+        self.step()?;
+        self.push_frame(label);
+        let r = f.call(&JsValue::undefined(), args, ctx);
+        self.pop_frame();
+        let v = match r {
+            Ok(v) => v,
+            Err(e) => {
+                self.uncaught(ctx, e)?;
+                return Ok(None);
+            }
+        };
+        let mut out = Vec::new();
+        let Ok(list) = args_vec(Some(&v), ctx) else {
+            return Ok(Some(out));
+        };
+        for item in list {
+            let Ok(t) = args_vec(Some(&item), ctx) else {
+                continue;
+            };
+            if let (Some(g), Some(this), Some(ev)) = (
+                t.first()
+                    .and_then(JsValue::as_object)
+                    .filter(|o| o.is_callable()),
+                t.get(1),
+                t.get(2),
+            ) {
+                out.push((g, this.clone(), ev.clone()));
+            }
+        }
+        Ok(Some(out))
     }
 
     fn uncaught(&self, ctx: &mut Context, e: JsError) -> Result<(), Stop> {
@@ -1264,13 +1320,34 @@ impl Host {
             json!({"queue": "task", "source": task.source, "id": task.id}),
         );
         match task.kind {
-            TaskKind::Callback { f, args } => self.call(
+            TaskKind::Callback {
+                f,
+                args,
+                dispatch: false,
+            } => self.call(
                 ctx,
                 format!("task: {}", task.label),
                 &f,
                 &JsValue::undefined(),
                 &args,
             ),
+            TaskKind::Callback {
+                f,
+                args,
+                dispatch: true,
+            } => {
+                let Some(calls) =
+                    self.call_value(ctx, format!("task: {}", task.label), &f, &args)?
+                else {
+                    return Ok(());
+                };
+                for (g, this, ev) in calls {
+                    let label = format!("event listener: {}", fn_name(&g, ctx));
+                    self.call(ctx, label, &g, &this, std::slice::from_ref(&ev))?;
+                    self.checkpoint(ctx)?;
+                }
+                Ok(())
+            }
             TaskKind::Timer { id, seq } => {
                 let info = {
                     let st = self.st.borrow();

@@ -701,6 +701,7 @@
     // MessageChannel: each postMessage queues a task on the "posted message"
     // task source, which delivers a MessageEvent-like object to the other
     // port's onmessage handler (or to its listeners once started).
+    const ONMESSAGE = {};
     class MessagePort {
       constructor() {
         this._other = null;
@@ -710,8 +711,15 @@
         this._queue = [];
       }
       get onmessage() { return this._onmessage; }
-      set onmessage(fn) { this._onmessage = fn; this.start(); }
-      addEventListener(type, fn) { if (type === 'message') this._listeners.push(fn); }
+      // The event handler takes its place among the listeners when first set.
+      set onmessage(fn) {
+        if (!this._listeners.includes(ONMESSAGE)) this._listeners.push(ONMESSAGE);
+        this._onmessage = fn;
+        this.start();
+      }
+      addEventListener(type, fn) {
+        if (type === 'message' && typeof fn === 'function' && !this._listeners.includes(fn)) this._listeners.push(fn);
+      }
       removeEventListener(type, fn) { this._listeners = this._listeners.filter((f) => f !== fn); }
       start() {
         if (this._started) return;
@@ -723,13 +731,23 @@
       close() { this._closed = true; }
       _post(data) {
         const port = this;
-        h.postTask(function deliverMessage() { port._deliver(data); }, [], 'posted-message');
+        h.postTask(function deliverMessage() { return port._deliver(data); }, [], 'posted-message', true);
       }
+      // Returns the listener calls to make, as [fn, this, event] triples: the
+      // host makes each call from an empty stack, with a microtask checkpoint
+      // after each, as event dispatch does.
       _deliver(data) {
-        if (this._closed) return;
-        const ev = { type: 'message', data, target: this, ports: [] };
-        if (typeof this._onmessage === 'function') this._onmessage.call(this, ev);
-        for (const l of this._listeners) l.call(this, ev);
+        if (this._closed) return [];
+        const ev = { type: 'message', data, target: this, currentTarget: this, ports: [] };
+        const calls = [];
+        for (const l of this._listeners) {
+          if (l === ONMESSAGE) {
+            if (typeof this._onmessage === 'function') calls.push([this._onmessage, this, ev]);
+          } else {
+            calls.push([l, this, ev]);
+          }
+        }
+        return calls;
       }
       postMessage(data) {
         const other = this._other;
