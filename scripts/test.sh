@@ -16,4 +16,4 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
 
-cargo test --workspace --locked "$@"
+cargo test --workspace --all-features --locked "$@"

@@ -79,6 +79,10 @@ pub struct ReplyTo<R> {
 }
 
 impl<R> ReplyTo<R> {
+    pub(crate) fn with_port(id: RequestId, port: Arc<dyn ReplyPort<R>>) -> Self {
+        ReplyTo { id, port }
+    }
+
     /// The request's correlation id.
     pub fn request_id(&self) -> RequestId {
         self.id
@@ -99,7 +103,7 @@ impl<R> fmt::Debug for ReplyTo<R> {
 }
 
 /// Turns a reply into the asker's message and queues it.
-trait ReplyPort<R>: Send + Sync {
+pub(crate) trait ReplyPort<R>: Send + Sync {
     fn deliver(&self, id: RequestId, value: R) -> bool;
 }
 
@@ -161,6 +165,17 @@ where
 
 pub(crate) struct Pending<M> {
     pub(crate) timeout: Arc<dyn TimeoutPort<M>>,
+    /// Cancels the work behind the request (a piped future) when it is no
+    /// longer awaited.
+    pub(crate) cancel: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl<M> Pending<M> {
+    fn cancel(&mut self) {
+        if let Some(c) = self.cancel.take() {
+            c();
+        }
+    }
 }
 
 /// How many settled requests an actor remembers to explain a late reply.
@@ -208,18 +223,23 @@ impl<M> Asks<M> {
     }
 
     /// Stops awaiting `id`; later replies will be stale for `why`.
+    /// Stops awaiting `id`; later replies will be stale for `why`; the work
+    /// behind it, if cancellable, is cancelled.
     pub(crate) fn settle(&mut self, id: RequestId, why: StaleReason) -> Option<Pending<M>> {
-        let p = self.pending.remove(&id)?;
+        let mut p = self.pending.remove(&id)?;
+        p.cancel();
         self.remember(id, why);
         Some(p)
     }
 
-    pub(crate) fn settle_all(&mut self, why: StaleReason) -> Vec<(RequestId, Pending<M>)> {
+    pub(crate) fn settle_all(&mut self, why: StaleReason) -> usize {
         let all: Vec<_> = self.pending.drain().collect();
-        for (id, _) in &all {
-            self.remember(*id, why);
+        let n = all.len();
+        for (id, mut p) in all {
+            p.cancel();
+            self.remember(id, why);
         }
-        all
+        n
     }
 
     fn remember(&mut self, id: RequestId, why: StaleReason) {

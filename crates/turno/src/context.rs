@@ -239,6 +239,7 @@ impl<'a, A: Actor> Context<'a, A> {
             id,
             Pending {
                 timeout: timeout_port,
+                cancel: None,
             },
         );
         self.fx.asks.push((id, to.id()));
@@ -279,7 +280,7 @@ impl<'a, A: Actor> Context<'a, A> {
 
     /// Abandons every pending request. Returns how many.
     pub fn abandon_all(&mut self) -> usize {
-        self.asks.settle_all(StaleReason::Abandoned).len()
+        self.asks.settle_all(StaleReason::Abandoned)
     }
 
     /// True while `id` awaits its response.

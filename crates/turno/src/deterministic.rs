@@ -120,6 +120,8 @@ pub struct DetSystemBuilder {
     metrics: bool,
     root: Supervision,
     step_limit: u64,
+    #[cfg(feature = "tokio")]
+    tokio: Option<tokio::runtime::Handle>,
 }
 
 impl DetSystemBuilder {
@@ -138,6 +140,14 @@ impl DetSystemBuilder {
     /// Reports metrics through the `metrics` facade (default: on).
     pub fn metrics(mut self, on: bool) -> Self {
         self.metrics = on;
+        self
+    }
+
+    /// The tokio runtime that runs futures piped into actors
+    /// ([`Context::pipe`](crate::Context::pipe)).
+    #[cfg(feature = "tokio")]
+    pub fn tokio(mut self, handle: tokio::runtime::Handle) -> Self {
+        self.tokio = Some(handle);
         self
     }
 
@@ -163,6 +173,10 @@ impl DetSystemBuilder {
             Tracer::new(self.sink),
             self.metrics,
         ));
+        #[cfg(feature = "tokio")]
+        if let Some(h) = self.tokio {
+            let _ = shared.tokio.set(h);
+        }
         let queue = Arc::new(DetQueue::default());
         let engine = Engine::new(shared, queue.clone(), self.root);
         DetSystem {
@@ -199,6 +213,8 @@ impl DetSystem {
             metrics: true,
             root: Supervision::default(),
             step_limit: DEFAULT_STEP_LIMIT,
+            #[cfg(feature = "tokio")]
+            tokio: None,
         }
     }
 

@@ -45,6 +45,8 @@
 mod actor;
 mod addr;
 pub mod ask;
+#[cfg(feature = "tokio")]
+pub mod bridge;
 pub mod buffer;
 mod cell;
 mod context;

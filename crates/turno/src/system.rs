@@ -13,6 +13,9 @@ pub(crate) struct SystemShared {
     pub(crate) metrics: bool,
     next_id: AtomicU64,
     dead_letters: AtomicU64,
+    /// The runtime that runs piped futures.
+    #[cfg(feature = "tokio")]
+    pub(crate) tokio: std::sync::OnceLock<tokio::runtime::Handle>,
 }
 
 impl SystemShared {
@@ -24,6 +27,8 @@ impl SystemShared {
             // Id 0 is the root of the supervision tree.
             next_id: AtomicU64::new(1),
             dead_letters: AtomicU64::new(0),
+            #[cfg(feature = "tokio")]
+            tokio: std::sync::OnceLock::new(),
         }
     }
 

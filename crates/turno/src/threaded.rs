@@ -222,6 +222,8 @@ pub struct ThreadedBuilder {
     sink: Option<Box<dyn TraceSink>>,
     metrics: bool,
     root: Supervision,
+    #[cfg(feature = "tokio")]
+    tokio: Option<tokio::runtime::Handle>,
 }
 
 impl ThreadedBuilder {
@@ -249,6 +251,14 @@ impl ThreadedBuilder {
         self
     }
 
+    /// The tokio runtime that runs futures piped into actors
+    /// ([`Context::pipe`](crate::Context::pipe)).
+    #[cfg(feature = "tokio")]
+    pub fn tokio(mut self, handle: tokio::runtime::Handle) -> Self {
+        self.tokio = Some(handle);
+        self
+    }
+
     /// How the root supervises top-level actors.
     pub fn root_supervision(mut self, s: Supervision) -> Self {
         self.root = s;
@@ -262,6 +272,10 @@ impl ThreadedBuilder {
             Tracer::new(self.sink),
             self.metrics,
         ));
+        #[cfg(feature = "tokio")]
+        if let Some(h) = self.tokio {
+            let _ = shared.tokio.set(h);
+        }
         let core = Arc::new(Core {
             system: NEXT_SYSTEM.fetch_add(1, Ordering::Relaxed),
             injector: Injector::new(),
@@ -380,6 +394,14 @@ pub struct ShutdownTimeout {
     pub remaining: usize,
 }
 
+/// What a completed shutdown observed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShutdownReport {
+    /// Messages that reached no actor over the system's life, including mail
+    /// still queued when the actors stopped.
+    pub dead_letters: u64,
+}
+
 /// An actor system on worker threads. See the [module docs](self).
 pub struct ThreadedSystem {
     core: Arc<Core>,
@@ -396,6 +418,8 @@ impl ThreadedSystem {
             sink: None,
             metrics: true,
             root: Supervision::default(),
+            #[cfg(feature = "tokio")]
+            tokio: None,
         }
     }
 
@@ -475,7 +499,7 @@ impl ThreadedSystem {
 
     /// Graceful shutdown: lets queued mail drain, stops every actor
     /// (children first, `stopped` hooks run), then joins all threads.
-    pub fn shutdown(self, timeout: Duration) -> Result<(), ShutdownTimeout> {
+    pub fn shutdown(self, timeout: Duration) -> Result<ShutdownReport, ShutdownTimeout> {
         let start = std::time::Instant::now();
         self.wait_idle(timeout);
         let left = timeout.saturating_sub(start.elapsed());
@@ -484,7 +508,7 @@ impl ThreadedSystem {
 
     /// Stops every actor at once: mail still queued becomes dead letters
     /// (counted); then joins all threads.
-    pub fn shutdown_now(self, timeout: Duration) -> Result<(), ShutdownTimeout> {
+    pub fn shutdown_now(self, timeout: Duration) -> Result<ShutdownReport, ShutdownTimeout> {
         let start = std::time::Instant::now();
         self.close(timeout, start)
     }
@@ -493,7 +517,7 @@ impl ThreadedSystem {
         mut self,
         timeout: Duration,
         start: std::time::Instant,
-    ) -> Result<(), ShutdownTimeout> {
+    ) -> Result<ShutdownReport, ShutdownTimeout> {
         self.close_inner(timeout, start)
     }
 
@@ -501,7 +525,7 @@ impl ThreadedSystem {
         &mut self,
         timeout: Duration,
         start: std::time::Instant,
-    ) -> Result<(), ShutdownTimeout> {
+    ) -> Result<ShutdownReport, ShutdownTimeout> {
         for id in self.engine.children(ROOT) {
             self.stop(id);
         }
@@ -517,7 +541,9 @@ impl ThreadedSystem {
                 remaining,
             });
         }
-        Ok(())
+        Ok(ShutdownReport {
+            dead_letters: self.engine.shared.dead_letters(),
+        })
     }
 
     fn join_threads(&mut self) {
