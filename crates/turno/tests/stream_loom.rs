@@ -22,6 +22,15 @@ use loom::thread;
 use turno::stream::{buffered, rendezvous, Termination, YieldResult};
 use turno::Policy;
 
+/// A model with a preemption bound: loom explores every schedule with at
+/// most `bound` preemptions, which covers the races of interest (a handful
+/// of lock acquisitions each) while keeping the run in seconds.
+fn bounded(bound: usize, f: impl Fn() + Sync + Send + 'static) {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(bound);
+    b.check(f);
+}
+
 fn counter() -> (Arc<AtomicUsize>, impl FnOnce(Termination) + Send + 'static) {
     let calls = Arc::new(AtomicUsize::new(0));
     let c = calls.clone();
@@ -51,7 +60,7 @@ fn termination_exactly_once_finish_vs_cancel() {
 /// the consumer drains: once, and the consumer always sees the end.
 #[test]
 fn termination_exactly_once_two_producers() {
-    loom::model(|| {
+    bounded(3, || {
         let (tx, mut rx) = buffered::<u32>(Policy::Unbounded);
         let (calls, h) = counter();
         tx.on_termination(h);
@@ -99,6 +108,21 @@ fn no_lost_wakeup_suspended_producer() {
         assert_eq!(rx.next_blocking(), Some(2));
         assert_eq!(rx.next_blocking(), None);
         t.join().unwrap();
+    });
+}
+
+/// One take makes room: the waiting producer must be woken by that take
+/// alone, even though the consumer then waits on something else (here, the
+/// producer's thread) instead of polling the stream again.
+#[test]
+fn no_lost_wakeup_room_after_one_take() {
+    loom::model(|| {
+        let (tx, mut rx) = buffered::<u32>(Policy::Suspend(1));
+        assert!(tx.push(1).is_enqueued());
+        let t = thread::spawn(move || tx.send_blocking(2).is_enqueued());
+        assert_eq!(rx.next_blocking(), Some(1));
+        assert!(t.join().unwrap());
+        assert_eq!(rx.next_blocking(), Some(2));
     });
 }
 
