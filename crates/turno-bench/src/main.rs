@@ -10,6 +10,7 @@
 //! runs, median) and the output (a table, or JSON lines with `--json`).
 //! Build with `--release`.
 
+mod actors;
 mod harness;
 mod stream;
 
@@ -18,10 +19,21 @@ use clap::Parser;
 use harness::Harness;
 
 /// Every bench: name and one-line description (shown by `turno-bench list`).
-const BENCHES: &[(&str, &str)] = &[(
-    "stream",
-    "spsc and mpsc throughput of a bounded(1024) stream and a rendezvous channel, vs tokio, flume, crossbeam, kanal, async-channel",
-)];
+const BENCHES: &[(&str, &str)] = &[
+    (
+        "stream",
+        "spsc and mpsc throughput of a bounded(1024) stream and a rendezvous channel, vs tokio, flume, crossbeam, kanal, async-channel",
+    ),
+    ("pingpong", "2 actors, n round trips (actors module: turno vs actix, ractor, kameo, stakker, tokio, crossbeam)"),
+    ("ring", "Savina thread ring: 1000 actors, n hops of a token"),
+    ("spawn", "n actors spawned, one message each, each stops, all stops confirmed"),
+    ("fanin", "4 producer threads into one actor with a suspend mailbox of 1024, sum checked"),
+    ("counting", "Savina counting: a producer actor sends n increments, then asks for the count"),
+    ("chameneos", "Savina chameneos: 8 chameneos, n meetings through a mall"),
+    ("bndbuffer", "Savina bounded buffer: 4 producers, 4 consumers, a manager buffering 64 items, n items"),
+    ("memory", "live heap bytes per idle actor (counting allocator), --n actors"),
+    ("all", "every actor bench, then memory"),
+];
 
 /// turno's benchmarks.
 #[derive(Parser, Debug)]
@@ -67,6 +79,7 @@ fn main() {
             return;
         }
         "stream" => stream::run(&args, &mut h),
+        other if actors::run(other, &args, &mut h) => {}
         other => {
             eprintln!("unknown bench {other:?}; `turno-bench list` shows them");
             std::process::exit(2);

@@ -1,0 +1,188 @@
+//! The actor benches: turno on both schedulers against actix, ractor,
+//! kameo, stakker and two baselines (tokio tasks with `mpsc`, OS threads
+//! with crossbeam-channel), in one binary and one run.
+//!
+//! | bench | what one run does | `n` counts |
+//! |---|---|---|
+//! | `pingpong` | 2 actors bounce a counter | round trips |
+//! | `ring` | Savina thread ring: a token goes around 1000 actors | hops |
+//! | `spawn` | spawn actors, one message each, each stops, all stops confirmed | actors |
+//! | `fanin` | 4 producer threads into one actor (suspend mailbox of 1024), sum checked | messages |
+//! | `counting` | Savina counting: a producer actor sends increments, then asks for the count | messages |
+//! | `chameneos` | Savina chameneos: 8 chameneos meet through a mall | meetings |
+//! | `bndbuffer` | Savina bounded buffer: producers and consumers through a manager holding 64 items | items |
+//!
+//! The implementations, for every bench where they apply:
+//!
+//! - `turno`: [`ThreadedSystem`] with the default threads (the available
+//!   parallelism), metrics and trace off;
+//! - `turno-1t`: [`ThreadedSystem`] on one worker thread;
+//! - `turno-det`: [`DetSystem`] (metrics off), driven by `run_until_idle`;
+//! - `actix`: actors on one `actix_rt::System` (actix's model: an arbiter is
+//!   one thread), `do_send`;
+//! - `ractor`, `kameo`: on a tokio multi-thread runtime (default workers);
+//!   `cast` and `tell(..).await` (kameo's default bounded mailbox of 64);
+//! - `stakker`: single-threaded, `call!`, driven by `Stakker::run`;
+//! - `tokio`: one task per actor, `mpsc::channel(1024)` as the mailbox;
+//! - `crossbeam`: one OS thread per actor, `crossbeam_channel::bounded(1024)`.
+//!
+//! Every run checks its result (counts, sums, who holds the token) and
+//! panics when it is wrong; completion is signalled from inside the actors
+//! (a channel), never detected by sleeping. A lost message shows up as a
+//! panic after [`TIMEOUT`].
+
+use std::time::Duration;
+
+use crossbeam_channel::Receiver;
+use turno::{Actor, Addr, DetSystem, Props, ThreadedSystem};
+
+use crate::harness::Harness;
+use crate::Args;
+
+pub mod bndbuffer;
+pub mod chameneos;
+pub mod counting;
+pub mod fanin;
+pub mod memory;
+pub mod pingpong;
+pub mod ring;
+pub mod spawn;
+
+/// The actor benches, in the order `all` runs them.
+pub const BENCHES: &[&str] = &[
+    "pingpong",
+    "ring",
+    "spawn",
+    "fanin",
+    "counting",
+    "chameneos",
+    "bndbuffer",
+];
+
+/// How long a run may wait for its completion signal before it is declared
+/// lost.
+pub const TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Runs one actor bench by name (`all`: every one of [`BENCHES`], then the
+/// memory measurement). Returns false for an unknown name.
+pub fn run(bench: &str, args: &Args, h: &mut Harness) -> bool {
+    match bench {
+        "pingpong" => pingpong::run(args, h),
+        "ring" => ring::run(args, h),
+        "spawn" => spawn::run(args, h),
+        "fanin" => fanin::run(args, h),
+        "counting" => counting::run(args, h),
+        "chameneos" => chameneos::run(args, h),
+        "bndbuffer" => bndbuffer::run(args, h),
+        "memory" => memory::run(args),
+        "all" => {
+            for b in BENCHES {
+                run(b, args, h);
+            }
+            memory::run(args);
+        }
+        _ => return false,
+    }
+    true
+}
+
+/// The three turno implementations.
+pub const TURNO: [&str; 3] = ["turno", "turno-1t", "turno-det"];
+
+/// A turno system of either scheduler, so that one bench body serves all
+/// three turno implementations.
+pub enum Turno {
+    /// `turno` or `turno-1t`.
+    Threaded(ThreadedSystem),
+    /// `turno-det`.
+    Det(DetSystem),
+}
+
+impl Turno {
+    /// The system for one of [`TURNO`].
+    pub fn new(imp: &str) -> Turno {
+        match imp {
+            "turno" => Turno::Threaded(ThreadedSystem::builder().metrics(false).build()),
+            "turno-1t" => {
+                Turno::Threaded(ThreadedSystem::builder().threads(1).metrics(false).build())
+            }
+            "turno-det" => Turno::Det(
+                DetSystem::builder()
+                    .seed(1)
+                    .metrics(false)
+                    .step_limit(u64::MAX)
+                    .build(),
+            ),
+            other => panic!("not a turno implementation: {other}"),
+        }
+    }
+
+    /// Spawns a top-level actor.
+    pub fn spawn<A: Actor>(
+        &mut self,
+        props: Props,
+        factory: impl FnMut() -> A + Send + 'static,
+    ) -> Addr<A::Msg> {
+        match self {
+            Turno::Threaded(s) => s.spawn(props, factory),
+            Turno::Det(s) => s.spawn(props, factory),
+        }
+        .expect("spawn")
+    }
+
+    /// Waits for the run's completion signal: blocks on `rx` (threaded), or
+    /// runs the deterministic system until idle and then expects the
+    /// signal to be there.
+    pub fn wait<T>(&mut self, rx: &Receiver<T>) -> T {
+        match self {
+            Turno::Threaded(_) => wait(rx),
+            Turno::Det(s) => {
+                s.run_until_idle().expect("run_until_idle");
+                rx.try_recv()
+                    .expect("the deterministic run went idle without finishing")
+            }
+        }
+    }
+
+    /// Shuts the system down (threaded: gracefully, within 10 s).
+    pub fn close(self) {
+        match self {
+            Turno::Threaded(s) => drop(s.shutdown(Duration::from_secs(10))),
+            Turno::Det(s) => drop(s),
+        }
+    }
+}
+
+/// Blocks on a completion channel, panicking after [`TIMEOUT`].
+pub fn wait<T>(rx: &Receiver<T>) -> T {
+    rx.recv_timeout(TIMEOUT)
+        .expect("no completion signal: a message was lost or an actor is stuck")
+}
+
+/// A tokio multi-thread runtime with the default number of workers (the
+/// runtime for the `tokio`, `ractor` and `kameo` implementations).
+pub fn tokio_rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
+/// `--n` or the bench's default.
+pub fn n_or(args: &Args, default: u64) -> u64 {
+    args.n.unwrap_or(default).max(1)
+}
+
+/// Prints a line saying why an implementation does not take part.
+pub fn not_applicable(args: &Args, bench: &str, imp: &str, why: &str) {
+    if args.selected(bench, imp) {
+        eprintln!("  {bench:<34} {imp:<18} n/a: {why}");
+    }
+}
+
+/// Checks that a turno send was enqueued (every bench's mailboxes are large
+/// enough, or suspend, so anything else is a bug).
+#[inline]
+pub fn enq<M>(v: turno::Verdict<M>) {
+    assert!(v.is_enqueued(), "a turno send was not enqueued");
+}
