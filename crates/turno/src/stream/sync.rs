@@ -37,11 +37,11 @@ impl<T> Mutex<T> {
 ///
 /// The waker is one per thread and never reallocated, so a stream that
 /// keeps it (`Waker::will_wake`) never clones it again. Waking it sets a
-/// flag; before parking, the thread spins briefly on that flag (a read of
-/// its own cache line, which does not disturb the other side), because on a
-/// multi-core machine the other side usually answers within a few hundred
-/// nanoseconds, far less than a park/unpark round trip. The waker calls
-/// `unpark` only when the thread really sleeps.
+/// flag; before parking, the thread yields its core a few times, checking
+/// that flag (a read of its own cache line, which does not disturb the other
+/// side), because the other side usually answers within a time slice, far
+/// less than a park/unpark round trip. The waker calls `unpark` only when
+/// the thread really sleeps.
 ///
 /// Do not call it from inside an async task: it blocks the executor thread.
 ///
@@ -94,25 +94,33 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
         };
     }
 
+    /// Yields before parking.
+    const YIELDS: u32 = 3;
+
     let mut future = std::pin::pin!(future);
     SIGNAL.with(|(signal, waker)| {
         let mut cx = Context::from_waker(waker);
         'poll: loop {
             signal.notified.0.store(false, Ordering::SeqCst);
             if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
+                // The flag is per thread: if this call was nested inside the
+                // poll of an outer `block_on`, it may have eaten a wake-up
+                // meant for the outer future. Leave the flag set: at worst
+                // the outer one polls once more for nothing.
+                signal.notified.0.store(true, Ordering::SeqCst);
                 return out;
             }
-            for round in 0..10u32 {
+            // Before sleeping, give the other side a few chances to answer
+            // by yielding the core, not by spinning: measured on the 2-core
+            // benchmark machine (BENCHMARKS.md), where producers and consumer
+            // outnumber the cores, spinning delays the very thread that would
+            // wake us (rendezvous throughput fell 2-3x with a 127-iteration
+            // spin), while three yields then a park was best across cases.
+            for _ in 0..YIELDS {
                 if signal.notified.0.load(Ordering::Acquire) {
                     continue 'poll;
                 }
-                if round < 7 {
-                    for _ in 0..(1u32 << round) {
-                        std::hint::spin_loop();
-                    }
-                } else {
-                    thread::yield_now();
-                }
+                thread::yield_now();
             }
             signal.sleeping.store(true, Ordering::SeqCst);
             while !signal.notified.0.load(Ordering::SeqCst) {
