@@ -833,6 +833,7 @@ impl Host {
         self.push_frame(label);
         let r = f.call(this, args, ctx);
         self.pop_frame();
+        self.check_exit()?;
         self.sample_promises();
         match r {
             Ok(_) => Ok(()),
@@ -880,6 +881,15 @@ impl Host {
             }
         }
         Ok(Some(out))
+    }
+
+    /// `process.exit` was called, even if the engine swallowed the unwind
+    /// (an async function body turns it into a rejection).
+    fn check_exit(&self) -> Result<(), Stop> {
+        match self.st.borrow().exit_request {
+            Some(code) => Err(Stop::Exit(code)),
+            None => Ok(()),
+        }
     }
 
     fn uncaught(&self, ctx: &mut Context, e: JsError) -> Result<(), Stop> {
@@ -1020,6 +1030,7 @@ impl Host {
                 Micro::Promise(job) => {
                     self.step()?;
                     let r = job.call(ctx);
+                    self.check_exit()?;
                     self.sample_promises();
                     if let Err(e) = r {
                         self.uncaught(ctx, e)?;
@@ -1855,6 +1866,7 @@ fn run_program(
             host.push_frame(label.into());
             let r = script.evaluate(ctx);
             host.pop_frame();
+            host.check_exit()?;
             host.sample_promises();
             if let Err(e) = r {
                 host.uncaught(ctx, e)?;

@@ -237,6 +237,8 @@ fn exit_codes_follow_node() {
     let cases = [
         ("process.exitCode = 2;", 2),
         ("process.exit(5); console.log('no');", 5),
+        ("Promise.resolve().then(() => process.exit(4));", 4),
+        ("(async () => { await null; try { process.exit(6); } catch (e) { console.log('no'); } })();", 6),
         ("Promise.reject(new Error('r'));", 1),
         ("throw 'str';", 1),
         ("console.log('fine');", 0),
