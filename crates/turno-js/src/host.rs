@@ -157,6 +157,9 @@ pub(crate) struct State {
     next_promise_id: u64,
     race_notes: u64,
     noted: Vec<&'static str>,
+    /// The JavaScript frames active while a native runs (tracing only);
+    /// attached to every event recorded meanwhile.
+    js_stack: Option<Vec<String>>,
     dropped_jobs: u64,
     inspect: Option<JsObject>,
     clock: Rc<std::cell::Cell<u64>>,
@@ -173,7 +176,8 @@ pub(crate) struct Host {
 }
 
 impl JobExecutor for Host {
-    fn enqueue_job(self: Rc<Self>, job: Job, _context: &mut Context) {
+    fn enqueue_job(self: Rc<Self>, job: Job, context: &mut Context) {
+        let _js = JsStackScope::enter(&self, context);
         match job {
             Job::PromiseJob(j) => self.push_micro(Micro::Promise(j), "PromiseJob".into()),
             _ => {
@@ -357,6 +361,55 @@ fn args_vec(v: Option<&JsValue>, ctx: &mut Context) -> JsResult<Vec<JsValue>> {
     Ok(out)
 }
 
+/// The JavaScript call stack, outermost first, as `name (file:line:col)`;
+/// the prelude's own frames (console.log, setTimeout, ... wrappers) left out.
+fn js_stack(ctx: &Context) -> Vec<String> {
+    let mut frames: Vec<String> = ctx
+        .stack_trace()
+        .filter_map(|f| {
+            let loc = f.position();
+            let path = loc.path.to_string();
+            if path.starts_with("<turno-prelude>") {
+                return None;
+            }
+            let name = if loc.function_name.is_empty() {
+                "<main>".to_string()
+            } else {
+                loc.function_name.to_std_string_escaped()
+            };
+            Some(match loc.position {
+                Some(p) => format!("{name} ({path}:{}:{})", p.line_number(), p.column_number()),
+                None => format!("{name} ({path})"),
+            })
+        })
+        .collect();
+    frames.reverse();
+    frames
+}
+
+/// While alive, events recorded carry the JavaScript stack of the native
+/// call that records them (tracing only).
+struct JsStackScope(Rc<Host>, Option<Vec<String>>);
+
+impl JsStackScope {
+    fn enter(host: &Rc<Host>, ctx: &Context) -> Self {
+        let mut prev = None;
+        if host.tracing() {
+            let now = js_stack(ctx);
+            prev = host.st.borrow_mut().js_stack.replace(now);
+        }
+        JsStackScope(host.clone(), prev)
+    }
+}
+
+impl Drop for JsStackScope {
+    fn drop(&mut self) {
+        if let Ok(mut st) = self.0.st.try_borrow_mut() {
+            st.js_stack = self.1.take();
+        }
+    }
+}
+
 fn host_of(ctx: &Context) -> JsResult<Rc<Host>> {
     ctx.downcast_job_executor::<Host>().ok_or_else(|| {
         JsNativeError::error()
@@ -384,6 +437,7 @@ fn arg_u32(args: &[JsValue], i: usize, ctx: &mut Context) -> JsResult<u32> {
 
 fn n_write(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
     let host = host_of(ctx)?;
+    let _js = JsStackScope::enter(&host, ctx);
     let fd = arg_u32(args, 0, ctx)?;
     let text = args
         .get(1)
@@ -397,6 +451,7 @@ fn n_write(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue
 
 fn n_set_timer(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
     let host = host_of(ctx)?;
+    let _js = JsStackScope::enter(&host, ctx);
     let Some(cb) = arg_fn(args, 0) else {
         // HTML would compile a string handler; we don't evaluate strings.
         return Ok(JsValue::from(0));
@@ -411,6 +466,7 @@ fn n_set_timer(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsV
 
 fn n_clear_timer(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
     let host = host_of(ctx)?;
+    let _js = JsStackScope::enter(&host, ctx);
     let id = arg_u32(args, 0, ctx)?;
     host.clear_timer(id);
     Ok(JsValue::undefined())
@@ -435,6 +491,7 @@ fn n_has_ref(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsVal
 
 fn n_set_immediate(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
     let host = host_of(ctx)?;
+    let _js = JsStackScope::enter(&host, ctx);
     let Some(cb) = arg_fn(args, 0) else {
         return Ok(JsValue::undefined());
     };
@@ -456,6 +513,7 @@ fn n_set_immediate(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult
 
 fn n_clear_immediate(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
     let host = host_of(ctx)?;
+    let _js = JsStackScope::enter(&host, ctx);
     let id = arg_u32(args, 0, ctx)?;
     let mut st = host.st.borrow_mut();
     let before = st.immediates.len();
@@ -471,6 +529,7 @@ fn n_clear_immediate(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResu
 
 fn n_next_tick(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
     let host = host_of(ctx)?;
+    let _js = JsStackScope::enter(&host, ctx);
     let Some(cb) = arg_fn(args, 0) else {
         return Ok(JsValue::undefined());
     };
@@ -489,6 +548,7 @@ fn n_next_tick(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsV
 
 fn n_queue_microtask(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
     let host = host_of(ctx)?;
+    let _js = JsStackScope::enter(&host, ctx);
     let Some(cb) = arg_fn(args, 0) else {
         return Ok(JsValue::undefined());
     };
@@ -499,6 +559,7 @@ fn n_queue_microtask(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResu
 
 fn n_raf(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
     let host = host_of(ctx)?;
+    let _js = JsStackScope::enter(&host, ctx);
     let Some(cb) = arg_fn(args, 0) else {
         return Ok(JsValue::from(0));
     };
@@ -520,6 +581,7 @@ fn n_raf(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> 
 
 fn n_cancel_raf(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
     let host = host_of(ctx)?;
+    let _js = JsStackScope::enter(&host, ctx);
     let id = arg_u32(args, 0, ctx)?;
     let mut st = host.st.borrow_mut();
     let before = st.raf.len();
@@ -538,6 +600,7 @@ fn n_cancel_raf(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<Js
 
 fn n_post_task(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
     let host = host_of(ctx)?;
+    let _js = JsStackScope::enter(&host, ctx);
     let Some(cb) = arg_fn(args, 0) else {
         return Ok(JsValue::undefined());
     };
@@ -626,8 +689,11 @@ impl State {
         self.notes.push(text);
     }
 
-    fn ev(&mut self, kind: &str, fields: Value) {
+    fn ev(&mut self, kind: &str, mut fields: Value) {
         let t = self.now_ns;
+        if let (Some(js), Value::Object(m)) = (&self.js_stack, &mut fields) {
+            m.insert("js_stack".into(), json!(js));
+        }
         if let Some(tr) = self.trace.as_mut() {
             tr.push(t, kind, fields);
         }
@@ -1609,10 +1675,13 @@ fn install_promise_taps(ctx: &mut Context) -> JsResult<()> {
         let f = NativeFunction::from_copy_closure_with_captures(
             move |this, args, (orig, via): &(JsObject, &'static str), ctx| {
                 let host = host_of(ctx)?;
+                let js = JsStackScope::enter(&host, ctx);
                 if let Some(o) = this.as_object() {
                     host.track_promise(&o, via);
                 }
+                drop(js);
                 let r = orig.call(this, args, ctx)?;
+                let _js = JsStackScope::enter(&host, ctx);
                 if let Some(o) = r.as_object() {
                     host.track_promise(&o, via);
                 }
@@ -1688,6 +1757,7 @@ pub(crate) fn run(
             next_promise_id: 0,
             race_notes: 0,
             noted: Vec::new(),
+            js_stack: None,
             dropped_jobs: 0,
             inspect: None,
             clock: clock_cell.clone(),

@@ -387,3 +387,24 @@ fn html_notes_where_the_browser_may_differ() {
     .unwrap();
     assert!(report.notes.is_empty(), "{:?}", report.notes);
 }
+
+#[test]
+fn trace_events_carry_the_javascript_stack() {
+    let src = "function outer() { inner(); }\nfunction inner() { setTimeout(function later() { console.log('x'); }, 1); }\nouter();";
+    let report = run(src, "s.js", &traced(Model::Node)).unwrap();
+    let trace = report.trace.unwrap();
+    let timer = trace
+        .events_of_kind("enqueue")
+        .find(|e| e["queue"] == "timers")
+        .unwrap();
+    assert_eq!(
+        timer["js_stack"],
+        serde_json::json!([
+            "<main> (s.js:3:6)",
+            "outer (s.js:1:25)",
+            "inner (s.js:2:30)"
+        ])
+    );
+    let out = trace.events_of_kind("output").next().unwrap();
+    assert_eq!(out["js_stack"], serde_json::json!(["later (s.js:2:61)"]));
+}
