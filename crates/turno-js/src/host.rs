@@ -1593,7 +1593,8 @@ fn split_parse_error(msg: &str) -> (String, Option<(u32, u32)>) {
 /// `(file, line, column)` of the first `    at name (file:line:col)` frame.
 fn first_frame_location(stack: &str) -> Option<(String, u32, u32)> {
     for l in stack.lines() {
-        let l = l.trim();
+        // The last frame of an error with extra properties ends in " {".
+        let l = l.trim().trim_end_matches('{').trim_end();
         let Some(rest) = l.strip_prefix("at ") else {
             continue;
         };

@@ -408,3 +408,37 @@ fn trace_events_carry_the_javascript_stack() {
     let out = trace.events_of_kind("output").next().unwrap();
     assert_eq!(out["js_stack"], serde_json::json!(["later (s.js:2:61)"]));
 }
+
+#[test]
+fn hostile_input_never_panics() {
+    let inputs = [
+        "",
+        "@@@ \u{0} garbage (((",
+        "const r = Proxy.revocable({}, {}); r.revoke(); console.log(r.proxy);",
+        "console.log({ get x() { throw new Error('getter'); } });",
+        "setTimeout(null); setTimeout(() => {}, Symbol());",
+        "requestAnimationFrame(5);",
+        "new MessageChannel().port1.postMessage();",
+        "Object.defineProperty(Promise.prototype, 'then', { get() { throw 1; } }); Promise.resolve(1).then;",
+        "Promise.prototype.then = null; Promise.resolve(2).then(() => {});",
+        "globalThis.console = undefined; setTimeout(() => console.log('x'), 1);",
+        "function f(n) { return n ? f(n - 1) : 0 } f(1e6);",
+        "process.nextTick(); queueMicrotask(); setImmediate('x');",
+        "throw null;",
+        "Promise.reject(undefined);",
+        "class A { static get name() { throw 1; } } setTimeout(A, 1); requestAnimationFrame(A);",
+        "process.exit('not a number');",
+    ];
+    for src in inputs {
+        for model in [Model::Node, Model::Html] {
+            match run(src, "bad.js", &traced(model)) {
+                Ok(report) => {
+                    if !report.uncaught.is_empty() {
+                        assert_ne!(report.exit_code, 0, "{src}");
+                    }
+                }
+                Err(e) => assert!(e.partial_report().is_some(), "{src}: {e}"),
+            }
+        }
+    }
+}
