@@ -31,6 +31,8 @@
 //! (a channel), never detected by sleeping. A lost message shows up as a
 //! panic after [`TIMEOUT`].
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crossbeam_channel::Receiver;
@@ -185,4 +187,48 @@ pub fn not_applicable(args: &Args, bench: &str, imp: &str, why: &str) {
 #[inline]
 pub fn enq<M>(v: turno::Verdict<M>) {
     assert!(v.is_enqueued(), "a turno send was not enqueued");
+}
+
+/// Counts down from `n`; the last [`Countdown::tick`] signals completion.
+pub struct Countdown {
+    left: AtomicU64,
+    done: Done,
+}
+
+enum Done {
+    Sync(crossbeam_channel::Sender<()>),
+    Async(tokio::sync::mpsc::UnboundedSender<()>),
+}
+
+impl Countdown {
+    /// A countdown whose end is received on a crossbeam channel.
+    pub fn new(n: u64) -> (Arc<Countdown>, Receiver<()>) {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let cd = Countdown {
+            left: AtomicU64::new(n),
+            done: Done::Sync(tx),
+        };
+        (Arc::new(cd), rx)
+    }
+
+    /// A countdown whose end is awaited (for actix, whose system runs on the
+    /// driving thread).
+    pub fn new_async(n: u64) -> (Arc<Countdown>, tokio::sync::mpsc::UnboundedReceiver<()>) {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let cd = Countdown {
+            left: AtomicU64::new(n),
+            done: Done::Async(tx),
+        };
+        (Arc::new(cd), rx)
+    }
+
+    /// One done; the last one signals.
+    pub fn tick(&self) {
+        if self.left.fetch_sub(1, Ordering::AcqRel) == 1 {
+            let _ = match &self.done {
+                Done::Sync(tx) => tx.send(()).is_ok(),
+                Done::Async(tx) => tx.send(()).is_ok(),
+            };
+        }
+    }
 }
