@@ -75,7 +75,8 @@
 //!   so in a note). Frames are at exactly k/60 s; a real browser's frames
 //!   follow the display, so rAF against timers is noted as timing-dependent.
 //!   An uncaught error is reported and the page keeps running; the exit code
-//!   is then 1. String handlers for `setTimeout` are not evaluated.
+//!   is then 1. A string handler for `setTimeout` is evaluated as script
+//!   text (indirect `eval`) when the timer fires.
 //! * **Date.now()** starts at 2024-01-01T00:00:00Z and follows virtual time;
 //!   `performance.now()` is virtual milliseconds since the start.
 //!

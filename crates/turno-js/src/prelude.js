@@ -189,6 +189,13 @@
       }
       return `[Circular *${index}]`;
     }
+    try {
+      Reflect.getPrototypeOf(value);
+    } catch (e) {
+      // boa: "Proxy object has empty handler and target" for a revoked proxy.
+      if (e instanceof TypeError && /handler|revoked/i.test(String(e.message))) return '<Revoked Proxy>';
+      throw e;
+    }
     return formatRaw(ctx, value, recurseTimes);
   }
 
@@ -690,8 +697,14 @@
   } else {
     def('window', globalThis);
     def('self', globalThis);
-    def('setTimeout', function setTimeout(cb, ms, ...args) { return h.setTimer(cb, args, ms, false); });
-    def('setInterval', function setInterval(cb, ms, ...args) { return h.setTimer(cb, args, ms, true); });
+    // A string handler is compiled as script text when the timer fires.
+    const handler = (cb) => {
+      if (typeof cb === 'function') return cb;
+      const code = String(cb);
+      return function timerScript() { (0, eval)(code); };
+    };
+    def('setTimeout', function setTimeout(cb, ms, ...args) { return h.setTimer(handler(cb), args, ms, false); });
+    def('setInterval', function setInterval(cb, ms, ...args) { return h.setTimer(handler(cb), args, ms, true); });
     def('clearTimeout', function clearTimeout(id) { h.clearTimer(Number(id)); });
     def('clearInterval', function clearInterval(id) { h.clearTimer(Number(id)); });
     def('requestAnimationFrame', function requestAnimationFrame(cb) { checkCallback(cb); return h.raf(cb); });

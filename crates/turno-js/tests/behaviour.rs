@@ -442,3 +442,12 @@ fn hostile_input_never_panics() {
         }
     }
 }
+
+#[test]
+fn html_interval_is_clamped_after_five_repeats() {
+    let src = "let n = 0; let last = 0; const gaps = [];\nconst id = setInterval(() => {\n  n++; const now = performance.now(); gaps.push(now - last); last = now;\n  if (n === 9) { clearInterval(id); console.log(gaps.join(' ')); }\n}, 0);";
+    let report = run(src, "i.js", &opts(Model::Html)).unwrap();
+    // Runs at nesting levels 1..=6 are back to back; the re-arm from level 6
+    // on is clamped to 4 ms.
+    assert_eq!(report.stdout_lines(), ["0 0 0 0 0 0 4 4 4"]);
+}
