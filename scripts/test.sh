@@ -17,3 +17,8 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 cargo test --workspace --all-features --locked "$@"
+
+# The model-checked concurrency tests: the real scheduling and stream code
+# under loom (a separate build with --cfg turno_loom).
+RUSTFLAGS="--cfg turno_loom" CARGO_TARGET_DIR=target/loom \
+  cargo test -p turno --release --locked --test sched_loom --test stream_loom

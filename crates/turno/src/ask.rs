@@ -79,6 +79,7 @@ pub struct ReplyTo<R> {
 }
 
 impl<R> ReplyTo<R> {
+    #[cfg(feature = "tokio")]
     pub(crate) fn with_port(id: RequestId, port: Arc<dyn ReplyPort<R>>) -> Self {
         ReplyTo { id, port }
     }

@@ -44,8 +44,6 @@ use std::collections::BinaryHeap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::Mutex;
-
 use crate::actor::{Actor, Props, SpawnError};
 use crate::addr::{ActorId, Addr};
 use crate::cell::Cell;
@@ -53,6 +51,7 @@ use crate::context::TimerKey;
 use crate::engine::{Engine, Scheduler, Slot};
 use crate::mailbox::{Control, Signal};
 use crate::supervision::{ExitReason, Supervision};
+use crate::sync::Mutex;
 use crate::system::SystemShared;
 use crate::time::{Clock, Instant};
 use crate::trace::{TraceSink, Tracer};
@@ -393,5 +392,65 @@ impl DetSystem {
 impl Drop for DetSystem {
     fn drop(&mut self) {
         self.shared().tracer.flush();
+    }
+}
+
+/// The deterministic run queue shared by several model threads: loom's
+/// checks of the scheduling protocol (`tests/sched_loom.rs`) run the real
+/// engine with more than one runner. Not part of the API.
+#[cfg(turno_loom)]
+#[doc(hidden)]
+pub struct SharedRunner {
+    engine: Engine,
+    queue: Arc<DetQueue>,
+}
+
+#[cfg(turno_loom)]
+impl SharedRunner {
+    /// An empty system (virtual clock, no trace, no metrics).
+    pub fn new() -> Self {
+        let shared = Arc::new(SystemShared::new(
+            Clock::default(),
+            Tracer::new(None),
+            false,
+        ));
+        let queue = Arc::new(DetQueue::default());
+        let engine = Engine::new(shared, queue.clone(), Supervision::default());
+        SharedRunner { engine, queue }
+    }
+
+    /// Spawns a top-level actor.
+    pub fn spawn<A: Actor>(
+        &self,
+        props: Props,
+        factory: impl FnMut() -> A + Send + 'static,
+    ) -> Addr<A::Msg> {
+        let (spawned, addr) =
+            Cell::<A>::create(self.engine.shared.clone(), props, Box::new(factory))
+                .expect("valid props");
+        self.engine.register(None, spawned);
+        addr
+    }
+
+    /// Runs one unit of work of some ready actor; false when none is ready.
+    pub fn run_one(&self) -> bool {
+        let slot = self.queue.ready.lock().pop();
+        match slot {
+            Some(slot) => {
+                self.engine.run_slot(&slot, 1);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// True while the actor is muted.
+    pub fn is_muted(&self, id: ActorId) -> bool {
+        self.engine.is_muted(id)
+    }
+
+    /// Slots in the run queue.
+    pub fn ready_len(&self) -> usize {
+        self.queue.ready.lock().len()
     }
 }

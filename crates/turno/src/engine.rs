@@ -21,24 +21,25 @@
 //!
 //! An actor is *idle* (mailbox `notified` flag clear: the next push wakes
 //! it), *scheduled or running* (flag set, the slot is in a run queue or being
-//! run), or *parked* (flag set, `parked` set: it has mail it may not handle
-//! yet). The runner that finishes a batch either requeues the slot, parks
-//! it, or idles it; parking publishes `parked` *before* re-checking for work
-//! that would unpark it, and whoever makes it runnable again (a control
-//! message, the last unmute, the end of a busy period) swaps `parked` back
-//! to false and requeues: exactly one of the two requeues it.
+//! run), or *parked* (flag set, `PARKED` set in the slot's state word: it has
+//! mail it may not handle yet because it is muted, failed, stopping or busy).
+//! The runner that finishes a batch requeues the slot, parks it, or idles it.
+//! Parking and every unblocking (the last unmute, the end of a busy period)
+//! are read-modify-writes of the one state word, so exactly one side
+//! requeues; a control message unparks unconditionally, and the parking
+//! runner looks for control messages again after parking. `tests/sched_loom.rs`
+//! checks this protocol with loom.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
-
-use parking_lot::Mutex;
 
 use crate::addr::ActorId;
 use crate::cell::{AnyCell, Step, TurnOutcome};
 use crate::context::{Effects, Spawned, TimerKey};
 use crate::mailbox::{Control, MailboxOps, Signal, Wake};
 use crate::supervision::{Directive, ExitReason, Failure, RestartLog, Strategy, Supervision};
+use crate::sync::{AtomicU64, Mutex};
 use crate::system::SystemShared;
 use crate::time::Instant;
 use crate::trace::EventKind;
@@ -62,13 +63,11 @@ pub(crate) struct Slot {
     pub(crate) id: ActorId,
     /// The cell; `None` once the actor has stopped. Only its runner locks it.
     pub(crate) cell: Mutex<Option<Box<dyn AnyCell>>>,
-    parked: AtomicBool,
-    /// How many mailboxes mute this actor (its out-degree in the wait-for graph).
-    muted: AtomicU32,
-    failed: AtomicBool,
-    /// Waiting for its children to stop (before its own stop or restart).
-    stopping: AtomicBool,
-    /// End of a simulated busy period, in nanoseconds; 0 when not busy.
+    /// The scheduling state word: `PARKED`, the blocking flags and the mute
+    /// count, changed only by read-modify-writes of this one word (see
+    /// [`Slot::try_park`]).
+    state: AtomicU64,
+    /// End of a simulated busy period, in nanoseconds (with `BUSY` set).
     busy_until: AtomicU64,
     /// The mailbox, reachable without the cell's lock.
     mailbox: Arc<dyn MailboxOps>,
@@ -76,25 +75,86 @@ pub(crate) struct Slot {
     sched: Arc<dyn Scheduler>,
 }
 
+/// Parked: the slot has work it may not do yet and is in no run queue.
+const PARKED: u64 = 1 << 63;
+/// Its turn panicked; only control messages (restart, stop) run.
+const FAILED: u64 = 1 << 62;
+/// Waiting for its children to stop; only control messages run.
+const STOPPING: u64 = 1 << 61;
+/// Simulated work in progress (deterministic scheduler).
+const BUSY: u64 = 1 << 60;
+/// How many mailboxes mute this actor (its out-degree in the wait-for graph).
+const MUTES: u64 = (1 << 32) - 1;
+/// Anything that keeps the actor from handling mail and signals.
+const BLOCKING: u64 = FAILED | STOPPING | BUSY | MUTES;
+
 impl Slot {
     /// May the actor handle user mail and signals now?
     fn blocked(&self) -> bool {
-        self.muted.load(Ordering::SeqCst) > 0
-            || self.failed.load(Ordering::SeqCst)
-            || self.stopping.load(Ordering::SeqCst)
-            || self.busy_until.load(Ordering::SeqCst) > 0
+        self.state.load(Ordering::SeqCst) & BLOCKING != 0
     }
 
     pub(crate) fn is_muted(&self) -> bool {
-        self.muted.load(Ordering::SeqCst) > 0
+        self.state.load(Ordering::SeqCst) & MUTES != 0
     }
 
-    /// Requeues a parked slot; no-op if it was not parked.
+    fn is_failed(&self) -> bool {
+        self.state.load(Ordering::SeqCst) & FAILED != 0
+    }
+
+    /// Sets blocking flags (only the actor's own runner does this).
+    fn block(&self, flags: u64) {
+        self.state.fetch_or(flags, Ordering::SeqCst);
+    }
+
+    /// Clears blocking flags, or removes one mute (`unmute`); if that leaves
+    /// a parked slot unblocked, unparks it in the same step and requeues it.
+    ///
+    /// Parking ([`Slot::try_park`]) and unblocking are read-modify-writes of
+    /// one word, so they are totally ordered: either the unblocking sees
+    /// `PARKED` and requeues, or the parking sees no blocking flag and does
+    /// not park. No wake-up is lost, even under acquire/release reasoning
+    /// (which is what loom checks).
+    fn unblock(&self, flags: u64, unmute: bool) {
+        let mut requeue = false;
+        let _ = self
+            .state
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |s| {
+                let mut n = s & !flags;
+                if unmute && n & MUTES != 0 {
+                    n -= 1;
+                }
+                requeue = n & PARKED != 0 && n & BLOCKING == 0;
+                if requeue {
+                    n &= !PARKED;
+                }
+                Some(n)
+            });
+        if requeue {
+            self.requeue();
+        }
+    }
+
+    /// Parks the slot if it is blocked; false (not parked) if it is not.
+    fn try_park(&self) -> bool {
+        self.state
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |s| {
+                (s & BLOCKING != 0).then_some(s | PARKED)
+            })
+            .is_ok()
+    }
+
+    /// Requeues a parked slot whatever blocks it (a control message must
+    /// run); no-op if it was not parked.
     pub(crate) fn unpark(&self) {
-        if self.parked.swap(false, Ordering::SeqCst) {
-            if let Some(me) = self.me.upgrade() {
-                self.sched.schedule(me);
-            }
+        if self.state.fetch_and(!PARKED, Ordering::SeqCst) & PARKED != 0 {
+            self.requeue();
+        }
+    }
+
+    fn requeue(&self) {
+        if let Some(me) = self.me.upgrade() {
+            self.sched.schedule(me);
         }
     }
 
@@ -105,7 +165,7 @@ impl Slot {
             .compare_exchange(deadline.as_nanos(), 0, Ordering::SeqCst, Ordering::SeqCst)
             .is_ok()
         {
-            self.unpark();
+            self.unblock(BUSY, false);
         }
     }
 }
@@ -261,10 +321,7 @@ impl Engine {
             id,
             cell: Mutex::new(None),
             mailbox: cell.mailbox_ops(),
-            parked: AtomicBool::new(false),
-            muted: AtomicU32::new(0),
-            failed: AtomicBool::new(false),
-            stopping: AtomicBool::new(false),
+            state: AtomicU64::new(0),
             busy_until: AtomicU64::new(0),
             me: me.clone(),
             sched: self.sched.clone(),
@@ -382,18 +439,22 @@ impl Engine {
 
     /// After a batch: requeue, park or idle, without losing a wake-up.
     fn finish(&self, slot: &Arc<Slot>, cell: &dyn AnyCell) {
-        let runnable =
-            |slot: &Slot| cell.has_control() || (!slot.blocked() && cell.has_work(false));
-        if runnable(slot) {
+        if cell.has_control() || (!slot.blocked() && cell.has_work(false)) {
             self.sched.schedule(slot.clone());
             return;
         }
-        if slot.blocked() {
-            slot.parked.store(true, Ordering::SeqCst);
-            if runnable(slot) {
+        if slot.try_park() {
+            // A control message pushed before `PARKED` was set found nothing
+            // to unpark: look again now that it is set. (Its push and this
+            // look are ordered by the mailbox lock.)
+            if cell.has_control() {
                 slot.unpark();
             }
-        } else if !cell.try_idle() {
+            return;
+        }
+        // Not blocked (only this runner can block it again): idle, unless
+        // work raced in.
+        if !cell.try_idle() {
             self.sched.schedule(slot.clone());
         }
     }
@@ -455,7 +516,7 @@ impl Engine {
         match children {
             None => self.complete_stop(slot, cell, then),
             Some(children) => {
-                slot.stopping.store(true, Ordering::SeqCst);
+                slot.block(STOPPING);
                 for c in children.into_iter().rev() {
                     self.push_control(c, Control::Stop(ExitReason::Stopped));
                 }
@@ -465,7 +526,8 @@ impl Engine {
     }
 
     fn complete_stop(&self, slot: &Arc<Slot>, cell: &mut dyn AnyCell, then: Then) -> Flow {
-        slot.stopping.store(false, Ordering::SeqCst);
+        // Its own runner: nothing to unpark.
+        slot.state.fetch_and(!STOPPING, Ordering::SeqCst);
         match then {
             Then::Finalize(reason) => self.finalize(slot, cell, reason),
             Then::Restart(in_period) => {
@@ -478,7 +540,7 @@ impl Engine {
     fn restart_now(&self, slot: &Arc<Slot>, cell: &mut dyn AnyCell, restarts_in_period: u32) {
         let mut fx = Effects::default();
         cell.reset(&mut fx);
-        slot.failed.store(false, Ordering::SeqCst);
+        slot.state.fetch_and(!(FAILED | BUSY), Ordering::SeqCst);
         slot.busy_until.store(0, Ordering::SeqCst);
         if let Some(node) = self.tree.lock().nodes.get_mut(&slot.id) {
             node.restart_count += 1;
@@ -600,8 +662,8 @@ impl Engine {
         if let Some(cost) = busy_for {
             if self.sched.simulates_work() && !cost.is_zero() {
                 let until = self.shared.clock.now() + cost;
-                slot.busy_until
-                    .store(until.as_nanos().max(1), Ordering::SeqCst);
+                slot.busy_until.store(until.as_nanos(), Ordering::SeqCst);
+                slot.block(BUSY);
                 self.sched.add_timer(id, TimerKey::WakeUp, until);
             }
         }
@@ -645,8 +707,13 @@ impl Engine {
             return; // the receiver drained before we got here
         }
         if let Some(node) = tree.nodes.get_mut(&sender.id) {
+            if node.waiting_on.contains(&receiver) {
+                // One turn can be muted twice by the same receiver (it drained
+                // and filled again between two sends): one edge, one count.
+                return;
+            }
             node.waiting_on.push(receiver);
-            sender.muted.fetch_add(1, Ordering::SeqCst);
+            sender.state.fetch_add(1, Ordering::SeqCst); // one more mute
             drop(tree);
             self.trace(|| EventKind::Mute {
                 actor: sender.id,
@@ -668,24 +735,24 @@ impl Engine {
                 if let Some(node) = tree.nodes.get_mut(&s) {
                     let before = node.waiting_on.len();
                     node.waiting_on.retain(|r| *r != receiver);
-                    if node.waiting_on.len() < before
-                        && node.slot.muted.fetch_sub(1, Ordering::SeqCst) == 1
-                    {
+                    if node.waiting_on.len() < before {
                         freed.push(node.slot.clone());
                     }
                 }
             }
         }
         for s in freed {
-            self.trace(|| EventKind::Unmute { actor: s.id });
-            s.unpark();
+            s.unblock(0, true);
+            if !s.is_muted() {
+                self.trace(|| EventKind::Unmute { actor: s.id });
+            }
         }
     }
 
     // ----- failure and supervision ----------------------------------------
 
     fn fail(&self, slot: &Arc<Slot>, cell: &mut dyn AnyCell, error: String) -> Flow {
-        slot.failed.store(true, Ordering::SeqCst);
+        slot.block(FAILED);
         cell.fail();
         self.trace(|| EventKind::Fail {
             actor: slot.id,
@@ -720,7 +787,7 @@ impl Engine {
             let child_failed = tree
                 .nodes
                 .get(&child)
-                .is_some_and(|n| n.slot.failed.load(Ordering::SeqCst) && n.then.is_none());
+                .is_some_and(|n| n.slot.is_failed() && n.then.is_none());
             if !child_failed {
                 return Flow::Continue; // stopped or restarted meanwhile
             }

@@ -57,8 +57,10 @@ pub mod metrics;
 pub mod stash;
 pub mod stream;
 pub mod supervision;
+mod sync;
 mod system;
 pub mod testkit;
+#[cfg(not(turno_loom))]
 pub mod threaded;
 pub mod time;
 pub mod timer;
@@ -73,6 +75,7 @@ pub use deterministic::{DetSystem, DetSystemBuilder, StepLimit};
 pub use mailbox::{Verdict, VerdictKind};
 pub use stash::StashFull;
 pub use supervision::{Directive, ExitReason, Failure, Strategy, Supervision};
+#[cfg(not(turno_loom))]
 pub use threaded::{ThreadedBuilder, ThreadedSystem};
 pub use time::Instant;
 pub use timer::TimerId;

@@ -16,11 +16,11 @@
 //! they are released when the depth falls below the low watermark.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 
+use crate::sync::{AtomicU64, Mutex};
 use event_listener::Event;
-use parking_lot::Mutex;
 
 use crate::addr::ActorId;
 use crate::ask::RequestId;

@@ -1,7 +1,9 @@
 //! State shared by everything in one actor system: the clock, the trace,
 //! id allocation and dead-letter accounting.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
+
+use crate::sync::AtomicU64;
 
 use crate::addr::ActorId;
 use crate::time::Clock;

@@ -7,10 +7,12 @@
 
 use std::fmt;
 use std::ops::{Add, Sub};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+
+use crate::sync::AtomicU64;
 
 /// A point in time, in nanoseconds since the actor system started.
 #[derive(
