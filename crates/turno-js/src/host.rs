@@ -1188,7 +1188,7 @@ impl Host {
                 return Ok(());
             };
             let v = (t.cb.clone(), t.args.clone(), t.label.clone(), t.repeat);
-            if !repeat_of(t) {
+            if !t.repeat {
                 st.timers.remove(&id);
             }
             st.ev(
@@ -1546,10 +1546,6 @@ impl Host {
     }
 }
 
-fn repeat_of(t: &Timer) -> bool {
-    t.repeat
-}
-
 fn st_source_line(st: &State, line: u32) -> Option<String> {
     let _ = st;
     SOURCE.with(|s| {
@@ -1618,7 +1614,7 @@ fn first_frame_location(stack: &str) -> Option<(String, u32, u32)> {
 
 fn build_natives(ctx: &mut Context) -> JsResult<JsObject> {
     type F = fn(&JsValue, &[JsValue], &mut Context) -> JsResult<JsValue>;
-    let list: [(&str, F, usize); 18] = [
+    let list: [(&str, F, usize); 17] = [
         ("write", n_write, 2),
         ("setTimer", n_set_timer, 4),
         ("clearTimer", n_clear_timer, 1),
@@ -1636,7 +1632,6 @@ fn build_natives(ctx: &mut Context) -> JsResult<JsObject> {
         ("fileName", n_file_name, 0),
         ("exit", n_exit, 1),
         ("promiseState", n_promise_state, 1),
-        ("noop", |_, _, _| Ok(JsValue::undefined()), 0),
     ];
     let obj = JsObject::with_null_proto();
     for (name, f, len) in list {
