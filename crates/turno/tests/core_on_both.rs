@@ -26,6 +26,7 @@ on_both! {
     stash_order => stash_order;
     ask_reply_timeout_and_stale => ask_reply_timeout_and_stale;
     saturated_cycle_progresses => saturated_cycle_progresses;
+    saturated_ring_progresses => saturated_ring_progresses;
 }
 
 // ----- FIFO ---------------------------------------------------------------
@@ -376,31 +377,44 @@ impl Actor for Bouncer {
     }
 }
 
-fn saturated_cycle_progresses(sys: &mut impl Sys) {
+/// A ring of `n` bouncers with suspend(`cap`) mailboxes, each filled to
+/// capacity; every message hops until its counter reaches 20 000.
+fn saturated_ring(sys: &mut impl Sys, n: usize, cap: u64) {
     let hops = Arc::new(AtomicU64::new(0));
-    let slots: Vec<Arc<Mutex<Option<Addr<u64>>>>> = (0..2).map(|_| Default::default()).collect();
-    let addrs: Vec<Addr<u64>> = (0..2)
+    let slots: Vec<Arc<Mutex<Option<Addr<u64>>>>> = (0..n).map(|_| Default::default()).collect();
+    let addrs: Vec<Addr<u64>> = (0..n)
         .map(|i| {
-            let (peer, h) = (slots[(i + 1) % 2].clone(), hops.clone());
-            sys.spawn(Props::new().mailbox(Policy::Suspend(4)), move || Bouncer {
-                peer: peer.clone(),
-                hops: h.clone(),
-            })
+            let (peer, h) = (slots[(i + 1) % n].clone(), hops.clone());
+            sys.spawn(
+                Props::new().mailbox(Policy::Suspend(cap as usize)),
+                move || Bouncer {
+                    peer: peer.clone(),
+                    hops: h.clone(),
+                },
+            )
         })
         .collect();
     for (slot, a) in slots.iter().zip(&addrs) {
         *slot.lock() = Some(a.clone());
     }
-    // Fill both mailboxes: 8 messages circulate until each reaches 20 000.
-    // (On the threaded scheduler the bouncing starts at once, so an outside
-    // sender may meet a full mailbox: it waits for room.)
+    // On the threaded scheduler the bouncing starts at once, so an outside
+    // sender may meet a full mailbox: it waits for room.
+    let starts: Vec<u64> = (0..cap).map(|k| k * (10_000 / cap)).collect();
     for a in &addrs {
-        for k in 0..4 {
-            assert!(a.send_blocking(k * 2_500).is_enqueued());
+        for &k in &starts {
+            assert!(a.send_blocking(k).is_enqueued());
         }
     }
     sys.settle();
-    // Each message hops until its counter reaches 20 000: no deadlock, no loss.
-    let expected: u64 = (0..4u64).map(|k| 20_000 - k * 2_500 + 1).sum::<u64>() * 2;
-    assert_eq!(hops.load(Ordering::Relaxed), expected);
+    // No deadlock (settle returned) and no loss: every hop happened.
+    let per_actor: u64 = starts.iter().map(|k| 20_000 - k + 1).sum();
+    assert_eq!(hops.load(Ordering::Relaxed), per_actor * n as u64);
+}
+
+fn saturated_cycle_progresses(sys: &mut impl Sys) {
+    saturated_ring(sys, 2, 4);
+}
+
+fn saturated_ring_progresses(sys: &mut impl Sys) {
+    saturated_ring(sys, 6, 2);
 }
