@@ -2,7 +2,7 @@
 //!
 //! Two directions, and neither puts an `await` inside a turn:
 //!
-//! - **async code asks an actor**: [`ask`] sends a request carrying a
+//! - **async code asks an actor**: [`ask()`] sends a request carrying a
 //!   [`ReplyTo`] and awaits the reply with a deadline. A full suspend mailbox
 //!   makes the caller wait for room (backpressure reaches async code).
 //! - **an actor delegates a future**: [`Context::pipe`] runs the future on
@@ -50,7 +50,7 @@ use crate::context::{Context, TimerKey};
 use crate::mailbox::Verdict;
 use crate::trace::EventKind;
 
-/// Why [`ask`] returned no reply.
+/// Why [`ask()`] returned no reply.
 #[derive(PartialEq, Eq, thiserror::Error)]
 pub enum BridgeError<N> {
     /// The actor has stopped: the request is handed back.

@@ -65,7 +65,14 @@ pub(crate) struct Effects {
 /// Maps a watched actor's termination into the watcher's message.
 pub(crate) type WatchMap<M> = Box<dyn Fn(ActorId, ExitReason) -> M + Send>;
 
-/// The context of the current turn. See the [module docs](self).
+/// The context of the current turn: everything a handler may do besides
+/// changing its own state.
+///
+/// Sends take effect at once (the verdict must be real). Every other effect
+/// (spawn, stop, timers, watches, muting) is recorded and applied by the
+/// scheduler when the turn ends, which is also what lets the
+/// [`TestKit`](crate::testkit::TestKit) run a single turn and show its
+/// effects without any scheduler.
 pub struct Context<'a, A: Actor> {
     pub(crate) addr: &'a Addr<A::Msg>,
     pub(crate) stash: &'a mut Stash<A::Msg>,
