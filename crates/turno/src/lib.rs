@@ -79,3 +79,8 @@ pub use supervision::{Directive, ExitReason, Failure, Strategy, Supervision};
 pub use threaded::{ThreadedBuilder, ThreadedSystem};
 pub use time::Instant;
 pub use timer::TimerId;
+
+/// The README's example, compiled and run as a doc test so it cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
