@@ -181,7 +181,8 @@ fn rendezvous_impls() -> Vec<Impl> {
 }
 
 /// Runs the bench. Default `n`: 1,000,000 messages for the bounded cases,
-/// 100,000 for the rendezvous cases (each message is a hand-off).
+/// 100,000 for the rendezvous cases (each message is a hand-off); `--n N`
+/// sets N for the bounded cases and N / 10 for the rendezvous cases.
 pub fn run(args: &Args, h: &mut Harness) {
     let p = args.producers.max(1);
     let bounded_n = args.n.unwrap_or(1_000_000);

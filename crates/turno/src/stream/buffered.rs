@@ -241,7 +241,7 @@ impl<T, E> Shared<T, E> {
             st.handed_off += 1;
             st.consumer_waiting = false;
             let remaining = self.policy.capacity();
-            return (YieldResult::Enqueued { remaining }, st.consumer.take());
+            return (YieldResult::Enqueued { remaining }, st.consumer.clone());
         }
         let verdict = match st.buffer.offer(item) {
             Offer::Enqueued { remaining } => YieldResult::Enqueued { remaining },
