@@ -2,11 +2,11 @@
 //!
 //! - [`pipe_to_actor`]: each element of a stream becomes one message to an
 //!   actor. The pipe awaits [`Addr::send`], so when the actor's mailbox
-//!   policy is [`Policy::Suspend`](crate::Policy::Suspend) a full mailbox
+//!   policy is [`Policy::Suspend`] a full mailbox
 //!   stops the pipe, the pipe stops pulling, and the stream's own policy
-//!   takes over upstream: a [`rendezvous`](super::rendezvous) or
-//!   [`unfold`](super::unfold) source is slowed down for real, a
-//!   [`buffered`](super::buffered) one fills and applies its policy. Other
+//!   takes over upstream: a [`rendezvous`](fn@super::rendezvous) or
+//!   [`unfold`](fn@super::unfold) source is slowed down for real, a
+//!   [`buffered`](fn@super::buffered) one fills and applies its policy. Other
 //!   mailbox policies answer at once and the pipe tallies their verdicts.
 //! - [`actor_output`]: an actor's output as a stream. The actor keeps the
 //!   [`Continuation`] in its state and pushes from its turns: a push never

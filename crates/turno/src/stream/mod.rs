@@ -5,7 +5,7 @@
 //! two honest answers:
 //!
 //! 1. **Buffer with a policy**, and tell the producer the verdict of every
-//!    push: [`buffered`] / [`throwing`] (Swift's `AsyncStream` and
+//!    push: [`buffered()`] / [`throwing`] (Swift's `AsyncStream` and
 //!    `AsyncThrowingStream`, with their exact semantics). The policy is a
 //!    [`Policy`](crate::Policy) of the [buffer core](crate::buffer), the
 //!    same code that implements actor mailboxes: keep-newest (the freshest
@@ -13,9 +13,9 @@
 //!    overload), unbounded (nothing lost, latency and memory grow without
 //!    limit: the bufferbloat hazard), and capacity 0 (only a consumer already
 //!    waiting gets anything).
-//! 2. **Slow the producer down**, where it can be slowed: the [`rendezvous`]
-//!    channel (send waits until received), the pull-based [`unfold`] (nothing
-//!    runs until asked), and the [`watermark`] source (high/low watermarks
+//! 2. **Slow the producer down**, where it can be slowed: the [`rendezvous()`]
+//!    channel (send waits until received), the pull-based [`unfold()`] (nothing
+//!    runs until asked), and the [`watermark()`] source (high/low watermarks
 //!    with produce-more / stop signals, SwiftNIO's `NIOAsyncSequenceProducer`).
 //!
 //! And [bridges](bridge) to actors: [`pipe_to_actor`] turns a stream into
@@ -34,9 +34,9 @@
 //! |---|---|---|---|---|
 //! | [`AsyncStream`] (keep-newest/oldest, unbounded, reject) | [`YieldResult`] per push | no | yes | no |
 //! | [`AsyncStream`] with [`Policy::Suspend`](crate::Policy::Suspend) | [`YieldResult`] | [`Continuation::send`] waits for room | yes | no |
-//! | [`rendezvous`] | delivery (`Ok`) or [`SendError`] | every send waits for a receiver | yes | yes |
-//! | [`unfold`] | (it is called on demand) | nothing runs until asked | one closure | one |
-//! | [`watermark`] | [`Demand`] per push | advisory: stop at high, resume below low | yes | no |
+//! | [`rendezvous()`] | delivery (`Ok`) or [`SendError`] | every send waits for a receiver | yes | yes |
+//! | [`unfold()`] | (it is called on demand) | nothing runs until asked | one closure | one |
+//! | [`watermark()`] | [`Demand`] per push | advisory: stop at high, resume below low | yes | no |
 
 pub mod bridge;
 pub mod buffered;

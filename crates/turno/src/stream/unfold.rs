@@ -5,7 +5,7 @@
 //! `poll_next` only, once per element, with the state the previous call
 //! returned. `None` ends the stream for good. This is backpressure by
 //! construction: a slow consumer simply asks less often, and there is no
-//! buffer to fill (the [`rendezvous`](super::rendezvous) channel gives the same
+//! buffer to fill (the [`rendezvous`](fn@super::rendezvous) channel gives the same
 //! guarantee when producer and consumer are separate tasks).
 //!
 //! ```

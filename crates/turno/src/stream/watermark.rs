@@ -22,7 +22,7 @@
 //!   `finish` but before draining; here it is never skipped.)
 //!
 //! The buffer is the [buffer core](crate::buffer) with
-//! [`Policy::Unbounded`](crate::Policy::Unbounded): the watermarks are
+//! [`Policy::Unbounded`]: the watermarks are
 //! advisory, a producer that ignores `StopProducing` is not refused.
 //!
 //! ```
