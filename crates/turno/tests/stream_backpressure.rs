@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
 use futures::{Stream, StreamExt};
+use proptest::prelude::*;
 use turno::stream::{
     buffered, pipe_to_actor, rendezvous, unfold, watermark, Demand, HighLowWatermark, Termination,
     WatermarkDelegate, WatermarkError,
@@ -228,4 +229,68 @@ fn a_stopped_actor_ends_the_pipe_and_cancels_the_stream() {
     let report = futures::executor::block_on(pipe_to_actor(input, &actor, |n| n));
     assert!(report.closed);
     assert_eq!(*term.lock().unwrap(), Some(Termination::Cancelled));
+}
+
+#[derive(Default)]
+struct Count {
+    produce_more: AtomicU32,
+    terminated: AtomicU32,
+}
+impl WatermarkDelegate for Count {
+    fn produce_more(&self) {
+        self.produce_more.fetch_add(1, Ordering::SeqCst);
+    }
+    fn did_terminate(&self) {
+        self.terminated.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+proptest! {
+    /// Against a model of NIO's HighLowWatermark state machine: each push
+    /// answers `depth < high`; each take recomputes demand as `depth < low`
+    /// and calls `produce_more` exactly on an off-to-on edge; order is kept;
+    /// `did_terminate` runs once.
+    #[test]
+    fn watermark_matches_the_nio_model(
+        (low, high) in (1usize..6).prop_flat_map(|h| (0..=h, Just(h))),
+        ops in prop::collection::vec(prop_oneof![(1usize..4).prop_map(Some), Just(None)], 0..120),
+    ) {
+        let count = Arc::new(Count::default());
+        let marks = HighLowWatermark::new(low, high).unwrap();
+        let (src, mut s) = watermark::<u32, _>(marks, count.clone());
+        let mut cx = Context::from_waker(Waker::noop());
+        let (mut depth, mut outstanding, mut calls) = (0usize, false, 0u32);
+        let (mut next, mut expect) = (0u32, 0u32);
+        for op in ops {
+            match op {
+                Some(k) => {
+                    let demand = src.push_all((0..k).map(|_| { next += 1; next - 1 }));
+                    depth += k;
+                    outstanding = depth < high;
+                    let want = if outstanding { Demand::ProduceMore } else { Demand::StopProducing };
+                    prop_assert_eq!(demand, want);
+                }
+                // Take only when something is buffered: a waiting consumer
+                // (a hand-off) is covered by the unit tests.
+                None if depth > 0 => {
+                    prop_assert_eq!(s.poll_next_unpin(&mut cx), Poll::Ready(Some(expect)));
+                    expect += 1;
+                    depth -= 1;
+                    let demand = depth < low;
+                    if demand && !outstanding {
+                        calls += 1;
+                    }
+                    outstanding = demand;
+                    prop_assert_eq!(count.produce_more.load(Ordering::SeqCst), calls);
+                }
+                None => {}
+            }
+        }
+        src.finish();
+        drop(src);
+        let rest: Vec<u32> = std::iter::from_fn(|| s.next_blocking()).collect();
+        prop_assert_eq!(rest, (expect..next).collect::<Vec<_>>());
+        drop(s);
+        prop_assert_eq!(count.terminated.load(Ordering::SeqCst), 1);
+    }
 }

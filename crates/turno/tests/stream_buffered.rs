@@ -327,12 +327,13 @@ fn policies() -> impl Strategy<Value = Policy> {
         (0usize..5).prop_map(Policy::KeepOldest),
         (0usize..5).prop_map(Policy::KeepNewest),
         (0usize..5).prop_map(Policy::Reject),
+        (0usize..5).prop_map(Policy::Suspend),
     ]
 }
 
 proptest! {
-    /// Conservation: every pushed element is delivered, dropped (named by a
-    /// verdict), handed back, or still buffered, exactly once. Order: what is
+    /// Conservation: every pushed element is delivered, or lost with a
+    /// verdict naming it (dropped, rejected, full), exactly once. Order: what is
     /// delivered is a subsequence of what was pushed.
     #[test]
     fn conservation_and_order(policy in policies(), ops in prop::collection::vec(
@@ -350,7 +351,9 @@ proptest! {
                         YieldResult::Enqueued { remaining } => {
                             prop_assert_eq!(remaining, policy.capacity().map(|c| c - tx.len()));
                         }
-                        YieldResult::Dropped(d) | YieldResult::Rejected(d) => lost.push(d),
+                        YieldResult::Dropped(d) | YieldResult::Rejected(d) | YieldResult::Full(d) => {
+                            lost.push(d)
+                        }
                         other => prop_assert!(false, "unexpected {:?}", other),
                     }
                     if let Some(cap) = policy.capacity() { prop_assert!(tx.len() <= cap); }
@@ -366,7 +369,10 @@ proptest! {
         prop_assert!(delivered.windows(2).all(|w| w[0].0 < w[1].0), "FIFO");
         let s = rx.stats();
         prop_assert_eq!(s.offered as usize, pushed.len());
-        prop_assert_eq!((s.taken as usize, (s.dropped + s.rejected) as usize), (delivered.len(), lost.len()));
+        prop_assert_eq!(
+            (s.taken as usize, (s.dropped + s.rejected + s.refused_full) as usize),
+            (delivered.len(), lost.len())
+        );
         if matches!(policy, Policy::KeepNewest(_)) {
             // What is delivered after the last take is the newest suffix.
             prop_assert!(lost.windows(2).all(|w| w[0].0 < w[1].0));
