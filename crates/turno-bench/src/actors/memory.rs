@@ -34,6 +34,21 @@ pub struct Counting;
 static COUNTING: AtomicBool = AtomicBool::new(false);
 static LIVE: AtomicI64 = AtomicI64::new(0);
 
+/// Live allocations by size (in 8-byte steps up to 4 KiB; the last bucket
+/// takes the rest), printed with `TURNO_BENCH_ALLOC_SIZES=1`: where an
+/// actor's bytes go.
+static SIZES: [AtomicI64; 513] = [const { AtomicI64::new(0) }; 513];
+
+fn bucket(size: usize) -> usize {
+    size.div_ceil(8).min(512)
+}
+
+#[inline]
+fn count(size: usize, sign: i64) {
+    LIVE.fetch_add(sign * size as i64, Ordering::Relaxed);
+    SIZES[bucket(size)].fetch_add(sign, Ordering::Relaxed);
+}
+
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
@@ -43,7 +58,7 @@ static GLOBAL: Counting = Counting;
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         if COUNTING.load(Ordering::Relaxed) {
-            LIVE.fetch_add(layout.size() as i64, Ordering::Relaxed);
+            count(layout.size(), 1);
         }
         // SAFETY: the caller upholds `alloc`'s contract for `layout`.
         unsafe { System.alloc(layout) }
@@ -51,7 +66,7 @@ unsafe impl GlobalAlloc for Counting {
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         if COUNTING.load(Ordering::Relaxed) {
-            LIVE.fetch_sub(layout.size() as i64, Ordering::Relaxed);
+            count(layout.size(), -1);
         }
         // SAFETY: `ptr` was allocated by `System` (through us) with `layout`.
         unsafe { System.dealloc(ptr, layout) }
@@ -59,7 +74,7 @@ unsafe impl GlobalAlloc for Counting {
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         if COUNTING.load(Ordering::Relaxed) {
-            LIVE.fetch_add(layout.size() as i64, Ordering::Relaxed);
+            count(layout.size(), 1);
         }
         // SAFETY: the caller upholds `alloc_zeroed`'s contract for `layout`.
         unsafe { System.alloc_zeroed(layout) }
@@ -67,7 +82,8 @@ unsafe impl GlobalAlloc for Counting {
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         if COUNTING.load(Ordering::Relaxed) {
-            LIVE.fetch_add(new_size as i64 - layout.size() as i64, Ordering::Relaxed);
+            count(layout.size(), -1);
+            count(new_size, 1);
         }
         // SAFETY: the caller upholds `realloc`'s contract for `ptr`, `layout`
         // and `new_size`.
@@ -88,11 +104,21 @@ fn measure<T>(args: &Args, imp: &str, k: u64, spawn: impl FnOnce(u64) -> T) {
     if !args.selected("memory", imp) {
         return;
     }
+    let sizes_before: Vec<i64> = SIZES.iter().map(|c| c.load(Ordering::SeqCst)).collect();
     COUNTING.store(true, Ordering::SeqCst);
     let before = live();
     let keep = spawn(k);
     let after = live();
     COUNTING.store(false, Ordering::SeqCst);
+    if std::env::var_os("TURNO_BENCH_ALLOC_SIZES").is_some() {
+        eprintln!("{imp}: live allocations per actor by size (bytes: count)");
+        for (b, c) in SIZES.iter().enumerate() {
+            let d = c.load(Ordering::SeqCst) - sizes_before[b];
+            if d.unsigned_abs() >= k / 2 {
+                eprintln!("  <= {:>5}: {:.2}", b * 8, d as f64 / k as f64);
+            }
+        }
+    }
     let per = (after - before) as f64 / k as f64;
     if args.json {
         println!(

@@ -97,7 +97,7 @@ pub enum Turno {
     /// `turno` or `turno-1t`.
     Threaded(ThreadedSystem),
     /// `turno-det`.
-    Det(DetSystem),
+    Det(Box<DetSystem>),
 }
 
 impl Turno {
@@ -108,13 +108,13 @@ impl Turno {
             "turno-1t" => {
                 Turno::Threaded(ThreadedSystem::builder().threads(1).metrics(false).build())
             }
-            "turno-det" => Turno::Det(
+            "turno-det" => Turno::Det(Box::new(
                 DetSystem::builder()
                     .seed(1)
                     .metrics(false)
                     .step_limit(u64::MAX)
                     .build(),
-            ),
+            )),
             other => panic!("not a turno implementation: {other}"),
         }
     }
