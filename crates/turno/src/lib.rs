@@ -21,6 +21,10 @@
 //!   restart intensity and escalation ([`supervision`]).
 //! - **A deterministic scheduler** ([`DetSystem`]): one thread, virtual
 //!   time, seeded choice, a full [`trace`]. Same seed, same run.
+//! - **Streams between independent clocks** ([`stream`]): Swift
+//!   `AsyncStream`'s buffering policies on the same buffer core, a verdict
+//!   per push; real backpressure with a rendezvous channel, a pull-based
+//!   unfold and high/low watermarks; bridges to and from actors.
 //! - **Metrics** through the `metrics` facade ([`mod@metrics`]).
 //! - **A test kit** that runs one turn of one actor ([`testkit`]).
 //!
