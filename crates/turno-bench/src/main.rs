@@ -3,7 +3,12 @@
 //! ```text
 //! turno-bench list
 //! turno-bench stream [--n N] [--producers P] [--only SUBSTR] [--runs R] [--json]
+//! turno-bench pingpong|ring|spawn|fanin|counting|chameneos|bndbuffer [--n N] [--only SUBSTR] [--runs R] [--json]
+//! turno-bench memory [--n ACTORS] [--only IMPL] [--json]
+//! turno-bench all [--json]      # every actor bench, then memory
 //! ```
+//!
+//! The actor benches live in [`actors`], one file per bench.
 //!
 //! Each bench is a module with a `run(&Args, &mut Harness)` function and one
 //! arm in [`main`]'s dispatch; [`harness`] does the timing (one warm-up, five
