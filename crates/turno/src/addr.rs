@@ -87,7 +87,11 @@ impl<M: Send + 'static> Addr<M> {
     /// policies answer at once. Never returns [`Verdict::Full`].
     pub async fn send(&self, mut msg: M) -> Verdict<M> {
         loop {
-            let listener = self.mailbox.listen_for_space();
+            match self.try_send(msg) {
+                Verdict::Full(back) => msg = back,
+                verdict => return verdict,
+            }
+            let (_waiting, listener) = self.mailbox.wait_for_space();
             match self.try_send(msg) {
                 Verdict::Full(back) => msg = back,
                 verdict => return verdict,
@@ -101,7 +105,11 @@ impl<M: Send + 'static> Addr<M> {
     /// the receiving actor: nothing would drain the mailbox.
     pub fn send_blocking(&self, mut msg: M) -> Verdict<M> {
         loop {
-            let listener = self.mailbox.listen_for_space();
+            match self.try_send(msg) {
+                Verdict::Full(back) => msg = back,
+                verdict => return verdict,
+            }
+            let (_waiting, listener) = self.mailbox.wait_for_space();
             match self.try_send(msg) {
                 Verdict::Full(back) => msg = back,
                 verdict => return verdict,

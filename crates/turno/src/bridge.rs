@@ -175,7 +175,9 @@ impl<'a, A: Actor> Context<'a, A> {
                 cancel: Some(Box::new(move || abort.abort())),
             },
         );
-        self.fx.asks.push((id, self.addr.id()));
+        if self.fx.sent.is_some() {
+            self.fx.asks.push((id, self.addr.id()));
+        }
         let actor = self.addr.id();
         shared.tracer.emit(&shared.clock, || EventKind::Ask {
             actor,

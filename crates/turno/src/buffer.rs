@@ -187,16 +187,13 @@ pub struct Buffer<T> {
     stats: BufferStats,
 }
 
-/// Elements preallocated up front; larger queues grow on demand so that a
-/// huge nominal capacity costs nothing until it is used.
-const PREALLOCATE: usize = 16;
-
 impl<T> Buffer<T> {
-    /// An empty buffer with the given policy.
+    /// An empty buffer with the given policy. Nothing is allocated until the
+    /// first element arrives, so an idle actor's mailbox costs no queue
+    /// memory, and a huge nominal capacity costs nothing until it is used.
     pub fn new(policy: Policy) -> Self {
-        let prealloc = policy.capacity().unwrap_or(PREALLOCATE).min(PREALLOCATE);
         Buffer {
-            items: VecDeque::with_capacity(prealloc),
+            items: VecDeque::new(),
             policy,
             stats: BufferStats::default(),
         }

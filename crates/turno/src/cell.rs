@@ -124,8 +124,8 @@ impl<A: Actor> Cell<A> {
         let (cell, addr) = Self::new(shared, &props, factory)?;
         let spawned = Spawned {
             id: addr.id(),
-            name: addr.name().to_owned(),
-            policy: props.policy.to_string(),
+            name: addr.mailbox.name.clone(),
+            policy: props.policy,
             cell: Box::new(cell),
             supervision: props.supervision,
         };
@@ -169,7 +169,7 @@ impl<A: Actor> Cell<A> {
             what,
         });
         let metrics = &self.addr.mailbox.metrics;
-        let started = metrics.enabled.then(std::time::Instant::now);
+        let started = metrics.enabled().then(std::time::Instant::now);
         let mut ctx = Context {
             addr: &self.addr,
             stash: &mut self.stash,
@@ -180,7 +180,7 @@ impl<A: Actor> Cell<A> {
         };
         let result = catch_unwind(AssertUnwindSafe(|| f(actor, &mut ctx))).map_err(panic_message);
         if let Some(t0) = started {
-            metrics.turn_seconds.record(t0.elapsed().as_secs_f64());
+            metrics.turn(t0.elapsed().as_secs_f64());
         }
         let ok = result.is_ok();
         shared.tracer.emit(&shared.clock, || EventKind::TurnEnd {
@@ -203,7 +203,7 @@ impl<A: Actor> Cell<A> {
     fn stale(&mut self, request: RequestId, reason: StaleReason) -> TurnOutcome {
         let mailbox = &self.addr.mailbox;
         mailbox.count_stale();
-        mailbox.metrics.stale.increment(1);
+        mailbox.metrics.stale();
         let actor = self.addr.id();
         let shared = self.shared();
         shared.tracer.emit(&shared.clock, || EventKind::StaleReply {

@@ -35,8 +35,8 @@ pub(crate) enum TimerKey {
 /// A child created during a turn, registered by the scheduler at turn end.
 pub(crate) struct Spawned {
     pub(crate) id: ActorId,
-    pub(crate) name: String,
-    pub(crate) policy: String,
+    pub(crate) name: Arc<str>,
+    pub(crate) policy: crate::Policy,
     pub(crate) cell: Box<dyn AnyCell>,
     pub(crate) supervision: Supervision,
 }
@@ -60,6 +60,29 @@ pub(crate) struct Effects {
     /// Every send with its verdict, kept only for the test kit.
     pub(crate) sent: Option<Vec<(ActorId, VerdictKind)>>,
     pub(crate) failed: Option<String>,
+}
+
+impl Effects {
+    /// True when the turn did nothing the scheduler must apply (a turn that
+    /// only sent messages): the common case, which then costs nothing more.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.spawned.is_empty()
+            && self.stops.is_empty()
+            && !self.stop_self
+            && self.timers_set.is_empty()
+            && self.timers_cancelled.is_empty()
+            && self.watch.is_empty()
+            && self.unwatch.is_empty()
+            && self.muted_by.is_empty()
+            && self.unmuted.is_empty()
+            && self.busy_for.is_none()
+            && self.failed.is_none()
+    }
+
+    /// The test kit records sends and asks; schedulers do not.
+    fn recording(&self) -> bool {
+        self.sent.is_some()
+    }
 }
 
 /// Maps a watched actor's termination into the watcher's message.
@@ -188,7 +211,7 @@ impl<'a, A: Actor> Context<'a, A> {
         let size = self.stash.push(msg)?;
         self.fx.stashed += 1;
         let actor = self.id();
-        self.addr.mailbox.metrics.stash.set(size as f64);
+        self.addr.mailbox.metrics.stash(size);
         self.trace(|| EventKind::Stash { actor, size });
         Ok(())
     }
@@ -200,7 +223,7 @@ impl<'a, A: Actor> Context<'a, A> {
         if count > 0 {
             self.fx.unstashed += count;
             let actor = self.id();
-            self.addr.mailbox.metrics.stash.set(0.0);
+            self.addr.mailbox.metrics.stash(0);
             self.trace(|| EventKind::Unstash { actor, count });
         }
         count
@@ -249,7 +272,9 @@ impl<'a, A: Actor> Context<'a, A> {
                 cancel: None,
             },
         );
-        self.fx.asks.push((id, to.id()));
+        if self.fx.recording() {
+            self.fx.asks.push((id, to.id()));
+        }
         let (actor, to) = (self.id(), to.id());
         self.trace(|| EventKind::Ask {
             actor,

@@ -30,7 +30,7 @@
 //! runner looks for control messages again after parking. `tests/sched_loom.rs`
 //! checks this protocol with loom.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
@@ -187,9 +187,11 @@ enum Then {
 
 struct Node {
     slot: Arc<Slot>,
-    name: String,
+    name: Arc<str>,
     parent: Option<ActorId>,
-    children: Vec<ActorId>,
+    /// Ids grow with spawn order, so this is also start order (restarts keep
+    /// the id and the position), as rest-for-one needs.
+    children: BTreeSet<ActorId>,
     supervision: Supervision,
     restarts: RestartLog,
     /// Receivers whose mailboxes mute this actor.
@@ -202,7 +204,7 @@ struct Node {
 #[derive(Default)]
 struct Tree {
     nodes: HashMap<ActorId, Node>,
-    root_children: Vec<ActorId>,
+    root_children: BTreeSet<ActorId>,
     root_restarts: RestartLog,
     watchers: HashMap<ActorId, Vec<ActorId>>,
 }
@@ -210,11 +212,11 @@ struct Tree {
 impl Tree {
     fn children(&self, id: ActorId) -> Vec<ActorId> {
         if id == ROOT {
-            return self.root_children.clone();
+            return self.root_children.iter().copied().collect();
         }
         self.nodes
             .get(&id)
-            .map(|n| n.children.clone())
+            .map(|n| n.children.iter().copied().collect())
             .unwrap_or_default()
     }
 
@@ -286,7 +288,7 @@ impl Engine {
     }
 
     pub(crate) fn name(&self, id: ActorId) -> Option<String> {
-        self.tree.lock().nodes.get(&id).map(|n| n.name.clone())
+        self.tree.lock().nodes.get(&id).map(|n| n.name.to_string())
     }
 
     pub(crate) fn children(&self, id: ActorId) -> Vec<ActorId> {
@@ -337,16 +339,16 @@ impl Engine {
                 return;
             }
             match parent {
-                Some(p) => tree.nodes.get_mut(&p).expect("checked").children.push(id),
-                None => tree.root_children.push(id),
-            }
+                Some(p) => tree.nodes.get_mut(&p).expect("checked").children.insert(id),
+                None => tree.root_children.insert(id),
+            };
             tree.nodes.insert(
                 id,
                 Node {
                     slot: slot.clone(),
                     name: name.clone(),
                     parent,
-                    children: Vec::new(),
+                    children: BTreeSet::new(),
                     supervision,
                     restarts: RestartLog::default(),
                     waiting_on: Vec::new(),
@@ -357,9 +359,9 @@ impl Engine {
         }
         self.trace(|| EventKind::Spawn {
             actor: id,
-            name,
+            name: name.to_string(),
             parent: Some(parent.unwrap_or(ROOT)),
-            policy,
+            policy: policy.to_string(),
         });
         slot.mailbox.set_waker(slot.clone());
         // The cell is in place before the first wake-up can reach a runner.
@@ -401,9 +403,11 @@ impl Engine {
         let mut ran = 0;
         let mut flow = Flow::Continue;
         let mut idle = false;
+        // One effects record for the whole batch: a turn that only sends
+        // leaves it empty and skips `apply` altogether.
+        let mut fx = Effects::default();
         while ran < batch.max(1) && flow == Flow::Continue {
             let blocked = slot.blocked();
-            let mut fx = Effects::default();
             match cell.step(blocked, &mut fx) {
                 Step::Control(c) => {
                     ran += 1;
@@ -421,7 +425,9 @@ impl Engine {
                 }
                 Step::Ran(TurnOutcome::Handled | TurnOutcome::Failed(_)) => {
                     ran += 1;
-                    flow = self.apply(slot, cell.as_mut(), fx);
+                    if !fx.is_empty() {
+                        flow = self.apply(slot, cell.as_mut(), std::mem::take(&mut fx));
+                    }
                 }
             }
         }
@@ -477,7 +483,7 @@ impl Engine {
                     let Some(node) = tree.nodes.get_mut(&slot.id) else {
                         return Flow::Continue;
                     };
-                    node.children.retain(|c| *c != child);
+                    node.children.remove(&child);
                     if node.children.is_empty() {
                         node.then.take()
                     } else {
@@ -510,7 +516,7 @@ impl Engine {
                 None
             } else {
                 node.then = Some(then.clone());
-                Some(node.children.clone())
+                Some(node.children.iter().copied().collect::<Vec<_>>())
             }
         };
         match children {
@@ -566,7 +572,7 @@ impl Engine {
             let node = tree.nodes.remove(&id);
             let parent = node.as_ref().and_then(|n| n.parent);
             if parent.is_none() {
-                tree.root_children.retain(|c| *c != id);
+                tree.root_children.remove(&id);
             }
             (parent, tree.watchers.remove(&id).unwrap_or_default())
         };

@@ -165,11 +165,23 @@ pub(crate) struct Mailbox<M> {
     state: Mutex<State<M>>,
     /// Woken when room appears in a suspend mailbox, or when it closes.
     space: Event,
+    /// Outside senders currently waiting for room: takes notify only then.
+    waiting_senders: std::sync::atomic::AtomicUsize,
     pub(crate) shared: Arc<SystemShared>,
     pub(crate) metrics: MailboxMetrics,
     stale_replies: AtomicU64,
     /// The scheduler's hook; unset for probes and the test kit.
     waker: OnceLock<Arc<dyn Wake>>,
+}
+
+/// An outside sender waiting for room; unregisters on drop (also when the
+/// waiting future is cancelled).
+pub(crate) struct WaitingSender<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl Drop for WaitingSender<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// The next unit of work of an actor, see [`Mailbox::next`].
@@ -204,6 +216,7 @@ impl<M: Send + 'static> Mailbox<M> {
                 muted: Vec::new(),
             }),
             space: Event::new(),
+            waiting_senders: std::sync::atomic::AtomicUsize::new(0),
             shared,
             metrics,
             stale_replies: AtomicU64::new(0),
@@ -303,7 +316,7 @@ impl<M: Send + 'static> Mailbox<M> {
                     Policy::KeepNewest(_) => Dropped::Oldest,
                     _ => Dropped::Incoming,
                 };
-                self.metrics.dropped.increment(1);
+                self.metrics.dropped();
                 shared.tracer.emit(&shared.clock, || EventKind::Drop {
                     actor,
                     policy: self.policy.name(),
@@ -319,7 +332,7 @@ impl<M: Send + 'static> Mailbox<M> {
                 Verdict::Dropped(env.into_msg())
             }
             Offer::Rejected(env) => {
-                self.metrics.rejected.increment(1);
+                self.metrics.rejected();
                 shared
                     .tracer
                     .emit(&shared.clock, || EventKind::Reject { actor });
@@ -399,6 +412,11 @@ impl<M: Send + 'static> Mailbox<M> {
     pub(crate) fn next(&self, blocked: bool, has_redelivery: bool) -> Next<M> {
         let mut st = self.state.lock();
         if let Some(c) = st.control.pop_front() {
+            if st.control.is_empty() {
+                // Control is rare (start, stop, supervision): an idle actor
+                // should not keep its buffer.
+                st.control.shrink_to_fit();
+            }
             return Next::Control(c);
         }
         if blocked {
@@ -422,9 +440,13 @@ impl<M: Send + 'static> Mailbox<M> {
             }
         }
         drop(st);
-        self.metrics.depth.set(depth as f64);
-        if matches!(self.policy, Policy::Suspend(_)) {
-            self.space.notify(usize::MAX);
+        self.metrics.depth(depth);
+        // A waiting sender registers before re-trying its send, so either it
+        // sees the room made here, or this sees it waiting.
+        if self.waiting_senders.load(Ordering::SeqCst) > 0 {
+            // One slot freed, one more waiter woken (a woken waiter that gives
+            // up passes its notification on).
+            self.space.notify_additional(1);
         }
         Next::User(item, unmuted)
     }
@@ -488,9 +510,13 @@ impl<M: Send + 'static> Mailbox<M> {
         self.stale_replies.load(Ordering::Relaxed)
     }
 
-    /// A listener for room in a suspend mailbox (or its closing).
-    pub(crate) fn listen_for_space(&self) -> event_listener::EventListener {
-        self.space.listen()
+    /// Registers an outside sender waiting for room, until the returned
+    /// guard drops, and the listener it will wait on. The sender must try
+    /// again after this and before waiting: either it sees room made since,
+    /// or the take that makes room sees it registered and notifies.
+    pub(crate) fn wait_for_space(&self) -> (WaitingSender<'_>, event_listener::EventListener) {
+        self.waiting_senders.fetch_add(1, Ordering::SeqCst);
+        (WaitingSender(&self.waiting_senders), self.space.listen())
     }
 }
 

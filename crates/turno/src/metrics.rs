@@ -23,39 +23,71 @@ use metrics::{Counter, Gauge, Histogram};
 use crate::buffer::Policy;
 use crate::system::SystemShared;
 
-/// Metric handles of one actor.
-pub(crate) struct MailboxMetrics {
-    pub(crate) depth: Gauge,
-    pub(crate) dropped: Counter,
-    pub(crate) rejected: Counter,
-    pub(crate) stash: Gauge,
-    pub(crate) turn_seconds: Histogram,
-    pub(crate) stale: Counter,
-    pub(crate) enabled: bool,
+/// Metric handles of one actor: one pointer when metrics are off.
+pub(crate) struct MailboxMetrics(Option<Box<Handles>>);
+
+struct Handles {
+    depth: Gauge,
+    dropped: Counter,
+    rejected: Counter,
+    stash: Gauge,
+    turn_seconds: Histogram,
+    stale: Counter,
 }
 
 impl MailboxMetrics {
     pub(crate) fn new(shared: &SystemShared, name: &str, policy: Policy) -> Self {
         if !shared.metrics {
-            return MailboxMetrics {
-                depth: Gauge::noop(),
-                dropped: Counter::noop(),
-                rejected: Counter::noop(),
-                stash: Gauge::noop(),
-                turn_seconds: Histogram::noop(),
-                stale: Counter::noop(),
-                enabled: false,
-            };
+            return MailboxMetrics(None);
         }
         let actor = name.to_owned();
-        MailboxMetrics {
+        MailboxMetrics(Some(Box::new(Handles {
             depth: metrics::gauge!("turno_mailbox_depth", "actor" => actor.clone()),
             dropped: metrics::counter!("turno_mailbox_dropped_total", "actor" => actor.clone(), "policy" => policy.name()),
             rejected: metrics::counter!("turno_mailbox_rejected_total", "actor" => actor.clone()),
             stash: metrics::gauge!("turno_stash_size", "actor" => actor.clone()),
             turn_seconds: metrics::histogram!("turno_turn_seconds", "actor" => actor.clone()),
             stale: metrics::counter!("turno_stale_replies_total", "actor" => actor),
-            enabled: true,
+        })))
+    }
+
+    pub(crate) fn enabled(&self) -> bool {
+        self.0.is_some()
+    }
+
+    pub(crate) fn depth(&self, depth: usize) {
+        if let Some(h) = &self.0 {
+            h.depth.set(depth as f64);
+        }
+    }
+
+    pub(crate) fn dropped(&self) {
+        if let Some(h) = &self.0 {
+            h.dropped.increment(1);
+        }
+    }
+
+    pub(crate) fn rejected(&self) {
+        if let Some(h) = &self.0 {
+            h.rejected.increment(1);
+        }
+    }
+
+    pub(crate) fn stash(&self, size: usize) {
+        if let Some(h) = &self.0 {
+            h.stash.set(size as f64);
+        }
+    }
+
+    pub(crate) fn turn(&self, seconds: f64) {
+        if let Some(h) = &self.0 {
+            h.turn_seconds.record(seconds);
+        }
+    }
+
+    pub(crate) fn stale(&self) {
+        if let Some(h) = &self.0 {
+            h.stale.increment(1);
         }
     }
 }

@@ -166,32 +166,29 @@ impl Core {
 impl Scheduler for Core {
     fn schedule(&self, slot: Arc<Slot>) {
         self.pending.fetch_add(1, Ordering::SeqCst);
-        let rejected = LOCAL.with(|l| {
+        // On one of our workers: hand-off, the woken actor runs next here.
+        // `Ok(spare)`: whether the local deque has work others could steal.
+        let placed = LOCAL.with(|l| {
             let mut l = l.borrow_mut();
             match l.as_mut() {
                 Some(l) if l.system == self.system => {
-                    // Hand-off: the woken actor runs next on this worker.
                     if let Some(previous) = l.lifo.replace(slot) {
                         l.deque.push(previous);
                     }
-                    None
+                    Ok(!l.deque.is_empty())
                 }
-                _ => Some(slot),
+                _ => Err(slot),
             }
         });
-        match rejected {
-            Some(slot) => self.injector.push(slot),
-            None => {
-                // Work for others to steal only if the deque is not empty;
-                // waking a sleeper for the LIFO slot alone would just bounce.
-                let has_spare =
-                    LOCAL.with(|l| l.borrow().as_ref().is_some_and(|l| !l.deque.is_empty()));
-                if !has_spare {
-                    return;
-                }
+        match placed {
+            Err(slot) => {
+                self.injector.push(slot);
+                self.notify_sleeper();
             }
+            // Waking a sleeper for the LIFO slot alone would just bounce.
+            Ok(true) => self.notify_sleeper(),
+            Ok(false) => {}
         }
-        self.notify_sleeper();
     }
 
     fn add_timer(&self, actor: ActorId, key: TimerKey, deadline: Instant) {
