@@ -17,7 +17,7 @@ use std::sync::Arc;
 use crossbeam_channel::bounded;
 use stakker::{actor, call, ret_nop, Stakker, CX};
 
-use super::{enq, n_or, tokio_rt, wait, Countdown, Turno, TURNO};
+use super::{enq, n_or, run_impls, tokio_rt, wait, Countdown, Impl, Turno};
 use crate::harness::Harness;
 use crate::Args;
 
@@ -36,12 +36,6 @@ pub const DEFAULT_N: u64 = 200_000;
 /// Runs every implementation.
 pub fn run(args: &Args, h: &mut Harness) {
     let quota = n_or(args, DEFAULT_N).div_ceil(PRODUCERS as u64);
-    for imp in TURNO {
-        if args.selected(BENCH, imp) {
-            turno_impl(h, imp, quota);
-        }
-    }
-    type Impl = (&'static str, fn(&mut Harness, u64));
     let peers: [Impl; 6] = [
         ("actix", actix_impl),
         ("ractor", ractor_impl),
@@ -50,11 +44,7 @@ pub fn run(args: &Args, h: &mut Harness) {
         ("tokio", tokio_impl),
         ("crossbeam", crossbeam_impl),
     ];
-    for (imp, f) in peers {
-        if args.selected(BENCH, imp) {
-            f(h, quota);
-        }
-    }
+    run_impls(args, h, BENCH, quota, turno_impl, &peers);
 }
 
 /// Items per run for a producer quota.

@@ -88,6 +88,31 @@ pub fn run(bench: &str, args: &Args, h: &mut Harness) -> bool {
     true
 }
 
+/// One implementation of a bench: its name and the function measuring it
+/// with the bench's size parameter.
+pub type Impl = (&'static str, fn(&mut Harness, u64));
+
+/// Runs turno's implementations, then the peers, each if `--only` selects it.
+pub fn run_impls(
+    args: &Args,
+    h: &mut Harness,
+    bench: &str,
+    size: u64,
+    turno: fn(&mut Harness, &str, u64),
+    peers: &[Impl],
+) {
+    for imp in TURNO {
+        if args.selected(bench, imp) {
+            turno(h, imp, size);
+        }
+    }
+    for &(imp, f) in peers {
+        if args.selected(bench, imp) {
+            f(h, size);
+        }
+    }
+}
+
 /// The three turno implementations.
 pub const TURNO: [&str; 3] = ["turno", "turno-1t", "turno-det"];
 

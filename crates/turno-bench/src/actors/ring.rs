@@ -10,7 +10,7 @@ use std::rc::Rc;
 use crossbeam_channel::{bounded, Sender};
 use stakker::{actor, call, ret_nop, Stakker, CX};
 
-use super::{enq, n_or, tokio_rt, wait, Turno, TURNO};
+use super::{enq, n_or, run_impls, tokio_rt, wait, Impl, Turno};
 use crate::harness::Harness;
 use crate::Args;
 
@@ -25,12 +25,6 @@ pub const DEFAULT_N: u64 = 300_000;
 /// Runs every implementation.
 pub fn run(args: &Args, h: &mut Harness) {
     let n = n_or(args, DEFAULT_N);
-    for imp in TURNO {
-        if args.selected(BENCH, imp) {
-            turno_impl(h, imp, n);
-        }
-    }
-    type Impl = (&'static str, fn(&mut Harness, u64));
     let peers: [Impl; 6] = [
         ("actix", actix_impl),
         ("ractor", ractor_impl),
@@ -39,11 +33,7 @@ pub fn run(args: &Args, h: &mut Harness) {
         ("tokio", tokio_impl),
         ("crossbeam", crossbeam_impl),
     ];
-    for (imp, f) in peers {
-        if args.selected(BENCH, imp) {
-            f(h, n);
-        }
-    }
+    run_impls(args, h, BENCH, n, turno_impl, &peers);
 }
 
 fn expected(n: u64) -> usize {

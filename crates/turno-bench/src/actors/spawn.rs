@@ -10,7 +10,7 @@ use std::sync::Arc;
 use crossbeam_channel::bounded;
 use stakker::{actor, call, ret_some_do, Stakker, CX};
 
-use super::{enq, n_or, tokio_rt, wait, Countdown, Turno, TURNO};
+use super::{enq, n_or, run_impls, tokio_rt, wait, Countdown, Impl, Turno};
 use crate::harness::Harness;
 use crate::Args;
 
@@ -22,12 +22,6 @@ pub const DEFAULT_N: u64 = 50_000;
 /// Runs every implementation.
 pub fn run(args: &Args, h: &mut Harness) {
     let n = n_or(args, DEFAULT_N);
-    for imp in TURNO {
-        if args.selected(BENCH, imp) {
-            turno_impl(h, imp, n);
-        }
-    }
-    type Impl = (&'static str, fn(&mut Harness, u64));
     let peers: [Impl; 6] = [
         ("actix", actix_impl),
         ("ractor", ractor_impl),
@@ -36,11 +30,7 @@ pub fn run(args: &Args, h: &mut Harness) {
         ("tokio", tokio_impl),
         ("crossbeam", crossbeam_impl),
     ];
-    for (imp, f) in peers {
-        if args.selected(BENCH, imp) {
-            f(h, n);
-        }
-    }
+    run_impls(args, h, BENCH, n, turno_impl, &peers);
 }
 
 // ---------------------------------------------------------------- turno
