@@ -50,11 +50,10 @@ use crate::cell::Cell;
 use crate::context::TimerKey;
 use crate::engine::{Engine, Scheduler, Slot};
 use crate::mailbox::{Control, Signal};
-use crate::supervision::{ExitReason, Supervision};
+use crate::supervision::ExitReason;
 use crate::sync::Mutex;
-use crate::system::SystemShared;
+use crate::system::{shared_builder_methods, SystemConfig, SystemShared};
 use crate::time::{Clock, Instant};
-use crate::trace::{TraceSink, Tracer};
 
 pub use crate::engine::ROOT;
 
@@ -115,12 +114,8 @@ impl Scheduler for DetQueue {
 /// Configures a [`DetSystem`].
 pub struct DetSystemBuilder {
     seed: u64,
-    sink: Option<Box<dyn TraceSink>>,
-    metrics: bool,
-    root: Supervision,
     step_limit: u64,
-    #[cfg(feature = "tokio")]
-    tokio: Option<tokio::runtime::Handle>,
+    config: SystemConfig,
 }
 
 impl DetSystemBuilder {
@@ -130,33 +125,7 @@ impl DetSystemBuilder {
         self
     }
 
-    /// Records the trace into `sink`.
-    pub fn trace(mut self, sink: impl TraceSink + 'static) -> Self {
-        self.sink = Some(Box::new(sink));
-        self
-    }
-
-    /// Reports metrics through the `metrics` facade (default: on).
-    pub fn metrics(mut self, on: bool) -> Self {
-        self.metrics = on;
-        self
-    }
-
-    /// The tokio runtime that runs futures piped into actors
-    /// ([`Context::pipe`](crate::Context::pipe)).
-    #[cfg(feature = "tokio")]
-    pub fn tokio(mut self, handle: tokio::runtime::Handle) -> Self {
-        self.tokio = Some(handle);
-        self
-    }
-
-    /// How the root supervises top-level actors (default: one-for-one, at
-    /// most 3 restarts in 5 s). The root cannot escalate: when it gives up,
-    /// the failed actor stops.
-    pub fn root_supervision(mut self, s: Supervision) -> Self {
-        self.root = s;
-        self
-    }
+    shared_builder_methods!();
 
     /// The most turns one `run_until_idle` may take (default
     /// [`DEFAULT_STEP_LIMIT`]).
@@ -167,17 +136,9 @@ impl DetSystemBuilder {
 
     /// Builds the system.
     pub fn build(self) -> DetSystem {
-        let shared = Arc::new(SystemShared::new(
-            Clock::default(),
-            Tracer::new(self.sink),
-            self.metrics,
-        ));
-        #[cfg(feature = "tokio")]
-        if let Some(h) = self.tokio {
-            let _ = shared.tokio.set(h);
-        }
+        let (shared, root) = self.config.build(Clock::default());
         let queue = Arc::new(DetQueue::default());
-        let engine = Engine::new(shared, queue.clone(), self.root);
+        let engine = Engine::new(shared, queue.clone(), root);
         DetSystem {
             engine,
             queue,
@@ -208,12 +169,8 @@ impl DetSystem {
     pub fn builder() -> DetSystemBuilder {
         DetSystemBuilder {
             seed: 0,
-            sink: None,
-            metrics: true,
-            root: Supervision::default(),
             step_limit: DEFAULT_STEP_LIMIT,
-            #[cfg(feature = "tokio")]
-            tokio: None,
+            config: SystemConfig::default(),
         }
     }
 
@@ -409,13 +366,13 @@ pub struct SharedRunner {
 impl SharedRunner {
     /// An empty system (virtual clock, no trace, no metrics).
     pub fn new() -> Self {
-        let shared = Arc::new(SystemShared::new(
-            Clock::default(),
-            Tracer::new(None),
-            false,
-        ));
+        let config = SystemConfig {
+            metrics: false,
+            ..SystemConfig::default()
+        };
+        let (shared, root) = config.build(Clock::default());
         let queue = Arc::new(DetQueue::default());
-        let engine = Engine::new(shared, queue.clone(), Supervision::default());
+        let engine = Engine::new(shared, queue.clone(), root);
         SharedRunner { engine, queue }
     }
 

@@ -52,3 +52,83 @@ impl SystemShared {
         self.dead_letters.load(Ordering::Relaxed)
     }
 }
+
+/// What both system builders configure alike.
+pub(crate) struct SystemConfig {
+    pub(crate) sink: Option<Box<dyn crate::trace::TraceSink>>,
+    pub(crate) metrics: bool,
+    pub(crate) root: crate::supervision::Supervision,
+    #[cfg(feature = "tokio")]
+    pub(crate) tokio: Option<tokio::runtime::Handle>,
+}
+
+impl Default for SystemConfig {
+    fn default() -> Self {
+        SystemConfig {
+            sink: None,
+            metrics: true,
+            root: crate::supervision::Supervision::default(),
+            #[cfg(feature = "tokio")]
+            tokio: None,
+        }
+    }
+}
+
+impl SystemConfig {
+    /// The shared state of a system with this configuration and `clock`,
+    /// and the root's supervision.
+    pub(crate) fn build(
+        self,
+        clock: crate::time::Clock,
+    ) -> (
+        std::sync::Arc<SystemShared>,
+        crate::supervision::Supervision,
+    ) {
+        let shared = std::sync::Arc::new(SystemShared::new(
+            clock,
+            Tracer::new(self.sink),
+            self.metrics,
+        ));
+        #[cfg(feature = "tokio")]
+        if let Some(h) = self.tokio {
+            let _ = shared.tokio.set(h);
+        }
+        (shared, self.root)
+    }
+}
+
+/// The builder methods both systems share (the builder has a `config:
+/// SystemConfig` field).
+macro_rules! shared_builder_methods {
+    () => {
+        /// Records the trace into `sink` (on the threaded scheduler one lock
+        /// serialises it: costly).
+        pub fn trace(mut self, sink: impl $crate::trace::TraceSink + 'static) -> Self {
+            self.config.sink = Some(Box::new(sink));
+            self
+        }
+
+        /// Reports metrics through the `metrics` facade (default: on).
+        pub fn metrics(mut self, on: bool) -> Self {
+            self.config.metrics = on;
+            self
+        }
+
+        /// How the root supervises top-level actors (default: one-for-one,
+        /// at most 3 restarts in 5 s). The root cannot escalate: when it
+        /// gives up, the failed actor stops.
+        pub fn root_supervision(mut self, s: $crate::supervision::Supervision) -> Self {
+            self.config.root = s;
+            self
+        }
+
+        /// The tokio runtime that runs futures piped into actors
+        /// ([`Context::pipe`]($crate::Context::pipe)).
+        #[cfg(feature = "tokio")]
+        pub fn tokio(mut self, handle: tokio::runtime::Handle) -> Self {
+            self.config.tokio = Some(handle);
+            self
+        }
+    };
+}
+pub(crate) use shared_builder_methods;

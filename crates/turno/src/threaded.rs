@@ -57,10 +57,9 @@ use crate::cell::Cell;
 use crate::context::TimerKey;
 use crate::engine::{Engine, Scheduler, Slot, ROOT};
 use crate::mailbox::{Control, Signal};
-use crate::supervision::{ExitReason, Supervision};
-use crate::system::SystemShared;
+use crate::supervision::ExitReason;
+use crate::system::{shared_builder_methods, SystemConfig};
 use crate::time::{Clock, Instant};
-use crate::trace::{TraceSink, Tracer};
 
 /// Default turns per scheduling of one actor.
 pub const DEFAULT_BATCH: usize = 32;
@@ -216,11 +215,7 @@ impl Scheduler for Core {
 pub struct ThreadedBuilder {
     threads: usize,
     batch: usize,
-    sink: Option<Box<dyn TraceSink>>,
-    metrics: bool,
-    root: Supervision,
-    #[cfg(feature = "tokio")]
-    tokio: Option<tokio::runtime::Handle>,
+    config: SystemConfig,
 }
 
 impl ThreadedBuilder {
@@ -236,43 +231,11 @@ impl ThreadedBuilder {
         self
     }
 
-    /// Records the trace into `sink` (serialised across workers: costly).
-    pub fn trace(mut self, sink: impl TraceSink + 'static) -> Self {
-        self.sink = Some(Box::new(sink));
-        self
-    }
-
-    /// Reports metrics through the `metrics` facade (default: on).
-    pub fn metrics(mut self, on: bool) -> Self {
-        self.metrics = on;
-        self
-    }
-
-    /// The tokio runtime that runs futures piped into actors
-    /// ([`Context::pipe`](crate::Context::pipe)).
-    #[cfg(feature = "tokio")]
-    pub fn tokio(mut self, handle: tokio::runtime::Handle) -> Self {
-        self.tokio = Some(handle);
-        self
-    }
-
-    /// How the root supervises top-level actors.
-    pub fn root_supervision(mut self, s: Supervision) -> Self {
-        self.root = s;
-        self
-    }
+    shared_builder_methods!();
 
     /// Starts the workers and the timer thread.
     pub fn build(self) -> ThreadedSystem {
-        let shared = Arc::new(SystemShared::new(
-            Clock::real(),
-            Tracer::new(self.sink),
-            self.metrics,
-        ));
-        #[cfg(feature = "tokio")]
-        if let Some(h) = self.tokio {
-            let _ = shared.tokio.set(h);
-        }
+        let (shared, root) = self.config.build(Clock::real());
         let core = Arc::new(Core {
             system: NEXT_SYSTEM.fetch_add(1, Ordering::Relaxed),
             injector: Injector::new(),
@@ -288,7 +251,7 @@ impl ThreadedBuilder {
             shutdown: AtomicBool::new(false),
             batch: self.batch,
         });
-        let engine = Arc::new(Engine::new(shared, core.clone(), self.root));
+        let engine = Arc::new(Engine::new(shared, core.clone(), root));
         let deques: Vec<Worker<Arc<Slot>>> =
             (0..self.threads).map(|_| Worker::new_fifo()).collect();
         let _ = core
@@ -412,11 +375,7 @@ impl ThreadedSystem {
         ThreadedBuilder {
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             batch: DEFAULT_BATCH,
-            sink: None,
-            metrics: true,
-            root: Supervision::default(),
-            #[cfg(feature = "tokio")]
-            tokio: None,
+            config: SystemConfig::default(),
         }
     }
 

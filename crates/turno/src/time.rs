@@ -70,6 +70,7 @@ impl fmt::Display for Instant {
 /// The system clock shared by mailboxes, contexts and the scheduler: virtual
 /// (moved by the deterministic scheduler) or real (monotonic, since start).
 #[derive(Debug)]
+#[cfg_attr(turno_loom, allow(dead_code))] // the real clock serves the threaded scheduler only
 pub(crate) enum Clock {
     Virtual(AtomicU64),
     Real(std::time::Instant),
@@ -81,6 +82,7 @@ impl Default for Clock {
     }
 }
 
+#[cfg_attr(turno_loom, allow(dead_code))]
 impl Clock {
     pub(crate) fn real() -> Self {
         Clock::Real(std::time::Instant::now())
