@@ -8,11 +8,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::tree::{CMsg, Child, Log, Parent, Watcher};
 use common::Sys;
 use parking_lot::Mutex;
 use turno::{
-    Actor, ActorId, Addr, Context, ExitReason, Policy, Props, ReplyTo, Response, Strategy,
-    Supervision,
+    Actor, Addr, Context, ExitReason, Policy, Props, ReplyTo, Response, Strategy, Supervision,
 };
 
 on_both! {
@@ -77,56 +77,6 @@ fn fifo_per_pair(sys: &mut impl Sys) {
 }
 
 // ----- supervision --------------------------------------------------------
-
-type Log = Arc<Mutex<Vec<String>>>;
-
-struct Child {
-    name: &'static str,
-    log: Log,
-}
-enum CMsg {
-    Crash,
-}
-impl Actor for Child {
-    type Msg = CMsg;
-    fn started(&mut self, _ctx: &mut Context<'_, Self>) {
-        self.log.lock().push(format!("start {}", self.name));
-    }
-    fn stopped(&mut self, _ctx: &mut Context<'_, Self>) {
-        self.log.lock().push(format!("stop {}", self.name));
-    }
-    fn handle(&mut self, _ctx: &mut Context<'_, Self>, m: CMsg) {
-        match m {
-            CMsg::Crash => panic!("{} crashed", self.name),
-        }
-    }
-}
-
-struct Parent {
-    log: Log,
-    out: Arc<Mutex<Vec<Addr<CMsg>>>>,
-}
-impl Actor for Parent {
-    type Msg = ();
-    fn started(&mut self, ctx: &mut Context<'_, Self>) {
-        let mut out = self.out.lock();
-        out.clear();
-        for name in ["a", "b", "c"] {
-            let log = self.log.clone();
-            out.push(
-                ctx.spawn(Props::new().name(name), move || Child {
-                    name,
-                    log: log.clone(),
-                })
-                .unwrap(),
-            );
-        }
-    }
-    fn stopped(&mut self, _ctx: &mut Context<'_, Self>) {
-        self.log.lock().push("stop parent".into());
-    }
-    fn handle(&mut self, _ctx: &mut Context<'_, Self>, _m: ()) {}
-}
 
 fn tree(sys: &mut impl Sys, s: Supervision) -> (Addr<()>, Vec<Addr<CMsg>>, Log) {
     let log: Log = Default::default();
@@ -198,20 +148,6 @@ fn stop_children_first(sys: &mut impl Sys) {
 }
 
 // ----- watch and dead letters --------------------------------------------
-
-struct Watcher {
-    target: Addr<CMsg>,
-    seen: Arc<Mutex<Vec<(ActorId, ExitReason)>>>,
-}
-impl Actor for Watcher {
-    type Msg = (ActorId, ExitReason);
-    fn started(&mut self, ctx: &mut Context<'_, Self>) {
-        ctx.watch(&self.target, |id, why| (id, why));
-    }
-    fn handle(&mut self, _ctx: &mut Context<'_, Self>, m: (ActorId, ExitReason)) {
-        self.seen.lock().push(m);
-    }
-}
 
 fn watch_and_dead_letters(sys: &mut impl Sys) {
     let log: Log = Default::default();

@@ -4,67 +4,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+mod common;
+
+use common::tree::{CMsg, Child, Log, Parent, Watcher};
 use parking_lot::Mutex;
-use turno::{
-    Actor, ActorId, Addr, Context, DetSystem, Directive, ExitReason, Props, Strategy, Supervision,
-};
-
-type Log = Arc<Mutex<Vec<String>>>;
-
-/// A child that logs its starts and panics on `Crash`.
-struct Child {
-    name: &'static str,
-    log: Log,
-}
-
-enum CMsg {
-    Crash,
-    Ping,
-}
-
-impl Actor for Child {
-    type Msg = CMsg;
-    fn started(&mut self, _ctx: &mut Context<'_, Self>) {
-        self.log.lock().push(format!("start {}", self.name));
-    }
-    fn stopped(&mut self, _ctx: &mut Context<'_, Self>) {
-        self.log.lock().push(format!("stop {}", self.name));
-    }
-    fn handle(&mut self, _ctx: &mut Context<'_, Self>, m: CMsg) {
-        match m {
-            CMsg::Crash => panic!("{} crashed", self.name),
-            CMsg::Ping => self.log.lock().push(format!("ping {}", self.name)),
-        }
-    }
-}
-
-/// Spawns children a, b, c and hands their addresses out.
-struct Parent {
-    log: Log,
-    out: Arc<Mutex<Vec<Addr<CMsg>>>>,
-}
-
-impl Actor for Parent {
-    type Msg = ();
-    fn stopped(&mut self, _ctx: &mut Context<'_, Self>) {
-        self.log.lock().push("stop parent".into());
-    }
-    fn started(&mut self, ctx: &mut Context<'_, Self>) {
-        let mut out = self.out.lock();
-        out.clear();
-        for name in ["a", "b", "c"] {
-            let log = self.log.clone();
-            out.push(
-                ctx.spawn(Props::new().name(name), move || Child {
-                    name,
-                    log: log.clone(),
-                })
-                .unwrap(),
-            );
-        }
-    }
-    fn handle(&mut self, _ctx: &mut Context<'_, Self>, _m: ()) {}
-}
+use turno::{Addr, DetSystem, Directive, ExitReason, Props, Strategy, Supervision};
 
 struct Tree {
     sys: DetSystem,
@@ -215,22 +159,6 @@ fn the_root_stops_an_actor_it_cannot_restart() {
     sys.run_until_idle().unwrap();
     assert!(!sys.is_alive(a.id()));
     assert!(a.is_closed());
-}
-
-/// Watches an actor and records how it ended.
-struct Watcher {
-    target: Addr<CMsg>,
-    seen: Arc<Mutex<Vec<(ActorId, ExitReason)>>>,
-}
-
-impl Actor for Watcher {
-    type Msg = (ActorId, ExitReason);
-    fn started(&mut self, ctx: &mut Context<'_, Self>) {
-        ctx.watch(&self.target, |id, why| (id, why));
-    }
-    fn handle(&mut self, _ctx: &mut Context<'_, Self>, m: (ActorId, ExitReason)) {
-        self.seen.lock().push(m);
-    }
 }
 
 #[test]

@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod tree;
+
 use std::time::Duration;
 
 use turno::threaded::ThreadedSystem;
