@@ -94,7 +94,8 @@ impl Harness {
 
     /// Prints the table (nothing in JSON mode, where lines went out already).
     pub fn finish(self) {
-        if self.json {
+        // Nothing timed (e.g. `memory`, which prints its own lines): no table.
+        if self.json || self.results.is_empty() {
             return;
         }
         let mut benches: Vec<&str> = Vec::new();
