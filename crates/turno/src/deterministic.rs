@@ -48,7 +48,7 @@ use crate::actor::{Actor, Props, SpawnError};
 use crate::addr::{ActorId, Addr};
 use crate::cell::Cell;
 use crate::context::TimerKey;
-use crate::engine::{Engine, Scheduler, Slot};
+use crate::engine::{shared_system_queries, Engine, Scheduler, Slot};
 use crate::mailbox::{Control, Signal};
 use crate::supervision::ExitReason;
 use crate::sync::Mutex;
@@ -203,45 +203,11 @@ impl DetSystem {
             .push_control(id, Control::Stop(ExitReason::Stopped));
     }
 
-    /// True while the actor has not stopped.
-    pub fn is_alive(&self, id: ActorId) -> bool {
-        self.engine.is_alive(id)
-    }
-
-    /// How many times the actor was restarted.
-    pub fn restarts(&self, id: ActorId) -> u32 {
-        self.engine.restarts(id)
-    }
-
-    /// The actor's name, while it lives.
-    pub fn name(&self, id: ActorId) -> Option<String> {
-        self.engine.name(id)
-    }
-
-    /// The actor's children, in the order they were started ([`ROOT`]: the
-    /// top-level actors).
-    pub fn children(&self, id: ActorId) -> Vec<ActorId> {
-        self.engine.children(id)
-    }
-
-    /// True while the actor is muted by a saturated suspend mailbox.
-    pub fn is_muted(&self, id: ActorId) -> bool {
-        self.engine.is_muted(id)
-    }
-
-    /// Messages that reached no actor, system-wide.
-    pub fn dead_letters(&self) -> u64 {
-        self.shared().dead_letters()
-    }
+    shared_system_queries!();
 
     /// Turns run so far.
     pub fn turns(&self) -> u64 {
         self.turns
-    }
-
-    /// Live actors.
-    pub fn actor_count(&self) -> usize {
-        self.engine.actor_count()
     }
 
     /// The deadline of the next pending timer, if any.

@@ -55,7 +55,7 @@ use crate::actor::{Actor, Props, SpawnError};
 use crate::addr::{ActorId, Addr};
 use crate::cell::Cell;
 use crate::context::TimerKey;
-use crate::engine::{Engine, Scheduler, Slot, ROOT};
+use crate::engine::{shared_system_queries, Engine, Scheduler, Slot, ROOT};
 use crate::mailbox::{Control, Signal};
 use crate::supervision::ExitReason;
 use crate::system::{shared_builder_methods, SystemConfig};
@@ -407,35 +407,7 @@ impl ThreadedSystem {
             .push_control(id, Control::Stop(ExitReason::Stopped));
     }
 
-    /// True while the actor has not stopped.
-    pub fn is_alive(&self, id: ActorId) -> bool {
-        self.engine.is_alive(id)
-    }
-
-    /// How many times the actor was restarted.
-    pub fn restarts(&self, id: ActorId) -> u32 {
-        self.engine.restarts(id)
-    }
-
-    /// The actor's children ([`ROOT`]: the top-level actors).
-    pub fn children(&self, id: ActorId) -> Vec<ActorId> {
-        self.engine.children(id)
-    }
-
-    /// True while the actor is muted by a saturated suspend mailbox.
-    pub fn is_muted(&self, id: ActorId) -> bool {
-        self.engine.is_muted(id)
-    }
-
-    /// Live actors.
-    pub fn actor_count(&self) -> usize {
-        self.engine.actor_count()
-    }
-
-    /// Messages that reached no actor, system-wide.
-    pub fn dead_letters(&self) -> u64 {
-        self.engine.shared.dead_letters()
-    }
+    shared_system_queries!();
 
     /// Waits until no actor is scheduled or running (pending timers and
     /// parked actors do not count). Returns false on timeout.

@@ -7,28 +7,11 @@
 //! wrong, and a model checker that controls the mutex and the threads sees
 //! every interleaving that matters.
 
-#![allow(unexpected_cfgs)] // `turno_loom` is set by RUSTFLAGS="--cfg turno_loom" for the model-checked tests.
-
 use std::future::Future;
 
-#[cfg(not(turno_loom))]
-pub(crate) use parking_lot::Mutex;
-
-/// loom's mutex with parking_lot's infallible `lock()`.
-#[cfg(turno_loom)]
-pub(crate) struct Mutex<T>(loom::sync::Mutex<T>);
-
-#[cfg(turno_loom)]
-impl<T> Mutex<T> {
-    pub(crate) fn new(value: T) -> Self {
-        Mutex(loom::sync::Mutex::new(value))
-    }
-
-    pub(crate) fn lock(&self) -> loom::sync::MutexGuard<'_, T> {
-        // A poisoned lock means a panic in a model thread: loom reports that.
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
+/// The crate's lock seam (parking_lot, or loom's under `--cfg turno_loom`),
+/// shared with the actor core.
+pub(crate) use crate::sync::Mutex;
 
 /// Runs a future to completion on the current thread, parking the thread
 /// while the future waits. This is how the blocking methods of the stream
