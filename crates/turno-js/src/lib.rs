@@ -28,7 +28,7 @@
 //!
 //! boa's default executor runs due timers before promise jobs, which is right
 //! for neither model. Here the host is boa's `JobExecutor`: every promise job
-//! lands in our microtask queue, and the loop in `host.rs` decides when it runs.
+//! lands in our microtask queue, and the loop in `host/` decides when it runs.
 //!
 //! ## Virtual time
 //!

@@ -1,0 +1,158 @@
+//! The job executor and the microtask queue.
+//!
+//! [`Host`] is boa's [`JobExecutor`]: every promise job the engine creates is
+//! pushed onto our microtask queue (next to `queueMicrotask` callbacks) and
+//! runs only when the loop performs a microtask checkpoint. The host hooks
+//! name promise-reaction frames for the trace and collect rejections that
+//! have no handler yet (reported by `uncaught.rs` after the queue drains).
+
+use std::rc::Rc;
+
+use boa_engine::builtins::promise::{OperationType, Promise};
+use boa_engine::context::HostHooks;
+use boa_engine::job::{Job, JobCallback, JobExecutor, PromiseJob};
+use boa_engine::{Context, JsObject, JsResult, JsValue};
+use serde_json::{json, Value};
+
+use super::natives::{arg_fn, host_of, JsStackScope};
+use super::{fn_name, Host, Stop};
+
+pub(super) enum Micro {
+    Promise(PromiseJob),
+    Callback(JsObject, Vec<JsValue>),
+}
+
+impl JobExecutor for Host {
+    fn enqueue_job(self: Rc<Self>, job: Job, context: &mut Context) {
+        let _js = JsStackScope::enter(&self, context);
+        match job {
+            Job::PromiseJob(j) => self.push_micro(Micro::Promise(j), "PromiseJob".into()),
+            _ => {
+                // Boa only creates promise jobs for the programs we host
+                // (no Atomics.waitAsync, no module loading, no FinalizationRegistry
+                // cleanup); anything else is counted and reported, never run.
+                self.st.borrow_mut().dropped_jobs += 1;
+            }
+        }
+    }
+
+    fn run_jobs(self: Rc<Self>, _context: &mut Context) -> JsResult<()> {
+        // The event loop (node.rs, html.rs) decides when jobs run; boa never gets
+        // to drain the queue on its own.
+        Ok(())
+    }
+}
+
+/// Host hooks: name promise-reaction frames and track rejections.
+pub(super) struct Hooks;
+
+impl HostHooks for Hooks {
+    fn call_job_callback(
+        &self,
+        job: &JobCallback,
+        this: &JsValue,
+        args: &[JsValue],
+        context: &mut Context,
+    ) -> JsResult<JsValue> {
+        let host = context.downcast_job_executor::<Host>();
+        let label = match &host {
+            Some(h) if h.tracing() => {
+                let name = fn_name(job.callback(), context);
+                Some(format!("promise reaction: {name}"))
+            }
+            _ => None,
+        };
+        if let (Some(h), Some(l)) = (&host, &label) {
+            h.push_frame(l.clone());
+        }
+        let r = job.callback().call(this, args, context);
+        if let (Some(h), Some(_)) = (&host, &label) {
+            h.pop_frame();
+        }
+        r
+    }
+
+    fn promise_rejection_tracker(
+        &self,
+        promise: &JsObject<Promise>,
+        operation: OperationType,
+        context: &mut Context,
+    ) {
+        let Some(host) = context.downcast_job_executor::<Host>() else {
+            return;
+        };
+        let obj = promise.clone().upcast();
+        {
+            let mut st = host.st.borrow_mut();
+            match operation {
+                OperationType::Reject => st.pending_rejections.push(obj.clone()),
+                OperationType::Handle => {
+                    st.pending_rejections.retain(|p| !JsObject::equals(p, &obj))
+                }
+            }
+        }
+        host.track_promise(&obj, "rejection-tracker");
+    }
+}
+
+pub(super) fn n_queue_microtask(
+    _: &JsValue,
+    args: &[JsValue],
+    ctx: &mut Context,
+) -> JsResult<JsValue> {
+    let host = host_of(ctx)?;
+    let _js = JsStackScope::enter(&host, ctx);
+    let Some(cb) = arg_fn(args, 0) else {
+        return Ok(JsValue::undefined());
+    };
+    let label = format!("queueMicrotask: {}", fn_name(&cb, ctx));
+    host.push_micro(Micro::Callback(cb, Vec::new()), label);
+    Ok(JsValue::undefined())
+}
+
+impl Host {
+    fn push_micro(&self, m: Micro, label: String) {
+        let mut st = self.st.borrow_mut();
+        st.seq += 1;
+        let id = st.seq;
+        st.microtasks.push_back((id, m));
+        st.ev(
+            "enqueue",
+            json!({"queue": "microtask", "id": id, "label": label}),
+        );
+    }
+
+    /// HTML "perform a microtask checkpoint" / V8's RunMicrotasks: run until
+    /// the queue is empty, including jobs queued meanwhile.
+    pub(super) fn run_microtasks(&self, ctx: &mut Context) -> Result<(), Stop> {
+        loop {
+            let next = self.st.borrow_mut().microtasks.pop_front();
+            let Some((id, m)) = next else { break };
+            self.st
+                .borrow_mut()
+                .ev("dequeue", json!({"queue": "microtask", "id": id}));
+            match m {
+                Micro::Promise(job) => {
+                    self.step()?;
+                    let r = job.call(ctx);
+                    self.check_exit()?;
+                    self.sample_promises();
+                    if let Err(e) = r {
+                        self.uncaught(ctx, e)?;
+                    }
+                }
+                Micro::Callback(f, args) => {
+                    let label = format!("queueMicrotask: {}", fn_name(&f, ctx));
+                    self.call(ctx, label, &f, &JsValue::undefined(), &args)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn checkpoint(&self, ctx: &mut Context) -> Result<(), Stop> {
+        self.st.borrow_mut().ev("microtask_checkpoint", Value::Null);
+        self.run_microtasks(ctx)?;
+        self.report_rejections(ctx)
+    }
+}

@@ -1,0 +1,316 @@
+//! The host: queues, virtual clock, and the two event-loop models.
+//!
+//! boa runs JavaScript; everything *around* a turn of JavaScript lives here.
+//! [`Host`] is installed as boa's [`JobExecutor`](boa_engine::job::JobExecutor), so every promise job the
+//! engine creates lands in our microtask queue instead of boa's default
+//! executor (which would run due timers before promise jobs). The host then
+//! drives the loop itself:
+//!
+//! * **node**: main script, then `process.nextTick` queue + microtasks
+//!   (`processTicksAndRejections`), then loop iterations of the phases
+//!   timers → pending → poll → check → close, draining ticks and microtasks
+//!   after every callback, as Node ≥ 11 does.
+//! * **html**: the script is a task; then pick the oldest runnable task
+//!   (timers become tasks when due, posted messages are tasks), run it,
+//!   perform a microtask checkpoint, and at each 60 Hz frame boundary with
+//!   `requestAnimationFrame` callbacks pending run the "update the rendering"
+//!   step (a microtask checkpoint after each rAF callback, as the stack empties).
+//!
+//! Time is virtual: it never moves while JavaScript runs, and jumps to the
+//! next due event when the loop would otherwise wait. Runs are therefore
+//! deterministic.
+//!
+//! Borrow discipline: the [`State`] is in a `RefCell`; no borrow is ever held
+//! across a call into JavaScript, because JavaScript calls back into natives
+//! that borrow it again.
+//!
+//! ## Files
+//!
+//! * `mod.rs` (this file): the loop core shared by both models: the
+//!   [`State`] and the [`Host`], trace events, host-initiated frames, the
+//!   step budget and the virtual clock.
+//! * `microtasks.rs`: boa's job executor and host hooks, the microtask queue
+//!   and the microtask checkpoint.
+//! * `timers.rs`: the timers heap, delay coercion and the HTML nesting clamp.
+//! * `node.rs`: the Node loop: phases, `process.nextTick`, `setImmediate`.
+//! * `html.rs`: the HTML loop: tasks, posted messages, `requestAnimationFrame`
+//!   and the "update the rendering" step.
+//! * `promises.rs`: following the internal slots of promises for the trace.
+//! * `uncaught.rs`: uncaught exceptions and unhandled rejections, reported as
+//!   each runtime reports them.
+//! * `natives.rs`: the `h` object of natives the prelude calls, and what every
+//!   native shares (argument helpers, the JavaScript-stack scope).
+//! * `run.rs`: one run: engine and prelude setup, the main script, the report
+//!   and the budget errors.
+//!
+//! The JavaScript half of the host (console, `util.inspect`, the Node and web
+//! API shapes) is `../prelude.js`.
+
+mod html;
+mod microtasks;
+mod natives;
+mod node;
+mod promises;
+mod run;
+mod timers;
+mod uncaught;
+
+pub(crate) use run::run;
+
+use std::cell::RefCell;
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::rc::Rc;
+
+use boa_engine::object::builtins::JsArray;
+use boa_engine::{js_string, Context, JsObject, JsResult, JsValue};
+use serde_json::{json, Value};
+
+use crate::trace::Trace;
+use crate::{Model, UncaughtError};
+
+use html::Task;
+use microtasks::Micro;
+use promises::Tracked;
+use timers::Timer;
+
+const MS: u64 = 1_000_000;
+
+/// Why the loop stopped early.
+pub(crate) enum Stop {
+    /// `process.exit(code)`.
+    Exit(i32),
+    /// A fatal uncaught exception (node model); already reported.
+    Fatal,
+    /// A budget ran out.
+    Budget(BudgetKind),
+}
+
+pub(crate) enum BudgetKind {
+    Steps,
+    Time { next_ns: u64 },
+    LoopIterations { message: String },
+}
+
+pub(crate) struct State {
+    model: Model,
+    file: String,
+    now_ns: u64,
+    steps: u64,
+    max_steps: u64,
+    max_time_ns: u64,
+    seq: u64,
+    stdout: String,
+    stderr: String,
+    notes: Vec<String>,
+    uncaught: Vec<UncaughtError>,
+    exit_request: Option<i32>,
+    trace: Option<Trace>,
+    stack: Vec<String>,
+    microtasks: VecDeque<(u64, Micro)>,
+    ticks: VecDeque<(u64, JsObject, Vec<JsValue>)>,
+    timers: HashMap<u32, Timer>,
+    timer_heap: BTreeSet<(u64, u64, u32)>,
+    next_timer_id: u32,
+    immediates: VecDeque<(u32, JsObject, Vec<JsValue>)>,
+    next_immediate_id: u32,
+    tasks: VecDeque<Task>,
+    raf: Vec<(u32, JsObject)>,
+    next_raf_id: u32,
+    raf_due: Option<u64>,
+    frames: u64,
+    current_timer_nesting: Option<u32>,
+    pending_rejections: Vec<JsObject>,
+    tracked: Vec<Tracked>,
+    untracked_promises: u64,
+    next_promise_id: u64,
+    race_notes: u64,
+    noted: Vec<&'static str>,
+    /// The JavaScript frames active while a native runs (tracing only);
+    /// attached to every event recorded meanwhile.
+    js_stack: Option<Vec<String>>,
+    dropped_jobs: u64,
+    inspect: Option<JsObject>,
+    clock: Rc<std::cell::Cell<u64>>,
+    running_immediates: Vec<u32>,
+    cleared_immediates: Vec<u32>,
+    running_raf: Vec<u32>,
+    cancelled_raf: Vec<u32>,
+}
+
+/// The host, installed as boa's job executor (so natives and hooks can reach
+/// it through [`Context::downcast_job_executor`]).
+pub(crate) struct Host {
+    st: RefCell<State>,
+}
+
+fn fn_name(f: &JsObject, ctx: &mut Context) -> String {
+    match f.get(js_string!("name"), ctx) {
+        Ok(v) => match v.as_string() {
+            Some(s) if !s.is_empty() => s.to_std_string_escaped(),
+            _ => "(anonymous)".into(),
+        },
+        Err(_) => "(anonymous)".into(),
+    }
+}
+
+fn args_vec(v: Option<&JsValue>, ctx: &mut Context) -> JsResult<Vec<JsValue>> {
+    let Some(obj) = v.and_then(JsValue::as_object) else {
+        return Ok(Vec::new());
+    };
+    let arr = JsArray::from_object(obj.clone())?;
+    let len = arr.length(ctx)?;
+    let mut out = Vec::with_capacity(len as usize);
+    for i in 0..len {
+        out.push(arr.get(i, ctx)?);
+    }
+    Ok(out)
+}
+
+impl State {
+    /// Records a note (in the report and the trace) once per kind per run.
+    fn note_once(&mut self, key: &'static str, text: String) {
+        if self.noted.contains(&key) {
+            return;
+        }
+        self.noted.push(key);
+        self.ev("note", json!({"text": text.clone()}));
+        self.notes.push(text);
+    }
+
+    fn ev(&mut self, kind: &str, mut fields: Value) {
+        let t = self.now_ns;
+        if let (Some(js), Value::Object(m)) = (&self.js_stack, &mut fields) {
+            m.insert("js_stack".into(), json!(js));
+        }
+        if let Some(tr) = self.trace.as_mut() {
+            tr.push(t, kind, fields);
+        }
+    }
+}
+
+impl Host {
+    fn tracing(&self) -> bool {
+        self.st.borrow().trace.is_some()
+    }
+
+    fn push_frame(&self, label: String) {
+        let mut st = self.st.borrow_mut();
+        st.stack.push(label.clone());
+        let depth = st.stack.len();
+        st.ev("stack_push", json!({"frame": label, "depth": depth}));
+    }
+
+    fn pop_frame(&self) {
+        let mut st = self.st.borrow_mut();
+        let label = st.stack.pop().unwrap_or_default();
+        let depth = st.stack.len();
+        st.ev("stack_pop", json!({"frame": label, "depth": depth}));
+    }
+
+    fn write(&self, fd: u32, text: &str) {
+        let mut st = self.st.borrow_mut();
+        let stream = if fd == 2 { "stderr" } else { "stdout" };
+        if fd == 2 {
+            st.stderr.push_str(text);
+        } else {
+            st.stdout.push_str(text);
+        }
+        st.ev("output", json!({"stream": stream, "text": text}));
+    }
+
+    fn step(&self) -> Result<(), Stop> {
+        let mut st = self.st.borrow_mut();
+        st.steps += 1;
+        if st.steps > st.max_steps {
+            return Err(Stop::Budget(BudgetKind::Steps));
+        }
+        Ok(())
+    }
+
+    /// Calls `f` as a host-initiated frame, handling an uncaught exception
+    /// per model. Returns `Err` only when the loop must stop.
+    fn call(
+        &self,
+        ctx: &mut Context,
+        label: String,
+        f: &JsObject,
+        this: &JsValue,
+        args: &[JsValue],
+    ) -> Result<(), Stop> {
+        self.step()?;
+        self.push_frame(label);
+        let r = f.call(this, args, ctx);
+        self.pop_frame();
+        self.check_exit()?;
+        self.sample_promises();
+        match r {
+            Ok(_) => Ok(()),
+            Err(e) => self.uncaught(ctx, e),
+        }
+    }
+
+    /// Calls a dispatch-preparing function and reads back its
+    /// `[fn, this, event]` triples (`None` if it threw, after reporting).
+    #[allow(clippy::type_complexity)]
+    fn call_value(
+        &self,
+        ctx: &mut Context,
+        label: String,
+        f: &JsObject,
+        args: &[JsValue],
+    ) -> Result<Option<Vec<(JsObject, JsValue, JsValue)>>, Stop> {
+        self.step()?;
+        self.push_frame(label);
+        let r = f.call(&JsValue::undefined(), args, ctx);
+        self.pop_frame();
+        let v = match r {
+            Ok(v) => v,
+            Err(e) => {
+                self.uncaught(ctx, e)?;
+                return Ok(None);
+            }
+        };
+        let mut out = Vec::new();
+        let Ok(list) = args_vec(Some(&v), ctx) else {
+            return Ok(Some(out));
+        };
+        for item in list {
+            let Ok(t) = args_vec(Some(&item), ctx) else {
+                continue;
+            };
+            if let (Some(g), Some(this), Some(ev)) = (
+                t.first()
+                    .and_then(JsValue::as_object)
+                    .filter(|o| o.is_callable()),
+                t.get(1),
+                t.get(2),
+            ) {
+                out.push((g, this.clone(), ev.clone()));
+            }
+        }
+        Ok(Some(out))
+    }
+
+    /// `process.exit` was called, even if the engine swallowed the unwind
+    /// (an async function body turns it into a rejection).
+    fn check_exit(&self) -> Result<(), Stop> {
+        match self.st.borrow().exit_request {
+            Some(code) => Err(Stop::Exit(code)),
+            None => Ok(()),
+        }
+    }
+
+    fn advance_to(&self, t: u64) -> Result<(), Stop> {
+        let mut st = self.st.borrow_mut();
+        if t > st.max_time_ns {
+            return Err(Stop::Budget(BudgetKind::Time { next_ns: t }));
+        }
+        if t > st.now_ns {
+            let from = st.now_ns;
+            st.now_ns = t;
+            st.clock.set(t);
+            st.ev("time_advance", json!({"from_ns": from, "to_ns": t}));
+        }
+        Ok(())
+    }
+}

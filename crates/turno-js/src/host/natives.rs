@@ -1,0 +1,182 @@
+//! The natives the prelude reaches through `h`.
+//!
+//! [`build_natives`] assembles the `h` object. The natives that belong to
+//! one queue live with it (`timers.rs`, `node.rs`, `html.rs`,
+//! `microtasks.rs`); this file holds the rest (output, clocks, exit, promise
+//! state for `util.inspect`) and what all of them share: finding the host,
+//! reading arguments, and attaching the JavaScript stack to the events they
+//! record.
+
+use std::rc::Rc;
+
+use boa_engine::builtins::promise::PromiseState;
+use boa_engine::object::builtins::{JsArray, JsPromise};
+use boa_engine::object::FunctionObjectBuilder;
+use boa_engine::{
+    js_string, Context, JsNativeError, JsObject, JsResult, JsString, JsValue, NativeFunction,
+};
+
+use super::html::{n_cancel_raf, n_post_task, n_raf};
+use super::microtasks::n_queue_microtask;
+use super::node::{n_clear_immediate, n_next_tick, n_set_immediate};
+use super::timers::{n_clear_timer, n_has_ref, n_ref_timer, n_set_timer};
+use super::{Host, MS};
+
+/// The JavaScript call stack, outermost first, as `name (file:line:col)`;
+/// the prelude's own frames (console.log, setTimeout, ... wrappers) left out.
+fn js_stack(ctx: &Context) -> Vec<String> {
+    let mut frames: Vec<String> = ctx
+        .stack_trace()
+        .filter_map(|f| {
+            let loc = f.position();
+            let path = loc.path.to_string();
+            if path.starts_with("<turno-prelude>") {
+                return None;
+            }
+            let name = if loc.function_name.is_empty() {
+                "<main>".to_string()
+            } else {
+                loc.function_name.to_std_string_escaped()
+            };
+            Some(match loc.position {
+                Some(p) => format!("{name} ({path}:{}:{})", p.line_number(), p.column_number()),
+                None => format!("{name} ({path})"),
+            })
+        })
+        .collect();
+    frames.reverse();
+    frames
+}
+
+/// While alive, events recorded carry the JavaScript stack of the native
+/// call that records them (tracing only).
+pub(super) struct JsStackScope(Rc<Host>, Option<Vec<String>>);
+
+impl JsStackScope {
+    pub(super) fn enter(host: &Rc<Host>, ctx: &Context) -> Self {
+        let mut prev = None;
+        if host.tracing() {
+            let now = js_stack(ctx);
+            prev = host.st.borrow_mut().js_stack.replace(now);
+        }
+        JsStackScope(host.clone(), prev)
+    }
+}
+
+impl Drop for JsStackScope {
+    fn drop(&mut self) {
+        if let Ok(mut st) = self.0.st.try_borrow_mut() {
+            st.js_stack = self.1.take();
+        }
+    }
+}
+
+pub(super) fn host_of(ctx: &Context) -> JsResult<Rc<Host>> {
+    ctx.downcast_job_executor::<Host>().ok_or_else(|| {
+        JsNativeError::error()
+            .with_message("turno-js host missing")
+            .into()
+    })
+}
+
+pub(super) fn arg_fn(args: &[JsValue], i: usize) -> Option<JsObject> {
+    args.get(i)
+        .and_then(JsValue::as_object)
+        .filter(|o| o.is_callable())
+}
+
+pub(super) fn arg_u32(args: &[JsValue], i: usize, ctx: &mut Context) -> JsResult<u32> {
+    let n = args.get(i).cloned().unwrap_or_default().to_number(ctx)?;
+    Ok(if n.is_finite() && n >= 0.0 {
+        n as u32
+    } else {
+        0
+    })
+}
+
+fn n_write(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
+    let host = host_of(ctx)?;
+    let _js = JsStackScope::enter(&host, ctx);
+    let fd = arg_u32(args, 0, ctx)?;
+    let text = args
+        .get(1)
+        .cloned()
+        .unwrap_or_default()
+        .to_string(ctx)?
+        .to_std_string_escaped();
+    host.write(fd, &text);
+    Ok(JsValue::undefined())
+}
+
+fn n_now(_: &JsValue, _: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
+    let host = host_of(ctx)?;
+    let ns = host.st.borrow().now_ns;
+    Ok(JsValue::from(ns as f64 / MS as f64))
+}
+
+fn n_now_ns(_: &JsValue, _: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
+    let host = host_of(ctx)?;
+    let ns = host.st.borrow().now_ns;
+    Ok(JsValue::from(ns as f64))
+}
+
+fn n_file_name(_: &JsValue, _: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
+    let host = host_of(ctx)?;
+    let f = host.st.borrow().file.clone();
+    Ok(JsValue::from(JsString::from(f.as_str())))
+}
+
+fn n_exit(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
+    let host = host_of(ctx)?;
+    let n = args.first().cloned().unwrap_or_default().to_number(ctx)?;
+    let code = if n.is_finite() { n as i32 } else { 0 };
+    host.st.borrow_mut().exit_request = Some(code);
+    // An engine error is not catchable by JavaScript, so `process.exit`
+    // unwinds every frame, as it does in Node.
+    Err(boa_engine::error::RuntimeLimitError::Recursion.into())
+}
+
+fn n_promise_state(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
+    let Some(obj) = args.first().and_then(JsValue::as_object) else {
+        return Ok(JsValue::undefined());
+    };
+    let p = JsPromise::from_object(obj.clone())?;
+    let (s, v) = match p.state() {
+        PromiseState::Pending => ("pending", JsValue::undefined()),
+        PromiseState::Fulfilled(v) => ("fulfilled", v),
+        PromiseState::Rejected(v) => ("rejected", v),
+    };
+    Ok(JsArray::from_iter([JsValue::from(js_string!(s)), v], ctx).into())
+}
+
+pub(super) fn build_natives(ctx: &mut Context) -> JsResult<JsObject> {
+    type F = fn(&JsValue, &[JsValue], &mut Context) -> JsResult<JsValue>;
+    let list: [(&str, F, usize); 17] = [
+        ("write", n_write, 2),
+        ("setTimer", n_set_timer, 4),
+        ("clearTimer", n_clear_timer, 1),
+        ("refTimer", n_ref_timer, 2),
+        ("hasRef", n_has_ref, 1),
+        ("setImmediate", n_set_immediate, 2),
+        ("clearImmediate", n_clear_immediate, 1),
+        ("nextTick", n_next_tick, 2),
+        ("queueMicrotask", n_queue_microtask, 1),
+        ("raf", n_raf, 1),
+        ("cancelRaf", n_cancel_raf, 1),
+        ("postTask", n_post_task, 3),
+        ("now", n_now, 0),
+        ("nowNs", n_now_ns, 0),
+        ("fileName", n_file_name, 0),
+        ("exit", n_exit, 1),
+        ("promiseState", n_promise_state, 1),
+    ];
+    let obj = JsObject::with_null_proto();
+    for (name, f, len) in list {
+        let func = FunctionObjectBuilder::new(ctx.realm(), NativeFunction::from_fn_ptr(f))
+            .name(JsString::from(name))
+            .length(len)
+            .build();
+        obj.set(JsString::from(name), func, false, ctx)?;
+    }
+    Ok(obj)
+}

@@ -1,0 +1,164 @@
+//! Timers: `setTimeout` / `setInterval` and their heap.
+//!
+//! Owns the delay coercion of each model (Node: anything outside
+//! 1..=TIMEOUT_MAX ms is 1 ms; HTML: WebIDL `long`, clamped to 4 ms beyond
+//! nesting level 5), the heap ordered by (due, sequence), cancellation and
+//! `ref`/`unref`. When a due timer runs is each loop's business: `node.rs`
+//! runs it in the timers phase, `html.rs` turns it into a task.
+
+use boa_engine::{Context, JsObject, JsResult, JsValue};
+use serde_json::json;
+
+use super::natives::{arg_fn, arg_u32, host_of, JsStackScope};
+use super::{args_vec, fn_name, Host, MS};
+use crate::Model;
+
+/// Node's TIMEOUT_MAX (2^31 - 1 ms).
+const TIMEOUT_MAX_MS: f64 = 2_147_483_647.0;
+
+pub(super) struct Timer {
+    pub(super) seq: u64,
+    pub(super) cb: JsObject,
+    pub(super) args: Vec<JsValue>,
+    /// The (coerced, clamped) delay of the next run, in ns.
+    pub(super) delay_ns: u64,
+    /// The delay requested by the program (before any clamp), in ns.
+    pub(super) requested_ns: u64,
+    pub(super) repeat: bool,
+    pub(super) refed: bool,
+    /// HTML timer nesting level of the task this timer will run as.
+    pub(super) nesting: u32,
+    pub(super) label: String,
+}
+
+pub(super) fn n_set_timer(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
+    let host = host_of(ctx)?;
+    let _js = JsStackScope::enter(&host, ctx);
+    let Some(cb) = arg_fn(args, 0) else {
+        // HTML would compile a string handler; we don't evaluate strings.
+        return Ok(JsValue::from(0));
+    };
+    let extra = args_vec(args.get(1), ctx)?;
+    let delay = args.get(2).cloned().unwrap_or_default().to_number(ctx)?;
+    let repeat = args.get(3).is_some_and(JsValue::to_boolean);
+    let label = fn_name(&cb, ctx);
+    let id = host.set_timer(cb, extra, delay, repeat, label);
+    Ok(JsValue::from(id))
+}
+
+pub(super) fn n_clear_timer(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
+    let host = host_of(ctx)?;
+    let _js = JsStackScope::enter(&host, ctx);
+    let id = arg_u32(args, 0, ctx)?;
+    host.clear_timer(id);
+    Ok(JsValue::undefined())
+}
+
+pub(super) fn n_ref_timer(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
+    let host = host_of(ctx)?;
+    let id = arg_u32(args, 0, ctx)?;
+    let on = args.get(1).is_some_and(JsValue::to_boolean);
+    if let Some(t) = host.st.borrow_mut().timers.get_mut(&id) {
+        t.refed = on;
+    }
+    Ok(JsValue::undefined())
+}
+
+pub(super) fn n_has_ref(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
+    let host = host_of(ctx)?;
+    let id = arg_u32(args, 0, ctx)?;
+    let r = host.st.borrow().timers.get(&id).is_some_and(|t| t.refed);
+    Ok(JsValue::from(r))
+}
+
+impl Host {
+    fn set_timer(
+        &self,
+        cb: JsObject,
+        args: Vec<JsValue>,
+        delay: f64,
+        repeat: bool,
+        label: String,
+    ) -> u32 {
+        let mut st = self.st.borrow_mut();
+        let requested_ns;
+        let mut delay_ns;
+        let mut nesting = 0;
+        let mut clamped = false;
+        match st.model {
+            Model::Node => {
+                // lib/internal/timers.js: `after *= 1; if (!(after >= 1 &&
+                // after <= TIMEOUT_MAX)) after = 1;`
+                let after = if (1.0..=TIMEOUT_MAX_MS).contains(&delay) {
+                    delay
+                } else {
+                    1.0
+                };
+                requested_ns = (delay.clamp(0.0, TIMEOUT_MAX_MS) * MS as f64) as u64;
+                delay_ns = (after * MS as f64) as u64;
+            }
+            Model::Html => {
+                // WebIDL `long`: NaN -> 0, truncate; negative -> 0.
+                let ms = if delay.is_finite() && delay > 0.0 {
+                    delay.trunc().min(TIMEOUT_MAX_MS)
+                } else {
+                    0.0
+                };
+                requested_ns = ms as u64 * MS;
+                delay_ns = requested_ns;
+                // HTML timer initialization steps: nesting level of the
+                // running timer task (0 otherwise); clamp to 4 ms when the
+                // level is above 5.
+                let level = st.current_timer_nesting.unwrap_or(0);
+                if level > 5 && delay_ns < 4 * MS {
+                    delay_ns = 4 * MS;
+                    clamped = true;
+                }
+                nesting = level + 1;
+            }
+        }
+        st.next_timer_id += 1;
+        let id = st.next_timer_id;
+        st.seq += 1;
+        let seq = st.seq;
+        let due = st.now_ns + delay_ns;
+        st.timers.insert(
+            id,
+            Timer {
+                seq,
+                cb,
+                args,
+                delay_ns,
+                requested_ns,
+                repeat,
+                refed: true,
+                nesting,
+                label: label.clone(),
+            },
+        );
+        st.timer_heap.insert((due, seq, id));
+        st.ev(
+            "enqueue",
+            json!({"queue": "timers", "id": id, "label": label, "due_ns": due,
+                   "delay_ns": delay_ns, "requested_ns": requested_ns, "repeat": repeat,
+                   "nesting": nesting, "clamped": clamped}),
+        );
+        id
+    }
+
+    fn clear_timer(&self, id: u32) {
+        let mut st = self.st.borrow_mut();
+        if let Some(t) = st.timers.remove(&id) {
+            st.timer_heap.retain(|&(_, s, i)| !(i == id && s == t.seq));
+            st.ev("cancel", json!({"queue": "timers", "id": id}));
+        }
+    }
+
+    pub(super) fn next_timer(&self, only_refed: bool) -> Option<(u64, u64, u32)> {
+        let st = self.st.borrow();
+        st.timer_heap
+            .iter()
+            .find(|(_, _, id)| !only_refed || st.timers.get(id).is_some_and(|t| t.refed))
+            .copied()
+    }
+}
