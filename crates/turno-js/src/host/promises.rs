@@ -59,10 +59,10 @@ fn summarize(v: &JsValue) -> Value {
     json!(v.display().to_string())
 }
 
-/// Reads the slots of a promise. [[PromiseState]] and [[PromiseResult]] come
+/// Reads the slots of a promise. `[[PromiseState]]` and `[[PromiseResult]]` come
 /// from boa's public `JsPromise::state`. boa 0.22 exposes no accessor for
-/// [[PromiseFulfillReactions]], [[PromiseRejectReactions]] or
-/// [[PromiseIsHandled]]; its `Promise` type only derives `Debug`, so they are
+/// `[[PromiseFulfillReactions]]`, `[[PromiseRejectReactions]]` or
+/// `[[PromiseIsHandled]]`; its `Promise` type only derives `Debug`, so they are
 /// read from that output (`Promise { state, fulfill_reactions: [..],
 /// reject_reactions: [..], handled }`). If the layout ever changes, the fields
 /// become `null` rather than guessed.

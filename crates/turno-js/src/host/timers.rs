@@ -35,7 +35,8 @@ pub(super) fn n_set_timer(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> J
     let host = host_of(ctx)?;
     let _js = JsStackScope::enter(&host, ctx);
     let Some(cb) = arg_fn(args, 0) else {
-        // HTML would compile a string handler; we don't evaluate strings.
+        // The prelude has already turned an HTML string handler into a
+        // function; anything else that is not callable sets no timer.
         return Ok(JsValue::from(0));
     };
     let extra = args_vec(args.get(1), ctx)?;
