@@ -647,7 +647,8 @@ impl Engine {
     // ----- effects --------------------------------------------------------
 
     /// Applies a turn's effects in a fixed order: children, timers, watches,
-    /// muting, busy time, stops; failure or self-stop last.
+    /// muting, busy time, stops, self-stop. A failed turn's effects are
+    /// dropped (see below).
     fn apply(&self, slot: &Arc<Slot>, cell: &mut dyn AnyCell, fx: Effects) -> Flow {
         let id = slot.id;
         let Effects {
@@ -664,6 +665,19 @@ impl Engine {
             failed,
             ..
         } = fx;
+        if let Some(error) = failed {
+            // A turn that panicked has no effects but its sends (they are
+            // out already) and the takes it made: children it spawned never
+            // start (their mail becomes dead letters), its timers, watches,
+            // stops and busy time are dropped, and the senders its take
+            // released are released.
+            for s in spawned {
+                let mut orphan = s.cell;
+                let _ = orphan.stop(&mut Effects::default());
+            }
+            self.release_from(id, unmuted);
+            return self.fail(slot, cell, error);
+        }
         for s in spawned {
             self.register(Some(id), s);
         }
@@ -721,9 +735,6 @@ impl Engine {
                 return self.begin_stop(slot, cell, Then::Finalize(ExitReason::Stopped));
             }
             self.push_control(target, Control::Stop(ExitReason::Stopped));
-        }
-        if let Some(error) = failed {
-            return self.fail(slot, cell, error);
         }
         if stop_self {
             return self.begin_stop(slot, cell, Then::Finalize(ExitReason::Stopped));

@@ -1,7 +1,9 @@
 //! Supervision: who restarts whom, how often, and when to give up.
 //!
 //! Every actor has a supervisor: the actor that spawned it, or the system's
-//! root for top-level actors. When a turn panics the actor *fails*: it stops
+//! root for top-level actors. When a turn panics the actor *fails*: the turn
+//! leaves no effects but the sends it already made (children it spawned
+//! never start; its timers, watches and stops are dropped), the actor stops
 //! taking messages (they keep queueing) and its supervisor decides, with its
 //! [`Supervision`]:
 //!

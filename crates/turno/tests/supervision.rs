@@ -8,7 +8,7 @@ mod common;
 
 use common::tree::{CMsg, Child, Log, Parent, Watcher};
 use parking_lot::Mutex;
-use turno::{Addr, DetSystem, Directive, ExitReason, Props, Strategy, Supervision};
+use turno::{Actor, Addr, Context, DetSystem, Directive, ExitReason, Props, Strategy, Supervision};
 
 struct Tree {
     sys: DetSystem,
@@ -227,4 +227,49 @@ fn stopping_a_parent_stops_the_subtree_children_first() {
     assert_eq!(children, vec!["stop a", "stop b", "stop c"]);
     assert_eq!(log[3], "stop parent");
     assert_eq!(t.sys.actor_count(), 0);
+}
+
+/// Spawns a child, sets a timer, then panics in the same turn.
+struct Reckless {
+    log: Log,
+}
+
+enum RMsg {
+    Go,
+    Ring,
+}
+
+impl Actor for Reckless {
+    type Msg = RMsg;
+    fn handle(&mut self, ctx: &mut Context<'_, Self>, m: RMsg) {
+        match m {
+            RMsg::Go => {
+                let log = self.log.clone();
+                ctx.spawn(Props::new(), move || Child {
+                    name: "orphan",
+                    log: log.clone(),
+                })
+                .unwrap();
+                ctx.send_after(Duration::from_millis(10), RMsg::Ring);
+                panic!("reckless");
+            }
+            RMsg::Ring => self.log.lock().push("ring".into()),
+        }
+    }
+}
+
+#[test]
+fn a_panicking_turn_has_no_effects_but_its_sends() {
+    let mut sys = DetSystem::new(3);
+    let log: Log = Default::default();
+    let l = log.clone();
+    let a = sys
+        .spawn(Props::new(), move || Reckless { log: l.clone() })
+        .unwrap();
+    let _ = a.try_send(RMsg::Go);
+    sys.advance(Duration::from_secs(1)).unwrap();
+    assert_eq!(sys.restarts(a.id()), 1);
+    // The child it spawned never started; the timer it set never rang.
+    assert!(sys.children(a.id()).is_empty());
+    assert!(log.lock().is_empty(), "{:?}", log.lock());
 }
