@@ -17,7 +17,7 @@ use std::sync::Arc;
 use crossbeam_channel::bounded;
 use stakker::{actor, call, ret_nop, Stakker, CX};
 
-use super::{enq, n_or, run_impls, tokio_rt, wait, Countdown, Impl, Turno};
+use super::{enq, n_or, run_with_peers, tokio_rt, wait, Countdown, Turno};
 use crate::harness::Harness;
 use crate::Args;
 
@@ -36,15 +36,7 @@ pub const DEFAULT_N: u64 = 200_000;
 /// Runs every implementation.
 pub fn run(args: &Args, h: &mut Harness) {
     let quota = n_or(args, DEFAULT_N).div_ceil(PRODUCERS as u64);
-    let peers: [Impl; 6] = [
-        ("actix", actix_impl),
-        ("ractor", ractor_impl),
-        ("kameo", kameo_impl),
-        ("stakker", stakker_impl),
-        ("tokio", tokio_impl),
-        ("crossbeam", crossbeam_impl),
-    ];
-    run_impls(args, h, BENCH, quota, turno_impl, &peers);
+    run_with_peers!(args, h, BENCH, quota);
 }
 
 /// Items per run for a producer quota.
@@ -260,10 +252,7 @@ fn turno_impl(h: &mut Harness, imp: &str, quota: u64) {
         }
         sys.wait(&rx);
         report.check(quota);
-        match &mut sys {
-            Turno::Threaded(s) => s.stop(mgr.id()),
-            Turno::Det(s) => s.stop(mgr.id()),
-        }
+        sys.stop(mgr.id());
     });
     sys.close();
 }

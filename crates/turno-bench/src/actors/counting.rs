@@ -15,7 +15,7 @@ use std::rc::Rc;
 use crossbeam_channel::{bounded, Sender};
 use stakker::{actor, call, ret_nop, Stakker, CX};
 
-use super::{enq, n_or, run_impls, tokio_rt, wait, Impl, Turno};
+use super::{enq, n_or, run_with_peers, stop_ractor, tokio_rt, wait, Turno};
 use crate::harness::Harness;
 use crate::Args;
 
@@ -30,15 +30,7 @@ pub const CHUNK: u64 = 1024;
 /// Runs every implementation.
 pub fn run(args: &Args, h: &mut Harness) {
     let n = n_or(args, DEFAULT_N);
-    let peers: [Impl; 6] = [
-        ("actix", actix_impl),
-        ("ractor", ractor_impl),
-        ("kameo", kameo_impl),
-        ("stakker", stakker_impl),
-        ("tokio", tokio_impl),
-        ("crossbeam", crossbeam_impl),
-    ];
-    run_impls(args, h, BENCH, n, turno_impl, &peers);
+    run_with_peers!(args, h, BENCH, n);
 }
 
 // ---------------------------------------------------------------- turno
@@ -309,13 +301,7 @@ fn ractor_impl(h: &mut Harness, n: u64) {
         assert!(producer.cast(rc::ProducerMsg::Start(n, tx)).is_ok());
         assert_eq!(wait(&rx), n);
     });
-    producer.stop(None);
-    counter.stop(None);
-    rt.block_on(async {
-        for h in hs {
-            let _ = h.await;
-        }
-    });
+    stop_ractor(&rt, &[producer.get_cell(), counter.get_cell()], hs);
 }
 
 // ---------------------------------------------------------------- kameo

@@ -113,6 +113,49 @@ pub fn run_impls(
     }
 }
 
+/// Runs turno's implementations and the six peers every bench has, whose
+/// functions the calling module names `actix_impl`, `ractor_impl`,
+/// `kameo_impl`, `stakker_impl`, `tokio_impl` and `crossbeam_impl`.
+macro_rules! run_with_peers {
+    ($args:expr, $h:expr, $bench:expr, $size:expr) => {
+        $crate::actors::run_impls(
+            $args,
+            $h,
+            $bench,
+            $size,
+            turno_impl,
+            &[
+                (
+                    "actix",
+                    actix_impl as fn(&mut $crate::harness::Harness, u64),
+                ),
+                ("ractor", ractor_impl),
+                ("kameo", kameo_impl),
+                ("stakker", stakker_impl),
+                ("tokio", tokio_impl),
+                ("crossbeam", crossbeam_impl),
+            ],
+        )
+    };
+}
+pub(crate) use run_with_peers;
+
+/// Stops ractor actors and waits for their tasks to end.
+pub fn stop_ractor(
+    rt: &tokio::runtime::Runtime,
+    actors: &[ractor::ActorCell],
+    handles: impl IntoIterator<Item = tokio::task::JoinHandle<()>>,
+) {
+    for a in actors {
+        a.stop(None);
+    }
+    rt.block_on(async {
+        for h in handles {
+            let _ = h.await;
+        }
+    });
+}
+
 /// The three turno implementations.
 pub const TURNO: [&str; 3] = ["turno", "turno-1t", "turno-det"];
 
@@ -141,6 +184,14 @@ impl Turno {
                     .build(),
             )),
             other => panic!("not a turno implementation: {other}"),
+        }
+    }
+
+    /// Asks an actor to stop.
+    pub fn stop(&mut self, id: turno::ActorId) {
+        match self {
+            Turno::Threaded(s) => s.stop(id),
+            Turno::Det(s) => s.stop(id),
         }
     }
 

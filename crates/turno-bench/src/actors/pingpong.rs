@@ -9,7 +9,7 @@ use std::rc::Rc;
 use crossbeam_channel::{bounded, Sender};
 use stakker::{actor, call, ret_nop, Stakker, CX};
 
-use super::{enq, n_or, run_impls, tokio_rt, wait, Impl, Turno};
+use super::{enq, n_or, run_with_peers, stop_ractor, tokio_rt, wait, Turno};
 use crate::harness::Harness;
 use crate::Args;
 
@@ -21,15 +21,7 @@ pub const DEFAULT_N: u64 = 200_000;
 /// Runs every implementation.
 pub fn run(args: &Args, h: &mut Harness) {
     let n = n_or(args, DEFAULT_N);
-    let peers: [Impl; 6] = [
-        ("actix", actix_impl),
-        ("ractor", ractor_impl),
-        ("kameo", kameo_impl),
-        ("stakker", stakker_impl),
-        ("tokio", tokio_impl),
-        ("crossbeam", crossbeam_impl),
-    ];
-    run_impls(args, h, BENCH, n, turno_impl, &peers);
+    run_with_peers!(args, h, BENCH, n);
 }
 
 // ---------------------------------------------------------------- turno
@@ -287,13 +279,7 @@ fn ractor_impl(h: &mut Harness, n: u64) {
         assert!(ping.cast(rc::PingMsg::Start(n, tx)).is_ok());
         assert_eq!(wait(&rx), n);
     });
-    ping.stop(None);
-    pong.stop(None);
-    rt.block_on(async {
-        for h in hs {
-            let _ = h.await;
-        }
-    });
+    stop_ractor(&rt, &[ping.get_cell(), pong.get_cell()], hs);
 }
 
 // ---------------------------------------------------------------- kameo

@@ -10,7 +10,7 @@ use std::rc::Rc;
 use crossbeam_channel::{bounded, Sender};
 use stakker::{actor, call, ret_nop, Stakker, CX};
 
-use super::{enq, n_or, run_impls, tokio_rt, wait, Impl, Turno};
+use super::{enq, n_or, run_with_peers, stop_ractor, tokio_rt, wait, Turno};
 use crate::harness::Harness;
 use crate::Args;
 
@@ -25,15 +25,7 @@ pub const DEFAULT_N: u64 = 300_000;
 /// Runs every implementation.
 pub fn run(args: &Args, h: &mut Harness) {
     let n = n_or(args, DEFAULT_N);
-    let peers: [Impl; 6] = [
-        ("actix", actix_impl),
-        ("ractor", ractor_impl),
-        ("kameo", kameo_impl),
-        ("stakker", stakker_impl),
-        ("tokio", tokio_impl),
-        ("crossbeam", crossbeam_impl),
-    ];
-    run_impls(args, h, BENCH, n, turno_impl, &peers);
+    run_with_peers!(args, h, BENCH, n);
 }
 
 fn expected(n: u64) -> usize {
@@ -232,14 +224,8 @@ fn ractor_impl(h: &mut Harness, n: u64) {
         assert!(nodes[0].cast(rc::Msg::Token(n)).is_ok());
         assert_eq!(wait(&rx), expected(n));
     });
-    for node in &nodes {
-        node.stop(None);
-    }
-    rt.block_on(async {
-        for h in handles {
-            let _ = h.await;
-        }
-    });
+    let cells: Vec<_> = nodes.iter().map(|n| n.get_cell()).collect();
+    stop_ractor(&rt, &cells, handles);
 }
 
 // ---------------------------------------------------------------- kameo

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use crossbeam_channel::bounded;
 use stakker::{actor, call, ret_some_do, Stakker, CX};
 
-use super::{enq, n_or, run_impls, tokio_rt, wait, Countdown, Impl, Turno};
+use super::{enq, n_or, run_with_peers, tokio_rt, wait, Countdown, Turno};
 use crate::harness::Harness;
 use crate::Args;
 
@@ -22,15 +22,7 @@ pub const DEFAULT_N: u64 = 50_000;
 /// Runs every implementation.
 pub fn run(args: &Args, h: &mut Harness) {
     let n = n_or(args, DEFAULT_N);
-    let peers: [Impl; 6] = [
-        ("actix", actix_impl),
-        ("ractor", ractor_impl),
-        ("kameo", kameo_impl),
-        ("stakker", stakker_impl),
-        ("tokio", tokio_impl),
-        ("crossbeam", crossbeam_impl),
-    ];
-    run_impls(args, h, BENCH, n, turno_impl, &peers);
+    run_with_peers!(args, h, BENCH, n);
 }
 
 // ---------------------------------------------------------------- turno
