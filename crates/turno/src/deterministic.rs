@@ -46,7 +46,6 @@ use std::time::Duration;
 
 use crate::actor::{Actor, Props, SpawnError};
 use crate::addr::{ActorId, Addr};
-use crate::cell::Cell;
 use crate::context::TimerKey;
 use crate::engine::{shared_system_queries, Engine, Scheduler, Slot};
 use crate::mailbox::{Control, Signal};
@@ -190,10 +189,7 @@ impl DetSystem {
         props: Props,
         factory: impl FnMut() -> A + Send + 'static,
     ) -> Result<Addr<A::Msg>, SpawnError> {
-        let (spawned, addr) =
-            Cell::<A>::create(self.engine.shared.clone(), props, Box::new(factory))?;
-        self.engine.register(None, spawned);
-        Ok(addr)
+        self.engine.spawn_top(props, factory)
     }
 
     /// Asks an actor to stop (through its system lane, ahead of its mail).
@@ -348,11 +344,7 @@ impl SharedRunner {
         props: Props,
         factory: impl FnMut() -> A + Send + 'static,
     ) -> Addr<A::Msg> {
-        let (spawned, addr) =
-            Cell::<A>::create(self.engine.shared.clone(), props, Box::new(factory))
-                .expect("valid props");
-        self.engine.register(None, spawned);
-        addr
+        self.engine.spawn_top(props, factory).expect("valid props")
     }
 
     /// Runs one unit of work of some ready actor; false when none is ready.

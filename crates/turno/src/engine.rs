@@ -352,6 +352,18 @@ impl Engine {
 
     // ----- spawning and control -----------------------------------------
 
+    /// Creates and registers a top-level actor (supervised by the root).
+    pub(crate) fn spawn_top<A: crate::Actor>(
+        &self,
+        props: crate::Props,
+        factory: impl FnMut() -> A + Send + 'static,
+    ) -> Result<crate::Addr<A::Msg>, crate::SpawnError> {
+        let (spawned, addr) =
+            crate::cell::Cell::<A>::create(self.shared.clone(), props, Box::new(factory))?;
+        self.register(None, spawned);
+        Ok(addr)
+    }
+
     /// Registers a spawned actor under `parent` (None: the root) and queues
     /// its start.
     pub(crate) fn register(&self, parent: Option<ActorId>, s: Spawned) {

@@ -353,32 +353,26 @@ impl<M: Send + 'static> Mailbox<M> {
 
     /// Pushes a control message. Returns false when the mailbox is closed.
     pub(crate) fn push_control(&self, c: Control) -> bool {
-        let mut st = self.state.lock();
-        if st.closed {
-            return false;
-        }
-        match c {
+        self.push_system(|st| match c {
             // A (re)start runs before anything else.
             Control::Start => st.control.push_front(c),
             _ => st.control.push_back(c),
-        }
-        let depth = st.control.len() + st.signals.len();
-        let wake = self.note_push(&mut st);
-        drop(st);
-        self.trace_system_enqueue(depth);
-        if wake {
-            self.wake();
-        }
-        true
+        })
     }
 
     /// Pushes a signal. Returns false when the mailbox is closed.
     pub(crate) fn push_signal(&self, s: Signal) -> bool {
+        self.push_system(|st| st.signals.push_back(s))
+    }
+
+    /// Runs `push` on the system lane of an open mailbox, then traces and
+    /// wakes as every push does.
+    fn push_system(&self, push: impl FnOnce(&mut State<M>)) -> bool {
         let mut st = self.state.lock();
         if st.closed {
             return false;
         }
-        st.signals.push_back(s);
+        push(&mut st);
         let depth = st.control.len() + st.signals.len();
         let wake = self.note_push(&mut st);
         drop(st);

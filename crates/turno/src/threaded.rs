@@ -53,7 +53,6 @@ use parking_lot::{Condvar, Mutex};
 
 use crate::actor::{Actor, Props, SpawnError};
 use crate::addr::{ActorId, Addr};
-use crate::cell::Cell;
 use crate::context::TimerKey;
 use crate::engine::{shared_system_queries, Engine, Scheduler, Slot, ROOT};
 use crate::mailbox::{Control, Signal};
@@ -395,10 +394,7 @@ impl ThreadedSystem {
         props: Props,
         factory: impl FnMut() -> A + Send + 'static,
     ) -> Result<Addr<A::Msg>, SpawnError> {
-        let (spawned, addr) =
-            Cell::<A>::create(self.engine.shared.clone(), props, Box::new(factory))?;
-        self.engine.register(None, spawned);
-        Ok(addr)
+        self.engine.spawn_top(props, factory)
     }
 
     /// Asks an actor to stop; its children stop first.
