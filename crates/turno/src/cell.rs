@@ -43,15 +43,15 @@ pub(crate) enum TurnOutcome {
     /// timer).
     Discarded,
     /// The handler panicked: the actor has failed.
-    Failed(String),
+    Failed,
 }
 
 /// A cell as a scheduler sees it.
 pub(crate) trait AnyCell: Send {
     fn push_signal(&self, s: Signal) -> bool;
     fn has_control(&self) -> bool;
-    /// Work the actor may do now (muted actors: control only).
-    fn has_work(&self, muted: bool) -> bool;
+    /// Anything queued: control, signals, re-deliveries or mail.
+    fn has_work(&self) -> bool;
     /// Marks the actor idle unless work is waiting.
     fn try_idle(&self) -> bool;
     /// Runs the `started` hook, building an instance first if needed.
@@ -196,7 +196,7 @@ impl<A: Actor> Cell<A> {
     fn handle(&mut self, what: TurnKind, msg: A::Msg, fx: &mut Effects) -> TurnOutcome {
         match self.run(what, fx, |a, ctx| a.handle(ctx, msg)) {
             Ok(()) => TurnOutcome::Handled,
-            Err(e) => TurnOutcome::Failed(e),
+            Err(_) => TurnOutcome::Failed,
         }
     }
 
@@ -240,8 +240,8 @@ impl<A: Actor> AnyCell for Cell<A> {
         self.addr.mailbox.has_control()
     }
 
-    fn has_work(&self, muted: bool) -> bool {
-        (!muted && self.stash.has_redelivery()) || self.addr.mailbox.has_work(muted)
+    fn has_work(&self) -> bool {
+        self.stash.has_redelivery() || self.addr.mailbox.has_work()
     }
 
     fn try_idle(&self) -> bool {

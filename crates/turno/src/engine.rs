@@ -478,7 +478,7 @@ impl Engine {
                     ran += 1;
                     self.release_from(slot.id, std::mem::take(&mut fx.unmuted));
                 }
-                Step::Ran(TurnOutcome::Handled | TurnOutcome::Failed(_)) => {
+                Step::Ran(TurnOutcome::Handled | TurnOutcome::Failed) => {
                     ran += 1;
                     if !fx.is_empty() {
                         flow = self.apply(slot, cell.as_mut(), std::mem::take(&mut fx));
@@ -500,7 +500,7 @@ impl Engine {
 
     /// After a batch: requeue, park or idle, without losing a wake-up.
     fn finish(&self, slot: &Arc<Slot>, cell: &dyn AnyCell) {
-        if cell.has_control() || (!slot.blocked() && cell.has_work(false)) {
+        if cell.has_control() || (!slot.blocked() && cell.has_work()) {
             self.sched.schedule(slot.clone());
             return;
         }

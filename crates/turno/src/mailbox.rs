@@ -450,10 +450,10 @@ impl<M: Send + 'static> Mailbox<M> {
         self.state.lock().user.take()
     }
 
-    /// True when anything waits in a lane the actor may handle now.
-    pub(crate) fn has_work(&self, muted: bool) -> bool {
+    /// True when anything is queued in either lane.
+    pub(crate) fn has_work(&self) -> bool {
         let st = self.state.lock();
-        !st.control.is_empty() || (!muted && (!st.signals.is_empty() || !st.user.is_empty()))
+        !st.control.is_empty() || !st.signals.is_empty() || !st.user.is_empty()
     }
 
     /// Marks the actor idle if nothing is queued; false if work raced in.

@@ -181,7 +181,7 @@ impl<A: Actor> TestKit<A> {
     pub fn run_next(&mut self) -> Option<TurnEffects> {
         let mut fx = Self::effects();
         match self.cell.step(false, &mut fx) {
-            Step::Ran(TurnOutcome::Handled | TurnOutcome::Failed(_)) => {
+            Step::Ran(TurnOutcome::Handled | TurnOutcome::Failed) => {
                 Some(TurnEffects::from_effects(fx))
             }
             // The kit never queues control messages.
