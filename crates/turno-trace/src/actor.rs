@@ -1,0 +1,381 @@
+//! The runtime's family (`turno-trace`, `docs/trace-format.md`): actors,
+//! mailboxes, timers, requests, supervision, and the statechart extension
+//! events that `turno-chart` records for every microstep.
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{ActorId, RequestId, TimerId};
+use crate::policy::{DropPolicy, Policy};
+
+/// Which lane of a mailbox a message travelled in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Lane {
+    /// Ordinary messages, subject to the overflow policy.
+    User,
+    /// Stop, failures, terminations, timers: never dropped by a policy.
+    System,
+}
+
+/// What a turn was spent on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnKind {
+    /// The `started` hook.
+    Started,
+    /// The `stopped` hook.
+    Stopped,
+    /// A message from the mailbox.
+    Message,
+    /// A message re-delivered from the stash.
+    Unstashed,
+    /// A fresh reply to a pending request.
+    Reply,
+    /// A request that timed out.
+    AskTimeout,
+    /// A timer the actor set.
+    Timer,
+    /// A watched actor terminated.
+    Terminated,
+}
+
+/// Why a message could not be delivered to its actor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeadLetterReason {
+    /// The actor had stopped (or never existed) when the message was sent.
+    Closed,
+    /// The message was still queued when the actor stopped.
+    Drained,
+}
+
+/// Which element an overflow policy dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Dropped {
+    /// The incoming message (keep-oldest).
+    Incoming,
+    /// The oldest queued message, evicted (keep-newest).
+    Oldest,
+}
+
+/// Why a reply (or a timeout) was discarded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StaleReason {
+    /// A newer request replaced this one.
+    Superseded,
+    /// The request had already timed out.
+    TimedOut,
+    /// The actor abandoned the request.
+    Abandoned,
+    /// The actor restarted since it asked.
+    Restarted,
+    /// The request was answered already.
+    AlreadyAnswered,
+    /// Too old to be remembered, or never made here.
+    Unknown,
+}
+
+/// Where a statechart event came from (SCXML's external and internal queues).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventOrigin {
+    /// From the actor's mailbox (a macrostep starts).
+    External,
+    /// Raised by the chart itself (`raise`, `done.state.*`), drained before
+    /// the next external event.
+    Internal,
+}
+
+/// The kind of a statechart state (SCXML's `state`, `parallel`, `final`,
+/// `history`; a `state` without children is atomic).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StateKind {
+    /// A state without children.
+    Atomic,
+    /// A state with children, one of them active.
+    Compound,
+    /// A state whose children are all active.
+    Parallel,
+    /// A final state.
+    Final,
+    /// A history pseudo-state.
+    History,
+}
+
+/// One state of a chart definition, in document order.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ChartStateDef {
+    /// The state's id (unique within the machine).
+    pub id: String,
+    /// Its parent state; `None` for the top-level states.
+    #[serde(default)]
+    pub parent: Option<String>,
+    /// What kind of state it is.
+    pub kind: StateKind,
+}
+
+/// One transition of a chart definition.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ChartTransitionDef {
+    /// The state it leaves from.
+    pub source: String,
+    /// The event descriptor; `None` for an eventless (`always`) transition.
+    #[serde(default)]
+    pub event: Option<String>,
+    /// Its targets (empty for a targetless transition).
+    #[serde(default)]
+    pub targets: Vec<String>,
+}
+
+/// Every kind of step the runtime records, plus the statechart extension.
+///
+/// Serialised internally tagged: `{"kind":"enqueue","actor":3,...}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ActorEvent {
+    /// An actor was created.
+    Spawn {
+        /// The new actor.
+        actor: ActorId,
+        /// Its name.
+        name: String,
+        /// Its supervisor (`0` is the root), if any.
+        #[serde(default)]
+        parent: Option<ActorId>,
+        /// Its mailbox policy.
+        policy: Policy,
+    },
+    /// A message entered a mailbox.
+    Enqueue {
+        /// The receiver.
+        actor: ActorId,
+        /// The lane it entered.
+        lane: Lane,
+        /// The lane's depth after the push.
+        depth: usize,
+    },
+    /// An overflow policy dropped a message.
+    Drop {
+        /// The receiver whose mailbox was full.
+        actor: ActorId,
+        /// The policy that dropped it.
+        policy: DropPolicy,
+        /// Which message was lost.
+        which: Dropped,
+    },
+    /// A reject mailbox handed a message back to its sender.
+    Reject {
+        /// The receiver.
+        actor: ActorId,
+    },
+    /// A suspend mailbox refused a non-waiting outside sender.
+    Full {
+        /// The receiver.
+        actor: ActorId,
+    },
+    /// A message reached no actor.
+    DeadLetter {
+        /// The addressee.
+        actor: ActorId,
+        /// Why.
+        reason: DeadLetterReason,
+    },
+    /// A handler or hook began.
+    TurnStart {
+        /// The actor.
+        actor: ActorId,
+        /// What the turn handles.
+        what: TurnKind,
+    },
+    /// The handler or hook returned or panicked.
+    TurnEnd {
+        /// The actor.
+        actor: ActorId,
+        /// False when it panicked.
+        ok: bool,
+    },
+    /// A message was set aside.
+    Stash {
+        /// The actor.
+        actor: ActorId,
+        /// Stash size after the push.
+        size: usize,
+    },
+    /// Stashed messages were put back ahead of the mailbox.
+    Unstash {
+        /// The actor.
+        actor: ActorId,
+        /// How many.
+        count: usize,
+    },
+    /// A timer was set.
+    TimerSet {
+        /// The owner.
+        actor: ActorId,
+        /// The timer.
+        timer: TimerId,
+        /// When it fires.
+        deadline_ns: u64,
+    },
+    /// A live timer's message is about to be handled.
+    TimerFire {
+        /// The owner.
+        actor: ActorId,
+        /// The timer.
+        timer: TimerId,
+    },
+    /// A timer was cancelled.
+    TimerCancel {
+        /// The owner.
+        actor: ActorId,
+        /// The timer.
+        timer: TimerId,
+    },
+    /// A request was sent.
+    Ask {
+        /// The requester.
+        actor: ActorId,
+        /// The correlation id.
+        request: RequestId,
+        /// The addressee.
+        to: ActorId,
+    },
+    /// A reply arrived for a request no longer awaited and was discarded.
+    StaleReply {
+        /// The requester.
+        actor: ActorId,
+        /// The correlation id.
+        request: RequestId,
+        /// Why it was stale.
+        reason: StaleReason,
+    },
+    /// A turn, hook or factory panicked.
+    Fail {
+        /// The actor.
+        actor: ActorId,
+        /// The panic message.
+        error: String,
+    },
+    /// A supervisor replaced an actor.
+    Restart {
+        /// The restarted actor.
+        actor: ActorId,
+        /// Restarts within the current period.
+        restarts_in_period: u32,
+    },
+    /// A supervisor could not handle a child's failure.
+    Escalate {
+        /// The supervisor (`0` for the root).
+        actor: ActorId,
+        /// The child.
+        child: ActorId,
+    },
+    /// An actor stopped for good.
+    Stop {
+        /// The actor.
+        actor: ActorId,
+        /// `stopped` or `failed: ...`.
+        reason: String,
+    },
+    /// A sender overfilled a suspend mailbox and is not scheduled until `by`
+    /// drains.
+    Mute {
+        /// The muted sender.
+        actor: ActorId,
+        /// The saturated receiver.
+        by: ActorId,
+    },
+    /// The last mailbox muting `actor` drained below its low watermark.
+    Unmute {
+        /// The sender.
+        actor: ActorId,
+    },
+    /// Extension: a statechart actor's definition, recorded once before its
+    /// first microstep so a reader can draw the diagram.
+    ChartDefine {
+        /// The chart actor.
+        actor: ActorId,
+        /// The machine's id.
+        machine: String,
+        /// Its states in document order.
+        states: Vec<ChartStateDef>,
+        /// Its transitions in document order.
+        #[serde(default)]
+        transitions: Vec<ChartTransitionDef>,
+    },
+    /// Extension: a statechart starts processing an event.
+    ChartEvent {
+        /// The chart actor.
+        actor: ActorId,
+        /// The event's name.
+        event: String,
+        /// External (a macrostep starts) or internal.
+        origin: EventOrigin,
+    },
+    /// Extension: a microstep exited a state.
+    ChartExit {
+        /// The chart actor.
+        actor: ActorId,
+        /// The state's id.
+        state: String,
+    },
+    /// Extension: a microstep took a transition (after the exits, before
+    /// the entries, as SCXML's `microstep` does).
+    ChartTransition {
+        /// The chart actor.
+        actor: ActorId,
+        /// The transition's source state.
+        source: String,
+        /// The event that enabled it; `None` when eventless.
+        #[serde(default)]
+        event: Option<String>,
+        /// Its targets.
+        #[serde(default)]
+        targets: Vec<String>,
+    },
+    /// Extension: a microstep entered a state.
+    ChartEnter {
+        /// The chart actor.
+        actor: ActorId,
+        /// The state's id.
+        state: String,
+    },
+}
+
+impl ActorEvent {
+    /// The actor the event is about.
+    pub fn actor(&self) -> ActorId {
+        use ActorEvent::*;
+        match self {
+            Spawn { actor, .. }
+            | Enqueue { actor, .. }
+            | Drop { actor, .. }
+            | Reject { actor }
+            | Full { actor }
+            | DeadLetter { actor, .. }
+            | TurnStart { actor, .. }
+            | TurnEnd { actor, .. }
+            | Stash { actor, .. }
+            | Unstash { actor, .. }
+            | TimerSet { actor, .. }
+            | TimerFire { actor, .. }
+            | TimerCancel { actor, .. }
+            | Ask { actor, .. }
+            | StaleReply { actor, .. }
+            | Fail { actor, .. }
+            | Restart { actor, .. }
+            | Escalate { actor, .. }
+            | Stop { actor, .. }
+            | Mute { actor, .. }
+            | Unmute { actor }
+            | ChartDefine { actor, .. }
+            | ChartEvent { actor, .. }
+            | ChartExit { actor, .. }
+            | ChartTransition { actor, .. }
+            | ChartEnter { actor, .. } => *actor,
+        }
+    }
+}

@@ -1,0 +1,152 @@
+//! The envelope every trace shares: a header line, then events with `seq`,
+//! `t_ns` and `kind`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::actor::ActorEvent;
+use crate::js::{JsEvent, Model};
+
+/// The highest version of either format this crate reads (and the one it
+/// writes).
+pub const VERSION: u32 = 1;
+
+/// Which family a trace belongs to (the header's `format`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Format {
+    /// The runtime: actors, mailboxes, timers, statecharts.
+    #[serde(rename = "turno-trace")]
+    Turno,
+    /// The JavaScript event-loop explorer.
+    #[serde(rename = "turno-js-trace")]
+    TurnoJs,
+}
+
+impl Format {
+    /// The name the header carries.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Turno => "turno-trace",
+            Format::TurnoJs => "turno-js-trace",
+        }
+    }
+}
+
+/// The first line of a trace.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Header {
+    /// The family.
+    pub format: Format,
+    /// The format version (at most [`VERSION`]).
+    pub version: u32,
+    /// `turno-js-trace`: the host model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<Model>,
+    /// `turno-js-trace`: the program's file name as given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+}
+
+impl Header {
+    /// The header of a runtime trace.
+    pub fn turno() -> Self {
+        Header {
+            format: Format::Turno,
+            version: VERSION,
+            model: None,
+            file: None,
+        }
+    }
+
+    /// The header of a JavaScript trace.
+    pub fn js(model: Model, file: impl Into<String>) -> Self {
+        Header {
+            format: Format::TurnoJs,
+            version: VERSION,
+            model: Some(model),
+            file: Some(file.into()),
+        }
+    }
+
+    /// The header as its JSON line (without the newline).
+    pub fn to_line(&self) -> String {
+        // Serialising a struct of strings and numbers cannot fail.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// A kind this reader does not know (a newer writer's); kept, not applied.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OtherKind {
+    /// The kind's name.
+    pub kind: String,
+    /// Its other fields.
+    #[serde(flatten)]
+    pub fields: Map<String, Value>,
+}
+
+/// What an event says, by family.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Kind {
+    /// A runtime (or statechart) event.
+    Actor(ActorEvent),
+    /// A JavaScript explorer event.
+    Js(JsEvent),
+    /// A kind unknown to this reader.
+    Other(OtherKind),
+}
+
+/// One event line: `seq`, `t_ns`, `kind` and the kind's fields.
+///
+/// ```
+/// use turno_trace::{ActorEvent, ActorId, Event, Kind, Lane};
+/// let e = Event::new(12, 10_000_000, Kind::Actor(ActorEvent::Enqueue {
+///     actor: ActorId(3), lane: Lane::User, depth: 1 }));
+/// assert_eq!(e.to_line(),
+///     r#"{"seq":12,"t_ns":10000000,"kind":"enqueue","actor":3,"lane":"user","depth":1}"#);
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// Position in the trace, from 0, without gaps.
+    pub seq: u64,
+    /// Time of the step in nanoseconds; never decreases.
+    pub t_ns: u64,
+    /// What happened.
+    #[serde(flatten)]
+    pub kind: Kind,
+    /// `turno-js-trace`: the JavaScript frames active when JavaScript called
+    /// into the host, as the writer records them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub js_stack: Option<Vec<String>>,
+}
+
+impl Event {
+    /// An event without `js_stack`.
+    pub fn new(seq: u64, t_ns: u64, kind: Kind) -> Self {
+        Event {
+            seq,
+            t_ns,
+            kind,
+            js_stack: None,
+        }
+    }
+
+    /// The event as its JSON line (without the newline).
+    pub fn to_line(&self) -> String {
+        // Every field is a string, number, bool, list or map with string
+        // keys: serialising cannot fail.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// The `kind` name.
+    pub fn kind_name(&self) -> String {
+        match &self.kind {
+            Kind::Other(o) => o.kind.clone(),
+            k => serde_json::to_value(k)
+                .ok()
+                .and_then(|v| v.get("kind").and_then(Value::as_str).map(str::to_owned))
+                .unwrap_or_default(),
+        }
+    }
+}
