@@ -7,6 +7,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 
 mod demo;
+mod js;
 
 #[derive(Parser)]
 #[command(
@@ -40,14 +41,9 @@ enum Command {
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
-    /// The JavaScript event-loop explorer:
-    /// `turno js run FILE.js [--model node|html] [--trace OUT.json]`.
-    #[command(disable_help_flag = true)]
-    Js {
-        /// Arguments for the explorer (see `turno js --help`).
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<String>,
-    },
+    /// The JavaScript event-loop explorer (`turno js run FILE.js`).
+    #[command(subcommand)]
+    Js(js::JsCommand),
 }
 
 fn main() -> ExitCode {
@@ -70,9 +66,6 @@ fn main() -> ExitCode {
             print!("{}", demo::report(&scenario));
             ExitCode::SUCCESS
         }
-        Command::Js { args } => {
-            let code = turno_js::cli_main(&args);
-            ExitCode::from(u8::try_from(code).unwrap_or(1))
-        }
+        Command::Js(cmd) => js::main(cmd),
     }
 }

@@ -30,11 +30,18 @@
 //! for neither model. Here the host is boa's `JobExecutor`: every promise job
 //! lands in our microtask queue, and the loop in `host/` decides when it runs.
 //!
-//! ## Virtual time
+//! ## Virtual time and the cost model
 //!
-//! The clock never moves while JavaScript runs, and jumps straight to the
-//! next due timer or frame when nothing else is runnable. Runs are fully
-//! deterministic. Where the real runtime is *not* (in Node, `setTimeout(f, 0)`
+//! Time is virtual and runs are fully deterministic. Executing JavaScript
+//! advances the clock by the boa instructions it executes times
+//! [`RunOptions::cost`] ([`Cost::DEFAULT`]: 10 ns per instruction; see
+//! `cost.rs` for how the count is read), so `performance.now()` and
+//! `Date.now()` move while code runs, a long task delays everything behind
+//! it, and a 60 Hz frame that comes due during a task is rendered only after
+//! it. When nothing is runnable the clock jumps straight to the next due
+//! timer, frame or input event. [`Cost::ZERO`] (`--cost 0`) keeps the
+//! explorer's earlier behaviour: the clock never moves while JavaScript runs.
+//! Where the real runtime is *not* deterministic (in Node, `setTimeout(f, 0)`
 //! against `setImmediate` from the main module), the run picks one order and
 //! says so in [`RunReport::notes`].
 //!
@@ -93,14 +100,17 @@
 //! assert_eq!(report.stdout_lines(), ["sync", "tick", "promise", "timeout"]);
 //! ```
 
-mod cli;
+mod cost;
 mod host;
+mod input;
 pub mod trace;
 
+use std::path::PathBuf;
 use std::time::Duration;
 
-pub use cli::cli_main;
-pub use trace::{Trace, TRACE_FORMAT, TRACE_VERSION};
+pub use cost::{Cost, CostError};
+pub use input::{InputError, InputEvent, InputKind};
+pub use trace::{Trace, TraceError, TRACE_FORMAT, TRACE_VERSION};
 
 /// Which runtime's event loop to model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -112,17 +122,34 @@ pub enum Model {
     Html,
 }
 
+/// A model name that is neither `node` nor `html`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown model '{0}' (expected 'node' or 'html')")]
+pub struct ParseModelError(pub String);
+
 impl std::str::FromStr for Model {
-    type Err = JsRunError;
+    type Err = ParseModelError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "node" => Ok(Model::Node),
             "html" | "browser" => Ok(Model::Html),
-            other => Err(JsRunError::Usage(format!(
-                "unknown model '{other}' (expected 'node' or 'html')"
-            ))),
+            other => Err(ParseModelError(other.to_string())),
         }
     }
+}
+
+/// Which browser's choices the html model makes where the HTML Standard
+/// leaves the order of task sources to the browser.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Browser {
+    /// What headless Chromium does (the default): see
+    /// `docs/js-trace-format.md` and the `host/html.rs` rules, each checked
+    /// by a corpus snippet against Chromium.
+    #[default]
+    Chromium,
+    /// The standard only: runnable tasks run in the order they became
+    /// runnable, whatever their source; a note says where a browser may differ.
+    Spec,
 }
 
 /// Options for [`run`].
@@ -130,6 +157,17 @@ impl std::str::FromStr for Model {
 pub struct RunOptions {
     /// The host model.
     pub model: Model,
+    /// The html model's browser profile (ignored by the node model).
+    pub browser: Browser,
+    /// How much virtual time executing JavaScript takes ([`Cost::DEFAULT`]:
+    /// 10 ns per boa instruction; [`Cost::ZERO`]: JavaScript takes no time).
+    pub cost: Cost,
+    /// Scripted user input (html model), delivered at its virtual times as
+    /// tasks from the user-interaction task source.
+    pub input: Vec<InputEvent>,
+    /// Where `new Worker(url)` looks for a relative `url` (usually the
+    /// program's directory); without it only `blob:` URLs load.
+    pub base_dir: Option<PathBuf>,
     /// Most host steps (callbacks, microtasks, ticks, the main script) before
     /// the run is stopped with [`JsRunError::StepBudget`].
     pub max_steps: u64,
@@ -144,11 +182,16 @@ pub struct RunOptions {
 }
 
 impl RunOptions {
-    /// Defaults for `model`: 100 000 steps, 1 hour of virtual time,
-    /// 5 000 000 iterations of any one loop, no trace.
+    /// Defaults for `model`: the Chromium profile, [`Cost::DEFAULT`], no
+    /// input, 100 000 steps, 1 hour of virtual time, 5 000 000 iterations
+    /// of any one loop, no trace.
     pub fn new(model: Model) -> Self {
         RunOptions {
             model,
+            browser: Browser::default(),
+            cost: Cost::DEFAULT,
+            input: Vec::new(),
+            base_dir: None,
             max_steps: 100_000,
             max_virtual_time: Duration::from_secs(3600),
             max_loop_iterations: 5_000_000,
@@ -207,6 +250,12 @@ pub struct RunReport {
     pub steps: u64,
     /// Virtual time at the end of the run, in nanoseconds.
     pub end_time_ns: u64,
+    /// html: "update the rendering" steps that ran (frames with
+    /// `requestAnimationFrame` callbacks); 0 in node.
+    pub frames_rendered: u64,
+    /// boa instructions the program executed (the host's setup excluded),
+    /// the quantity the [`Cost`] model turns into time.
+    pub instructions: u64,
 }
 
 impl RunReport {
@@ -269,6 +318,13 @@ pub enum JsRunError {
     /// The engine or the host prelude could not be set up.
     #[error("engine setup failed: {0}")]
     Engine(String),
+    /// Scripted input was given to a model that has no user interaction
+    /// (node), or to a build whose html model does not deliver it yet.
+    #[error("scripted input is not supported by the {model} model")]
+    InputUnsupported {
+        /// `"node"` or `"html"`.
+        model: &'static str,
+    },
     /// The program file could not be read.
     #[error("cannot read {path}: {source}")]
     Io {
@@ -278,9 +334,6 @@ pub enum JsRunError {
         #[source]
         source: std::io::Error,
     },
-    /// Bad command-line arguments.
-    #[error("{0}")]
-    Usage(String),
 }
 
 impl JsRunError {
@@ -305,6 +358,14 @@ impl JsRunError {
 /// Node's module wrapper function, so that line and column numbers are
 /// exact. A syntax error is reported like an uncaught exception.
 pub fn run(source: &str, file_name: &str, opts: &RunOptions) -> Result<RunReport, JsRunError> {
+    if !opts.input.is_empty() {
+        return Err(JsRunError::InputUnsupported {
+            model: match opts.model {
+                Model::Node => "node",
+                Model::Html => "html",
+            },
+        });
+    }
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         host::run(source, file_name, opts)
     })) {

@@ -630,6 +630,19 @@
     }
   }
 
+  // The cost model moves the clock while code runs; boa's Date reads the
+  // clock as the host last synced it, so Date.now() and new Date() sync first.
+  {
+    const OrigDate = Date;
+    const origNow = OrigDate.now;
+    const DateSynced = new Proxy(OrigDate, {
+      construct(t, args, nt) { h.now(); return Reflect.construct(t, args, nt); },
+      apply(t, self, args) { h.now(); return Reflect.apply(t, self, args); },
+    });
+    Object.defineProperty(OrigDate, 'now', { value: function now() { h.now(); return origNow(); }, writable: true, configurable: true });
+    def('Date', DateSynced);
+  }
+
   def('queueMicrotask', function queueMicrotask(cb) { checkCallback(cb); h.queueMicrotask(cb); });
 
   if (model === 'node') {

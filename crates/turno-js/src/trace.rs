@@ -17,6 +17,35 @@ pub const TRACE_FORMAT: &str = "turno-js-trace";
 /// The value of [`Trace::version`]. Bumped on any incompatible change.
 pub const TRACE_VERSION: u32 = 1;
 
+/// Why [`Trace::from_json_lines`] refused a text.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    /// No header line.
+    #[error("empty trace")]
+    Empty,
+    /// The first line is not a JSON object.
+    #[error("bad header: {0}")]
+    BadHeader(#[source] serde_json::Error),
+    /// The header's `format` is not [`TRACE_FORMAT`].
+    #[error("not a turno-js-trace file: format {0}")]
+    NotThisFormat(String),
+    /// The header has no numeric `version`.
+    #[error("header without version")]
+    NoVersion,
+    /// The version is newer than this reader.
+    #[error("turno-js-trace version {0} is newer than {TRACE_VERSION}")]
+    TooNew(u32),
+    /// An event line is not JSON.
+    #[error("event line {line}: {source}")]
+    BadEvent {
+        /// 1-based line number in the text.
+        line: usize,
+        /// The parse error.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
 /// A recorded run: header fields plus the events in order.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Trace {
@@ -106,21 +135,16 @@ impl Trace {
 
     /// Decodes [`Trace::to_json_lines`] output. Fails on another format or
     /// a higher version.
-    pub fn from_json_lines(text: &str) -> Result<Trace, String> {
+    pub fn from_json_lines(text: &str) -> Result<Trace, TraceError> {
         let mut lines = text.lines().filter(|l| !l.trim().is_empty());
-        let header: Value = serde_json::from_str(lines.next().ok_or("empty trace")?)
-            .map_err(|e| format!("bad header: {e}"))?;
+        let header: Value = serde_json::from_str(lines.next().ok_or(TraceError::Empty)?)
+            .map_err(TraceError::BadHeader)?;
         if header["format"] != TRACE_FORMAT {
-            return Err(format!(
-                "not a {TRACE_FORMAT} file: format {}",
-                header["format"]
-            ));
+            return Err(TraceError::NotThisFormat(header["format"].to_string()));
         }
-        let version = header["version"].as_u64().ok_or("header without version")? as u32;
+        let version = header["version"].as_u64().ok_or(TraceError::NoVersion)? as u32;
         if version > TRACE_VERSION {
-            return Err(format!(
-                "{TRACE_FORMAT} version {version} is newer than {TRACE_VERSION}"
-            ));
+            return Err(TraceError::TooNew(version));
         }
         let mut t = Trace::new(
             header["model"].as_str().unwrap_or_default(),
@@ -128,8 +152,10 @@ impl Trace {
         );
         t.version = version;
         for (i, l) in lines.enumerate() {
-            let v: Value =
-                serde_json::from_str(l).map_err(|e| format!("event line {}: {e}", i + 2))?;
+            let v: Value = serde_json::from_str(l).map_err(|source| TraceError::BadEvent {
+                line: i + 2,
+                source,
+            })?;
             t.events.push(v);
         }
         Ok(t)

@@ -103,6 +103,21 @@ pub(super) fn n_post_task(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> J
     Ok(JsValue::undefined())
 }
 
+/// The latest frame boundary at or before `t_ns`: a frame that came due
+/// while a task kept the main thread starts when the task ends, with the
+/// timestamp of the vsync it missed most recently.
+fn frame_at_or_before(t_ns: u64) -> u64 {
+    let frame_ns = |k: u64| (k * 1_000_000_000 + 30) / 60;
+    let mut k = t_ns.saturating_mul(60) / 1_000_000_000;
+    while frame_ns(k + 1) <= t_ns {
+        k += 1;
+    }
+    while k > 0 && frame_ns(k) > t_ns {
+        k -= 1;
+    }
+    frame_ns(k)
+}
+
 fn next_frame_after(t_ns: u64) -> u64 {
     // Frame k starts at k/60 s, rounded to the nanosecond.
     let frame_ns = |k: u64| (k * 1_000_000_000 + 30) / 60;
@@ -305,6 +320,7 @@ impl Host {
                     }
                     st.raf_due = None;
                     st.frames += 1;
+                    let d = frame_at_or_before(st.now_ns).max(d);
                     let batch = std::mem::take(&mut st.raf);
                     let ids: Vec<u32> = batch.iter().map(|b| b.0).collect();
                     st.running_raf = ids.clone();

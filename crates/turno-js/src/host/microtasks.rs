@@ -66,6 +66,9 @@ impl HostHooks for Hooks {
             h.push_frame(l.clone());
         }
         let r = job.callback().call(this, args, context);
+        if let Some(h) = &host {
+            h.sync_clock(context);
+        }
         if let (Some(h), Some(_)) = (&host, &label) {
             h.pop_frame();
         }
@@ -135,6 +138,7 @@ impl Host {
                 Micro::Promise(job) => {
                     self.step()?;
                     let r = job.call(ctx);
+                    self.sync_clock(ctx);
                     self.check_exit()?;
                     self.sample_promises();
                     if let Err(e) = r {

@@ -93,6 +93,12 @@ pub(crate) enum BudgetKind {
 
 pub(crate) struct State {
     model: Model,
+    /// Picoseconds of virtual time per boa instruction (the cost model).
+    cost_picos: u64,
+    /// boa's instruction count at the last clock sync.
+    instr_seen: u64,
+    /// Picoseconds owed to the clock, below one nanosecond.
+    frac_picos: u64,
     file: String,
     now_ns: u64,
     steps: u64,
@@ -240,6 +246,7 @@ impl Host {
         self.step()?;
         self.push_frame(label);
         let r = f.call(this, args, ctx);
+        self.sync_clock(ctx);
         self.pop_frame();
         self.check_exit()?;
         self.sample_promises();
@@ -262,6 +269,7 @@ impl Host {
         self.step()?;
         self.push_frame(label);
         let r = f.call(&JsValue::undefined(), args, ctx);
+        self.sync_clock(ctx);
         self.pop_frame();
         let v = match r {
             Ok(v) => v,
@@ -297,6 +305,32 @@ impl Host {
         match self.st.borrow().exit_request {
             Some(code) => Err(Stop::Exit(code)),
             None => Ok(()),
+        }
+    }
+
+    /// Moves the clock forward by the instructions boa executed since the
+    /// last sync times the cost (see `cost.rs`). Called whenever JavaScript
+    /// calls into the host and whenever a host call returns, so every event
+    /// is stamped with the time the code reached it.
+    pub(super) fn sync_clock(&self, ctx: &Context) {
+        let executed = (usize::MAX - ctx.instructions_remaining()) as u64;
+        let Ok(mut st) = self.st.try_borrow_mut() else {
+            return;
+        };
+        let delta = executed.saturating_sub(st.instr_seen);
+        st.instr_seen = executed;
+        if delta == 0 || st.cost_picos == 0 {
+            return;
+        }
+        let picos = delta
+            .saturating_mul(st.cost_picos)
+            .saturating_add(st.frac_picos);
+        st.frac_picos = picos % 1000;
+        let ns = picos / 1000;
+        if ns > 0 {
+            st.now_ns = st.now_ns.saturating_add(ns);
+            let now = st.now_ns;
+            st.clock.set(now);
         }
     }
 

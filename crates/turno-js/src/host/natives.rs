@@ -54,6 +54,7 @@ pub(super) struct JsStackScope(Rc<Host>, Option<Vec<String>>);
 
 impl JsStackScope {
     pub(super) fn enter(host: &Rc<Host>, ctx: &Context) -> Self {
+        host.sync_clock(ctx);
         let mut prev = None;
         if host.tracing() {
             let now = js_stack(ctx);
@@ -110,12 +111,14 @@ fn n_write(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue
 
 fn n_now(_: &JsValue, _: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
     let host = host_of(ctx)?;
+    host.sync_clock(ctx);
     let ns = host.st.borrow().now_ns;
     Ok(JsValue::from(ns as f64 / MS as f64))
 }
 
 fn n_now_ns(_: &JsValue, _: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
     let host = host_of(ctx)?;
+    host.sync_clock(ctx);
     let ns = host.st.borrow().now_ns;
     Ok(JsValue::from(ns as f64))
 }

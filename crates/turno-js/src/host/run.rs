@@ -53,6 +53,9 @@ pub(crate) fn run(
     let host = Rc::new(Host {
         st: RefCell::new(State {
             model: opts.model,
+            cost_picos: opts.cost.picos(),
+            instr_seen: 0,
+            frac_picos: 0,
             file: file_name.to_string(),
             now_ns: 0,
             steps: 0,
@@ -99,6 +102,7 @@ pub(crate) fn run(
         .job_executor(host.clone())
         .host_hooks(Rc::new(Hooks))
         .clock(Rc::new(VirtualClock(clock_cell.clone())))
+        .instructions_remaining(usize::MAX)
         .build()
         .map_err(|e| JsRunError::Engine(e.to_string()))?;
     ctx.runtime_limits_mut()
@@ -132,7 +136,12 @@ pub(crate) fn run(
         install_promise_taps(&mut ctx).map_err(|e| JsRunError::Engine(e.to_string()))?;
     }
 
+    // Setting up the host costs the program no time.
+    let setup = (usize::MAX - ctx.instructions_remaining()) as u64;
+    host.st.borrow_mut().instr_seen = setup;
+
     let outcome = run_program(&host, &mut ctx, source, file_name);
+    let instructions = (usize::MAX - ctx.instructions_remaining()) as u64 - setup;
 
     let mut st = host.st.borrow_mut();
     let dropped = st.dropped_jobs;
@@ -183,6 +192,8 @@ pub(crate) fn run(
         trace: st.trace.take(),
         steps,
         end_time_ns: now,
+        frames_rendered: st.frames,
+        instructions,
     };
     let max_steps = st.max_steps;
     let max_time_ns = st.max_time_ns;
@@ -263,6 +274,7 @@ fn run_program(
             }
             host.push_frame(label.into());
             let r = script.evaluate(ctx);
+            host.sync_clock(ctx);
             host.pop_frame();
             host.check_exit()?;
             host.sample_promises();
