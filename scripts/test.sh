@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh machine: installs what the tests need
 # (Chromium for the HTML event-loop oracle; Node.js must be on PATH for the
-# Node oracle), then runs every test of the workspace.
+# Node oracle; PostgreSQL's binaries for turno-store), then runs every test of
+# the workspace.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_apt=()
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
+# turno-store: its PostgreSQL tests start a private server from Debian's
+# binaries (/usr/lib/postgresql/*/bin; see docs/store.md). No skip under CI.
+compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || need_apt+=(postgresql)
 if [ ${#need_apt[@]} -gt 0 ]; then
-  echo "scripts/test.sh: installing ${need_apt[*]} for the event-loop oracle tests" >&2
+  echo "scripts/test.sh: installing ${need_apt[*]} (event-loop oracles, PostgreSQL for turno-store)" >&2
   sudo_cmd=""
   [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
   $sudo_cmd apt-get update -qq

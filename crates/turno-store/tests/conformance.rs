@@ -1,0 +1,474 @@
+//! The same behaviour on every backend: each check below runs on memory,
+//! SQLite and (feature `postgres`) a real PostgreSQL server.
+
+mod common;
+
+use std::sync::{Arc, Barrier};
+use std::time::Duration;
+
+use common::*;
+use turno_store::{Claim, DraftSaved, Enqueued, KeyState, ManualClock, Store, StoreError};
+
+struct Fixture {
+    store: Store,
+    clock: Arc<ManualClock>,
+    /// Another handle on the same database (a new connection; for SQLite a
+    /// new backend on the same file, as a second process would have).
+    reopen: Box<dyn Fn() -> Store + Send + Sync>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+fn memory_fixture() -> Fixture {
+    let clock = ManualClock::new(T0);
+    let store = memory(clock.clone());
+    let s2 = store.clone();
+    Fixture {
+        store,
+        clock,
+        reopen: Box::new(move || s2.clone()),
+        _dir: None,
+    }
+}
+
+fn sqlite_fixture() -> Fixture {
+    let dir = tempdir();
+    let path = dir.path().join("store.db");
+    let clock = ManualClock::new(T0);
+    let store = sqlite_at(path.clone(), clock.clone());
+    let c2 = clock.clone();
+    Fixture {
+        store,
+        clock,
+        reopen: Box::new(move || sqlite_at(path.clone(), c2.clone())),
+        _dir: Some(dir),
+    }
+}
+
+#[cfg(feature = "postgres")]
+fn pg_fixture() -> Option<Fixture> {
+    let url = pg_url()?;
+    let clock = ManualClock::new(T0);
+    let open = {
+        let clock = clock.clone();
+        move || {
+            Store::new(turno_store::postgres::PgBackend::connect(&url).expect("connect"))
+                .with_clock(clock.clone())
+        }
+    };
+    Some(Fixture {
+        store: open(),
+        clock,
+        reopen: Box::new(open),
+        _dir: None,
+    })
+}
+
+macro_rules! on_every_backend {
+    ($($check:ident),* $(,)?) => {
+        mod memory_backend {
+            $( #[test] fn $check() { super::$check(super::memory_fixture()) } )*
+        }
+        mod sqlite_backend {
+            $( #[test] fn $check() { super::$check(super::sqlite_fixture()) } )*
+        }
+        #[cfg(feature = "postgres")]
+        mod postgres_backend {
+            $( #[test] fn $check() { if let Some(f) = super::pg_fixture() { super::$check(f) } } )*
+        }
+    };
+}
+
+on_every_backend!(
+    snapshot_versions_and_conflicts,
+    snapshot_list_expiry_and_sweep,
+    drafts_never_go_backwards,
+    idempotency_keys_follow_the_draft,
+    idempotency_retention_window,
+    concurrent_claimers_exactly_one_new,
+    queue_dedup_lease_ack,
+    queue_redelivery_after_lease_and_release,
+    queue_concurrent_consumers_disjoint,
+    forget_removes_only_that_owner,
+    bad_input_is_typed,
+);
+
+fn conflict(r: Result<u64, StoreError>) -> (Option<u64>, Option<u64>) {
+    match r {
+        Err(StoreError::Conflict {
+            expected, actual, ..
+        }) => (expected, actual),
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+}
+
+fn snapshot_versions_and_conflicts(f: Fixture) {
+    let s = &f.store;
+    assert_eq!(s.get_snapshot("ann", "chart").unwrap(), None);
+    let v1 = s.put_snapshot("ann", "chart", None, b"one", None).unwrap();
+    assert_eq!(v1, 1);
+    // creating again is a conflict: it exists at version 1
+    assert_eq!(
+        conflict(s.put_snapshot("ann", "chart", None, b"x", None)),
+        (None, Some(1))
+    );
+    let v2 = s
+        .put_snapshot("ann", "chart", Some(1), b"two", None)
+        .unwrap();
+    assert_eq!(v2, 2);
+    // a put against the stale version 1 never overwrites
+    assert_eq!(
+        conflict(s.put_snapshot("ann", "chart", Some(1), b"stale", None)),
+        (Some(1), Some(2))
+    );
+    let got = s.get_snapshot("ann", "chart").unwrap().unwrap();
+    assert_eq!((got.version, got.data.as_slice()), (2, &b"two"[..]));
+    assert_eq!(got.updated_at, T0);
+    // updating what does not exist is a conflict too
+    assert_eq!(
+        conflict(s.put_snapshot("ann", "other", Some(3), b"x", None)),
+        (Some(3), None)
+    );
+    // delete with the wrong version: conflict, nothing deleted
+    assert!(matches!(
+        s.delete_snapshot("ann", "chart", Some(1)),
+        Err(StoreError::Conflict { .. })
+    ));
+    assert!(s.delete_snapshot("ann", "chart", Some(2)).unwrap());
+    assert!(!s.delete_snapshot("ann", "chart", None).unwrap());
+    // JSON helpers round-trip any serializable snapshot
+    let v = s
+        .put_snapshot_json(
+            "ann",
+            "json",
+            None,
+            &serde_json::json!({"state": "paying", "n": 3}),
+            None,
+        )
+        .unwrap();
+    let (rv, val): (u64, serde_json::Value) = s.get_snapshot_json("ann", "json").unwrap().unwrap();
+    assert_eq!((rv, val["state"].as_str()), (v, Some("paying")));
+}
+
+fn snapshot_list_expiry_and_sweep(f: Fixture) {
+    let s = &f.store;
+    s.put_snapshot("bob", "b", None, b"b", None).unwrap();
+    s.put_snapshot("bob", "a", None, b"a", Some(Duration::from_secs(10)))
+        .unwrap();
+    s.put_snapshot("cat", "a", None, b"c", None).unwrap();
+    let keys: Vec<String> = s
+        .list_snapshots("bob")
+        .unwrap()
+        .into_iter()
+        .map(|m| m.key)
+        .collect();
+    assert_eq!(keys, ["a", "b"]);
+    let a = &s.list_snapshots("bob").unwrap()[0];
+    assert_eq!(a.expires_at, Some(T0 + 10_000));
+    f.clock.advance(Duration::from_secs(10));
+    // expired: reads as absent, is not listed, and may be created anew
+    assert_eq!(s.get_snapshot("bob", "a").unwrap(), None);
+    assert_eq!(s.list_snapshots("bob").unwrap().len(), 1);
+    let report = s.sweep().unwrap();
+    assert_eq!(report.snapshots, 1);
+    assert_eq!(s.put_snapshot("bob", "a", None, b"new", None).unwrap(), 1);
+    // an expired snapshot that was not swept yet can also be re-created
+    s.put_snapshot("bob", "c", None, b"c", Some(Duration::from_millis(1)))
+        .unwrap();
+    f.clock.advance(Duration::from_millis(1));
+    assert_eq!(s.put_snapshot("bob", "c", None, b"c2", None).unwrap(), 1);
+    assert_eq!(s.get_snapshot("bob", "c").unwrap().unwrap().data, b"c2");
+}
+
+fn drafts_never_go_backwards(f: Fixture) {
+    let s = &f.store;
+    assert_eq!(
+        s.save_draft("dan", "wiz", 1, b"v1", None).unwrap(),
+        DraftSaved::Saved
+    );
+    assert_eq!(
+        s.save_draft("dan", "wiz", 3, b"v3", None).unwrap(),
+        DraftSaved::Saved
+    );
+    assert_eq!(
+        s.save_draft("dan", "wiz", 2, b"v2", None).unwrap(),
+        DraftSaved::Stale { stored: 3 }
+    );
+    assert_eq!(
+        s.save_draft("dan", "wiz", 3, b"again", None).unwrap(),
+        DraftSaved::Stale { stored: 3 }
+    );
+    assert_eq!(s.get_draft("dan", "wiz").unwrap().unwrap().data, b"v3");
+    s.save_draft("dan", "tmp", 5, b"t", Some(Duration::from_secs(1)))
+        .unwrap();
+    f.clock.advance(Duration::from_secs(1));
+    assert_eq!(s.get_draft("dan", "tmp").unwrap(), None);
+    // an expired draft does not block a lower version
+    assert_eq!(
+        s.save_draft("dan", "tmp", 1, b"t1", None).unwrap(),
+        DraftSaved::Saved
+    );
+    assert!(s.delete_draft("dan", "wiz").unwrap());
+    assert_eq!(s.get_draft("dan", "wiz").unwrap(), None);
+    assert!(!s.delete_draft("dan", "wiz").unwrap());
+}
+
+fn idempotency_keys_follow_the_draft(f: Fixture) {
+    let s = &f.store;
+    assert_eq!(s.claim("eve", "k1", b"fp-a").unwrap(), Claim::New);
+    assert_eq!(s.claim("eve", "k1", b"fp-a").unwrap(), Claim::InProgress); // 409
+    assert_eq!(
+        s.claim("eve", "k1", b"fp-b").unwrap(),
+        Claim::FingerprintMismatch
+    ); // 422
+    let rec = s.lookup("eve", "k1").unwrap().unwrap();
+    assert_eq!((rec.state, rec.result), (KeyState::InProgress, None));
+    s.complete("eve", "k1", b"201 created").unwrap();
+    assert_eq!(
+        s.claim("eve", "k1", b"fp-a").unwrap(),
+        Claim::Completed(b"201 created".to_vec())
+    );
+    assert_eq!(
+        s.claim("eve", "k1", b"fp-b").unwrap(),
+        Claim::FingerprintMismatch
+    );
+    // completing twice is an error that says so
+    match s.complete("eve", "k1", b"again") {
+        Err(StoreError::NotInProgress { state, .. }) => assert_eq!(state, "completed"),
+        other => panic!("{other:?}"),
+    }
+    match s.complete("eve", "never", b"x") {
+        Err(StoreError::NotInProgress { state, .. }) => assert_eq!(state, "absent"),
+        other => panic!("{other:?}"),
+    }
+    // keys are per owner
+    assert_eq!(s.claim("fay", "k1", b"fp-b").unwrap(), Claim::New);
+    // abandon: the next claim is new again
+    s.abandon("fay", "k1").unwrap();
+    assert_eq!(s.lookup("fay", "k1").unwrap(), None);
+    assert_eq!(s.claim("fay", "k1", b"fp-c").unwrap(), Claim::New);
+    assert!(matches!(
+        s.abandon("eve", "k1"),
+        Err(StoreError::NotInProgress { .. })
+    ));
+}
+
+fn idempotency_retention_window(f: Fixture) {
+    let s = f.store.clone().with_retention(Duration::from_secs(60));
+    assert_eq!(s.claim("gus", "k", b"fp").unwrap(), Claim::New);
+    f.clock.advance(Duration::from_secs(30));
+    s.complete("gus", "k", b"done").unwrap();
+    let rec = s.lookup("gus", "k").unwrap().unwrap();
+    // retention restarts at completion
+    assert_eq!(rec.expires_at, T0 + 30_000 + 60_000);
+    f.clock.advance(Duration::from_secs(59));
+    assert!(matches!(
+        s.claim("gus", "k", b"fp").unwrap(),
+        Claim::Completed(_)
+    ));
+    f.clock.advance(Duration::from_secs(1));
+    // past the window: gone, and the key may be reused for another request
+    assert_eq!(s.lookup("gus", "k").unwrap(), None);
+    assert_eq!(s.claim("gus", "k", b"other").unwrap(), Claim::New);
+    // an abandoned-by-crash claim frees itself after the window too
+    f.clock.advance(Duration::from_secs(60));
+    assert_eq!(s.sweep().unwrap().keys, 1);
+    assert_eq!(s.claim("gus", "k", b"third").unwrap(), Claim::New);
+}
+
+fn concurrent_claimers_exactly_one_new(f: Fixture) {
+    const THREADS: usize = 16;
+    const ROUNDS: usize = 5;
+    let handles: Vec<Store> = (0..THREADS).map(|_| (f.reopen)()).collect();
+    for round in 0..ROUNDS {
+        let key = format!("race-{round}");
+        let barrier = Arc::new(Barrier::new(THREADS));
+        let outcomes: Vec<Claim> = std::thread::scope(|sc| {
+            let joins: Vec<_> = handles
+                .iter()
+                .map(|s| {
+                    let (barrier, key) = (barrier.clone(), key.clone());
+                    sc.spawn(move || {
+                        barrier.wait();
+                        s.claim("hal", &key, b"same request").unwrap()
+                    })
+                })
+                .collect();
+            joins.into_iter().map(|j| j.join().unwrap()).collect()
+        });
+        let new = outcomes.iter().filter(|c| **c == Claim::New).count();
+        let busy = outcomes.iter().filter(|c| **c == Claim::InProgress).count();
+        assert_eq!((new, busy), (1, THREADS - 1), "round {round}: {outcomes:?}");
+    }
+}
+
+fn queue_dedup_lease_ack(f: Fixture) {
+    let s = &f.store;
+    let lease = Duration::from_secs(30);
+    let a = s.enqueue("q", "ida", "e1", b"one").unwrap();
+    let b = s.enqueue("q", "ida", "e2", b"two").unwrap();
+    assert!(matches!(a, Enqueued::New(_)) && matches!(b, Enqueued::New(_)));
+    assert!(b.id() > a.id());
+    assert_eq!(
+        s.enqueue("q", "ida", "e1", b"one").unwrap(),
+        Enqueued::Duplicate(a.id())
+    );
+    // the same key on another queue is another item
+    assert!(matches!(
+        s.enqueue("other", "ida", "e1", b"x").unwrap(),
+        Enqueued::New(_)
+    ));
+    let got = s.lease("q", 10, lease).unwrap();
+    assert_eq!(
+        got.iter()
+            .map(|i| (i.key.as_str(), i.payload.as_slice(), i.attempt))
+            .collect::<Vec<_>>(),
+        [("e1", &b"one"[..], 1), ("e2", &b"two"[..], 1)]
+    );
+    assert_eq!(got[0].owner, "ida");
+    // leased items are not handed out twice
+    assert!(s.lease("q", 10, lease).unwrap().is_empty());
+    let c = s.queue_counts("q").unwrap();
+    assert_eq!((c.ready, c.leased, c.acked), (0, 2, 0));
+    assert_eq!(s.ack(&[got[0].id]).unwrap(), 1);
+    assert_eq!(s.ack(&[got[0].id]).unwrap(), 0); // already acknowledged
+                                                 // an acknowledged item is never delivered again, even after its lease
+    f.clock.advance(Duration::from_secs(31));
+    let again = s.lease("q", 10, lease).unwrap();
+    assert_eq!(
+        again.iter().map(|i| i.key.as_str()).collect::<Vec<_>>(),
+        ["e2"]
+    );
+    assert_eq!(again[0].attempt, 2);
+    // and its key still deduplicates within the dedup window
+    assert_eq!(
+        s.enqueue("q", "ida", "e1", b"one").unwrap(),
+        Enqueued::Duplicate(a.id())
+    );
+    let s2 = s.clone().with_dedup_window(Duration::from_secs(60));
+    f.clock.advance(Duration::from_secs(60));
+    assert_eq!(s2.sweep().unwrap().queue_items, 1);
+    assert!(matches!(
+        s.enqueue("q", "ida", "e1", b"one").unwrap(),
+        Enqueued::New(_)
+    ));
+    // max is respected
+    for i in 0..5 {
+        s.enqueue("m", "ida", &format!("m{i}"), b"").unwrap();
+    }
+    assert_eq!(s.lease("m", 3, lease).unwrap().len(), 3);
+    assert_eq!(s.lease("m", 3, lease).unwrap().len(), 2);
+}
+
+fn queue_redelivery_after_lease_and_release(f: Fixture) {
+    let s = &f.store;
+    s.enqueue("r", "jo", "x", b"payload").unwrap();
+    let first = s.lease("r", 1, Duration::from_secs(5)).unwrap().remove(0);
+    // release: deliverable again after the delay
+    assert!(s.release(&first, Duration::from_secs(2)).unwrap());
+    assert!(!s.release(&first, Duration::ZERO).unwrap()); // no lease any more
+    assert!(s.lease("r", 1, Duration::from_secs(5)).unwrap().is_empty());
+    f.clock.advance(Duration::from_secs(2));
+    let second = s.lease("r", 1, Duration::from_secs(5)).unwrap().remove(0);
+    assert_eq!((second.id, second.attempt), (first.id, 2));
+    // the old lease's token does not release the new lease
+    assert!(!s.release(&first, Duration::ZERO).unwrap());
+    // a consumer that never acks: the lease runs out, the item comes back
+    f.clock.advance(Duration::from_secs(5));
+    let third = s.lease("r", 1, Duration::from_secs(5)).unwrap().remove(0);
+    assert_eq!(third.attempt, 3);
+    assert_ne!(third.lease_token, second.lease_token);
+    assert_eq!(third.lease_until, f.clock_now() + 5_000);
+    s.ack(&[third.id]).unwrap();
+    let c = s.queue_counts("r").unwrap();
+    assert_eq!((c.ready, c.leased, c.acked), (0, 0, 1));
+}
+
+impl Fixture {
+    fn clock_now(&self) -> i64 {
+        use turno_store::Clock;
+        self.clock.now_ms()
+    }
+}
+
+fn queue_concurrent_consumers_disjoint(f: Fixture) {
+    const ITEMS: usize = 200;
+    const CONSUMERS: usize = 4;
+    for i in 0..ITEMS {
+        f.store
+            .enqueue("c", "kim", &format!("k{i:04}"), b"")
+            .unwrap();
+    }
+    let handles: Vec<Store> = (0..CONSUMERS).map(|_| (f.reopen)()).collect();
+    let taken: Vec<Vec<String>> = std::thread::scope(|sc| {
+        let joins: Vec<_> = handles
+            .iter()
+            .map(|s| {
+                sc.spawn(move || {
+                    let mut mine = Vec::new();
+                    loop {
+                        let items = s.lease("c", 7, Duration::from_secs(600)).unwrap();
+                        if items.is_empty() {
+                            return mine;
+                        }
+                        s.ack(&items.iter().map(|i| i.id).collect::<Vec<_>>())
+                            .unwrap();
+                        mine.extend(items.into_iter().map(|i| i.key));
+                    }
+                })
+            })
+            .collect();
+        joins.into_iter().map(|j| j.join().unwrap()).collect()
+    });
+    let mut all: Vec<String> = taken.concat();
+    all.sort();
+    let expected: Vec<String> = (0..ITEMS).map(|i| format!("k{i:04}")).collect();
+    assert_eq!(all, expected, "every item exactly once across consumers");
+}
+
+fn forget_removes_only_that_owner(f: Fixture) {
+    let s = &f.store;
+    for owner in ["leo", "mia"] {
+        s.put_snapshot(owner, "s1", None, b"snap", None).unwrap();
+        s.put_snapshot(owner, "s2", None, b"snap", None).unwrap();
+        s.save_draft(owner, "d", 1, b"draft", None).unwrap();
+        s.claim(owner, "k", b"fp").unwrap();
+        s.enqueue("fq", owner, &format!("{owner}-e1"), b"evt")
+            .unwrap();
+        s.enqueue("fq", owner, &format!("{owner}-e2"), b"evt")
+            .unwrap();
+    }
+    // one of leo's items is leased, one acknowledged: both go too
+    let leased = s.lease("fq", 1, Duration::from_secs(30)).unwrap();
+    assert_eq!(leased[0].owner, "leo");
+    let r = s.forget("leo").unwrap();
+    assert_eq!((r.snapshots, r.drafts, r.keys, r.queue_items), (2, 1, 1, 2));
+    assert!(s.list_snapshots("leo").unwrap().is_empty());
+    assert_eq!(s.get_draft("leo", "d").unwrap(), None);
+    assert_eq!(s.lookup("leo", "k").unwrap(), None);
+    let left = s.lease("fq", 10, Duration::from_secs(30)).unwrap();
+    assert!(left.iter().all(|i| i.owner == "mia") && left.len() == 2);
+    assert_eq!(s.list_snapshots("mia").unwrap().len(), 2);
+    assert!(s.get_draft("mia", "d").unwrap().is_some());
+    assert!(s.lookup("mia", "k").unwrap().is_some());
+    // forgetting nobody is not an error
+    assert_eq!(s.forget("nobody").unwrap().snapshots, 0);
+}
+
+fn bad_input_is_typed(f: Fixture) {
+    let s = &f.store;
+    let what = |r: Result<_, StoreError>| match r {
+        Err(StoreError::Invalid { what, .. }) => what,
+        other => panic!("expected Invalid, got {other:?}"),
+    };
+    assert_eq!(
+        what(s.put_snapshot("", "k", None, b"", None).map(|_| ())),
+        "owner"
+    );
+    assert_eq!(what(s.get_snapshot("o", "").map(|_| ())), "key");
+    assert_eq!(what(s.claim("o", &"k".repeat(600), b"").map(|_| ())), "key");
+    assert_eq!(what(s.enqueue("", "o", "k", b"").map(|_| ())), "queue");
+    assert_eq!(what(s.lease("q", 1, Duration::ZERO).map(|_| ())), "lease");
+    assert_eq!(what(s.forget("nul\0byte").map(|_| ())), "owner");
+    // nothing was written by any of them
+    assert!(s.lease("q", 10, Duration::from_secs(1)).unwrap().is_empty());
+}
