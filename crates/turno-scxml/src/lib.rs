@@ -1,0 +1,52 @@
+//! SCXML 1.0 documents for turno.
+//!
+//! - [`load_str`] / [`load_file`]: quick-xml into a [`Document`], rejecting
+//!   what is not SCXML with a [`LoadError`] that names the line and column.
+//! - [`datamodel`]: the null data model and (feature `ecmascript`, on by
+//!   default) the ECMAScript data model on boa_engine.
+//! - [`Session`]: the W3C algorithm (Appendix D, under its names) with
+//!   executable content, `<send>`, `<invoke>` and the `_event` fields.
+//! - [`System`]: sessions and their invoked children on virtual time.
+//! - [`suite`]: the W3C conformance suite runner.
+//! - [`script`]: `turno chart run` for SCXML; [`mermaid`]: diagrams.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use turno_scxml::{load_str, Event, System};
+//!
+//! let doc = load_str(r#"
+//!   <scxml xmlns="http://www.w3.org/2005/07/scxml" version="1.0" datamodel="ecmascript">
+//!     <datamodel><data id="n" expr="0"/></datamodel>
+//!     <state id="counting">
+//!       <transition event="tick" cond="n &lt; 2"><assign location="n" expr="n + 1"/></transition>
+//!       <transition event="tick" target="done"/>
+//!     </state>
+//!     <final id="done"/>
+//!   </scxml>"#, None).unwrap();
+//! let mut sys = System::new();
+//! let s = sys.start(Arc::new(doc)).unwrap();
+//! for _ in 0..3 {
+//!     sys.send(s, Event::external("tick", None));
+//! }
+//! sys.run_until(0.0).unwrap();
+//! assert_eq!(sys.atomic_states(s), ["done"]);
+//! ```
+
+pub mod datamodel;
+mod error;
+mod event;
+mod interp;
+mod load;
+pub mod mermaid;
+pub mod model;
+pub mod script;
+pub mod suite;
+mod system;
+mod xml;
+
+pub use error::{LoadError, Position};
+pub use event::{Event, EventKind, SCXML_IO_PROCESSOR};
+pub use interp::{Host, InvokeRequest, Session, Target};
+pub use load::{load_file, load_str};
+pub use model::Document;
+pub use system::{data_model_for, LogLine, RunError, SessionHandle, System};
