@@ -63,6 +63,12 @@ pub(crate) fn resolve_src(src: &str, base: Option<&Path>) -> Result<PathBuf, Str
 /// Reads a `src` file.
 pub(crate) fn read_src(src: &str, base: Option<&Path>) -> Result<String, String> {
     let path = resolve_src(src, base)?;
+    // Only regular files: a device such as /dev/zero would never end.
+    let meta =
+        std::fs::metadata(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if !meta.is_file() {
+        return Err(format!("{} is not a regular file", path.display()));
+    }
     std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))
 }
 
@@ -175,6 +181,26 @@ impl<'a> Builder<'a> {
                 targets.push(s);
             }
             self.transitions[t].targets = targets;
+        }
+        // A history's default leads into its parent, to real states (a
+        // history pointing at a history could loop forever).
+        for s in 0..self.states.len() {
+            if let (Some(t), Some(parent)) = (self.states[s].history_default, self.states[s].parent)
+            {
+                for &target in &self.transitions[t].targets {
+                    if matches!(self.states[target].kind, StateKind::History(_))
+                        || !is_descendant(&self.states, target, parent)
+                    {
+                        return Err(LoadError::invalid(
+                            self.states[s].pos,
+                            format!(
+                                "the default of history {:?} must be a state inside {:?}",
+                                self.states[s].id, self.states[parent].id
+                            ),
+                        ));
+                    }
+                }
+            }
         }
         // Initial transitions must lead into the state they belong to.
         for s in 0..self.states.len() {

@@ -137,6 +137,11 @@ pub fn run(doc: &Document, items: &Value) -> Result<Vec<Line>, ScriptError> {
         .map_err(|e| ScriptError::Run(format!("start: {e}")))?;
     let run_err = |e: crate::system::RunError| ScriptError::Run(e.to_string());
     sys.run_until(0.0).map_err(run_err)?;
+    let failed = |sys: &System| match sys.session(root).and_then(|s| s.failure()) {
+        Some(f) => Err(ScriptError::Run(f.to_owned())),
+        None => Ok(()),
+    };
+    failed(&sys)?;
     let line = |sys: &System, step| {
         let config = sys
             .session(root)
@@ -161,6 +166,7 @@ pub fn run(doc: &Document, items: &Value) -> Result<Vec<Line>, ScriptError> {
             }
             Item::Advance(ms) => sys.run_until(sys.now_ms() + ms as f64).map_err(run_err)?,
         }
+        failed(&sys)?;
         out.push(line(&sys, i + 1));
     }
     Ok(out)

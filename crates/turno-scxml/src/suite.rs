@@ -233,6 +233,11 @@ fn run_document(dir: &Path, stem: &str) -> Result<(), String> {
     let root = sys
         .start(Arc::new(doc))
         .map_err(|e| format!("start: {e}"))?;
+    let failed = |sys: &System| match sys.session(root).and_then(|s| s.failure()) {
+        Some(f) => Err(f.to_owned()),
+        None => Ok(()),
+    };
+    failed(&sys)?;
     check(
         &sys.atomic_states(root),
         &script.initial_configuration,
@@ -246,6 +251,7 @@ fn run_document(dir: &Path, stem: &str) -> Result<(), String> {
             Event::external(ev.event.name.clone(), ev.event.data.clone()),
         );
         sys.run_until(t).map_err(|e| e.to_string())?;
+        failed(&sys)?;
         check(
             &sys.atomic_states(root),
             &ev.next_configuration,

@@ -112,7 +112,7 @@ impl System {
             ready: VecDeque::new(),
             to_start: Vec::new(),
             logs: Vec::new(),
-            step_budget: 100_000,
+            step_budget: 10_000,
         }
     }
 

@@ -92,6 +92,10 @@ impl<'a> Lines<'a> {
     }
 }
 
+/// Elements may nest this deep; deeper documents are rejected (the loader
+/// and the algorithm recurse over the tree).
+pub(crate) const MAX_DEPTH: usize = 200;
+
 /// Parses `src` into its root element.
 pub(crate) fn parse(src: &str) -> Result<Element, LoadError> {
     let lines = Lines::new(src);
@@ -119,6 +123,12 @@ pub(crate) fn parse(src: &str) -> Result<Element, LoadError> {
                     return Err(LoadError::xml(
                         lines.position(start),
                         "content after the root element",
+                    ));
+                }
+                if stack.len() >= MAX_DEPTH {
+                    return Err(LoadError::xml(
+                        lines.position(start),
+                        format!("elements nest deeper than {MAX_DEPTH}"),
                     ));
                 }
                 stack.push(el);
@@ -259,5 +269,7 @@ mod tests {
         assert!(parse("<a>").is_err());
         assert!(parse("").is_err());
         assert!(parse("<a>&foo;</a>").is_err());
+        let deep = "<a>".repeat(MAX_DEPTH + 1) + &"</a>".repeat(MAX_DEPTH + 1);
+        assert!(parse(&deep).unwrap_err().to_string().contains("deeper"));
     }
 }

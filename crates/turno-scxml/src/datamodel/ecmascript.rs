@@ -21,7 +21,7 @@ use crate::model::{AssignValue, DataInit};
 
 /// Loop iterations one evaluation may run before it is stopped with an
 /// error (a runaway `while (true)` in a guard must not hang the session).
-const LOOP_LIMIT: u64 = 10_000_000;
+pub const LOOP_LIMIT: u64 = 1_000_000;
 
 /// The ECMAScript data model of one session.
 pub struct EcmaScript {
@@ -50,13 +50,17 @@ fn err(e: JsError, ctx: &mut Context) -> EvalError {
 const SYSTEM_VARS: &[&str] = &["_event", "_sessionid", "_name", "_ioprocessors"];
 
 impl EcmaScript {
-    /// A fresh engine with `In()` installed.
+    /// A fresh engine with `In()` installed and [`LOOP_LIMIT`].
     pub fn new() -> Result<Self, EvalError> {
+        Self::with_loop_limit(LOOP_LIMIT)
+    }
+
+    /// A fresh engine whose evaluations stop after `limit` loop iterations.
+    pub fn with_loop_limit(limit: u64) -> Result<Self, EvalError> {
         let mut ctx = Context::builder()
             .build()
             .map_err(|e| EvalError::new(format!("cannot create the ECMAScript engine: {e}")))?;
-        ctx.runtime_limits_mut()
-            .set_loop_iteration_limit(LOOP_LIMIT);
+        ctx.runtime_limits_mut().set_loop_iteration_limit(limit);
         let active = ObjectInitializer::new(&mut ctx).build();
         let in_fn = NativeFunction::from_copy_closure_with_captures(
             |_, args, active: &JsObject, ctx| {

@@ -102,7 +102,14 @@ pub struct Session {
     /// The configuration when the session halted (the spec's exit empties it).
     pub(crate) final_configuration: Option<Vec<StateId>>,
     pub(crate) started: bool,
+    /// Why the session stopped on its own, other than by reaching a final
+    /// state (a runaway macrostep).
+    pub(crate) failure: Option<String>,
 }
+
+/// Microsteps one macrostep may take before the session is stopped: a
+/// cycle of eventless transitions never ends otherwise.
+pub const MAX_MICROSTEPS: usize = 10_000;
 
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -139,6 +146,7 @@ impl Session {
             counter: 0,
             final_configuration: None,
             started: false,
+            failure: None,
         }
     }
 
@@ -263,6 +271,12 @@ impl Session {
         }
     }
 
+    /// Why the session stopped other than by reaching a top-level final
+    /// state (more than [`MAX_MICROSTEPS`] microsteps in one macrostep).
+    pub fn failure(&self) -> Option<&str> {
+        self.failure.as_deref()
+    }
+
     /// Is `invokeid` an invocation of this session not yet cancelled?
     pub fn has_invocation(&self, invokeid: &str) -> bool {
         self.invocations.iter().any(|i| i.invokeid == invokeid)
@@ -275,7 +289,8 @@ impl Session {
         loop {
             self.run_internal(host);
             if !self.running {
-                self.exit_interpreter(host, true);
+                let halted = self.failure.is_none();
+                self.exit_interpreter(host, halted);
                 return;
             }
             let to_invoke: Vec<StateId> = std::mem::take(&mut self.states_to_invoke)
@@ -293,7 +308,16 @@ impl Session {
     }
 
     fn run_internal(&mut self, host: &mut dyn Host) {
+        let mut steps = 0;
         while self.running {
+            steps += 1;
+            if steps > MAX_MICROSTEPS {
+                self.failure = Some(format!(
+                    "more than {MAX_MICROSTEPS} microsteps in one macrostep: stopped"
+                ));
+                self.running = false;
+                return;
+            }
             let mut enabled = self.select_eventless_transitions();
             if enabled.is_empty() {
                 let Some(event) = self.internal_queue.pop_front() else {
