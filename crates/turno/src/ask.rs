@@ -7,6 +7,24 @@
 //! response per request reaches the handler: the reply, or
 //! [`Response::TimedOut`] at the deadline, whichever comes first.
 //!
+//! **Which comes first** is decided by when the reply *entered the asker's
+//! mailbox*, not by when the asker gets to it: a reply enqueued before the
+//! deadline wins, even if the asker is still busy when the deadline passes
+//! and the timeout signal (system lane) would otherwise be served ahead of
+//! the reply (user lane). The reply's enqueue time is taken under the
+//! mailbox lock, and the timeout is judged after the timeout signal was taken
+//! under the same lock, so the rule holds exactly on both schedulers. A reply
+//! enqueued at or after the deadline is stale ([`StaleReason::TimedOut`]).
+//! One exception, the policy's own: a reply evicted from a keep-newest
+//! mailbox before it was handled is lost (counted as a drop), and the request
+//! then times out.
+//!
+//! **Replies bypass the capacity.** A reply is queued even when the asker's
+//! mailbox is full (a `KeepOldest(1)` mailbox can hold a message and a
+//! reply): the asker bounds its replies itself, one per request it made, and
+//! refusing a reply would only turn it into a timeout. A keep-newest mailbox
+//! may still evict a queued reply like any message.
+//!
 //! A reply that arrives for a request the actor no longer awaits is **stale**:
 //! it is discarded, counted ([`Addr::stale_replies`](crate::Addr::stale_replies),
 //! the `turno_stale_replies_total` metric) and traced, never handed to the
@@ -24,7 +42,11 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use std::sync::atomic::Ordering;
+
 use crate::mailbox::Mailbox;
+use crate::sync::AtomicU64;
+use crate::time::Instant;
 
 /// Correlates a reply with its request. Unique within the system.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -49,7 +71,8 @@ impl fmt::Display for RequestId {
 pub enum Response<R> {
     /// The fresh reply.
     Reply(R),
-    /// No reply came before the deadline. A reply arriving later is stale.
+    /// No reply was enqueued before the deadline. A reply arriving later is
+    /// stale.
     TimedOut,
 }
 
@@ -108,35 +131,57 @@ pub(crate) trait ReplyPort<R>: Send + Sync {
     fn deliver(&self, id: RequestId, value: R) -> bool;
 }
 
-/// Builds the asker's timeout message.
+/// Builds the asker's timeout message, and knows when the first reply was
+/// enqueued.
 pub(crate) trait TimeoutPort<M>: Send + Sync {
     fn timed_out(&self) -> M;
+    /// When the first reply entered the asker's mailbox, if one did.
+    fn replied_at(&self) -> Option<Instant>;
 }
 
 struct AskPort<M, R, F> {
+    id: RequestId,
     mailbox: Arc<Mailbox<M>>,
     on_response: F,
+    /// Nanoseconds + 1 of the first reply's enqueue (0: none yet); written
+    /// under the asker's mailbox lock, so whoever takes the timeout signal
+    /// from that mailbox afterwards sees it.
+    replied_at: AtomicU64,
     _reply: PhantomData<fn(R)>,
 }
 
 impl<M, R, F> ReplyPort<R> for AskPort<M, R, F>
 where
     M: Send + 'static,
-    F: Fn(Response<R>) -> M + Send + Sync,
+    F: Fn(RequestId, Response<R>) -> M + Send + Sync,
 {
     fn deliver(&self, id: RequestId, value: R) -> bool {
-        self.mailbox
-            .push_reply(id, (self.on_response)(Response::Reply(value)))
+        let msg = (self.on_response)(self.id, Response::Reply(value));
+        self.mailbox.push_reply(id, msg, |at| {
+            let _ = self.replied_at.compare_exchange(
+                0,
+                at.as_nanos().saturating_add(1),
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            );
+        })
     }
 }
 
 impl<M, R, F> TimeoutPort<M> for AskPort<M, R, F>
 where
     M: Send + 'static,
-    F: Fn(Response<R>) -> M + Send + Sync,
+    F: Fn(RequestId, Response<R>) -> M + Send + Sync,
 {
     fn timed_out(&self) -> M {
-        (self.on_response)(Response::TimedOut)
+        (self.on_response)(self.id, Response::TimedOut)
+    }
+
+    fn replied_at(&self) -> Option<Instant> {
+        match self.replied_at.load(Ordering::SeqCst) {
+            0 => None,
+            n => Some(Instant::from_nanos(n - 1)),
+        }
     }
 }
 
@@ -150,11 +195,13 @@ pub(crate) fn new_request<M, R, F>(
 where
     M: Send + 'static,
     R: Send + 'static,
-    F: Fn(Response<R>) -> M + Send + Sync + 'static,
+    F: Fn(RequestId, Response<R>) -> M + Send + Sync + 'static,
 {
     let port = Arc::new(AskPort {
+        id,
         mailbox,
         on_response,
+        replied_at: AtomicU64::new(0),
         _reply: PhantomData,
     });
     let reply_to = ReplyTo {
@@ -166,12 +213,34 @@ where
 
 pub(crate) struct Pending<M> {
     pub(crate) timeout: Arc<dyn TimeoutPort<M>>,
+    /// The deadline, when the request has one.
+    pub(crate) deadline: Option<Instant>,
+    /// The deadline passed while a reply enqueued before it was still
+    /// queued: that reply is the response.
+    pub(crate) timeout_due: bool,
+    /// A reply was evicted by a keep-newest mailbox: it no longer wins over
+    /// the deadline.
+    pub(crate) reply_lost: bool,
     /// Cancels the work behind the request (a piped future) when it is no
     /// longer awaited.
     pub(crate) cancel: Option<Box<dyn FnOnce() + Send>>,
 }
 
 impl<M> Pending<M> {
+    pub(crate) fn new(
+        timeout: Arc<dyn TimeoutPort<M>>,
+        deadline: Option<Instant>,
+        cancel: Option<Box<dyn FnOnce() + Send>>,
+    ) -> Self {
+        Pending {
+            timeout,
+            deadline,
+            timeout_due: false,
+            reply_lost: false,
+            cancel,
+        }
+    }
+
     fn cancel(&mut self) {
         if let Some(c) = self.cancel.take() {
             c();
@@ -206,6 +275,36 @@ impl<M> Asks<M> {
         self.pending.contains_key(&id)
     }
 
+    /// The deadline of `id` passed. `Some(msg)`: deliver the timeout
+    /// (settled); `None`: not pending, or a reply enqueued before the
+    /// deadline is queued and will be the response.
+    pub(crate) fn deadline_passed(&mut self, id: RequestId) -> Option<M> {
+        let p = self.pending.get_mut(&id)?;
+        let reply_first = match (p.timeout.replied_at(), p.deadline) {
+            (Some(at), Some(deadline)) => at < deadline,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        if reply_first && !p.reply_lost {
+            p.timeout_due = true;
+            return None;
+        }
+        self.settle(id, StaleReason::TimedOut)
+            .map(|p| p.timeout.timed_out())
+    }
+
+    /// A queued reply to `id` was evicted by the mailbox policy. `Some(msg)`:
+    /// its deadline has passed already, deliver the timeout now.
+    pub(crate) fn reply_evicted(&mut self, id: RequestId) -> Option<M> {
+        let p = self.pending.get_mut(&id)?;
+        p.reply_lost = true;
+        if !p.timeout_due {
+            return None;
+        }
+        self.settle(id, StaleReason::TimedOut)
+            .map(|p| p.timeout.timed_out())
+    }
+
     /// The reply for `id` arrived: is it fresh? Fresh requests are settled
     /// (a second reply would be stale).
     pub(crate) fn take_fresh(&mut self, id: RequestId) -> Result<Pending<M>, StaleReason> {
@@ -223,7 +322,6 @@ impl<M> Asks<M> {
         }
     }
 
-    /// Stops awaiting `id`; later replies will be stale for `why`.
     /// Stops awaiting `id`; later replies will be stale for `why`; the work
     /// behind it, if cancellable, is cancelled.
     pub(crate) fn settle(&mut self, id: RequestId, why: StaleReason) -> Option<Pending<M>> {

@@ -158,22 +158,24 @@ impl<'a, A: Actor> Context<'a, A> {
             None => tokio::runtime::Handle::try_current().map_err(|_| NoRuntime)?,
         };
         let id = RequestId(shared.next_id());
-        let (reply_to, timeout_port) = ask::new_request(id, self.addr.mailbox.clone(), on_done);
+        let (reply_to, timeout_port) =
+            ask::new_request(id, self.addr.mailbox.clone(), move |_, r| on_done(r));
         let task = handle.spawn(async move {
             let value = future.await;
             reply_to.reply(value);
         });
         let abort = task.abort_handle();
-        if let Some(t) = timeout {
-            let deadline = self.now() + t;
+        let deadline = timeout.map(|t| self.now() + t);
+        if let Some(deadline) = deadline {
             self.fx.timers_set.push((TimerKey::Ask(id), deadline));
         }
         self.asks.insert(
             id,
-            Pending {
-                timeout: timeout_port,
-                cancel: Some(Box::new(move || abort.abort())),
-            },
+            Pending::new(
+                timeout_port,
+                deadline,
+                Some(Box::new(move || abort.abort())),
+            ),
         );
         if self.fx.sent.is_some() {
             self.fx.asks.push((id, self.addr.id()));

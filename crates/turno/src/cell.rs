@@ -281,15 +281,17 @@ impl<A: Actor> AnyCell for Cell<A> {
                 }
                 None => TurnOutcome::Discarded,
             },
-            Next::Signal(Signal::AskTimeout(id)) => {
-                match self.asks.settle(id, StaleReason::TimedOut) {
-                    Some(p) => {
-                        let msg = p.timeout.timed_out();
-                        self.handle(TurnKind::AskTimeout, msg, fx)
-                    }
-                    None => TurnOutcome::Discarded,
-                }
-            }
+            // The timeout signal is served ahead of the user lane, but a
+            // reply enqueued before the deadline still wins: `deadline_passed`
+            // judges by the reply's enqueue time.
+            Next::Signal(Signal::AskTimeout(id)) => match self.asks.deadline_passed(id) {
+                Some(msg) => self.handle(TurnKind::AskTimeout, msg, fx),
+                None => TurnOutcome::Discarded,
+            },
+            Next::Signal(Signal::ReplyEvicted(id)) => match self.asks.reply_evicted(id) {
+                Some(msg) => self.handle(TurnKind::AskTimeout, msg, fx),
+                None => TurnOutcome::Discarded,
+            },
             Next::Signal(Signal::Terminated { actor, reason }) => {
                 match self.watching.remove(&actor) {
                     Some(map) => {

@@ -238,6 +238,14 @@ impl<'a, A: Actor> Context<'a, A> {
     /// message around the [`ReplyTo`] handle; `on_response` turns the reply,
     /// or [`Response::TimedOut`] after `timeout`, into this actor's message.
     ///
+    /// The reply wins if it was *enqueued* in this actor's mailbox before
+    /// the deadline, even when this actor is busy past the deadline (see
+    /// [the rule](crate::ask)). Replies are queued whatever this actor's
+    /// mailbox capacity: it asked for them.
+    ///
+    /// To tell several outstanding requests apart, use
+    /// [`Context::ask_with_id`], whose closure also gets the [`RequestId`].
+    ///
     /// If the request itself cannot be delivered (closed, rejected, dropped),
     /// nothing is pending and the error carries the request back.
     pub fn ask<N, R, F>(
@@ -252,6 +260,48 @@ impl<'a, A: Actor> Context<'a, A> {
         R: Send + 'static,
         F: Fn(Response<R>) -> A::Msg + Send + Sync + 'static,
     {
+        self.ask_with_id(to, request, timeout, move |_, r| on_response(r))
+    }
+
+    /// [`Context::ask`], with the request's id handed to `on_response`
+    /// together with the response, so that several requests in flight can be
+    /// told apart without tags of one's own.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use turno::{Actor, Context, ReplyTo, RequestId, Response};
+    ///
+    /// struct Echo;
+    /// impl Actor for Echo {
+    ///     type Msg = (u32, ReplyTo<u32>);
+    ///     fn handle(&mut self, _ctx: &mut Context<'_, Self>, (n, r): Self::Msg) { r.reply(n); }
+    /// }
+    /// enum Msg { Go(turno::Addr<(u32, ReplyTo<u32>)>), Got(RequestId, Response<u32>) }
+    /// struct Asker;
+    /// impl Actor for Asker {
+    ///     type Msg = Msg;
+    ///     fn handle(&mut self, ctx: &mut Context<'_, Self>, m: Msg) {
+    ///         match m {
+    ///             Msg::Go(echo) => for n in 0..3 {
+    ///                 let _ = ctx.ask_with_id(&echo, |r| (n, r), Duration::from_secs(1), Msg::Got);
+    ///             },
+    ///             Msg::Got(id, response) => println!("{id}: {response:?}"),
+    ///         }
+    ///     }
+    /// }
+    /// ```
+    pub fn ask_with_id<N, R, F>(
+        &mut self,
+        to: &Addr<N>,
+        request: impl FnOnce(ReplyTo<R>) -> N,
+        timeout: Duration,
+        on_response: F,
+    ) -> Result<RequestId, AskError<N>>
+    where
+        N: Send + 'static,
+        R: Send + 'static,
+        F: Fn(RequestId, Response<R>) -> A::Msg + Send + Sync + 'static,
+    {
         let id = RequestId(self.shared().next_id());
         let (reply_to, timeout_port) = ask::new_request(id, self.addr.mailbox.clone(), on_response);
         match self.send(to, request(reply_to)) {
@@ -265,13 +315,8 @@ impl<'a, A: Actor> Context<'a, A> {
         }
         let deadline = self.now() + timeout;
         self.fx.timers_set.push((TimerKey::Ask(id), deadline));
-        self.asks.insert(
-            id,
-            Pending {
-                timeout: timeout_port,
-                cancel: None,
-            },
-        );
+        self.asks
+            .insert(id, Pending::new(timeout_port, Some(deadline), None));
         if self.fx.recording() {
             self.fx.asks.push((id, to.id()));
         }

@@ -28,6 +28,7 @@ use crate::buffer::{Buffer, BufferStats, Offer, Policy};
 use crate::metrics::MailboxMetrics;
 use crate::supervision::ExitReason;
 use crate::system::SystemShared;
+use crate::time::Instant;
 use crate::timer::TimerId;
 use crate::trace::{DeadLetterReason, Dropped, EventKind, Lane};
 
@@ -142,7 +143,12 @@ pub(crate) trait MailboxOps: Send + Sync {
 pub(crate) enum Signal {
     Timer(TimerId),
     AskTimeout(RequestId),
-    Terminated { actor: ActorId, reason: ExitReason },
+    /// A queued reply to this request was evicted (keep-newest).
+    ReplyEvicted(RequestId),
+    Terminated {
+        actor: ActorId,
+        reason: ExitReason,
+    },
 }
 
 struct State<M> {
@@ -252,6 +258,11 @@ impl<M: Send + 'static> Mailbox<M> {
             }
             _ => st.user.offer(Envelope::Msg(msg)),
         };
+        if let Offer::Dropped(Envelope::Reply(id, _)) = &offer {
+            // Keep-newest evicted a reply: its request must still get one
+            // response (the timeout), see `Asks::reply_evicted`.
+            st.signals.push_back(Signal::ReplyEvicted(*id));
+        }
         let depth = st.user.len();
         let wake = self.note_push(&mut st);
         drop(st);
@@ -265,13 +276,21 @@ impl<M: Send + 'static> Mailbox<M> {
     /// Queues a reply: replies bypass the policy's refusal (they answer a
     /// request the receiver made itself, so the receiver bounds them), but a
     /// keep-newest mailbox may later evict them like any message.
-    pub(crate) fn push_reply(&self, id: RequestId, msg: M) -> bool {
+    /// `on_queued` runs under the mailbox lock with the enqueue time: the
+    /// asker judges "reply before deadline" from it (see [`crate::ask`]).
+    pub(crate) fn push_reply(
+        &self,
+        id: RequestId,
+        msg: M,
+        on_queued: impl FnOnce(Instant),
+    ) -> bool {
         let mut st = self.state.lock();
         if st.closed {
             drop(st);
             self.dead_letter(DeadLetterReason::Closed);
             return false;
         }
+        on_queued(self.shared.clock.now());
         let offer = st.user.force(Envelope::Reply(id, msg));
         let depth = st.user.len();
         let wake = self.note_push(&mut st);

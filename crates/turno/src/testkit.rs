@@ -7,7 +7,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use turno::testkit::TestKit;
+//! use turno::testkit::{Probe, TestKit};
 //! use turno::{Actor, Addr, Context};
 //!
 //! struct Relay { to: Addr<u32> }
@@ -19,7 +19,7 @@
 //!     }
 //! }
 //!
-//! let probe = TestKit::<Relay>::probe::<u32>();
+//! let probe = Probe::new();
 //! let to = probe.addr();
 //! let mut kit = TestKit::new(move || Relay { to: to.clone() });
 //! let fx = kit.handle(21);
@@ -133,20 +133,15 @@ impl<A: Actor> TestKit<A> {
         TestKit { cell, addr }
     }
 
-    /// A mailbox to send to from the actor under test, unbounded.
+    /// A mailbox to send to from the actor under test, unbounded. Same as
+    /// [`Probe::new`], which reads better.
     pub fn probe<M: Send + 'static>() -> Probe<M> {
-        Self::probe_with(Policy::Unbounded)
+        Probe::new()
     }
 
-    /// A probe mailbox with a given policy, to test how the actor handles
-    /// verdicts.
+    /// Same as [`Probe::with_policy`].
     pub fn probe_with<M: Send + 'static>(policy: Policy) -> Probe<M> {
-        let shared = detached_shared();
-        let id = ActorId(u64::MAX - shared.next_id());
-        let mailbox = Arc::new(Mailbox::new(id, "probe".into(), policy, shared));
-        Probe {
-            addr: Addr { mailbox },
-        }
+        Probe::with_policy(policy)
     }
 
     /// The actor's address: messages sent here wait until [`TestKit::run_next`].
@@ -220,12 +215,35 @@ impl<A: Actor> TestKit<A> {
     }
 }
 
-/// A mailbox for reading what the actor under test sent.
+/// A mailbox for reading what the actor under test sent. Its address works
+/// from any thread and any system.
 pub struct Probe<M> {
     addr: Addr<M>,
 }
 
+impl<M: Send + 'static> Default for Probe<M> {
+    fn default() -> Self {
+        Probe::new()
+    }
+}
+
 impl<M: Send + 'static> Probe<M> {
+    /// An unbounded probe, outside any system.
+    pub fn new() -> Self {
+        Self::with_policy(Policy::Unbounded)
+    }
+
+    /// A probe with a given mailbox policy, to test how an actor handles
+    /// verdicts.
+    pub fn with_policy(policy: Policy) -> Self {
+        let shared = detached_shared();
+        let id = ActorId(u64::MAX - shared.next_id());
+        let mailbox = Arc::new(Mailbox::new(id, "probe".into(), policy, shared));
+        Probe {
+            addr: Addr { mailbox },
+        }
+    }
+
     /// The probe's address, to hand to the actor under test.
     pub fn addr(&self) -> Addr<M> {
         self.addr.clone()
