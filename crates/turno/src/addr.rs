@@ -80,41 +80,78 @@ impl<M: Send + 'static> Addr<M> {
     /// Sends without waiting. A full suspend mailbox answers
     /// [`Verdict::Full`] with the message.
     pub fn try_send(&self, msg: M) -> Verdict<M> {
-        self.mailbox.push_user(msg, None).0
+        self.mailbox.push_user(msg, None, false).0
+    }
+
+    /// Offers `msg` again after a [`Verdict::Full`] (counted as an attempt,
+    /// not as another message, in [`BufferStats`]).
+    pub(crate) fn retry_send(&self, msg: M) -> Verdict<M> {
+        self.mailbox.push_user(msg, None, true).0
     }
 
     /// Sends, waiting asynchronously while a suspend mailbox is full. Other
     /// policies answer at once. Never returns [`Verdict::Full`].
-    pub async fn send(&self, mut msg: M) -> Verdict<M> {
+    pub async fn send(&self, msg: M) -> Verdict<M> {
+        let mut msg = match self.try_send(msg) {
+            Verdict::Full(back) => back,
+            verdict => return verdict,
+        };
         loop {
-            match self.try_send(msg) {
-                Verdict::Full(back) => msg = back,
-                verdict => return verdict,
-            }
             let (_waiting, listener) = self.mailbox.wait_for_space();
-            match self.try_send(msg) {
+            match self.retry_send(msg) {
                 Verdict::Full(back) => msg = back,
                 verdict => return verdict,
             }
             listener.await;
+            match self.retry_send(msg) {
+                Verdict::Full(back) => msg = back,
+                verdict => return verdict,
+            }
         }
     }
 
     /// Sends, blocking the thread while a suspend mailbox is full. Never
     /// returns [`Verdict::Full`]. Do not call it from the thread that runs
     /// the receiving actor: nothing would drain the mailbox.
-    pub fn send_blocking(&self, mut msg: M) -> Verdict<M> {
+    pub fn send_blocking(&self, msg: M) -> Verdict<M> {
+        match self.send_blocking_until(msg, None) {
+            Ok(verdict) => verdict,
+            Err(_) => unreachable!("no deadline"),
+        }
+    }
+
+    /// [`Addr::send_blocking`] that gives up at `deadline`, handing the
+    /// message back.
+    pub(crate) fn send_blocking_until(
+        &self,
+        msg: M,
+        deadline: Option<std::time::Instant>,
+    ) -> Result<Verdict<M>, M> {
+        let mut msg = match self.try_send(msg) {
+            Verdict::Full(back) => back,
+            verdict => return Ok(verdict),
+        };
         loop {
-            match self.try_send(msg) {
-                Verdict::Full(back) => msg = back,
-                verdict => return verdict,
-            }
             let (_waiting, listener) = self.mailbox.wait_for_space();
-            match self.try_send(msg) {
+            match self.retry_send(msg) {
                 Verdict::Full(back) => msg = back,
-                verdict => return verdict,
+                verdict => return Ok(verdict),
             }
-            listener.wait();
+            match deadline {
+                None => listener.wait(),
+                Some(d) => {
+                    if listener.wait_deadline(d).is_none() {
+                        return match self.retry_send(msg) {
+                            Verdict::Full(back) => Err(back),
+                            verdict => Ok(verdict),
+                        };
+                    }
+                }
+            }
+            match self.retry_send(msg) {
+                Verdict::Full(back) => msg = back,
+                verdict => return Ok(verdict),
+            }
         }
     }
 
@@ -128,7 +165,8 @@ impl<M: Send + 'static> Addr<M> {
         self.mailbox.user_len()
     }
 
-    /// The mailbox's counters: offered, taken, dropped, rejected, max depth.
+    /// The mailbox's counters: messages offered (once each, however often a
+    /// waiting sender retried), attempts, taken, dropped, rejected, max depth.
     pub fn stats(&self) -> BufferStats {
         self.mailbox.stats()
     }

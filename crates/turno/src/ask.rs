@@ -39,12 +39,14 @@ use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use std::sync::atomic::Ordering;
 
-use crate::mailbox::Mailbox;
+use crate::addr::Addr;
+use crate::mailbox::{Mailbox, Verdict};
 use crate::sync::AtomicU64;
 use crate::time::Instant;
 
@@ -123,6 +125,104 @@ impl<R> ReplyTo<R> {
 impl<R> fmt::Debug for ReplyTo<R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "ReplyTo({})", self.id)
+    }
+}
+
+/// Why an ask from outside the actor system ([`Addr::ask_blocking`], or
+/// `bridge::ask` from async code) returned no reply.
+#[derive(PartialEq, Eq, thiserror::Error)]
+pub enum BridgeError<N> {
+    /// The actor has stopped: the request is handed back.
+    #[error("ask failed: the actor has stopped")]
+    Closed(N),
+    /// The actor's mailbox is full and rejects (reject policy).
+    #[error("ask failed: the actor's mailbox is full and rejected the request")]
+    Rejected(N),
+    /// The actor's keep-oldest mailbox is full and dropped the request.
+    #[error("ask failed: the actor's mailbox is full and dropped the request")]
+    Dropped(N),
+    /// No reply within the deadline.
+    #[error("ask timed out after {0:?}")]
+    TimedOut(Duration),
+    /// The actor dropped the reply handle without replying.
+    #[error("the actor dropped the request without replying")]
+    NoReply,
+}
+
+// Messages need not be `Debug`.
+impl<N> fmt::Debug for BridgeError<N> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BridgeError::Closed(_) => f.write_str("Closed(..)"),
+            BridgeError::Rejected(_) => f.write_str("Rejected(..)"),
+            BridgeError::Dropped(_) => f.write_str("Dropped(..)"),
+            BridgeError::TimedOut(d) => write!(f, "TimedOut({d:?})"),
+            BridgeError::NoReply => f.write_str("NoReply"),
+        }
+    }
+}
+
+/// Delivers a reply into a channel a plain thread waits on.
+struct ChannelPort<R>(parking_lot::Mutex<Option<std::sync::mpsc::SyncSender<R>>>);
+
+impl<R: Send> ReplyPort<R> for ChannelPort<R> {
+    fn deliver(&self, _id: RequestId, value: R) -> bool {
+        match self.0.lock().take() {
+            Some(tx) => tx.send(value).is_ok(),
+            None => false,
+        }
+    }
+}
+
+impl<M: Send + 'static> Addr<M> {
+    /// Asks the actor from a plain thread and blocks until its reply, at
+    /// most `timeout` (no tokio needed; from async code use `bridge::ask`).
+    ///
+    /// A full suspend mailbox makes the caller wait for room; the wait counts
+    /// against the timeout. Do not call it from a turn or from the thread of
+    /// a single-worker system: nothing would run the actor.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use turno::{Actor, Context, Props, ReplyTo, ThreadedSystem};
+    ///
+    /// struct Squarer;
+    /// impl Actor for Squarer {
+    ///     type Msg = (u64, ReplyTo<u64>);
+    ///     fn handle(&mut self, _ctx: &mut Context<'_, Self>, (n, reply): Self::Msg) {
+    ///         reply.reply(n * n);
+    ///     }
+    /// }
+    ///
+    /// let sys = ThreadedSystem::builder().threads(1).build();
+    /// let squarer = sys.spawn(Props::new(), || Squarer).unwrap();
+    /// assert_eq!(squarer.ask_blocking(|r| (7, r), Duration::from_secs(5)).unwrap(), 49);
+    /// sys.shutdown(Duration::from_secs(5)).unwrap();
+    /// ```
+    pub fn ask_blocking<R: Send + 'static>(
+        &self,
+        request: impl FnOnce(ReplyTo<R>) -> M,
+        timeout: Duration,
+    ) -> Result<R, BridgeError<M>> {
+        let deadline = std::time::Instant::now() + timeout;
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let id = RequestId(self.mailbox.shared.next_id());
+        let port = Arc::new(ChannelPort(parking_lot::Mutex::new(Some(tx))));
+        let reply_to = ReplyTo { id, port };
+        match self.send_blocking_until(request(reply_to), Some(deadline)) {
+            Ok(Verdict::Enqueued { .. }) => {}
+            Ok(Verdict::Dropped(_)) if matches!(self.policy(), crate::Policy::KeepNewest(_)) => {}
+            Ok(Verdict::Dropped(m)) => return Err(BridgeError::Dropped(m)),
+            Ok(Verdict::Rejected(m) | Verdict::Full(m)) => return Err(BridgeError::Rejected(m)),
+            Ok(Verdict::Closed(m)) => return Err(BridgeError::Closed(m)),
+            Err(_) => return Err(BridgeError::TimedOut(timeout)),
+        }
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(r) => Ok(r),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(BridgeError::TimedOut(timeout)),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err(BridgeError::NoReply),
+        }
     }
 }
 

@@ -17,7 +17,7 @@
 //! ```
 //! use std::time::Duration;
 //! use turno::bridge;
-//! use turno::threaded::ThreadedSystem;
+//! use turno::ThreadedSystem;
 //! use turno::{Actor, Context, Props, ReplyTo};
 //!
 //! struct Squarer;
@@ -50,38 +50,7 @@ use crate::context::{Context, TimerKey};
 use crate::mailbox::Verdict;
 use crate::trace::EventKind;
 
-/// Why [`ask()`] returned no reply.
-#[derive(PartialEq, Eq, thiserror::Error)]
-pub enum BridgeError<N> {
-    /// The actor has stopped: the request is handed back.
-    #[error("ask failed: the actor has stopped")]
-    Closed(N),
-    /// The actor's mailbox is full and rejects (reject policy).
-    #[error("ask failed: the actor's mailbox is full and rejected the request")]
-    Rejected(N),
-    /// The actor's keep-oldest mailbox is full and dropped the request.
-    #[error("ask failed: the actor's mailbox is full and dropped the request")]
-    Dropped(N),
-    /// No reply within the deadline.
-    #[error("ask timed out after {0:?}")]
-    TimedOut(Duration),
-    /// The actor dropped the reply handle without replying.
-    #[error("the actor dropped the request without replying")]
-    NoReply,
-}
-
-// Messages need not be `Debug`.
-impl<N> std::fmt::Debug for BridgeError<N> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            BridgeError::Closed(_) => f.write_str("Closed(..)"),
-            BridgeError::Rejected(_) => f.write_str("Rejected(..)"),
-            BridgeError::Dropped(_) => f.write_str("Dropped(..)"),
-            BridgeError::TimedOut(d) => write!(f, "TimedOut({d:?})"),
-            BridgeError::NoReply => f.write_str("NoReply"),
-        }
-    }
-}
+pub use crate::ask::BridgeError;
 
 /// Delivers a reply into a oneshot channel.
 struct OneshotPort<R>(Mutex<Option<oneshot::Sender<R>>>);

@@ -38,8 +38,14 @@ use serde::{Deserialize, Serialize};
 /// What a bounded queue does when it is full.
 ///
 /// The capacity is the number of elements the queue holds before the policy
-/// applies. Use [`Policy::validate`] to check a policy before building
-/// anything from it; [`Buffer::new`] accepts any policy, including capacity 0
+/// applies. Two things go past it in a mailbox, by design: **replies** to
+/// requests the actor made itself ([`Context::ask`](crate::Context::ask))
+/// are always queued (the asker bounds them, one per request; refusing one
+/// would only turn it into a timeout), so a `KeepOldest(1)` mailbox can hold
+/// a message and a reply; and an **actor sender** meeting a full `Suspend`
+/// mailbox has its message queued and is muted (the overshoot, bounded by
+/// one turn's sends per muted sender). Use [`Policy::validate`] to check a
+/// policy before building anything from it; [`Buffer::new`] accepts any policy, including capacity 0
 /// (a buffer that holds nothing, as Swift's `AsyncStream` allows).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "policy", content = "capacity")]
@@ -84,10 +90,18 @@ impl Policy {
     }
 
     /// The depth below which a suspended producer may go on: half the
-    /// capacity, rounded down. `None` for policies that never suspend.
+    /// capacity, rounded down, and at least 1 (`Suspend(1)` releases its
+    /// producers once it is empty). `None` for policies that never suspend.
+    ///
+    /// ```
+    /// use turno::Policy;
+    /// assert_eq!(Policy::Suspend(8).low_watermark(), Some(4));
+    /// assert_eq!(Policy::Suspend(1).low_watermark(), Some(1));
+    /// assert_eq!(Policy::KeepNewest(8).low_watermark(), None);
+    /// ```
     pub fn low_watermark(&self) -> Option<usize> {
         match *self {
-            Policy::Suspend(n) => Some(n / 2),
+            Policy::Suspend(n) => Some((n / 2).max(1)),
             _ => None,
         }
     }
@@ -156,19 +170,29 @@ impl<T> Offer<T> {
     }
 }
 
-/// Counters kept by a [`Buffer`]: every offered element ends up in exactly
-/// one of `taken`, `dropped`, `rejected`, `refused_full` or is still queued.
+/// Counters kept by a [`Buffer`].
+///
+/// `offered` counts elements, once each, however many times a producer
+/// retried one that a full [`Policy::Suspend`] buffer handed back
+/// ([`Buffer::offer_again`]); `attempts` counts every offer, retries
+/// included, and `refused_full` the attempts that met a full buffer. So for
+/// elements: `offered = taken + dropped_incoming + rejected + drained +
+/// queued + given up`, where an element is given up when its producer stops
+/// retrying after a `Full` (a waiting sender always succeeds in the end).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BufferStats {
-    /// Elements offered (including forced ones).
+    /// Elements offered (including forced ones), each counted once.
     pub offered: u64,
+    /// Offers made, counting every retry of an element refused as full.
+    #[serde(default)]
+    pub attempts: u64,
     /// Elements taken out by the consumer.
     pub taken: u64,
     /// Elements lost to the policy (evicted or incoming).
     pub dropped: u64,
     /// Elements handed back by [`Policy::Reject`].
     pub rejected: u64,
-    /// Elements handed back by [`Policy::Suspend`] because the queue was full.
+    /// Attempts handed back by [`Policy::Suspend`] because the queue was full.
     pub refused_full: u64,
     /// Elements removed without being taken (for example drained to dead
     /// letters when a mailbox closes).
@@ -238,6 +262,17 @@ impl<T> Buffer<T> {
     /// Offers an element and applies the policy if the buffer is full.
     pub fn offer(&mut self, item: T) -> Offer<T> {
         self.stats.offered += 1;
+        self.attempt(item)
+    }
+
+    /// Offers again an element that this buffer handed back as
+    /// [`Offer::Full`]: counted as an attempt, not as a new element.
+    pub fn offer_again(&mut self, item: T) -> Offer<T> {
+        self.attempt(item)
+    }
+
+    fn attempt(&mut self, item: T) -> Offer<T> {
+        self.stats.attempts += 1;
         if !self.is_full() {
             return self.push(item);
         }
@@ -275,6 +310,7 @@ impl<T> Buffer<T> {
     /// the receiver made itself).
     pub fn force(&mut self, item: T) -> Offer<T> {
         self.stats.offered += 1;
+        self.stats.attempts += 1;
         self.push(item)
     }
 
@@ -358,6 +394,18 @@ mod tests {
         assert!(matches!(s.offer(1), Offer::Enqueued { .. }));
         assert_eq!(s.offer(2), Offer::Full(2));
         assert_eq!(s.stats().refused_full, 1);
+    }
+
+    #[test]
+    fn retries_count_as_attempts_not_as_elements() {
+        let mut s = Buffer::new(Policy::Suspend(1));
+        assert!(matches!(s.offer(1), Offer::Enqueued { .. }));
+        assert_eq!(s.offer(2), Offer::Full(2));
+        assert_eq!(s.offer_again(2), Offer::Full(2));
+        assert_eq!(s.take(), Some(1));
+        assert!(matches!(s.offer_again(2), Offer::Enqueued { .. }));
+        let st = s.stats();
+        assert_eq!((st.offered, st.attempts, st.refused_full), (2, 4, 2));
     }
 
     #[test]

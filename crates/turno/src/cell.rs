@@ -164,6 +164,15 @@ impl<A: Actor> Cell<A> {
             return Ok(());
         };
         let shared = &self.addr.mailbox.shared;
+        #[cfg(feature = "tracing")]
+        let _span = tracing::debug_span!(
+            target: "turno",
+            "turn",
+            actor = %self.addr.mailbox.name,
+            id = actor_id.as_u64(),
+            kind = ?what
+        )
+        .entered();
         shared.tracer.emit(&shared.clock, || EventKind::TurnStart {
             actor: actor_id,
             what,
@@ -178,7 +187,9 @@ impl<A: Actor> Cell<A> {
             watching: &mut self.watching,
             fx,
         };
+        let quiet = crate::panics::Quiet::enter(!shared.print_panics);
         let result = catch_unwind(AssertUnwindSafe(|| f(actor, &mut ctx))).map_err(panic_message);
+        drop(quiet);
         if let Some(t0) = started {
             metrics.turn(t0.elapsed().as_secs_f64());
         }
@@ -188,6 +199,8 @@ impl<A: Actor> Cell<A> {
             ok,
         });
         if let Err(e) = &result {
+            #[cfg(feature = "tracing")]
+            tracing::error!(target: "turno", error = %e, "turn panicked: actor failed");
             fx.failed = Some(e.clone());
         }
         result
@@ -251,10 +264,21 @@ impl<A: Actor> AnyCell for Cell<A> {
     fn start(&mut self, fx: &mut Effects) -> Result<(), String> {
         if self.actor.is_none() {
             let factory = &mut self.factory;
-            match catch_unwind(AssertUnwindSafe(factory)) {
+            let quiet = crate::panics::Quiet::enter(!self.addr.mailbox.shared.print_panics);
+            let built = catch_unwind(AssertUnwindSafe(factory));
+            drop(quiet);
+            match built {
                 Ok(a) => self.actor = Some(a),
                 Err(p) => {
                     let e = format!("factory panicked: {}", panic_message(p));
+                    #[cfg(feature = "tracing")]
+                    tracing::error!(
+                        target: "turno",
+                        actor = %self.addr.mailbox.name,
+                        id = self.addr.id().as_u64(),
+                        error = %e,
+                        "factory panicked: actor failed"
+                    );
                     fx.failed = Some(e.clone());
                     return Err(e);
                 }

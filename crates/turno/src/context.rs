@@ -150,7 +150,7 @@ impl<'a, A: Actor> Context<'a, A> {
     /// exempted by the cycle rule.
     pub fn send<N: Send + 'static>(&mut self, to: &Addr<N>, msg: N) -> Verdict<N> {
         let me = self.addr.id();
-        let (verdict, muted) = to.mailbox.push_user(msg, Some(me));
+        let (verdict, muted) = to.mailbox.push_user(msg, Some(me), false);
         if muted {
             self.fx.muted_by.push(to.id());
         }
@@ -158,6 +158,20 @@ impl<'a, A: Actor> Context<'a, A> {
             sent.push((to.id(), verdict.kind()));
         }
         verdict
+    }
+
+    /// Sends a message, fire-and-forget: [`Context::send`] without a
+    /// verdict to look at.
+    ///
+    /// For sends whose outcome this actor would not act on anyway. Nothing is
+    /// lost silently for it: the verdict is still counted in the receiver's
+    /// [`stats`](crate::Addr::stats) (dropped, rejected), traced, reported as
+    /// metrics, a message to a stopped actor is a dead letter, and
+    /// backpressure (muting) applies exactly as for [`Context::send`].
+    /// Use `send` where the verdict matters (a `Rejected` message to retry,
+    /// a `Closed` peer to forget).
+    pub fn tell<N: Send + 'static>(&mut self, to: &Addr<N>, msg: N) {
+        let _ = self.send(to, msg);
     }
 
     /// Spawns a child supervised by this actor. The child's first turn is its

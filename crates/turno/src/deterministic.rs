@@ -184,6 +184,15 @@ impl DetSystem {
 
     /// Spawns a top-level actor (supervised by the root). Its first turn is
     /// its `started` hook.
+    ///
+    /// **The root's restart intensity is shared** by every top-level actor,
+    /// as in Erlang: by default at most 3 restarts of *any* top-level
+    /// actors within 5 s; one more failure in that window stops the actor
+    /// that failed (the root cannot escalate), whichever it is. So one
+    /// crash-looping top-level actor can use up the budget and get a
+    /// well-behaved sibling stopped on its next failure. Give each subsystem
+    /// its own supervisor actor, or set the root's intensity on the builder
+    /// (`root_supervision`, `root_intensity`).
     pub fn spawn<A: Actor>(
         &mut self,
         props: Props,
@@ -237,20 +246,48 @@ impl DetSystem {
         true
     }
 
-    /// Steps until nothing is runnable. Does not move time.
+    /// Steps until nothing is runnable, firing the timers that are due now
+    /// (a `send_after(Duration::ZERO, ..)`, or one set for the current
+    /// instant) as part of it. Does not move time.
     pub fn run_until_idle(&mut self) -> Result<u64, StepLimit> {
         let mut steps = 0;
-        while self.step() {
-            steps += 1;
-            if steps >= self.step_limit {
-                return Err(StepLimit {
-                    steps,
-                    limit: self.step_limit,
-                    at: self.now(),
-                });
+        loop {
+            while self.step() {
+                steps += 1;
+                if steps >= self.step_limit {
+                    return Err(StepLimit {
+                        steps,
+                        limit: self.step_limit,
+                        at: self.now(),
+                    });
+                }
+            }
+            if !self.fire_due(self.now()) {
+                return Ok(steps);
             }
         }
-        Ok(steps)
+    }
+
+    /// Fires every timer whose deadline is `at` or earlier, in deadline
+    /// order. False if there was none.
+    fn fire_due(&mut self, at: Instant) -> bool {
+        let mut fired = false;
+        loop {
+            let next = {
+                let mut timers = self.queue.timers.lock();
+                match timers.0.peek() {
+                    Some(Reverse(t)) if t.deadline <= at => timers.0.pop().map(|r| r.0),
+                    _ => None,
+                }
+            };
+            match next {
+                Some(t) => {
+                    self.fire(t);
+                    fired = true;
+                }
+                None => return fired,
+            }
+        }
     }
 
     /// Moves virtual time forward by `by`, firing each due timer at its
@@ -359,9 +396,40 @@ impl SharedRunner {
         }
     }
 
+    /// The same system with the release protocol of before issue 8's fix
+    /// (a sender re-listed while its receiver drained is released anyway),
+    /// so the model can show it catches that bug.
+    pub fn with_stale_release_bug() -> Self {
+        let runner = Self::new();
+        runner
+            .engine
+            .stale_release_bug
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        runner
+    }
+
+    /// Runs one unit of work of actor `id` if it is in the run queue; false
+    /// if it is not (idle, parked, or being run by another thread).
+    pub fn run_actor(&self, id: ActorId) -> bool {
+        let slot = {
+            let mut ready = self.queue.ready.lock();
+            match ready.iter().position(|s| s.id == id) {
+                Some(i) => ready.swap_remove(i),
+                None => return false,
+            }
+        };
+        self.engine.run_slot(&slot, 1);
+        true
+    }
+
     /// True while the actor is muted.
     pub fn is_muted(&self, id: ActorId) -> bool {
         self.engine.is_muted(id)
+    }
+
+    /// True while `receiver`'s mailbox lists `sender` as muted by it.
+    pub fn is_listed(&self, receiver: ActorId, sender: ActorId) -> bool {
+        self.engine.is_listed(receiver, sender)
     }
 
     /// Slots in the run queue.

@@ -67,7 +67,7 @@ macro_rules! shared_system_queries {
         }
 
         /// The actor's children, in the order they were started
-        /// ([`ROOT`]($crate::deterministic::ROOT): the top-level actors).
+        /// ([`ROOT`]($crate::ROOT): the top-level actors).
         pub fn children(&self, id: $crate::ActorId) -> Vec<$crate::ActorId> {
             self.engine.children(id)
         }
@@ -296,6 +296,9 @@ pub(crate) struct Engine {
     sched: Arc<dyn Scheduler>,
     tree: Mutex<Tree>,
     root: Supervision,
+    /// See [`Engine::injected_stale_release`].
+    #[cfg(turno_loom)]
+    pub(crate) stale_release_bug: std::sync::atomic::AtomicBool,
 }
 
 impl Engine {
@@ -309,6 +312,8 @@ impl Engine {
             sched,
             tree: Mutex::new(Tree::default()),
             root,
+            #[cfg(turno_loom)]
+            stale_release_bug: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -344,6 +349,13 @@ impl Engine {
 
     pub(crate) fn actor_count(&self) -> usize {
         self.tree.lock().nodes.len()
+    }
+
+    /// True while `receiver`'s mailbox lists `sender` as muted by it.
+    #[cfg(turno_loom)]
+    pub(crate) fn is_listed(&self, receiver: ActorId, sender: ActorId) -> bool {
+        self.slot(receiver)
+            .is_some_and(|r| r.mailbox.is_muting(sender))
     }
 
     pub(crate) fn slot(&self, id: ActorId) -> Option<Arc<Slot>> {
@@ -476,7 +488,7 @@ impl Engine {
                 }
                 Step::Ran(TurnOutcome::Discarded) => {
                     ran += 1;
-                    self.release_from(slot.id, std::mem::take(&mut fx.unmuted));
+                    self.release_from(slot, std::mem::take(&mut fx.unmuted));
                 }
                 Step::Ran(TurnOutcome::Handled | TurnOutcome::Failed) => {
                     ran += 1;
@@ -631,7 +643,7 @@ impl Engine {
             }
             (parent, tree.watchers.remove(&id).unwrap_or_default())
         };
-        self.release_from(id, unmuted);
+        self.release_from(slot, unmuted);
         self.trace(|| EventKind::Stop {
             actor: id,
             reason: reason.to_string(),
@@ -687,7 +699,7 @@ impl Engine {
                 let mut orphan = s.cell;
                 let _ = orphan.stop(&mut Effects::default());
             }
-            self.release_from(id, unmuted);
+            self.release_from(slot, unmuted);
             return self.fail(slot, cell, error);
         }
         for s in spawned {
@@ -733,7 +745,7 @@ impl Engine {
         for by in muted_by {
             self.mute(slot, by);
         }
-        self.release_from(id, unmuted);
+        self.release_from(slot, unmuted);
         if let Some(cost) = busy_for {
             if self.sched.simulates_work() && !cost.is_zero() {
                 let until = self.shared.clock.now() + cost;
@@ -796,7 +808,17 @@ impl Engine {
 
     /// `receiver` drained below its low watermark (or stopped): release the
     /// senders it muted.
-    fn release_from(&self, receiver: ActorId, senders: Vec<ActorId>) {
+    ///
+    /// `senders` is the muted list the receiver took when it drained. A
+    /// sender may have been listed *again* since (its turn was still running:
+    /// it refilled the mailbox and was re-listed, and its new mute may
+    /// already be recorded as the one edge). Such a sender stays muted: the
+    /// mailbox's list is the truth, checked under the tree lock, so "listed"
+    /// and "has the edge" agree once both the mute and this release are
+    /// applied. (Releasing it anyway left a sender unmuted but listed, never
+    /// to be muted again: the unbounded growth of issue 8, caught by
+    /// `tests/sched_loom.rs`.)
+    fn release_from(&self, receiver: &Slot, senders: Vec<ActorId>) {
         if senders.is_empty() {
             return;
         }
@@ -804,9 +826,12 @@ impl Engine {
         {
             let mut tree = self.tree.lock();
             for s in senders {
+                if receiver.mailbox.is_muting(s) && !self.injected_stale_release() {
+                    continue;
+                }
                 if let Some(node) = tree.nodes.get_mut(&s) {
                     let before = node.waiting_on.len();
-                    node.waiting_on.retain(|r| *r != receiver);
+                    node.waiting_on.retain(|r| *r != receiver.id);
                     if node.waiting_on.len() < before {
                         freed.push(node.slot.clone());
                     }
@@ -819,6 +844,20 @@ impl Engine {
                 self.trace(|| EventKind::Unmute { actor: s.id });
             }
         }
+    }
+
+    /// The model checker's proof that it catches the old release protocol:
+    /// `SharedRunner::with_stale_release_bug` turns the re-listing check off.
+    #[cfg(turno_loom)]
+    fn injected_stale_release(&self) -> bool {
+        self.stale_release_bug
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    #[cfg(not(turno_loom))]
+    #[inline]
+    fn injected_stale_release(&self) -> bool {
+        false
     }
 
     // ----- failure and supervision ----------------------------------------

@@ -25,7 +25,9 @@
 //!   `AsyncStream`'s buffering policies on the same buffer core, a verdict
 //!   per push; real backpressure with a rendezvous channel, a pull-based
 //!   unfold and high/low watermarks; bridges to and from actors.
-//! - **Metrics** through the `metrics` facade ([`mod@metrics`]).
+//! - **Metrics** through the `metrics` facade ([`mod@metrics`]), and with
+//!   the `tracing` feature, a span per turn and events for failures, drops,
+//!   stale replies and restarts.
 //! - **A test kit** that runs one turn of one actor ([`testkit`]).
 //!
 //! ```
@@ -58,6 +60,7 @@ pub mod deterministic;
 mod engine;
 mod mailbox;
 pub mod metrics;
+mod panics;
 pub mod stash;
 pub mod stream;
 pub mod supervision;
@@ -69,18 +72,25 @@ pub mod threaded;
 pub mod time;
 pub mod timer;
 pub mod trace;
+#[cfg(feature = "tracing")]
+mod tracing_log;
 
 pub use actor::{Actor, Props, SpawnError, DEFAULT_POLICY, DEFAULT_STASH_CAPACITY};
 pub use addr::{ActorId, Addr};
-pub use ask::{ReplyTo, RequestId, Response, StaleReason};
-pub use buffer::{Policy, PolicyError};
+pub use ask::{BridgeError, ReplyTo, RequestId, Response, StaleReason};
+#[cfg(feature = "tokio")]
+pub use bridge::NoRuntime;
+pub use buffer::{BufferStats, Policy, PolicyError};
 pub use context::{AskError, Context};
 pub use deterministic::{DetSystem, DetSystemBuilder, StepLimit};
+/// The root of the supervision tree: the parent of top-level actors, on
+/// either scheduler.
+pub use engine::ROOT;
 pub use mailbox::{Verdict, VerdictKind};
 pub use stash::StashFull;
 pub use supervision::{Directive, ExitReason, Failure, Strategy, Supervision};
 #[cfg(not(turno_loom))]
-pub use threaded::{ThreadedBuilder, ThreadedSystem};
+pub use threaded::{ShutdownReport, ShutdownTimeout, ThreadedBuilder, ThreadedSystem};
 pub use time::Instant;
 pub use timer::TimerId;
 

@@ -34,6 +34,10 @@ use crate::trace::{DeadLetterReason, Dropped, EventKind, Lane};
 
 /// What happened to one sent message. Every send returns one; nothing is
 /// lost without a verdict.
+///
+/// Replies to an actor's own requests get no verdict: they are queued
+/// whatever the capacity (see [`Policy`]), and only a keep-newest mailbox
+/// may evict one later (counted as a drop).
 #[derive(Debug, PartialEq, Eq)]
 #[must_use = "a send's verdict says whether the message was queued, dropped or handed back"]
 pub enum Verdict<M> {
@@ -238,7 +242,14 @@ impl<M: Send + 'static> Mailbox<M> {
     /// send comes from a turn: on a full suspend mailbox the message is queued
     /// anyway and the sender recorded as muted (`true` in the second field);
     /// the scheduler decides whether the mute stands (see `Context::send`).
-    pub(crate) fn push_user(&self, msg: M, muting_sender: Option<ActorId>) -> (Verdict<M>, bool) {
+    /// `retry`: the message was handed back as [`Verdict::Full`] by this
+    /// mailbox before (counted as an attempt, not a new message).
+    pub(crate) fn push_user(
+        &self,
+        msg: M,
+        muting_sender: Option<ActorId>,
+        retry: bool,
+    ) -> (Verdict<M>, bool) {
         let mut st = self.state.lock();
         if st.closed {
             drop(st);
@@ -256,6 +267,7 @@ impl<M: Send + 'static> Mailbox<M> {
                 }
                 st.user.force(Envelope::Msg(msg))
             }
+            _ if retry => st.user.offer_again(Envelope::Msg(msg)),
             _ => st.user.offer(Envelope::Msg(msg)),
         };
         if let Offer::Dropped(Envelope::Reply(id, _)) = &offer {
@@ -448,7 +460,7 @@ impl<M: Send + 'static> Mailbox<M> {
         let depth = st.user.len();
         let mut unmuted = Vec::new();
         if let Some(low) = self.policy.low_watermark() {
-            if depth < low.max(1) && !st.muted.is_empty() {
+            if depth < low && !st.muted.is_empty() {
                 unmuted = std::mem::take(&mut st.muted);
             }
         }

@@ -13,6 +13,8 @@ pub(crate) struct SystemShared {
     pub(crate) clock: Clock,
     pub(crate) tracer: Tracer,
     pub(crate) metrics: bool,
+    /// Let the panic hook print contained panics (see `crate::panics`).
+    pub(crate) print_panics: bool,
     next_id: AtomicU64,
     dead_letters: AtomicU64,
     /// The runtime that runs piped futures.
@@ -26,6 +28,7 @@ impl SystemShared {
             clock,
             tracer,
             metrics,
+            print_panics: false,
             // Id 0 is the root of the supervision tree.
             next_id: AtomicU64::new(1),
             dead_letters: AtomicU64::new(0),
@@ -57,6 +60,7 @@ impl SystemShared {
 pub(crate) struct SystemConfig {
     pub(crate) sink: Option<Box<dyn crate::trace::TraceSink>>,
     pub(crate) metrics: bool,
+    pub(crate) print_panics: bool,
     pub(crate) root: crate::supervision::Supervision,
     #[cfg(feature = "tokio")]
     pub(crate) tokio: Option<tokio::runtime::Handle>,
@@ -67,6 +71,7 @@ impl Default for SystemConfig {
         SystemConfig {
             sink: None,
             metrics: true,
+            print_panics: false,
             root: crate::supervision::Supervision::default(),
             #[cfg(feature = "tokio")]
             tokio: None,
@@ -84,11 +89,9 @@ impl SystemConfig {
         std::sync::Arc<SystemShared>,
         crate::supervision::Supervision,
     ) {
-        let shared = std::sync::Arc::new(SystemShared::new(
-            clock,
-            Tracer::new(self.sink),
-            self.metrics,
-        ));
+        let mut shared = SystemShared::new(clock, Tracer::new(self.sink), self.metrics);
+        shared.print_panics = self.print_panics;
+        let shared = std::sync::Arc::new(shared);
         #[cfg(feature = "tokio")]
         if let Some(h) = self.tokio {
             let _ = shared.tokio.set(h);
@@ -116,9 +119,28 @@ macro_rules! shared_builder_methods {
 
         /// How the root supervises top-level actors (default: one-for-one,
         /// at most 3 restarts in 5 s). The root cannot escalate: when it
-        /// gives up, the failed actor stops.
+        /// gives up, the failed actor stops. The intensity is one budget for
+        /// all top-level actors together.
         pub fn root_supervision(mut self, s: $crate::supervision::Supervision) -> Self {
             self.config.root = s;
+            self
+        }
+
+        /// The root's restart intensity: at most `max_restarts` restarts of
+        /// top-level actors (all of them together) within `within`; the
+        /// strategy and decider stay as set.
+        pub fn root_intensity(mut self, max_restarts: u32, within: std::time::Duration) -> Self {
+            self.config.root = self.config.root.intensity(max_restarts, within);
+            self
+        }
+
+        /// Prints the panic message and backtrace of a panicking turn through
+        /// the process's panic hook, as an uncontained panic would (default:
+        /// off). Either way the failure is recorded: the trace's `fail`
+        /// event, the `tracing` error event (feature `tracing`), and the
+        /// supervisor's decision.
+        pub fn print_panics(mut self, on: bool) -> Self {
+            self.config.print_panics = on;
             self
         }
 

@@ -119,18 +119,34 @@ impl<A: Actor> TestKit<A> {
     /// Builds the actor with `factory` (default props). The `started` hook
     /// has not run: call [`TestKit::start`] to run it.
     pub fn new(factory: impl FnMut() -> A + Send + 'static) -> Self {
-        Self::with_props(Props::new(), factory)
+        match Self::with_props(Props::new(), factory) {
+            Ok(kit) => kit,
+            Err(_) => unreachable!("the default props are valid"),
+        }
     }
 
-    /// Builds the actor with the given props.
+    /// Builds the actor with the given props; invalid props (a
+    /// zero-capacity mailbox) are refused as they are by `spawn`.
     ///
-    /// # Panics
-    /// If the props are invalid (a zero-capacity mailbox): a test setup error.
-    pub fn with_props(props: Props, factory: impl FnMut() -> A + Send + 'static) -> Self {
-        let (mut cell, addr) = Cell::<A>::new(detached_shared(), &props, Box::new(factory))
-            .unwrap_or_else(|e| panic!("TestKit: {e}"));
+    /// ```
+    /// use turno::testkit::TestKit;
+    /// use turno::{Actor, Context, Policy, Props};
+    ///
+    /// struct Idle;
+    /// impl Actor for Idle {
+    ///     type Msg = ();
+    ///     fn handle(&mut self, _ctx: &mut Context<'_, Self>, _m: ()) {}
+    /// }
+    /// let err = TestKit::with_props(Props::new().mailbox(Policy::Reject(0)), || Idle);
+    /// assert!(err.is_err());
+    /// ```
+    pub fn with_props(
+        props: Props,
+        factory: impl FnMut() -> A + Send + 'static,
+    ) -> Result<Self, crate::SpawnError> {
+        let (mut cell, addr) = Cell::<A>::new(detached_shared(), &props, Box::new(factory))?;
         cell.ensure_instance();
-        TestKit { cell, addr }
+        Ok(TestKit { cell, addr })
     }
 
     /// A mailbox to send to from the actor under test, unbounded. Same as

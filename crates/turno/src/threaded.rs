@@ -21,7 +21,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use turno::threaded::ThreadedSystem;
+//! use turno::ThreadedSystem;
 //! use turno::{Actor, Context, Props};
 //!
 //! struct Doubler;
@@ -389,6 +389,15 @@ impl ThreadedSystem {
     }
 
     /// Spawns a top-level actor (supervised by the root).
+    ///
+    /// **The root's restart intensity is shared** by every top-level actor,
+    /// as in Erlang: by default at most 3 restarts of *any* top-level
+    /// actors within 5 s; one more failure in that window stops the actor
+    /// that failed (the root cannot escalate), whichever it is. So one
+    /// crash-looping top-level actor can use up the budget and get a
+    /// well-behaved sibling stopped on its next failure. Give each subsystem
+    /// its own supervisor actor, or set the root's intensity on the builder
+    /// (`root_supervision`, `root_intensity`).
     pub fn spawn<A: Actor>(
         &self,
         props: Props,

@@ -339,6 +339,10 @@ impl TraceSink for RingSink {
 
 /// Writes the trace as JSON lines: a header line, then one event per line.
 ///
+/// The writer must be owned (`'static`): a file, stdout, or, to read the
+/// trace back from memory, a [`SharedBuffer`] (see
+/// [`JsonLinesSink::in_memory`]).
+///
 /// ```
 /// use turno::trace::{JsonLinesSink, TraceSink};
 /// let mut out = Vec::new();
@@ -366,6 +370,63 @@ impl<W: Write + Send> JsonLinesSink<W> {
     /// instead of panicking inside the runtime.
     pub fn error(&self) -> Option<&std::io::Error> {
         self.error.as_ref()
+    }
+}
+
+impl JsonLinesSink<SharedBuffer> {
+    /// A sink writing into memory, and the buffer to read it back from
+    /// (while the system runs, or after).
+    ///
+    /// ```
+    /// use turno::trace::JsonLinesSink;
+    /// use turno::{Actor, Context, DetSystem, Props};
+    ///
+    /// struct Quiet;
+    /// impl Actor for Quiet {
+    ///     type Msg = ();
+    ///     fn handle(&mut self, _ctx: &mut Context<'_, Self>, _m: ()) {}
+    /// }
+    ///
+    /// let (sink, buffer) = JsonLinesSink::in_memory();
+    /// let mut sys = DetSystem::builder().trace(sink).build();
+    /// sys.spawn(Props::new(), || Quiet).unwrap();
+    /// sys.run_until_idle().unwrap();
+    /// sys.flush_trace();
+    /// let text = buffer.text();
+    /// assert!(text.starts_with("{\"format\":\"turno-trace\""));
+    /// assert!(text.contains("\"kind\":\"spawn\""));
+    /// ```
+    pub fn in_memory() -> (Self, SharedBuffer) {
+        let buffer = SharedBuffer::default();
+        (JsonLinesSink::new(buffer.clone()), buffer)
+    }
+}
+
+/// An in-memory writer whose clones share one byte buffer: give one to a
+/// sink, keep one to read.
+#[derive(Clone, Debug, Default)]
+pub struct SharedBuffer(Arc<Mutex<Vec<u8>>>);
+
+impl SharedBuffer {
+    /// A copy of the bytes written so far.
+    pub fn bytes(&self) -> Vec<u8> {
+        self.0.lock().clone()
+    }
+
+    /// The bytes written so far, as text (invalid UTF-8 replaced).
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock()).into_owned()
+    }
+}
+
+impl Write for SharedBuffer {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().extend_from_slice(b);
+        Ok(b.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -411,11 +472,19 @@ impl Tracer {
             // The sequence number is taken under the sink lock so that
             // recorded order and numbering agree.
             let seq = self.seq.fetch_add(1, Ordering::Relaxed);
-            sink.record(&TraceEvent {
+            let event = TraceEvent {
                 seq,
                 t_ns: now.as_nanos(),
                 kind: kind(),
-            });
+            };
+            #[cfg(feature = "tracing")]
+            crate::tracing_log::event(&event.kind);
+            sink.record(&event);
+        } else {
+            #[cfg(feature = "tracing")]
+            if crate::tracing_log::wanted() {
+                crate::tracing_log::event(&kind());
+            }
         }
     }
 
@@ -445,18 +514,8 @@ mod tests {
 
     #[test]
     fn json_lines_have_header_and_flat_kind() {
-        let buf = Arc::new(Mutex::new(Vec::new()));
-        struct Shared(Arc<Mutex<Vec<u8>>>);
-        impl Write for Shared {
-            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-                self.0.lock().extend_from_slice(b);
-                Ok(b.len())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
-        let tracer = Tracer::new(Some(Box::new(JsonLinesSink::new(Shared(buf.clone())))));
+        let (sink, buf) = JsonLinesSink::in_memory();
+        let tracer = Tracer::new(Some(Box::new(sink)));
         let clock = Clock::default();
         clock.advance_to(crate::time::Instant::from_nanos(5));
         tracer.emit(&clock, || EventKind::Enqueue {
@@ -464,7 +523,7 @@ mod tests {
             lane: Lane::User,
             depth: 1,
         });
-        let text = String::from_utf8(buf.lock().clone()).unwrap();
+        let text = buf.text();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], r#"{"format":"turno-trace","version":1}"#);
         assert_eq!(

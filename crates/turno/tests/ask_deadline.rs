@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use turno::threaded::ThreadedSystem;
+use turno::ThreadedSystem;
 use turno::{
     Actor, Addr, Context, DetSystem, Instant, Policy, Props, ReplyTo, RequestId, Response,
 };

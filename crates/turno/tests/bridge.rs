@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use turno::bridge::{self, BridgeError};
-use turno::threaded::ThreadedSystem;
+use turno::ThreadedSystem;
 use turno::{Actor, Context, Policy, Props, ReplyTo, RequestId, Response};
 
 enum Msg {

@@ -160,3 +160,73 @@ fn a_muted_sender_is_released_by_another_runner() {
         assert_eq!(runner.ready_len(), 0);
     });
 }
+
+/// On each message, sends three to the receiver: the first overfills it,
+/// the third can overfill it again after the receiver drained in between.
+struct Refiller {
+    to: Addr<u32>,
+}
+
+impl Actor for Refiller {
+    type Msg = ();
+    fn handle(&mut self, ctx: &mut Context<'_, Self>, _m: ()) {
+        for i in 0..3 {
+            ctx.tell(&self.to, i);
+        }
+    }
+}
+
+/// Issue 8, bug 2: the receiver takes its muted list while the sender's
+/// turn is still running; the sender refills it and is listed again, its
+/// mute is recorded, and the receiver's release (from the list it took
+/// before) must not remove that new mute. Invariant after every completed
+/// turn: a sender listed by a mailbox is muted by it, and the other way
+/// round. A sender listed but unmuted is never muted again by that mailbox
+/// (the "already muted?" check says yes), and the mailbox grows without bound.
+fn relisting_model(runner: fn() -> SharedRunner) {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(2);
+    builder.check(move || {
+        let runner = Arc::new(runner());
+        let (receiver, handled) = counter(&runner, Policy::Suspend(1));
+        let to = receiver.clone();
+        let sender = runner.spawn(Props::new(), move || Refiller { to: to.clone() });
+        drain(&runner);
+        assert!(receiver.try_send(9).is_enqueued()); // full
+        let _ = sender.try_send(());
+        let other = {
+            let runner = runner.clone();
+            let id = receiver.id();
+            thread::spawn(move || {
+                for _ in 0..2 {
+                    runner.run_actor(id);
+                }
+            })
+        };
+        runner.run_actor(sender.id());
+        other.join().unwrap();
+        let listed = runner.is_listed(receiver.id(), sender.id());
+        let muted = runner.is_muted(sender.id());
+        assert!(
+            listed == muted,
+            "sender listed but not muted (listed {listed}, muted {muted})"
+        );
+        drain(&runner);
+        assert_eq!(handled.load(Ordering::SeqCst), 4);
+        assert!(!runner.is_muted(sender.id()));
+        assert!(!runner.is_listed(receiver.id(), sender.id()));
+    });
+}
+
+#[test]
+fn a_sender_relisted_while_its_receiver_drains_stays_muted() {
+    relisting_model(SharedRunner::new);
+}
+
+/// The same model against the release protocol from before the fix: loom
+/// must find the interleaving that leaves the sender listed but unmuted.
+#[test]
+#[should_panic(expected = "sender listed but not muted")]
+fn the_model_catches_the_old_release_protocol() {
+    relisting_model(SharedRunner::with_stale_release_bug);
+}

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use turno::threaded::ThreadedSystem;
+use turno::ThreadedSystem;
 use turno::{Actor, Context, Policy, Props};
 
 /// Names of this process's threads that belong to turno.

@@ -6,7 +6,7 @@ pub mod tree;
 
 use std::time::Duration;
 
-use turno::threaded::ThreadedSystem;
+use turno::ThreadedSystem;
 use turno::{Actor, ActorId, Addr, DetSystem, Props};
 
 /// What the core tests need from a system.
@@ -117,7 +117,7 @@ macro_rules! on_both {
             $(#[test]
             fn $name() {
                 for threads in [2, 1] {
-                    let mut sys = turno::threaded::ThreadedSystem::builder().threads(threads).build();
+                    let mut sys = turno::ThreadedSystem::builder().threads(threads).build();
                     super::$body(&mut sys);
                     sys.shutdown(std::time::Duration::from_secs(10)).unwrap();
                 }
