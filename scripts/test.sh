@@ -20,6 +20,11 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
 
+# turno-chart's differential tests run the real XState v5 (pinned in
+# crates/turno-chart/tests/xstate/package.json) on Node: install it from the
+# lockfile (idempotent: npm ci replaces node_modules).
+(cd crates/turno-chart/tests/xstate && npm ci --no-audit --no-fund --loglevel=error)
+
 cargo test --workspace --all-features --locked "$@"
 
 # The model-checked concurrency tests: the real scheduling and stream code

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
+mod chart;
 mod demo;
 mod js;
 
@@ -41,6 +42,12 @@ enum Command {
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
+    /// Statecharts: `turno chart run MACHINE.json EVENTS.json`,
+    /// `turno chart mermaid MACHINE.json`.
+    Chart {
+        #[command(subcommand)]
+        command: chart::ChartCommand,
+    },
     /// The JavaScript event-loop explorer (`turno js run FILE.js`).
     #[command(subcommand)]
     Js(js::JsCommand),
@@ -66,6 +73,7 @@ fn main() -> ExitCode {
             print!("{}", demo::report(&scenario));
             ExitCode::SUCCESS
         }
+        Command::Chart { command } => chart::main(command),
         Command::Js(cmd) => js::main(cmd),
     }
 }

@@ -1,0 +1,1055 @@
+//! The W3C SCXML algorithm for interpreting statecharts
+//! (<https://www.w3.org/TR/scxml/#AlgorithmforSCXMLInterpretation>), with
+//! XState v5's semantics where the two differ. Function names follow the
+//! spec's Appendix D so one can be read against the other; each says where
+//! XState departs and what turno does (see also `docs/statecharts.md`).
+
+use std::collections::VecDeque;
+
+use serde_json::{Map, Value};
+
+use crate::actions::{Action, ActionScope, Effect, SendTarget};
+use crate::event::{names, Event};
+use crate::machine::{ActionDef, Delay, Guard, Machine, StateIdx, StateKind, TransIdx, ValueExpr};
+use crate::snapshot::{HistoryEntry, Invocation, Scheduled, Snapshot, StateSet, Status};
+
+/// Why a macrostep could not complete.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ChartError {
+    /// Eventless transitions (or raised events) kept firing without the
+    /// chart coming to rest: a cycle. XState would loop forever.
+    #[error("runaway loop while processing {event:?}: more than {limit} microsteps, cycling through {}", cycle.join(" -> "))]
+    RunawayLoop {
+        /// The event whose macrostep ran away.
+        event: String,
+        /// The microstep limit.
+        limit: usize,
+        /// The states entered along the repeating cycle, by id.
+        cycle: Vec<String>,
+    },
+}
+
+/// A transition as the algorithm sees it (the initial transition of the
+/// root is not in the machine's table).
+#[derive(Clone, Copy)]
+struct TRef<'a> {
+    source: StateIdx,
+    targets: &'a [StateIdx],
+    reenter: bool,
+}
+
+/// One macrostep in progress over a snapshot.
+pub(crate) struct Run<'m, 's, C> {
+    m: &'m Machine<C>,
+    snap: &'s mut Snapshot<C>,
+    actions: &'s mut Vec<Action>,
+    internal: VecDeque<Event>,
+    effects: Vec<Effect>,
+    scratch: Vec<TransIdx>,
+    /// Set when a microstep assigned the context or changed the
+    /// configuration or history (XState re-selects eventless transitions
+    /// only then).
+    changed: bool,
+    /// Recent microsteps (transition source and targets), to name a cycle.
+    recent: VecDeque<(StateIdx, Vec<StateIdx>)>,
+}
+
+impl<'m, 's, C: Clone> Run<'m, 's, C> {
+    pub(crate) fn new(
+        m: &'m Machine<C>,
+        snap: &'s mut Snapshot<C>,
+        actions: &'s mut Vec<Action>,
+    ) -> Self {
+        Run {
+            m,
+            snap,
+            actions,
+            internal: VecDeque::new(),
+            effects: Vec::new(),
+            scratch: Vec::new(),
+            changed: false,
+            recent: VecDeque::new(),
+        }
+    }
+
+    fn t(&self, t: TransIdx) -> TRef<'m> {
+        let tr = &self.m.transitions[t as usize];
+        TRef {
+            source: tr.source,
+            targets: &tr.targets,
+            reenter: tr.reenter,
+        }
+    }
+
+    // ---- the macrostep ------------------------------------------------
+
+    /// Enters the initial configuration (the spec's `interpret`, with
+    /// XState's initial transition: every initial state, root included, is
+    /// entered by one reentering transition of the root) and runs the rest
+    /// of the first macrostep.
+    pub(crate) fn initial(&mut self) -> Result<(), ChartError> {
+        let targets = self.get_initial_state_nodes();
+        let init = TRef {
+            source: 0,
+            targets: &targets,
+            reenter: true,
+        };
+        let event = Event::new("xstate.init");
+        self.microstep_refs(&[init], &event, true);
+        self.settle(event)
+    }
+
+    /// Processes one external event: the spec's `mainEventLoop` body for
+    /// one external event, then the internal queue and eventless
+    /// transitions until the chart is at rest (XState's `macrostep`).
+    pub(crate) fn macrostep(&mut self, event: Event) -> Result<(), ChartError> {
+        if self.snap.status != Status::Active {
+            return Ok(());
+        }
+        let mut enabled = Vec::new();
+        self.select_transitions(&event, &mut enabled);
+        if enabled.is_empty() && event.name().starts_with("xstate.error.actor.") {
+            // XState: an unhandled invocation error fails the chart.
+            self.snap.status = Status::Error;
+            self.snap.error = Some(event.get("error").cloned().unwrap_or(Value::Null));
+            self.stop_everything();
+            return Ok(());
+        }
+        let refs: Vec<TRef<'m>> = enabled.iter().map(|&t| self.t(t)).collect();
+        self.microstep(&enabled, &refs, &event);
+        self.settle(event)
+    }
+
+    /// Eventless transitions after every microstep, then the internal queue,
+    /// until neither has anything left.
+    fn settle(&mut self, mut event: Event) -> Result<(), ChartError> {
+        let mut select_eventless = true;
+        let mut steps = 0usize;
+        let mut enabled: Vec<TransIdx> = Vec::new();
+        while self.snap.status == Status::Active {
+            enabled.clear();
+            if select_eventless {
+                self.select_eventless_transitions(&event, &mut enabled);
+            }
+            let eventless = !enabled.is_empty();
+            if !eventless {
+                let Some(next) = self.internal.pop_front() else {
+                    break;
+                };
+                event = next;
+                self.select_transitions(&event, &mut enabled);
+            }
+            steps += 1;
+            if steps > self.m.max_microsteps {
+                return Err(self.runaway(&event));
+            }
+            let refs: Vec<TRef<'m>> = enabled.iter().map(|&t| self.t(t)).collect();
+            self.changed = false;
+            self.microstep(&enabled, &refs, &event);
+            select_eventless = !eventless || self.changed;
+        }
+        if self.snap.status != Status::Active {
+            self.stop_everything();
+        }
+        Ok(())
+    }
+
+    fn runaway(&self, event: &Event) -> ChartError {
+        // The shortest period with which the recent microsteps repeat.
+        let steps: Vec<&(StateIdx, Vec<StateIdx>)> = self.recent.iter().collect();
+        let n = steps.len();
+        let mut period = n.min(8);
+        for p in 1..=n / 2 {
+            if (n - p..n).all(|i| steps[i] == steps[i - p]) {
+                period = p;
+                break;
+            }
+        }
+        let mut cycle: Vec<String> = Vec::new();
+        for (source, targets) in &steps[n - period..] {
+            let name = if targets.is_empty() {
+                format!("{} (targetless)", self.m.state(*source).id)
+            } else {
+                targets
+                    .iter()
+                    .map(|&t| self.m.state(t).id.to_string())
+                    .collect::<Vec<_>>()
+                    .join("+")
+            };
+            cycle.push(name);
+        }
+        if let Some(first) = cycle.first().cloned() {
+            cycle.push(first);
+        }
+        ChartError::RunawayLoop {
+            event: event.name().to_string(),
+            limit: self.m.max_microsteps,
+            cycle,
+        }
+    }
+
+    /// A done or failed chart stops its invocations and children and
+    /// forgets its delayed events.
+    fn stop_everything(&mut self) {
+        for inv in std::mem::take(&mut self.snap.invocations) {
+            self.actions.push(Action::StopInvoke {
+                id: inv.id,
+                generation: inv.generation,
+            });
+        }
+        for id in std::mem::take(&mut self.snap.children) {
+            self.actions.push(Action::StopChild { id });
+        }
+        for s in std::mem::take(&mut self.snap.scheduled) {
+            self.actions.push(Action::Unschedule {
+                id: s.id,
+                seq: s.seq,
+            });
+        }
+    }
+
+    // ---- selection ----------------------------------------------------
+
+    /// The spec's `selectTransitions`
+    /// (<https://www.w3.org/TR/scxml/#selectTransitions>), as XState walks
+    /// it: below a compound state its active child is tried first and the
+    /// state's own transitions only if the child's subtree has none; below
+    /// a parallel state every region is tried, and the parallel state's own
+    /// transitions only if no region has one. Within a state, candidates
+    /// come in XState's order (exact descriptor, then wildcards longest
+    /// first) and the first whose guard passes is taken.
+    pub(crate) fn select_transitions(&mut self, event: &Event, out: &mut Vec<TransIdx>) {
+        let event_id = self.m.events.get(event.name()).copied();
+        self.select_node(0, event_id, event, out);
+        if out.len() > 1 {
+            let filtered = self.remove_conflicting_transitions(out);
+            *out = filtered;
+        }
+    }
+
+    fn select_node(
+        &mut self,
+        s: StateIdx,
+        event_id: Option<u32>,
+        event: &Event,
+        out: &mut Vec<TransIdx>,
+    ) -> bool {
+        let node = self.m.state(s);
+        match node.kind {
+            StateKind::Compound => {
+                let child = node
+                    .children
+                    .iter()
+                    .copied()
+                    .find(|&c| self.snap.config.contains(c));
+                if let Some(c) = child {
+                    if self.select_node(c, event_id, event, out) {
+                        return true;
+                    }
+                }
+            }
+            StateKind::Parallel => {
+                let mut found = false;
+                for &c in &node.children {
+                    if self.snap.config.contains(c) {
+                        found |= self.select_node(c, event_id, event, out);
+                    }
+                }
+                if found {
+                    return true;
+                }
+            }
+            _ => {}
+        }
+        self.next(s, event_id, event, out)
+    }
+
+    /// The first enabled candidate of one state.
+    fn next(
+        &mut self,
+        s: StateIdx,
+        event_id: Option<u32>,
+        event: &Event,
+        out: &mut Vec<TransIdx>,
+    ) -> bool {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let found = {
+            let cands = self.m.candidates(event_id, event.name(), s, &mut scratch);
+            cands.iter().copied().find(|&t| {
+                self.m.transitions[t as usize]
+                    .guard
+                    .as_ref()
+                    .is_none_or(|g| self.eval_guard(g, event))
+            })
+        };
+        self.scratch = scratch;
+        match found {
+            Some(t) => {
+                out.push(t);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The spec's `selectEventlessTransitions`
+    /// (<https://www.w3.org/TR/scxml/#selectEventlessTransitions>): for each
+    /// active atomic state in document order, the first `always` transition
+    /// whose guard passes, looking at the state and then its ancestors.
+    /// (XState walks its active states in insertion order, which differs
+    /// from document order only after a region was re-entered.)
+    pub(crate) fn select_eventless_transitions(&mut self, event: &Event, out: &mut Vec<TransIdx>) {
+        let m = self.m;
+        let mut atomics: smallvec::SmallVec<[StateIdx; 8]> = smallvec::SmallVec::new();
+        self.snap.config.for_each(|s| {
+            if m.atomic[s as usize] {
+                atomics.push(s)
+            }
+        });
+        for s in atomics {
+            let mut anc = Some(s);
+            'walk: while let Some(a) = anc {
+                for &t in &m.state(a).always {
+                    let ok = m.transitions[t as usize]
+                        .guard
+                        .as_ref()
+                        .is_none_or(|g| self.eval_guard(g, event));
+                    if ok {
+                        if !out.contains(&t) {
+                            out.push(t);
+                        }
+                        break 'walk;
+                    }
+                }
+                anc = m.state(a).parent;
+            }
+        }
+        if out.len() > 1 {
+            let filtered = self.remove_conflicting_transitions(out);
+            *out = filtered;
+        }
+    }
+
+    /// The spec's `removeConflictingTransitions`
+    /// (<https://www.w3.org/TR/scxml/#removeConflictingTransitions>): two
+    /// transitions conflict when their exit sets intersect; the one whose
+    /// source is a descendant of the other's wins, else the earlier one.
+    pub(crate) fn remove_conflicting_transitions(&self, enabled: &[TransIdx]) -> Vec<TransIdx> {
+        let mut filtered: Vec<(TransIdx, StateSet)> = Vec::new();
+        for &t1 in enabled {
+            let r1 = self.t(t1);
+            let exit1 = self.compute_exit_set(&[r1]);
+            let mut preempted = false;
+            let mut remove = Vec::new();
+            for (i, (t2, exit2)) in filtered.iter().enumerate() {
+                if exit1.intersects(exit2) {
+                    if self.m.is_descendant(r1.source, self.t(*t2).source) {
+                        remove.push(i);
+                    } else {
+                        preempted = true;
+                        break;
+                    }
+                }
+            }
+            if !preempted {
+                for i in remove.into_iter().rev() {
+                    filtered.remove(i);
+                }
+                filtered.push((t1, exit1));
+            }
+        }
+        filtered.into_iter().map(|(t, _)| t).collect()
+    }
+
+    pub(crate) fn eval_guard(&self, g: &Guard<C>, event: &Event) -> bool {
+        match g {
+            Guard::Named { imp, params, .. } => imp(&self.snap.context, event, params),
+            Guard::And(gs) => gs.iter().all(|g| self.eval_guard(g, event)),
+            Guard::Or(gs) => gs.iter().any(|g| self.eval_guard(g, event)),
+            Guard::Not(g) => !self.eval_guard(g, event),
+            Guard::StateIn(states, _) => states.iter().all(|&s| self.snap.config.contains(s)),
+        }
+    }
+
+    // ---- the microstep ------------------------------------------------
+
+    fn microstep(&mut self, enabled: &[TransIdx], refs: &[TRef<'m>], event: &Event) {
+        if enabled.is_empty() {
+            return;
+        }
+        if self.recent.len() == 64 {
+            self.recent.pop_front();
+        }
+        let r = refs[0];
+        self.recent.push_back((r.source, r.targets.to_vec()));
+        self.exit_states(refs, event);
+        for &t in enabled {
+            let actions = &self.m.transitions[t as usize].actions;
+            self.execute_content(actions, event);
+        }
+        self.enter_states(refs, event, false);
+        self.after_done(event);
+    }
+
+    fn microstep_refs(&mut self, refs: &[TRef<'_>], event: &Event, initial: bool) {
+        if !initial {
+            self.exit_states(refs, event);
+        }
+        self.enter_states(refs, event, initial);
+        self.after_done(event);
+    }
+
+    /// XState: a chart that reached its top-level final state runs the exit
+    /// actions of every state still active (the configuration itself stays,
+    /// so `value` shows the final state).
+    fn after_done(&mut self, event: &Event) {
+        if self.snap.status != Status::Done {
+            return;
+        }
+        let mut order = Vec::new();
+        self.snap.config.for_each_rev(|s| order.push(s));
+        for s in order {
+            let exit = &self.m.state(s).exit;
+            self.execute_content(exit, event);
+            for a in &self.m.state(s).after {
+                self.cancel(&a.event);
+            }
+        }
+    }
+
+    // ---- exits --------------------------------------------------------
+
+    /// The spec's `computeExitSet`
+    /// (<https://www.w3.org/TR/scxml/#computeExitSet>): the active
+    /// descendants of each targeted transition's domain, and the domain
+    /// itself for a reentering transition whose domain is its source.
+    fn compute_exit_set(&self, ts: &[TRef<'_>]) -> StateSet {
+        let mut exit = StateSet::with_states(self.m.n());
+        for t in ts {
+            if t.targets.is_empty() {
+                continue;
+            }
+            let domain = self.get_transition_domain(t);
+            match domain {
+                None => {
+                    self.snap.config.for_each(|s| {
+                        exit.insert(s);
+                    });
+                }
+                Some(d) => {
+                    if t.reenter && t.source == d {
+                        exit.insert(d);
+                    }
+                    self.snap.config.for_each(|s| {
+                        if self.m.is_descendant(s, d) {
+                            exit.insert(s);
+                        }
+                    });
+                }
+            }
+        }
+        exit
+    }
+
+    /// The spec's `exitStates`
+    /// (<https://www.w3.org/TR/scxml/#exitStates>): records history, then
+    /// exits in reverse document order running exit actions, cancelling
+    /// `after` events and stopping invocations.
+    fn exit_states(&mut self, ts: &[TRef<'_>], event: &Event) {
+        let exit = self.compute_exit_set(ts);
+        if exit.is_empty() {
+            return;
+        }
+        let m = self.m;
+        let mut order: smallvec::SmallVec<[StateIdx; 16]> = smallvec::SmallVec::new();
+        exit.for_each_rev(|s| order.push(s));
+        for &s in &order {
+            for &h in &m.state(s).children {
+                let StateKind::History { deep } = m.state(h).kind else {
+                    continue;
+                };
+                let mut states = Vec::new();
+                self.snap.config.for_each(|a| {
+                    let keep = if deep {
+                        m.atomic[a as usize] && m.is_descendant(a, s)
+                    } else {
+                        m.state(a).parent == Some(s)
+                    };
+                    if keep {
+                        states.push(a);
+                    }
+                });
+                match self.snap.history.iter_mut().find(|e| e.history == h) {
+                    Some(e) => e.states = states,
+                    None => self.snap.history.push(HistoryEntry { history: h, states }),
+                }
+                self.changed = true;
+            }
+        }
+        for &s in &order {
+            let node = m.state(s);
+            self.execute_content(&node.exit, event);
+            for a in &node.after {
+                self.cancel(&a.event);
+            }
+            for inv in &node.invoke {
+                if let Some(pos) = self.snap.invocations.iter().position(|i| *i.id == *inv.id) {
+                    let inv = self.snap.invocations.remove(pos);
+                    self.actions.push(Action::StopInvoke {
+                        id: inv.id,
+                        generation: inv.generation,
+                    });
+                }
+            }
+            self.snap.config.remove(s);
+            self.changed = true;
+        }
+    }
+
+    // ---- entries ------------------------------------------------------
+
+    /// The spec's `enterStates`
+    /// (<https://www.w3.org/TR/scxml/#enterStates>): enters the entry set in
+    /// document order (entry actions, then `after` schedules, then
+    /// invocations, then initial-transition actions), and raises
+    /// `xstate.done.state.*` when a final state completes its parent,
+    /// bubbling through parallel ancestors; reaching a final child of the
+    /// root makes the chart done.
+    fn enter_states(&mut self, ts: &[TRef<'_>], event: &Event, initial: bool) {
+        let n = self.m.n();
+        let mut to_enter = StateSet::with_states(n);
+        let mut default_entry = StateSet::with_states(n);
+        self.compute_entry_set(ts, &mut to_enter, &mut default_entry);
+        if initial {
+            default_entry.insert(0);
+        }
+        let m = self.m;
+        let mut order: smallvec::SmallVec<[StateIdx; 16]> = smallvec::SmallVec::new();
+        to_enter.for_each(|s| order.push(s));
+        let mut completed = StateSet::with_states(n);
+        for s in order {
+            self.snap.config.insert(s);
+            self.changed = true;
+            let node = m.state(s);
+            self.execute_content(&node.entry, event);
+            for a in &node.after {
+                let delay = match &a.delay {
+                    Delay::Ms(ms) => *ms,
+                    Delay::Named(_, f) => f(&self.snap.context, event, &Value::Null),
+                };
+                self.schedule(
+                    a.event.to_string(),
+                    Event::new(a.event.clone()),
+                    delay,
+                    SendTarget::Own,
+                );
+            }
+            for inv in &node.invoke {
+                let input = match &inv.input {
+                    None => Value::Null,
+                    Some(ValueExpr::Value(v)) => v.clone(),
+                    Some(ValueExpr::Fn(f)) => f(&self.snap.context, event),
+                };
+                let generation = self.seq();
+                self.snap.invocations.push(Invocation {
+                    id: inv.id.to_string(),
+                    src: inv.src.to_string(),
+                    generation,
+                    state: node.id.to_string(),
+                });
+                self.actions.push(Action::StartInvoke {
+                    id: inv.id.to_string(),
+                    src: inv.src.to_string(),
+                    input,
+                    generation,
+                });
+            }
+            if default_entry.contains(s) {
+                self.execute_content(&node.initial_actions, event);
+            }
+            if node.kind == StateKind::Final {
+                let parent = node.parent;
+                let mut marker = match parent {
+                    Some(p) if m.state(p).kind == StateKind::Parallel => Some(p),
+                    Some(p) => m.state(p).parent,
+                    None => None,
+                };
+                let mut completion = marker.unwrap_or(s);
+                if let Some(p) = parent {
+                    if m.state(p).kind == StateKind::Compound {
+                        let output = node.output.as_ref().map(|o| self.eval_value(o, event));
+                        self.internal.push_back(done_event(&m.state(p).id, output));
+                    }
+                }
+                while let Some(a) = marker {
+                    if m.state(a).kind != StateKind::Parallel
+                        || completed.contains(a)
+                        || !self.is_in_final_state(a)
+                    {
+                        break;
+                    }
+                    completed.insert(a);
+                    self.internal.push_back(done_event(&m.state(a).id, None));
+                    completion = a;
+                    marker = m.state(a).parent;
+                }
+                if marker.is_some() {
+                    continue;
+                }
+                self.snap.status = Status::Done;
+                self.snap.output = self.machine_output(completion, event);
+            }
+        }
+    }
+
+    fn machine_output(&self, completion: StateIdx, event: &Event) -> Option<Value> {
+        let root = self.m.state(0);
+        let expr = root.output.as_ref()?;
+        let node = self.m.state(completion);
+        let inner = match (&node.output, node.parent) {
+            (Some(o), Some(_)) => Some(self.eval_value(o, event)),
+            _ => None,
+        };
+        let done = done_event(&node.id, inner);
+        Some(self.eval_value(expr, &done))
+    }
+
+    fn eval_value(&self, e: &ValueExpr<C>, event: &Event) -> Value {
+        match e {
+            ValueExpr::Value(v) => v.clone(),
+            ValueExpr::Fn(f) => f(&self.snap.context, event),
+        }
+    }
+
+    /// The spec's `computeEntrySet`
+    /// (<https://www.w3.org/TR/scxml/#computeEntrySet>), with XState's
+    /// `reenter`: a target equal to its source is entered again only when
+    /// the transition reenters or its domain lies above the source.
+    fn compute_entry_set(
+        &self,
+        ts: &[TRef<'_>],
+        to_enter: &mut StateSet,
+        default_entry: &mut StateSet,
+    ) {
+        for t in ts {
+            let domain = self.get_transition_domain(t);
+            for &s in t.targets {
+                if !self.m.state(s).is_history()
+                    && (t.source != s || Some(t.source) != domain || t.reenter)
+                {
+                    to_enter.insert(s);
+                    default_entry.insert(s);
+                }
+                self.add_descendant_states_to_enter(s, to_enter, default_entry);
+            }
+            let reentrancy = if t.source == 0 && t.reenter {
+                None
+            } else {
+                domain
+            };
+            for s in self.get_effective_target_states(t) {
+                let mut ancestors = self.get_proper_ancestors(s, domain);
+                if let Some(d) = domain {
+                    if self.m.state(d).kind == StateKind::Parallel {
+                        ancestors.push(d);
+                    }
+                }
+                self.add_ancestor_states_to_enter(&ancestors, reentrancy, to_enter, default_entry);
+            }
+        }
+    }
+
+    /// The spec's `addDescendantStatesToEnter`
+    /// (<https://www.w3.org/TR/scxml/#addDescendantStatesToEnter>): a
+    /// history state's recorded (or default) states, a compound state's
+    /// initial child, every region of a parallel state.
+    fn add_descendant_states_to_enter(
+        &self,
+        s: StateIdx,
+        to_enter: &mut StateSet,
+        default_entry: &mut StateSet,
+    ) {
+        let m = self.m;
+        let node = m.state(s);
+        match node.kind {
+            StateKind::History { .. } => {
+                let parent = node.parent.expect("history has a parent");
+                if let Some(h) = self.history_of(s) {
+                    for &r in h {
+                        to_enter.insert(r);
+                        self.add_descendant_states_to_enter(r, to_enter, default_entry);
+                    }
+                    for &r in h {
+                        let anc = self.get_proper_ancestors(r, Some(parent));
+                        self.add_ancestor_states_to_enter(&anc, None, to_enter, default_entry);
+                    }
+                } else {
+                    let (targets, is_parent_initial) = self.history_default(s);
+                    for &r in &targets {
+                        to_enter.insert(r);
+                        if is_parent_initial {
+                            default_entry.insert(parent);
+                        }
+                        self.add_descendant_states_to_enter(r, to_enter, default_entry);
+                    }
+                    for &r in &targets {
+                        let anc = self.get_proper_ancestors(r, Some(parent));
+                        self.add_ancestor_states_to_enter(&anc, None, to_enter, default_entry);
+                    }
+                }
+            }
+            StateKind::Compound => {
+                let init = node.initial.expect("compound states have an initial child");
+                if !m.state(init).is_history() {
+                    to_enter.insert(init);
+                    default_entry.insert(init);
+                }
+                self.add_descendant_states_to_enter(init, to_enter, default_entry);
+                let anc = self.get_proper_ancestors(init, Some(s));
+                self.add_ancestor_states_to_enter(&anc, None, to_enter, default_entry);
+            }
+            StateKind::Parallel => {
+                for &c in &node.children {
+                    if m.state(c).is_history() {
+                        continue;
+                    }
+                    if !self.has_descendant_in(to_enter, c) {
+                        to_enter.insert(c);
+                        default_entry.insert(c);
+                        self.add_descendant_states_to_enter(c, to_enter, default_entry);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The spec's `addAncestorStatesToEnter`
+    /// (<https://www.w3.org/TR/scxml/#addAncestorStatesToEnter>): the
+    /// ancestors below the domain, and for a parallel ancestor every region
+    /// that nothing else enters.
+    fn add_ancestor_states_to_enter(
+        &self,
+        ancestors: &[StateIdx],
+        reentrancy: Option<StateIdx>,
+        to_enter: &mut StateSet,
+        default_entry: &mut StateSet,
+    ) {
+        for &a in ancestors {
+            if reentrancy.is_none_or(|d| self.m.is_descendant(a, d)) {
+                to_enter.insert(a);
+            }
+            if self.m.state(a).kind == StateKind::Parallel {
+                for &c in &self.m.state(a).children {
+                    if self.m.state(c).is_history() {
+                        continue;
+                    }
+                    if !self.has_descendant_in(to_enter, c) {
+                        to_enter.insert(c);
+                        self.add_descendant_states_to_enter(c, to_enter, default_entry);
+                    }
+                }
+            }
+        }
+    }
+
+    fn has_descendant_in(&self, set: &StateSet, s: StateIdx) -> bool {
+        let last = self.m.state(s).last_descendant;
+        let mut found = false;
+        set.for_each(|x| {
+            if x > s && x <= last {
+                found = true
+            }
+        });
+        found
+    }
+
+    // ---- helpers named in the spec -------------------------------------
+
+    /// The spec's `isInFinalState`
+    /// (<https://www.w3.org/TR/scxml/#isInFinalState>): a compound state
+    /// with an active final child; a parallel state whose regions all are.
+    pub(crate) fn is_in_final_state(&self, s: StateIdx) -> bool {
+        let node = self.m.state(s);
+        match node.kind {
+            StateKind::Compound => node
+                .children
+                .iter()
+                .any(|&c| self.m.state(c).kind == StateKind::Final && self.snap.config.contains(c)),
+            StateKind::Parallel => node
+                .children
+                .iter()
+                .filter(|&&c| !self.m.state(c).is_history())
+                .all(|&c| self.is_in_final_state(c)),
+            StateKind::Final => true,
+            _ => false,
+        }
+    }
+
+    /// The spec's `getTransitionDomain`
+    /// (<https://www.w3.org/TR/scxml/#getTransitionDomain>). XState's rule:
+    /// a non-reentering transition whose targets all lie in (or are) its
+    /// source has the source as domain; otherwise the least common
+    /// ancestor of source and targets. `None` stands for "above the root"
+    /// (a reentering transition of the root).
+    fn get_transition_domain(&self, t: &TRef<'_>) -> Option<StateIdx> {
+        let targets = self.get_effective_target_states(t);
+        if !t.reenter
+            && targets
+                .iter()
+                .all(|&s| s == t.source || self.m.is_descendant(s, t.source))
+        {
+            return Some(t.source);
+        }
+        let mut all = targets;
+        all.push(t.source);
+        match self.find_lcca(&all) {
+            Some(a) => Some(a),
+            None if t.reenter => None,
+            None => Some(0),
+        }
+    }
+
+    /// The spec's `findLCCA` (<https://www.w3.org/TR/scxml/#findLCCA>).
+    /// XState considers every proper ancestor of the first state, parallel
+    /// ones included (the spec skips those); turno follows XState.
+    fn find_lcca(&self, states: &[StateIdx]) -> Option<StateIdx> {
+        let (&head, tail) = states.split_first()?;
+        let mut a = self.m.state(head).parent;
+        while let Some(anc) = a {
+            if tail.iter().all(|&s| self.m.is_descendant(s, anc)) {
+                return Some(anc);
+            }
+            a = self.m.state(anc).parent;
+        }
+        None
+    }
+
+    /// The spec's `getProperAncestors`
+    /// (<https://www.w3.org/TR/scxml/#getProperAncestors>): from the parent
+    /// up to, excluding, `upto` (`None`: to the root, included).
+    pub(crate) fn get_proper_ancestors(
+        &self,
+        s: StateIdx,
+        upto: Option<StateIdx>,
+    ) -> Vec<StateIdx> {
+        let mut out = Vec::new();
+        if Some(s) == upto {
+            return out;
+        }
+        let mut a = self.m.state(s).parent;
+        while let Some(anc) = a {
+            if Some(anc) == upto {
+                break;
+            }
+            out.push(anc);
+            a = self.m.state(anc).parent;
+        }
+        out
+    }
+
+    /// The spec's `getEffectiveTargetStates`
+    /// (<https://www.w3.org/TR/scxml/#getEffectiveTargetStates>): targets
+    /// with history states replaced by what they remember (or their
+    /// default).
+    fn get_effective_target_states(&self, t: &TRef<'_>) -> Vec<StateIdx> {
+        let mut out = Vec::with_capacity(t.targets.len());
+        for &s in t.targets {
+            self.effective_into(s, &mut out);
+        }
+        out
+    }
+
+    fn effective_into(&self, s: StateIdx, out: &mut Vec<StateIdx>) {
+        if !self.m.state(s).is_history() {
+            if !out.contains(&s) {
+                out.push(s);
+            }
+            return;
+        }
+        if let Some(h) = self.history_of(s) {
+            for &r in h {
+                if !out.contains(&r) {
+                    out.push(r);
+                }
+            }
+            return;
+        }
+        for r in self.history_default(s).0 {
+            self.effective_into(r, out);
+        }
+    }
+
+    fn history_of(&self, h: StateIdx) -> Option<&[StateIdx]> {
+        self.snap
+            .history
+            .iter()
+            .find(|e| e.history == h)
+            .map(|e| e.states.as_slice())
+    }
+
+    /// A history state's default transition targets, and whether they are
+    /// its parent's initial (XState: the parent's initial when no
+    /// `target`, the parent itself under a parallel parent).
+    fn history_default(&self, h: StateIdx) -> (Vec<StateIdx>, bool) {
+        let node = self.m.state(h);
+        if !node.history_default.is_empty() {
+            return (node.history_default.clone(), false);
+        }
+        let parent = node.parent.expect("history has a parent");
+        let p = self.m.state(parent);
+        match (p.kind, p.initial) {
+            (StateKind::Parallel, _) => (vec![parent], false),
+            (_, Some(i)) => (vec![i], true),
+            _ => (Vec::new(), false),
+        }
+    }
+
+    /// XState's `getInitialStateNodes(root)`: the root, each compound
+    /// state's initial child and every region, recursively.
+    fn get_initial_state_nodes(&self) -> Vec<StateIdx> {
+        let mut out = Vec::new();
+        let mut stack = vec![0 as StateIdx];
+        while let Some(s) = stack.pop() {
+            if out.contains(&s) {
+                continue;
+            }
+            out.push(s);
+            let node = self.m.state(s);
+            match node.kind {
+                StateKind::Compound => stack.extend(node.initial),
+                StateKind::Parallel => {
+                    for &c in node.children.iter().rev() {
+                        if !self.m.state(c).is_history() {
+                            stack.push(c);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    // ---- executable content -------------------------------------------
+
+    /// The spec's `executeContent`: runs named actions in order; assigns
+    /// change the context at once, raised events join the internal queue,
+    /// everything else becomes an [`Action`] for the interpreter.
+    fn execute_content(&mut self, actions: &[ActionDef<C>], event: &Event) {
+        for a in actions {
+            let mut assigned = false;
+            {
+                let mut scope = ActionScope {
+                    context: &mut self.snap.context,
+                    assigned: &mut assigned,
+                    event,
+                    params: &a.params,
+                    effects: &mut self.effects,
+                };
+                (a.imp)(&mut scope);
+            }
+            if assigned {
+                self.changed = true;
+            }
+            if !self.effects.is_empty() {
+                let effects = std::mem::take(&mut self.effects);
+                for e in effects {
+                    self.apply_effect(e);
+                }
+            }
+        }
+    }
+
+    fn apply_effect(&mut self, e: Effect) {
+        match e {
+            Effect::Raise {
+                event,
+                delay_ms: None,
+                ..
+            } => self.internal.push_back(event),
+            Effect::Raise {
+                event,
+                delay_ms: Some(d),
+                id,
+            } => {
+                let id = id.unwrap_or_else(|| format!("raise:{}", self.snap.next_seq));
+                self.schedule(id, event, d, SendTarget::Own);
+            }
+            Effect::Cancel(id) => self.cancel(&id),
+            Effect::Send {
+                to,
+                event,
+                delay_ms: None,
+                ..
+            } => match to {
+                SendTarget::Own => self.internal.push_back(event),
+                SendTarget::Actor(to) => self.actions.push(Action::SendTo { to, event }),
+                SendTarget::Parent => self.actions.push(Action::SendParent { event }),
+            },
+            Effect::Send {
+                to,
+                event,
+                delay_ms: Some(d),
+                id,
+            } => {
+                let id = id.unwrap_or_else(|| format!("send:{}", self.snap.next_seq));
+                self.schedule(id, event, d, to);
+            }
+            Effect::Plain(a) => {
+                match &a {
+                    Action::SpawnChild { id, .. } => self.snap.children.push(id.clone()),
+                    Action::StopChild { id } => self.snap.children.retain(|c| c != id),
+                    _ => {}
+                }
+                self.actions.push(a);
+            }
+        }
+    }
+
+    fn seq(&mut self) -> u64 {
+        let s = self.snap.next_seq;
+        self.snap.next_seq += 1;
+        s
+    }
+
+    fn schedule(&mut self, id: String, event: Event, delay_ms: u64, to: SendTarget) {
+        // A new schedule under a pending id replaces it.
+        self.cancel(&id);
+        let seq = self.seq();
+        let due_ms = self.snap.now_ms.saturating_add(delay_ms);
+        self.actions.push(Action::Schedule {
+            id: id.clone(),
+            seq,
+            due_ms,
+        });
+        self.snap.scheduled.push(Scheduled {
+            id,
+            seq,
+            due_ms,
+            event,
+            to,
+        });
+    }
+
+    fn cancel(&mut self, id: &str) {
+        if let Some(pos) = self.snap.scheduled.iter().position(|s| s.id == id) {
+            let s = self.snap.scheduled.remove(pos);
+            self.actions.push(Action::Unschedule {
+                id: s.id,
+                seq: s.seq,
+            });
+        }
+    }
+}
+
+fn done_event(id: &str, output: Option<Value>) -> Event {
+    match output {
+        Some(v) => {
+            let mut m = Map::new();
+            m.insert("output".into(), v);
+            Event::with_data(names::done_state(id), Value::Object(m))
+        }
+        None => Event::new(names::done_state(id)),
+    }
+}

@@ -1,0 +1,57 @@
+//! # turno-chart: statecharts as turno actors
+//!
+//! A statechart whose every macrostep is one turn of a turno actor. Three
+//! layers:
+//!
+//! - **A pure core**: [`initial_transition`] and [`transition`] take a
+//!   [`Machine`] and a [`Snapshot`] and return the next snapshot and the
+//!   [`Action`]s to carry out, with no I/O and no clock. The algorithm is
+//!   the W3C SCXML one ([`algorithm`]: `microstep`, `computeExitSet`,
+//!   `computeEntrySet`, `removeConflictingTransitions`, ...), with XState
+//!   v5's semantics where the two differ (`docs/statecharts.md`).
+//! - **Definitions**: XState v5 JSON configs ([`load_json`]) with
+//!   implementations registered by name ([`Implementations`]).
+//! - **Tools**: [`script`] (what `turno chart run` runs) and [`mermaid`].
+//!
+//! ```
+//! use turno_chart::{initial_transition, load_json, stdlib, transition, Event};
+//! let m = load_json(r#"{
+//!   "id": "light", "initial": "green", "context": {"cycles": 0},
+//!   "states": {
+//!     "green":  {"on": {"NEXT": "yellow"}},
+//!     "yellow": {"on": {"NEXT": "red"}},
+//!     "red":    {"on": {"NEXT": {"target": "green",
+//!                                "actions": {"type": "inc", "params": {"key": "cycles"}}}}}
+//!   }}"#, &stdlib::implementations()).unwrap();
+//! let (mut s, _) = initial_transition(&m).unwrap();
+//! for _ in 0..3 {
+//!     s = transition(&m, &s, Event::new("NEXT")).unwrap().0;
+//! }
+//! assert_eq!(s.value(&m).to_json(), "green");
+//! assert_eq!(s.context["cycles"], 1);
+//! ```
+
+pub mod actions;
+pub mod algorithm;
+mod core;
+pub mod event;
+pub mod implementations;
+pub mod json;
+pub mod machine;
+pub mod mermaid;
+pub mod script;
+pub mod snapshot;
+pub mod spec;
+pub mod stdlib;
+
+pub use actions::{Action, ActionScope, SendTarget};
+pub use algorithm::ChartError;
+pub use core::{
+    advance, can, fire_scheduled, initial_transition, initial_transition_at, invocation_done,
+    next_due, transition, transition_in_place, Delivery, Step,
+};
+pub use event::Event;
+pub use implementations::Implementations;
+pub use json::{load_json, load_value, LoadError};
+pub use machine::{BuildError, Machine, Problem, StateIdx, StateKind};
+pub use snapshot::{Invocation, Scheduled, Snapshot, StateSet, StateValue, Status};

@@ -1,0 +1,119 @@
+//! turno-chart against the real XState v5, line for line.
+//!
+//! Each `tests/corpus/<case>/` holds `machine.json` (an XState v5 JSON
+//! config using the standard implementations), `events.json` (the
+//! `turno chart run` items) and `expected.jsonl`, recorded by running XState
+//! (`tests/xstate/record.sh`, never written by hand). turno's output must
+//! equal it line for line: the same step, status and state value (values
+//! compared as JSON, where object key order carries no meaning; XState
+//! orders keys by its internal insertion order, turno by document order).
+//!
+//! When Node and the pinned XState are installed (`npm ci` in
+//! `tests/xstate`, which `scripts/test.sh` does), the recording itself is
+//! checked too: XState is run again and must still print `expected.jsonl`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+use turno_chart::{load_json, script, stdlib};
+
+fn cases() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("tests/corpus exists")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    v.sort();
+    v
+}
+
+fn parse_lines(text: &str) -> Vec<Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad line {l:?}: {e}")))
+        .collect()
+}
+
+fn turno_lines(case: &Path) -> Vec<Value> {
+    let machine = std::fs::read_to_string(case.join("machine.json")).unwrap();
+    let events: Value =
+        serde_json::from_str(&std::fs::read_to_string(case.join("events.json")).unwrap()).unwrap();
+    let m = load_json::<Value>(&machine, &stdlib::implementations())
+        .unwrap_or_else(|e| panic!("{}: {e}", case.display()));
+    let lines = script::run(&m, &events).unwrap_or_else(|e| panic!("{}: {e}", case.display()));
+    lines
+        .iter()
+        .map(|l| serde_json::from_str(&serde_json::to_string(l).unwrap()).unwrap())
+        .collect()
+}
+
+#[test]
+fn the_corpus_is_large_enough() {
+    assert!(cases().len() >= 60, "at least 60 differential cases");
+}
+
+#[test]
+fn turno_equals_recorded_xstate_line_for_line() {
+    let mut failures = Vec::new();
+    for case in cases() {
+        let expected = parse_lines(&std::fs::read_to_string(case.join("expected.jsonl")).unwrap());
+        let got = turno_lines(&case);
+        if got != expected {
+            failures.push(format!(
+                "{}:\n  xstate: {}\n  turno:  {}",
+                case.file_name().unwrap().to_string_lossy(),
+                expected
+                    .iter()
+                    .map(Value::to_string)
+                    .collect::<Vec<_>>()
+                    .join("\n          "),
+                got.iter()
+                    .map(Value::to_string)
+                    .collect::<Vec<_>>()
+                    .join("\n          "),
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} cases differ:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn the_recordings_are_what_xstate_prints_now() {
+    let runner = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/xstate");
+    let node_ok = Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !node_ok || !runner.join("node_modules/xstate").exists() {
+        eprintln!("skipped: node or tests/xstate/node_modules missing (run `npm ci` in tests/xstate; scripts/test.sh does)");
+        return;
+    }
+    for case in cases() {
+        let out = Command::new("node")
+            .arg(runner.join("run.js"))
+            .arg(case.join("machine.json"))
+            .arg(case.join("events.json"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            case.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let live = String::from_utf8(out.stdout).unwrap();
+        let recorded = std::fs::read_to_string(case.join("expected.jsonl")).unwrap();
+        assert_eq!(
+            live,
+            recorded,
+            "{}: re-record with tests/xstate/record.sh",
+            case.display()
+        );
+    }
+}
