@@ -556,6 +556,8 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
                     src: inv.src.to_string(),
                     generation,
                     state: node.id.to_string(),
+                    input: input.clone(),
+                    started_ms: self.snap.now_ms,
                 });
                 self.actions.push(Action::StartInvoke {
                     id: inv.id.to_string(),

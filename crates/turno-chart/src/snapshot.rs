@@ -173,6 +173,13 @@ pub struct Invocation {
     pub generation: u64,
     /// The state that started it.
     pub state: String,
+    /// The input it was started with (a persisted chart needs it to re-run
+    /// an idempotent source with the same key, see `persist`).
+    #[serde(default)]
+    pub input: Value,
+    /// When it was started, in the chart's milliseconds.
+    #[serde(default)]
+    pub started_ms: u64,
 }
 
 /// The recorded configuration of one history state.
