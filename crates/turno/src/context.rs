@@ -403,6 +403,20 @@ impl<'a, A: Actor> Context<'a, A> {
         }
     }
 
+    /// True when the system records a trace (so callers can skip building
+    /// events nobody will see).
+    pub fn tracing(&self) -> bool {
+        self.shared().tracer.is_on()
+    }
+
+    /// Records a statechart step of this actor in the trace (the
+    /// `chart_*` extension events of `docs/trace-format.md`); nothing when
+    /// tracing is off.
+    pub fn trace_chart(&self, step: crate::trace::ChartStep) {
+        let actor = self.id();
+        self.trace(|| step.into_kind(actor));
+    }
+
     /// Declares that this turn's work takes `cost` of time. On the
     /// deterministic scheduler the actor handles nothing else until the
     /// virtual clock has moved past it (this is how a slow consumer is

@@ -276,6 +276,121 @@ pub enum EventKind {
         /// The sender.
         actor: ActorId,
     },
+    /// Extension: a statechart actor's definition (`turno-chart`).
+    ChartDefine {
+        /// The chart actor.
+        actor: ActorId,
+        /// The machine's id.
+        machine: String,
+        /// Its states in document order: `{"id", "parent", "kind"}`.
+        states: Vec<serde_json::Value>,
+        /// Its transitions: `{"source", "event", "targets"}`.
+        transitions: Vec<serde_json::Value>,
+    },
+    /// Extension: a statechart starts processing an event.
+    ChartEvent {
+        /// The chart actor.
+        actor: ActorId,
+        /// The event's name.
+        event: String,
+        /// `external` (a macrostep starts) or `internal` (raised).
+        origin: &'static str,
+    },
+    /// Extension: a microstep exited a state.
+    ChartExit {
+        /// The chart actor.
+        actor: ActorId,
+        /// The state's id.
+        state: String,
+    },
+    /// Extension: a microstep took a transition.
+    ChartTransition {
+        /// The chart actor.
+        actor: ActorId,
+        /// The source state's id.
+        source: String,
+        /// The event; `None` when eventless.
+        event: Option<String>,
+        /// The targets' ids.
+        targets: Vec<String>,
+    },
+    /// Extension: a microstep entered a state.
+    ChartEnter {
+        /// The chart actor.
+        actor: ActorId,
+        /// The state's id.
+        state: String,
+    },
+}
+
+/// A statechart step an actor records about itself
+/// ([`Context::trace_chart`](crate::Context::trace_chart)); the trace
+/// event is the matching `EventKind::Chart*` with the actor's id.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ChartStep {
+    /// See [`EventKind::ChartDefine`].
+    Define {
+        /// The machine's id.
+        machine: String,
+        /// Its states.
+        states: Vec<serde_json::Value>,
+        /// Its transitions.
+        transitions: Vec<serde_json::Value>,
+    },
+    /// See [`EventKind::ChartEvent`].
+    Event {
+        /// The event's name.
+        event: String,
+        /// Raised by the chart itself.
+        internal: bool,
+    },
+    /// See [`EventKind::ChartExit`].
+    Exit(String),
+    /// See [`EventKind::ChartTransition`].
+    Transition {
+        /// The source state's id.
+        source: String,
+        /// The event; `None` when eventless.
+        event: Option<String>,
+        /// The targets' ids.
+        targets: Vec<String>,
+    },
+    /// See [`EventKind::ChartEnter`].
+    Enter(String),
+}
+
+impl ChartStep {
+    pub(crate) fn into_kind(self, actor: ActorId) -> EventKind {
+        match self {
+            ChartStep::Define {
+                machine,
+                states,
+                transitions,
+            } => EventKind::ChartDefine {
+                actor,
+                machine,
+                states,
+                transitions,
+            },
+            ChartStep::Event { event, internal } => EventKind::ChartEvent {
+                actor,
+                event,
+                origin: if internal { "internal" } else { "external" },
+            },
+            ChartStep::Exit(state) => EventKind::ChartExit { actor, state },
+            ChartStep::Transition {
+                source,
+                event,
+                targets,
+            } => EventKind::ChartTransition {
+                actor,
+                source,
+                event,
+                targets,
+            },
+            ChartStep::Enter(state) => EventKind::ChartEnter { actor, state },
+        }
+    }
 }
 
 /// Where trace events go.
@@ -486,6 +601,10 @@ impl Tracer {
                 crate::tracing_log::event(&kind());
             }
         }
+    }
+
+    pub(crate) fn is_on(&self) -> bool {
+        self.sink.is_some()
     }
 
     pub(crate) fn flush(&self) {
