@@ -29,6 +29,35 @@ pub enum ChartError {
     },
 }
 
+/// One step of the algorithm, for an inspector (the interpreter records
+/// them in the runtime trace).
+#[derive(Clone, Copy, Debug)]
+pub enum Inspect<'a> {
+    /// The chart starts processing an event (`internal`: raised).
+    Event {
+        /// The event.
+        event: &'a Event,
+        /// From the internal queue.
+        internal: bool,
+    },
+    /// A state was exited.
+    Exit(StateIdx),
+    /// A transition was taken (after the exits, before the entries).
+    Transition {
+        /// Its source.
+        source: StateIdx,
+        /// The event's name; `None` for an eventless transition.
+        event: Option<&'a str>,
+        /// Its targets.
+        targets: &'a [StateIdx],
+    },
+    /// A state was entered.
+    Enter(StateIdx),
+}
+
+/// Receives [`Inspect`] steps.
+pub type Inspector<'a> = &'a mut dyn FnMut(Inspect<'_>);
+
 /// A transition as the algorithm sees it (the initial transition of the
 /// root is not in the machine's table).
 #[derive(Clone, Copy)]
@@ -52,6 +81,7 @@ pub(crate) struct Run<'m, 's, C> {
     changed: bool,
     /// Recent microsteps (transition source and targets), to name a cycle.
     recent: VecDeque<(StateIdx, Vec<StateIdx>)>,
+    inspect: Option<&'s mut (dyn FnMut(Inspect<'_>) + 's)>,
 }
 
 impl<'m, 's, C: Clone> Run<'m, 's, C> {
@@ -69,6 +99,19 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
             scratch: Vec::new(),
             changed: false,
             recent: VecDeque::new(),
+            inspect: None,
+        }
+    }
+
+    pub(crate) fn inspected<'i: 's>(mut self, inspect: Option<Inspector<'i>>) -> Self {
+        self.inspect = inspect.map(|f| f as &'s mut (dyn FnMut(Inspect<'_>) + 's));
+        self
+    }
+
+    #[inline]
+    fn note(&mut self, step: Inspect<'_>) {
+        if let Some(f) = &mut self.inspect {
+            f(step);
         }
     }
 
@@ -95,6 +138,10 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
             reenter: true,
         };
         let event = Event::new("xstate.init");
+        self.note(Inspect::Event {
+            event: &event,
+            internal: false,
+        });
         self.microstep_refs(&[init], &event, true);
         self.settle(event)
     }
@@ -106,6 +153,10 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
         if self.snap.status != Status::Active {
             return Ok(());
         }
+        self.note(Inspect::Event {
+            event: &event,
+            internal: false,
+        });
         let mut enabled = Vec::new();
         self.select_transitions(&event, &mut enabled);
         if enabled.is_empty() && event.name().starts_with("xstate.error.actor.") {
@@ -137,6 +188,10 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
                     break;
                 };
                 event = next;
+                self.note(Inspect::Event {
+                    event: &event,
+                    internal: true,
+                });
                 self.select_transitions(&event, &mut enabled);
             }
             steps += 1;
@@ -384,8 +439,16 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
         self.recent.push_back((r.source, r.targets.to_vec()));
         self.exit_states(refs, event);
         for &t in enabled {
-            let actions = &self.m.transitions[t as usize].actions;
-            self.execute_content(actions, event);
+            let tr = &self.m.transitions[t as usize];
+            if self.inspect.is_some() {
+                let name = tr.event.as_ref().map(|_| event.name());
+                self.note(Inspect::Transition {
+                    source: tr.source,
+                    event: name,
+                    targets: &tr.targets,
+                });
+            }
+            self.execute_content(&tr.actions, event);
         }
         self.enter_states(refs, event, false);
         self.after_done(event);
@@ -488,6 +551,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
         }
         for &s in &order {
             let node = m.state(s);
+            self.note(Inspect::Exit(s));
             self.execute_content(&node.exit, event);
             for a in &node.after {
                 self.cancel(&a.event);
@@ -530,6 +594,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
         for s in order {
             self.snap.config.insert(s);
             self.changed = true;
+            self.note(Inspect::Enter(s));
             let node = m.state(s);
             self.execute_content(&node.entry, event);
             for a in &node.after {

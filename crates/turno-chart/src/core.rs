@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 
 use crate::actions::{Action, SendTarget};
-use crate::algorithm::{ChartError, Run};
+use crate::algorithm::{ChartError, Inspector, Run};
 use crate::event::{names, Event};
 use crate::machine::Machine;
 use crate::snapshot::{Snapshot, StateSet, Status};
@@ -79,6 +79,34 @@ pub fn transition_in_place<C: Clone>(
     Run::new(m, snapshot, actions).macrostep(event)
 }
 
+/// [`initial_transition_at`] on a snapshot the caller owns, reporting
+/// each step to `inspect`.
+pub fn initial_transition_inspected<C: Clone>(
+    m: &Machine<C>,
+    now_ms: u64,
+    actions: &mut Vec<Action>,
+    inspect: Option<Inspector<'_>>,
+) -> Result<Snapshot<C>, ChartError> {
+    let mut snap = pre_initial(m, now_ms);
+    Run::new(m, &mut snap, actions)
+        .inspected(inspect)
+        .initial()?;
+    Ok(snap)
+}
+
+/// [`transition_in_place`] reporting each step to `inspect`.
+pub fn transition_inspected<C: Clone>(
+    m: &Machine<C>,
+    snapshot: &mut Snapshot<C>,
+    event: Event,
+    actions: &mut Vec<Action>,
+    inspect: Option<Inspector<'_>>,
+) -> Result<(), ChartError> {
+    Run::new(m, snapshot, actions)
+        .inspected(inspect)
+        .macrostep(event)
+}
+
 /// The earliest pending delayed event due at or before `limit_ms`, as
 /// `(id, seq, due_ms)`; ties go to the one scheduled first.
 pub fn next_due<C>(snapshot: &Snapshot<C>, limit_ms: u64) -> Option<(String, u64, u64)> {
@@ -110,6 +138,18 @@ pub fn fire_scheduled<C: Clone>(
     seq: u64,
     actions: &mut Vec<Action>,
 ) -> Result<Delivery, ChartError> {
+    fire_scheduled_inspected(m, snapshot, id, seq, actions, None)
+}
+
+/// [`fire_scheduled`] reporting each step to `inspect`.
+pub fn fire_scheduled_inspected<C: Clone>(
+    m: &Machine<C>,
+    snapshot: &mut Snapshot<C>,
+    id: &str,
+    seq: u64,
+    actions: &mut Vec<Action>,
+    inspect: Option<Inspector<'_>>,
+) -> Result<Delivery, ChartError> {
     let Some(pos) = snapshot
         .scheduled
         .iter()
@@ -120,7 +160,7 @@ pub fn fire_scheduled<C: Clone>(
     let s = snapshot.scheduled.remove(pos);
     snapshot.now_ms = snapshot.now_ms.max(s.due_ms);
     match s.to {
-        SendTarget::Own => transition_in_place(m, snapshot, s.event, actions)?,
+        SendTarget::Own => transition_inspected(m, snapshot, s.event, actions, inspect)?,
         SendTarget::Actor(to) => actions.push(Action::SendTo { to, event: s.event }),
         SendTarget::Parent => actions.push(Action::SendParent { event: s.event }),
     }
@@ -158,6 +198,19 @@ pub fn invocation_done<C: Clone>(
     result: Result<Value, Value>,
     actions: &mut Vec<Action>,
 ) -> Result<Delivery, ChartError> {
+    invocation_done_inspected(m, snapshot, id, generation, result, actions, None)
+}
+
+/// [`invocation_done`] reporting each step to `inspect`.
+pub fn invocation_done_inspected<C: Clone>(
+    m: &Machine<C>,
+    snapshot: &mut Snapshot<C>,
+    id: &str,
+    generation: u64,
+    result: Result<Value, Value>,
+    actions: &mut Vec<Action>,
+    inspect: Option<Inspector<'_>>,
+) -> Result<Delivery, ChartError> {
     let Some(pos) = snapshot
         .invocations
         .iter()
@@ -179,7 +232,7 @@ pub fn invocation_done<C: Clone>(
     };
     data.insert("actorId".into(), Value::String(id.to_string()));
     let event = Event::with_data(name, Value::Object(data));
-    transition_in_place(m, snapshot, event, actions)?;
+    transition_inspected(m, snapshot, event, actions, inspect)?;
     Ok(Delivery::Delivered)
 }
 

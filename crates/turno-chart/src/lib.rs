@@ -11,6 +11,9 @@
 //!   v5's semantics where the two differ (`docs/statecharts.md`).
 //! - **Definitions**: XState v5 JSON configs ([`load_json`]) with
 //!   implementations registered by name ([`Implementations`]).
+//! - **The interpreter actor** ([`interpreter`]): one macrostep per turn,
+//!   invocations as delegated work or child actors whose late results are
+//!   stale, `after` on turno timers, subscribers, the trace.
 //! - **Tools**: [`script`] (what `turno chart run` runs) and [`mermaid`].
 //!
 //! ```
@@ -36,6 +39,7 @@ pub mod algorithm;
 mod core;
 pub mod event;
 pub mod implementations;
+pub mod interpreter;
 pub mod json;
 pub mod machine;
 pub mod mermaid;
@@ -45,10 +49,12 @@ pub mod spec;
 pub mod stdlib;
 
 pub use actions::{Action, ActionScope, SendTarget};
-pub use algorithm::ChartError;
+pub use algorithm::{ChartError, Inspect};
 pub use core::{
-    advance, can, fire_scheduled, initial_transition, initial_transition_at, invocation_done,
-    next_due, transition, transition_in_place, Delivery, Step,
+    advance, can, fire_scheduled, fire_scheduled_inspected, initial_transition,
+    initial_transition_at, initial_transition_inspected, invocation_done,
+    invocation_done_inspected, next_due, transition, transition_in_place, transition_inspected,
+    Delivery, Step,
 };
 pub use event::Event;
 pub use implementations::Implementations;

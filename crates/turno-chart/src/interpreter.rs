@@ -1,0 +1,751 @@
+//! The interpreter: a statechart as a turno actor, one macrostep per turn.
+//!
+//! [`ChartActor`] owns a snapshot and executes the [`Action`]s each
+//! macrostep returns:
+//!
+//! - `after` and delayed `raise`/`sendTo` arm turno timers (virtual time on
+//!   `DetSystem`), disarmed when their state is exited or they are
+//!   cancelled; a timer message that outlived its schedule is stale.
+//! - `invoke` starts a [`Service`]: a turno actor asked for the result
+//!   ([`Service::ask`], delegated work with a correlated reply), a future
+//!   run off-turn ([`Service::future`], feature `tokio`, through
+//!   `Context::pipe`), or a child actor ([`Service::child`]). The result
+//!   comes back as `xstate.done.actor.<id>` / `xstate.error.actor.<id>` for
+//!   *that* invocation only: leaving the state stops the invocation
+//!   (abandons the request, aborts the future, stops the child), and a
+//!   result that arrives later is **stale: dropped and counted**
+//!   ([`ChartStats::stale_results`]), never delivered.
+//! - `sendTo` reaches children by id, `sendParent` the parent given in
+//!   [`ChartActor::with_parent`], `emit` and snapshots reach subscribers,
+//!   `log` and custom actions reach their hooks.
+//! - With a trace sink on the system, every step is recorded in the runtime
+//!   trace (`chart_define`, `chart_event`, `chart_exit`,
+//!   `chart_transition`, `chart_enter`; `docs/trace-format.md`).
+//!
+//! The chart's events are its actor's messages ([`ChartMsg::Event`]), so the
+//! mailbox policy is the actor's: a chart fed by a sensor can keep newest.
+//!
+//! A runaway macrostep ([`ChartError::RunawayLoop`]) panics the turn: the
+//! actor fails and its supervisor decides.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use turno::trace::ChartStep;
+use turno::{Actor, Addr, Context, ReplyTo, RequestId, Response, TimerId};
+
+use crate::actions::Action;
+use crate::algorithm::{ChartError, Inspect};
+use crate::core::{
+    fire_scheduled_inspected, initial_transition_inspected, invocation_done_inspected,
+    transition_inspected, Delivery,
+};
+use crate::event::Event;
+use crate::machine::{Machine, StateKind};
+use crate::snapshot::{Snapshot, Status};
+
+/// A chart actor's messages.
+pub enum ChartMsg {
+    /// An event for the chart (a macrostep).
+    Event(Event),
+    /// A delayed event's timer fired.
+    Timer {
+        /// The send id.
+        id: String,
+        /// Which scheduling.
+        seq: u64,
+    },
+    /// An invocation finished (output) or failed (error).
+    Done {
+        /// The invocation id.
+        id: String,
+        /// Which start of it.
+        generation: u64,
+        /// Its outcome.
+        result: Result<Value, Value>,
+    },
+    /// A delegated request timed out or its reply was lost.
+    Lost {
+        /// The invocation id.
+        id: String,
+        /// Which start of it.
+        generation: u64,
+    },
+    /// Adds a snapshot subscriber (called after every macrostep).
+    Subscribe(SnapshotFn),
+    /// Adds a subscriber to emitted events.
+    SubscribeEmitted(EmitFn),
+}
+
+impl From<Event> for ChartMsg {
+    fn from(e: Event) -> Self {
+        ChartMsg::Event(e)
+    }
+}
+
+/// A snapshot subscriber: the value (as XState shows it), the status and
+/// the snapshot.
+pub type SnapshotFn = Box<dyn FnMut(&Value, Status) + Send>;
+/// An emitted-event subscriber.
+pub type EmitFn = Box<dyn FnMut(&Event) + Send>;
+/// Where an event for another actor goes (`sendTo` a child, `sendParent`).
+pub type Sender = Arc<dyn Fn(Event) -> bool + Send + Sync>;
+
+/// How an invoked (or spawned) actor runs.
+pub struct Service<C: Clone + Send + Sync + 'static> {
+    start: StartFn<C>,
+}
+
+type StartFn<C> = Arc<dyn Fn(&mut Context<'_, ChartActor<C>>, Started) -> Running + Send + Sync>;
+
+/// What a service is given when it starts.
+pub struct Started {
+    /// The invocation (or child) id.
+    pub id: String,
+    /// Its generation: part of every message back.
+    pub generation: u64,
+    /// Its input.
+    pub input: Value,
+}
+
+/// A running invocation, as the interpreter stops it.
+pub enum Running {
+    /// A request awaiting its reply (abandoned on stop).
+    Request(RequestId),
+    /// A child actor (stopped on stop), with how to send it events.
+    Child(turno::ActorId, Option<Sender>),
+    /// Nothing to stop (it could not start; the error was delivered).
+    Nothing,
+}
+
+impl<C: Clone + Send + Sync + 'static> Clone for Service<C> {
+    fn clone(&self) -> Self {
+        Service {
+            start: self.start.clone(),
+        }
+    }
+}
+
+impl<C: Clone + Send + Sync + 'static> Service<C> {
+    /// Delegated work: asks `worker` with `request(input, reply)`; the
+    /// reply (`Ok` output or `Err` error) becomes the invocation's result.
+    /// After `timeout` the invocation fails with `"timeout"`.
+    pub fn ask<N: Send + 'static>(
+        worker: Addr<N>,
+        timeout: Duration,
+        request: impl Fn(Value, ReplyTo<Result<Value, Value>>) -> N + Send + Sync + 'static,
+    ) -> Self {
+        let request = Arc::new(request);
+        Service {
+            start: Arc::new(move |ctx, s: Started| {
+                let (id, generation) = (s.id.clone(), s.generation);
+                let r = request.clone();
+                let input = s.input;
+                let asked = ctx.ask(
+                    &worker,
+                    move |reply| r(input, reply),
+                    timeout,
+                    move |resp| match resp {
+                        Response::Reply(result) => ChartMsg::Done {
+                            id: id.clone(),
+                            generation,
+                            result,
+                        },
+                        Response::TimedOut => ChartMsg::Done {
+                            id: id.clone(),
+                            generation,
+                            result: Err(Value::String("timeout".into())),
+                        },
+                    },
+                );
+                match asked {
+                    Ok(req) => Running::Request(req),
+                    Err(_) => {
+                        // The worker could not take the request: the
+                        // invocation fails at once (as a message, so it
+                        // is processed as its own macrostep).
+                        let me = ctx.addr();
+                        let _ = ctx.send(
+                            &me,
+                            ChartMsg::Done {
+                                id: s.id,
+                                generation: s.generation,
+                                result: Err(Value::String("not delivered".into())),
+                            },
+                        );
+                        Running::Nothing
+                    }
+                }
+            }),
+        }
+    }
+
+    /// A child actor: `spawn` creates it under the chart, given the start
+    /// record and a [`Reporter`] to send its result (and events) back.
+    /// It returns the child's id and, for `sendTo`, how to send it events.
+    pub fn child(
+        spawn: impl Fn(
+                &mut Context<'_, ChartActor<C>>,
+                &Started,
+                Reporter,
+            ) -> Option<(turno::ActorId, Option<Sender>)>
+            + Send
+            + Sync
+            + 'static,
+    ) -> Self {
+        Service {
+            start: Arc::new(move |ctx, s: Started| {
+                let reporter = Reporter {
+                    parent: ctx.addr(),
+                    id: s.id.clone(),
+                    generation: s.generation,
+                };
+                match spawn(ctx, &s, reporter) {
+                    Some((child, sender)) => Running::Child(child, sender),
+                    None => Running::Nothing,
+                }
+            }),
+        }
+    }
+
+    /// A future run off-turn on tokio (`Context::pipe`); its output is the
+    /// invocation's result. Stopping the invocation aborts the task.
+    #[cfg(feature = "tokio")]
+    pub fn future<F>(make: impl Fn(Value) -> F + Send + Sync + 'static) -> Self
+    where
+        F: std::future::Future<Output = Result<Value, Value>> + Send + 'static,
+    {
+        Service {
+            start: Arc::new(move |ctx, s: Started| {
+                let (id, generation) = (s.id.clone(), s.generation);
+                let piped = ctx.pipe(make(s.input), None, move |resp| match resp {
+                    Response::Reply(result) => ChartMsg::Done {
+                        id: id.clone(),
+                        generation,
+                        result,
+                    },
+                    Response::TimedOut => ChartMsg::Lost {
+                        id: id.clone(),
+                        generation,
+                    },
+                });
+                match piped {
+                    Ok(req) => Running::Request(req),
+                    Err(e) => {
+                        let me = ctx.addr();
+                        let _ = ctx.send(
+                            &me,
+                            ChartMsg::Done {
+                                id: s.id,
+                                generation: s.generation,
+                                result: Err(Value::String(e.to_string())),
+                            },
+                        );
+                        Running::Nothing
+                    }
+                }
+            }),
+        }
+    }
+}
+
+/// Lets a child report back to the chart that started it.
+#[derive(Clone)]
+pub struct Reporter {
+    parent: Addr<ChartMsg>,
+    id: String,
+    generation: u64,
+}
+
+impl Reporter {
+    /// Reports the child's outcome: `xstate.done.actor.<id>` or
+    /// `xstate.error.actor.<id>`. Stale if the chart left the state.
+    pub fn done(&self, result: Result<Value, Value>) -> turno::Verdict<ChartMsg> {
+        self.parent.try_send(ChartMsg::Done {
+            id: self.id.clone(),
+            generation: self.generation,
+            result,
+        })
+    }
+
+    /// Sends an event to the chart (a child's `sendParent`).
+    pub fn send(&self, event: Event) -> turno::Verdict<ChartMsg> {
+        self.parent.try_send(ChartMsg::Event(event))
+    }
+
+    /// As a [`Sender`], for a child chart's [`ChartActor::with_parent`].
+    pub fn sender(&self) -> Sender {
+        let parent = self.parent.clone();
+        Arc::new(move |e| parent.try_send(ChartMsg::Event(e)).is_enqueued())
+    }
+}
+
+/// Counters of one chart actor, readable from outside.
+#[derive(Debug, Default)]
+pub struct ChartStats {
+    macrosteps: AtomicU64,
+    stale_results: AtomicU64,
+    stale_timers: AtomicU64,
+}
+
+impl ChartStats {
+    /// Macrosteps run (the initial one included).
+    pub fn macrosteps(&self) -> u64 {
+        self.macrosteps.load(Ordering::Relaxed)
+    }
+    /// Invocation results that arrived after their invocation had stopped:
+    /// dropped, never delivered.
+    pub fn stale_results(&self) -> u64 {
+        self.stale_results.load(Ordering::Relaxed)
+    }
+    /// Timer messages whose schedule had been cancelled or replaced.
+    pub fn stale_timers(&self) -> u64 {
+        self.stale_timers.load(Ordering::Relaxed)
+    }
+}
+
+/// Hooks for actions the interpreter hands back to the application.
+type CustomFn<C> = Box<dyn FnMut(&mut Context<'_, ChartActor<C>>, &str, &Value, &Event) + Send>;
+type LogFn = Box<dyn FnMut(&str) + Send>;
+type DoneFn = Box<dyn FnMut(Status, Option<&Value>) + Send>;
+
+/// A statechart running as a turno actor. See the [module docs](self).
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use turno::{DetSystem, Props};
+/// use turno_chart::interpreter::{ChartActor, ChartMsg};
+/// use turno_chart::{load_json, stdlib, Event};
+///
+/// let m = Arc::new(load_json::<serde_json::Value>(r#"{"initial": "idle", "states": {
+///     "idle": {"on": {"GO": "busy"}},
+///     "busy": {"after": {"100": "idle"}}}}"#, &stdlib::implementations()).unwrap());
+/// let seen = Arc::new(Mutex::new(Vec::new()));
+/// let s = seen.clone();
+/// let mut sys = DetSystem::new(1);
+/// let chart = sys.spawn(Props::new(), move || {
+///     let s = s.clone();
+///     ChartActor::new(m.clone()).on_snapshot(move |v, _| s.lock().unwrap().push(v.to_string()))
+/// }).unwrap();
+/// sys.run_until_idle().unwrap();
+/// assert!(chart.try_send(ChartMsg::Event(Event::new("GO"))).is_enqueued());
+/// sys.advance(std::time::Duration::from_millis(100)).unwrap();
+/// assert_eq!(*seen.lock().unwrap(), [r#""idle""#, r#""busy""#, r#""idle""#]);
+/// ```
+pub struct ChartActor<C: Clone + Send + Sync + 'static> {
+    machine: Arc<Machine<C>>,
+    snapshot: Option<Snapshot<C>>,
+    services: Arc<HashMap<String, Service<C>>>,
+    timers: HashMap<(String, u64), TimerId>,
+    running: HashMap<(String, u64), Running>,
+    children: HashMap<String, (turno::ActorId, Option<Sender>)>,
+    parent: Option<Sender>,
+    on_snapshot: Vec<SnapshotFn>,
+    on_emit: Vec<EmitFn>,
+    on_custom: Option<CustomFn<C>>,
+    on_log: Option<LogFn>,
+    on_done: Option<DoneFn>,
+    stats: Arc<ChartStats>,
+    actions: Vec<Action>,
+    defined: bool,
+}
+
+impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
+    /// A chart actor for `machine`, with no services.
+    pub fn new(machine: Arc<Machine<C>>) -> Self {
+        ChartActor {
+            machine,
+            snapshot: None,
+            services: Arc::new(HashMap::new()),
+            timers: HashMap::new(),
+            running: HashMap::new(),
+            children: HashMap::new(),
+            parent: None,
+            on_snapshot: Vec::new(),
+            on_emit: Vec::new(),
+            on_custom: None,
+            on_log: None,
+            on_done: None,
+            stats: Arc::new(ChartStats::default()),
+            actions: Vec::new(),
+            defined: false,
+        }
+    }
+
+    /// The services `invoke.src` and `spawnChild` name (shared between
+    /// instances: build the map once).
+    pub fn with_services(mut self, services: Arc<HashMap<String, Service<C>>>) -> Self {
+        self.services = services;
+        self
+    }
+
+    /// Where `sendParent` goes.
+    pub fn with_parent(mut self, parent: Sender) -> Self {
+        self.parent = Some(parent);
+        self
+    }
+
+    /// Shares counters with the caller (see [`ChartStats`]).
+    pub fn with_stats(mut self, stats: Arc<ChartStats>) -> Self {
+        self.stats = stats;
+        self
+    }
+
+    /// Calls `f` with the state value and status after every macrostep.
+    pub fn on_snapshot(mut self, f: impl FnMut(&Value, Status) + Send + 'static) -> Self {
+        self.on_snapshot.push(Box::new(f));
+        self
+    }
+
+    /// Calls `f` for every emitted event.
+    pub fn on_emit(mut self, f: impl FnMut(&Event) + Send + 'static) -> Self {
+        self.on_emit.push(Box::new(f));
+        self
+    }
+
+    /// Executes custom actions ([`Action::Custom`]).
+    pub fn on_custom(
+        mut self,
+        f: impl FnMut(&mut Context<'_, ChartActor<C>>, &str, &Value, &Event) + Send + 'static,
+    ) -> Self {
+        self.on_custom = Some(Box::new(f));
+        self
+    }
+
+    /// Receives `log` lines.
+    pub fn on_log(mut self, f: impl FnMut(&str) + Send + 'static) -> Self {
+        self.on_log = Some(Box::new(f));
+        self
+    }
+
+    /// Called once when the chart is done (or failed) with its output or
+    /// error; a child chart uses it to report to its parent.
+    pub fn on_done(mut self, f: impl FnMut(Status, Option<&Value>) + Send + 'static) -> Self {
+        self.on_done = Some(Box::new(f));
+        self
+    }
+
+    /// The current snapshot (`None` before the actor's first turn).
+    pub fn snapshot(&self) -> Option<&Snapshot<C>> {
+        self.snapshot.as_ref()
+    }
+
+    fn define(&mut self, ctx: &Context<'_, Self>) {
+        self.defined = true;
+        if !ctx.tracing() {
+            return;
+        }
+        let m = &self.machine;
+        let states = m
+            .states()
+            .iter()
+            .skip(1)
+            .map(|s| {
+                let kind = match s.kind {
+                    StateKind::Atomic => "atomic",
+                    StateKind::Compound => "compound",
+                    StateKind::Parallel => "parallel",
+                    StateKind::Final => "final",
+                    StateKind::History { .. } => "history",
+                };
+                let parent = s
+                    .parent
+                    .filter(|&p| p != 0)
+                    .map(|p| m.state(p).id.to_string());
+                json!({"id": &*s.id, "parent": parent, "kind": kind})
+            })
+            .collect();
+        let transitions = m
+            .transitions()
+            .iter()
+            .map(|t| {
+                let targets: Vec<&str> = t.targets.iter().map(|&x| &*m.state(x).id).collect();
+                json!({"source": &*m.state(t.source).id, "event": t.event.as_deref(), "targets": targets})
+            })
+            .collect();
+        ctx.trace_chart(ChartStep::Define {
+            machine: m.id().to_string(),
+            states,
+            transitions,
+        });
+    }
+
+    /// Runs `f` (one pure macrostep) with the trace inspector when tracing.
+    fn step(
+        &mut self,
+        ctx: &mut Context<'_, Self>,
+        f: impl FnOnce(
+            &Machine<C>,
+            &mut Snapshot<C>,
+            &mut Vec<Action>,
+            Option<&mut dyn FnMut(Inspect<'_>)>,
+        ) -> Result<Delivery, ChartError>,
+    ) -> Delivery {
+        let mut snap = self.snapshot.take().expect("started");
+        let mut actions = std::mem::take(&mut self.actions);
+        let now = ctx.now().since_start().as_millis() as u64;
+        snap.now_ms = snap.now_ms.max(now);
+        let m = self.machine.clone();
+        let result = if ctx.tracing() {
+            let cx = &*ctx;
+            let mut record = |step: Inspect<'_>| trace_step(cx, &m, step);
+            f(&m, &mut snap, &mut actions, Some(&mut record))
+        } else {
+            f(&m, &mut snap, &mut actions, None)
+        };
+        let delivery = match result {
+            Ok(d) => d,
+            Err(e) => panic!("chart {:?}: {e}", m.id()),
+        };
+        self.snapshot = Some(snap);
+        self.execute(ctx, &mut actions);
+        actions.clear();
+        self.actions = actions;
+        if delivery == Delivery::Delivered {
+            self.stats.macrosteps.fetch_add(1, Ordering::Relaxed);
+            self.notify(ctx);
+        }
+        delivery
+    }
+
+    fn notify(&mut self, ctx: &mut Context<'_, Self>) {
+        let snap = self.snapshot.as_ref().expect("started");
+        if !self.on_snapshot.is_empty() {
+            let value = snap.value(&self.machine).to_json();
+            for f in &mut self.on_snapshot {
+                f(&value, snap.status);
+            }
+        }
+        if snap.status != Status::Active {
+            let status = snap.status;
+            let payload = snap.output.clone().or_else(|| snap.error.clone());
+            if let Some(mut f) = self.on_done.take() {
+                f(status, payload.as_ref());
+            }
+            ctx.stop();
+        }
+    }
+
+    fn execute(&mut self, ctx: &mut Context<'_, Self>, actions: &mut Vec<Action>) {
+        let now = ctx.now().since_start().as_millis() as u64;
+        for a in actions.drain(..) {
+            match a {
+                Action::Schedule { id, seq, due_ms } => {
+                    let delay = Duration::from_millis(due_ms.saturating_sub(now));
+                    let t = ctx.send_after(
+                        delay,
+                        ChartMsg::Timer {
+                            id: id.clone(),
+                            seq,
+                        },
+                    );
+                    self.timers.insert((id, seq), t);
+                }
+                Action::Unschedule { id, seq } => {
+                    if let Some(t) = self.timers.remove(&(id, seq)) {
+                        ctx.cancel_timer(t);
+                    }
+                }
+                Action::StartInvoke {
+                    id,
+                    src,
+                    input,
+                    generation,
+                } => {
+                    let running = match self.services.get(&src).cloned() {
+                        Some(service) => (service.start)(
+                            ctx,
+                            Started {
+                                id: id.clone(),
+                                generation,
+                                input,
+                            },
+                        ),
+                        None => {
+                            let me = ctx.addr();
+                            let _ = ctx.send(
+                                &me,
+                                ChartMsg::Done {
+                                    id: id.clone(),
+                                    generation,
+                                    result: Err(Value::String(format!("no service {src:?}"))),
+                                },
+                            );
+                            Running::Nothing
+                        }
+                    };
+                    if let Running::Child(child, sender) = &running {
+                        self.children.insert(id.clone(), (*child, sender.clone()));
+                    }
+                    self.running.insert((id, generation), running);
+                }
+                Action::StopInvoke { id, generation } => {
+                    if let Some(r) = self.running.remove(&(id.clone(), generation)) {
+                        stop_running(ctx, r);
+                        self.children.remove(&id);
+                    }
+                }
+                Action::SendTo { to, event } => {
+                    if let Some((_, Some(send))) = self.children.get(&to) {
+                        send(event);
+                    }
+                }
+                Action::SendParent { event } => {
+                    if let Some(p) = &self.parent {
+                        p(event);
+                    }
+                }
+                Action::Emit { event } => {
+                    for f in &mut self.on_emit {
+                        f(&event);
+                    }
+                }
+                Action::Log { message } => {
+                    if let Some(f) = &mut self.on_log {
+                        f(&message);
+                    }
+                }
+                Action::SpawnChild { id, src, input } => {
+                    if let Some(service) = self.services.get(&src).cloned() {
+                        let generation = u64::MAX;
+                        let r = (service.start)(
+                            ctx,
+                            Started {
+                                id: id.clone(),
+                                generation,
+                                input,
+                            },
+                        );
+                        if let Running::Child(child, sender) = r {
+                            self.children.insert(id, (child, sender));
+                        }
+                    }
+                }
+                Action::StopChild { id } => {
+                    if let Some((child, _)) = self.children.remove(&id) {
+                        ctx.stop_actor(child);
+                    }
+                }
+                Action::Custom {
+                    name,
+                    params,
+                    event,
+                } => {
+                    if let Some(f) = &mut self.on_custom {
+                        f(ctx, &name, &params, &event);
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn stop_running<C: Clone + Send + Sync + 'static>(
+    ctx: &mut Context<'_, ChartActor<C>>,
+    r: Running,
+) {
+    match r {
+        Running::Request(req) => {
+            ctx.abandon(req);
+        }
+        Running::Child(child, _) => ctx.stop_actor(child),
+        Running::Nothing => {}
+    }
+}
+
+fn trace_step<A: Actor, C>(ctx: &Context<'_, A>, m: &Machine<C>, step: Inspect<'_>) {
+    let id = |s| m.state(s).id.to_string();
+    ctx.trace_chart(match step {
+        Inspect::Event { event, internal } => ChartStep::Event {
+            event: event.name().to_string(),
+            internal,
+        },
+        Inspect::Exit(s) => ChartStep::Exit(id(s)),
+        Inspect::Enter(s) => ChartStep::Enter(id(s)),
+        Inspect::Transition {
+            source,
+            event,
+            targets,
+        } => ChartStep::Transition {
+            source: id(source),
+            event: event.map(str::to_string),
+            targets: targets.iter().map(|&t| id(t)).collect(),
+        },
+    });
+}
+
+impl<C: Clone + Send + Sync + 'static> Actor for ChartActor<C> {
+    type Msg = ChartMsg;
+
+    fn started(&mut self, ctx: &mut Context<'_, Self>) {
+        if !self.defined {
+            self.define(ctx);
+        }
+        // A restarted instance starts from the initial state again.
+        let now = ctx.now().since_start().as_millis() as u64;
+        let m = self.machine.clone();
+        let mut actions = std::mem::take(&mut self.actions);
+        let snap = if ctx.tracing() {
+            let cx = &*ctx;
+            let mut record = |step: Inspect<'_>| trace_step(cx, &m, step);
+            initial_transition_inspected(&m, now, &mut actions, Some(&mut record))
+        } else {
+            initial_transition_inspected(&m, now, &mut actions, None)
+        };
+        let snap = snap.unwrap_or_else(|e| panic!("chart {:?}: {e}", m.id()));
+        self.snapshot = Some(snap);
+        self.execute(ctx, &mut actions);
+        self.actions = actions;
+        self.stats.macrosteps.fetch_add(1, Ordering::Relaxed);
+        self.notify(ctx);
+    }
+
+    fn handle(&mut self, ctx: &mut Context<'_, Self>, msg: ChartMsg) {
+        match msg {
+            ChartMsg::Event(event) => {
+                self.step(ctx, |m, s, a, i| {
+                    transition_inspected(m, s, event, a, i).map(|()| Delivery::Delivered)
+                });
+            }
+            ChartMsg::Timer { id, seq } => {
+                self.timers.remove(&(id.clone(), seq));
+                let d = self.step(ctx, |m, s, a, i| {
+                    fire_scheduled_inspected(m, s, &id, seq, a, i)
+                });
+                if d == Delivery::Stale {
+                    self.stats.stale_timers.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            ChartMsg::Done {
+                id,
+                generation,
+                result,
+            } => {
+                self.running.remove(&(id.clone(), generation));
+                let d = self.step(ctx, |m, s, a, i| {
+                    invocation_done_inspected(m, s, &id, generation, result, a, i)
+                });
+                if d == Delivery::Stale {
+                    self.stats.stale_results.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    self.children.remove(&id);
+                }
+            }
+            ChartMsg::Lost { id, generation } => {
+                self.running.remove(&(id, generation));
+                self.stats.stale_results.fetch_add(1, Ordering::Relaxed);
+            }
+            ChartMsg::Subscribe(f) => self.on_snapshot.push(f),
+            ChartMsg::SubscribeEmitted(f) => self.on_emit.push(f),
+        }
+    }
+
+    fn stopped(&mut self, ctx: &mut Context<'_, Self>) {
+        for (_, r) in self.running.drain() {
+            stop_running(ctx, r);
+        }
+    }
+}
