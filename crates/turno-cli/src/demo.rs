@@ -137,7 +137,12 @@ impl Actor for Consumer {
 
 /// Runs the scenario under one policy.
 pub fn run(s: &Scenario, policy: Policy) -> Outcome {
-    let mut sys = DetSystem::builder().seed(s.seed).metrics(false).build();
+    run_on(s, policy, DetSystem::builder())
+}
+
+/// [`run`] on a system built from `builder` (e.g. one that records a trace).
+pub fn run_on(s: &Scenario, policy: Policy, builder: turno::DetSystemBuilder) -> Outcome {
+    let mut sys = builder.seed(s.seed).metrics(false).build();
     let delays = Arc::new(Mutex::new(Vec::new()));
     let d = delays.clone();
     let cost = Duration::from_secs(1) / s.consume_hz;

@@ -52,6 +52,9 @@ pub struct RunArgs {
     /// Write the trace (turno-js-trace JSON lines) to this file.
     #[arg(long, value_name = "OUT.json")]
     trace: Option<PathBuf>,
+    /// Record the trace (to --trace, or a temporary file) and open it in the inspector.
+    #[arg(long)]
+    inspect: bool,
     /// Virtual nanoseconds per executed boa instruction (0: JavaScript takes no time).
     #[arg(long, value_name = "NS", default_value_t = Cost::DEFAULT.ns_per_instruction())]
     cost: f64,
@@ -71,8 +74,15 @@ pub struct RunArgs {
 
 /// Runs `turno js <command>` and returns the process exit code.
 pub fn main(cmd: JsCommand) -> ExitCode {
-    let JsCommand::Run(args) = cmd;
-    ExitCode::from(u8::try_from(run(args)).unwrap_or(1))
+    let JsCommand::Run(mut args) = cmd;
+    let inspect = args
+        .inspect
+        .then(|| crate::inspect::trace_to(&mut args.trace, &args.file));
+    let code = run(args);
+    match inspect {
+        Some((trace, source)) => crate::inspect::open_js(code, &trace, &source),
+        None => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+    }
 }
 
 fn run(args: RunArgs) -> i32 {

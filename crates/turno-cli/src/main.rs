@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 
 mod chart;
 mod demo;
+mod inspect;
 mod js;
 
 #[derive(Parser)]
@@ -41,6 +42,9 @@ enum Command {
         /// Scheduler seed.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Record the run under one policy (default keep-newest) and open it in the inspector.
+        #[arg(long, value_name = "POLICY", num_args = 0..=1, default_missing_value = "keep-newest")]
+        inspect: Option<String>,
     },
     /// Statecharts: `turno chart run MACHINE.json EVENTS.json`,
     /// `turno chart mermaid MACHINE.json`.
@@ -48,6 +52,8 @@ enum Command {
         #[command(subcommand)]
         command: chart::ChartCommand,
     },
+    /// Step through a recorded trace in the browser: `turno inspect TRACE`.
+    Inspect(inspect::InspectArgs),
     /// The JavaScript event-loop explorer (`turno js run FILE.js`).
     #[command(subcommand)]
     Js(js::JsCommand),
@@ -62,6 +68,7 @@ fn main() -> ExitCode {
             produce,
             consume,
             seed,
+            inspect,
         } => {
             let scenario = demo::Scenario {
                 produce_hz: produce,
@@ -70,10 +77,14 @@ fn main() -> ExitCode {
                 capacity: capacity as usize,
                 seed,
             };
+            if let Some(policy) = inspect {
+                return inspect::demo(&scenario, &policy);
+            }
             print!("{}", demo::report(&scenario));
             ExitCode::SUCCESS
         }
         Command::Chart { command } => chart::main(command),
+        Command::Inspect(args) => inspect::main(&args),
         Command::Js(cmd) => js::main(cmd),
     }
 }

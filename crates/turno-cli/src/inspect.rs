@@ -1,0 +1,127 @@
+//! `turno inspect TRACE`: serves the inspector for a recorded trace on
+//! 127.0.0.1 and prints its URL; `turno js run FILE.js --inspect` and
+//! `turno demo --inspect [POLICY]` record a trace and open it in one go.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
+use turno::Policy;
+
+use crate::demo;
+
+/// `turno inspect TRACE [--port N] [--source FILE]`.
+#[derive(Args, Debug)]
+pub struct InspectArgs {
+    /// A trace file (`turno-trace` or `turno-js-trace` JSON lines).
+    pub trace: PathBuf,
+    /// Port on 127.0.0.1 (0: any free port).
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+    /// The JavaScript program to show (default: the trace's `file`, as
+    /// given or next to the trace).
+    #[arg(long)]
+    pub source: Option<PathBuf>,
+}
+
+/// Runs `turno inspect`.
+pub fn main(args: &InspectArgs) -> ExitCode {
+    serve(&args.trace, args.source.as_deref(), args.port)
+}
+
+fn serve(trace: &Path, source: Option<&Path>, port: u16) -> ExitCode {
+    let loaded = match turno_inspect::Loaded::open(trace, source) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("turno inspect: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let ix = loaded.index();
+    if let Some(e) = ix.error() {
+        eprintln!(
+            "turno inspect: {}: the trace is cut at {e}; showing the {} events before",
+            trace.display(),
+            ix.len()
+        );
+    }
+    eprintln!(
+        "turno inspect: {} events indexed in {:.0} ms ({} checkpoints)",
+        ix.len(),
+        loaded.index_ms(),
+        ix.checkpoints()
+    );
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let result = turno_inspect::serve_blocking(loaded, addr, |url| {
+        println!("{url}");
+        eprintln!(
+            "turno inspect: serving {} at {url} (Ctrl-C to stop)",
+            trace.display()
+        );
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("turno inspect: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn temp_trace(stem: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("turno-{stem}-{}.jsonl", std::process::id()))
+}
+
+/// `turno js run FILE.js --inspect`: the trace goes to `--trace` if given,
+/// else to a temporary file. Returns (trace, source).
+pub fn trace_to(trace: &mut Option<PathBuf>, file: &Path) -> (PathBuf, PathBuf) {
+    let path = trace.get_or_insert_with(|| temp_trace("js")).clone();
+    (path, file.to_owned())
+}
+
+/// Serves the trace that `turno js run --inspect` wrote (if the run wrote
+/// one; otherwise exits with the run's code).
+pub fn open_js(code: i32, trace: &Path, source: &Path) -> ExitCode {
+    if !trace.exists() {
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
+    serve(trace, Some(source), 0)
+}
+
+/// `turno demo --inspect POLICY`: runs the overload scenario under one
+/// policy with a trace and serves it.
+pub fn demo(scenario: &demo::Scenario, policy: &str) -> ExitCode {
+    let Some(policy) = parse_policy(policy, scenario.capacity) else {
+        eprintln!(
+            "turno demo: --inspect takes unbounded, keep-newest, keep-oldest, reject or suspend, not {policy:?}"
+        );
+        return ExitCode::from(2);
+    };
+    let path = temp_trace("demo");
+    let file = match std::fs::File::create(&path) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("turno demo: cannot write {}: {e}", path.display());
+            return ExitCode::from(2);
+        }
+    };
+    let sink = turno::trace::JsonLinesSink::new(std::io::BufWriter::new(file));
+    let outcome = demo::run_on(scenario, policy, turno::DetSystem::builder().trace(sink));
+    eprintln!(
+        "turno demo: {policy}: sent {}, delivered {}, dropped {}, rejected {}, queued {}; trace in {}",
+        outcome.sent,
+        outcome.delivered,
+        outcome.dropped,
+        outcome.rejected,
+        outcome.queued,
+        path.display()
+    );
+    serve(&path, None, 0)
+}
+
+fn parse_policy(name: &str, capacity: usize) -> Option<Policy> {
+    demo::policies(capacity)
+        .into_iter()
+        .find(|p| p.name().replace('_', "-") == name || p.to_string() == name)
+}

@@ -1,0 +1,241 @@
+//! Live mode: follow a running system in the page.
+//!
+//! [`start`] binds the inspector (127.0.0.1 by default) and returns a
+//! [`LiveSink`] to give the system as its trace sink. The sink folds each
+//! event into a [`World`] as it happens; every connected page receives a
+//! snapshot over a WebSocket (`/api/live`) a few times a second: actors,
+//! mailbox depths (the page plots them over time), drops by policy, stash
+//! sizes, statechart configurations and the wait-for graph.
+//!
+//! Binding any address that is not loopback requires a token; with a
+//! token, the WebSocket is refused unless the page was opened with
+//! `?token=...` (the URL [`Live::url`] returns carries it).
+//!
+//! ```no_run
+//! use turno::DetSystem;
+//! let (live, sink) = turno_inspect::live::start(Default::default()).unwrap();
+//! println!("{}", live.url());
+//! let mut sys = DetSystem::builder().trace(sink).build();
+//! // ... spawn actors and run; the page follows.
+//! # let _ = sys.run_until_idle();
+//! ```
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use serde::Deserialize;
+use tokio::sync::oneshot;
+use turno::trace::{TraceEvent, TraceSink};
+use turno_trace::{Event, World};
+
+use crate::server::asset_routes;
+use crate::Error;
+
+/// Where and how live mode listens.
+#[derive(Clone, Debug)]
+pub struct LiveOptions {
+    /// The address (default 127.0.0.1, any free port).
+    pub addr: SocketAddr,
+    /// Required to bind anything but loopback; when set, the page must
+    /// present it.
+    pub token: Option<String>,
+    /// How often snapshots are sent (default 200 ms).
+    pub interval: Duration,
+}
+
+impl Default for LiveOptions {
+    fn default() -> Self {
+        LiveOptions {
+            addr: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+            token: None,
+            interval: Duration::from_millis(200),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Shared {
+    world: Mutex<World>,
+    /// Events that could not be read back (a bug in a writer).
+    unreadable: Mutex<u64>,
+}
+
+/// The running live server; dropping it stops the server.
+pub struct Live {
+    url: String,
+    shared: Arc<Shared>,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Live {
+    /// The page's URL (with the token, when one is set).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// A copy of the world as the page sees it now.
+    pub fn world(&self) -> World {
+        lock(&self.shared.world).clone()
+    }
+
+    /// Events the sink could not read back (always 0 unless a writer and
+    /// the trace format disagree).
+    pub fn unreadable(&self) -> u64 {
+        *lock(&self.shared.unreadable)
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic elsewhere while holding the lock leaves a usable world.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The trace sink that feeds the page: give it to the system's builder.
+pub struct LiveSink {
+    shared: Arc<Shared>,
+}
+
+impl TraceSink for LiveSink {
+    fn record(&mut self, event: &TraceEvent) {
+        // The runtime's events go through their own serialised form, the
+        // one the trace format documents, so live and recorded agree.
+        let parsed = serde_json::to_value(event)
+            .ok()
+            .and_then(|v| Event::deserialize(v).ok());
+        match parsed {
+            Some(e) => lock(&self.shared.world).apply(&e),
+            None => *lock(&self.shared.unreadable) += 1,
+        }
+    }
+}
+
+/// Starts the live server and returns it with the sink to record into.
+pub fn start(opts: LiveOptions) -> Result<(Live, LiveSink), Error> {
+    if !opts.addr.ip().is_loopback() && opts.token.is_none() {
+        return Err(Error::TokenRequired(opts.addr));
+    }
+    let std_listener =
+        std::net::TcpListener::bind(opts.addr).map_err(|e| Error::Bind(opts.addr, e))?;
+    std_listener
+        .set_nonblocking(true)
+        .map_err(|e| Error::Bind(opts.addr, e))?;
+    let local = std_listener
+        .local_addr()
+        .map_err(|e| Error::Bind(opts.addr, e))?;
+    let shared = Arc::new(Shared::default());
+    let url = match &opts.token {
+        Some(t) => format!("http://{local}/?live&token={t}"),
+        None => format!("http://{local}/?live"),
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(Error::Runtime)?;
+    let (stop_tx, stop_rx) = oneshot::channel::<()>();
+    let app = Arc::new(LiveApp {
+        shared: shared.clone(),
+        token: opts.token.clone(),
+        interval: opts.interval,
+    });
+    let thread = std::thread::Builder::new()
+        .name("turno-inspect-live".into())
+        .spawn(move || {
+            rt.block_on(async move {
+                let Ok(listener) = tokio::net::TcpListener::from_std(std_listener) else {
+                    return;
+                };
+                let router = Router::new()
+                    .route("/api/live", get(ws))
+                    .with_state(app)
+                    .merge(asset_routes());
+                let _ = axum::serve(listener, router)
+                    .with_graceful_shutdown(async {
+                        let _ = stop_rx.await;
+                    })
+                    .await;
+            });
+        })
+        .map_err(Error::Runtime)?;
+    Ok((
+        Live {
+            url,
+            shared: shared.clone(),
+            stop: Some(stop_tx),
+            thread: Some(thread),
+        },
+        LiveSink { shared },
+    ))
+}
+
+struct LiveApp {
+    shared: Arc<Shared>,
+    token: Option<String>,
+    interval: Duration,
+}
+
+#[derive(Deserialize)]
+struct TokenQuery {
+    token: Option<String>,
+}
+
+/// Compares without stopping at the first difference, so the time taken
+/// does not tell how much of a guess was right.
+fn same(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
+}
+
+async fn ws(
+    State(app): State<Arc<LiveApp>>,
+    Query(q): Query<TokenQuery>,
+    upgrade: WebSocketUpgrade,
+) -> Response {
+    if let Some(want) = &app.token {
+        if !q.token.as_deref().is_some_and(|t| same(t, want)) {
+            return (StatusCode::UNAUTHORIZED, "live mode needs ?token=").into_response();
+        }
+    }
+    upgrade.on_upgrade(move |socket| follow(app, socket))
+}
+
+async fn follow(app: Arc<LiveApp>, mut socket: WebSocket) {
+    let mut last = u64::MAX;
+    let mut ticker = tokio::time::interval(app.interval);
+    loop {
+        ticker.tick().await;
+        let text = {
+            let world = lock(&app.shared.world);
+            if world.step == last {
+                continue;
+            }
+            last = world.step;
+            let snap = serde_json::json!({ "world": &*world, "wait_for": world.wait_for() });
+            snap.to_string()
+        };
+        if socket.send(Message::Text(text.into())).await.is_err() {
+            return;
+        }
+    }
+}

@@ -1,0 +1,355 @@
+//! The HTTP side: the embedded page and a small JSON API over an
+//! [`Index`], so the page never holds the trace, only the step it shows.
+
+use std::fs::File;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::{Query, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use turno_trace::{Event, Format, Header, Index, WaitFor, World};
+
+use crate::moved::{moved, Moved};
+use crate::Error;
+
+/// The page, its script and its style, compiled into the binary.
+pub(crate) const PAGE: &str = include_str!("../assets/index.html");
+pub(crate) const SCRIPT: &str = include_str!("../assets/app.js");
+pub(crate) const STYLE: &str = include_str!("../assets/app.css");
+
+/// The longest source file shown (bigger ones are left out, not cut).
+const MAX_SOURCE: u64 = 4 << 20;
+/// Render steps listed in the metadata (the timeline's marks).
+const MAX_RENDER_MARKS: usize = 5000;
+
+/// A trace opened for the inspector: its index and, for JavaScript, the
+/// program's source.
+pub struct Loaded {
+    path: PathBuf,
+    index: Index,
+    source: Option<Source>,
+    index_ms: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+struct Source {
+    file: String,
+    lines: Vec<String>,
+}
+
+impl Loaded {
+    /// Reads and indexes the trace at `path`. `source` is the JavaScript
+    /// program to show; without it, the header's `file` is looked for as
+    /// given and next to the trace.
+    pub fn open(path: &Path, source: Option<&Path>) -> Result<Loaded, Error> {
+        let t0 = Instant::now();
+        let file = File::open(path).map_err(|e| Error::Open(path.to_owned(), e))?;
+        let index = Index::build(file)?;
+        let index_ms = t0.elapsed().as_secs_f64() * 1000.0;
+        let source = find_source(path, index.header(), source);
+        Ok(Loaded {
+            path: path.to_owned(),
+            index,
+            source,
+            index_ms,
+        })
+    }
+
+    /// The index.
+    pub fn index(&self) -> &Index {
+        &self.index
+    }
+
+    /// How long indexing took, in milliseconds.
+    pub fn index_ms(&self) -> f64 {
+        self.index_ms
+    }
+
+    fn file(&self) -> Result<File, ApiError> {
+        File::open(&self.path)
+            .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
+    }
+
+    /// The view of step `k`: the world after `k` events, the event that
+    /// led to it and what it moved.
+    pub fn step(&self, k: u64) -> Result<StepView, Error> {
+        let k = k.min(self.index.len());
+        let open = || File::open(&self.path).map_err(|e| Error::Open(self.path.clone(), e));
+        if k == 0 {
+            let world = self.index.world_at(open()?, 0)?;
+            return Ok(StepView::new(0, self.index.len(), None, Vec::new(), world));
+        }
+        let mut world = self.index.world_at(open()?, k - 1)?;
+        let event = self.index.events(open()?, k - 1, 1)?.pop();
+        let mut mv = Vec::new();
+        if let Some(e) = &event {
+            mv = moved(&world, e);
+            world.apply(e);
+        }
+        Ok(StepView::new(k, self.index.len(), event, mv, world))
+    }
+}
+
+fn find_source(trace: &Path, header: &Header, given: Option<&Path>) -> Option<Source> {
+    let read = |p: &Path| -> Option<Source> {
+        let meta = std::fs::metadata(p).ok()?;
+        if !meta.is_file() || meta.len() > MAX_SOURCE {
+            return None;
+        }
+        let text = std::fs::read_to_string(p).ok()?;
+        Some(Source {
+            file: p.display().to_string(),
+            lines: text.lines().map(str::to_owned).collect(),
+        })
+    };
+    if let Some(p) = given {
+        return read(p);
+    }
+    if header.format != Format::TurnoJs {
+        return None;
+    }
+    let name = Path::new(header.file.as_deref()?);
+    read(name).or_else(|| {
+        let dir = trace.parent()?;
+        read(&dir.join(name)).or_else(|| read(&dir.join(name.file_name()?)))
+    })
+}
+
+/// Everything the page needs to draw one step.
+#[derive(Debug, Serialize)]
+pub struct StepView {
+    /// The step (events applied).
+    pub step: u64,
+    /// Steps in the trace.
+    pub len: u64,
+    /// The event that led to this step (`None` at step 0).
+    pub event: Option<Event>,
+    /// What it moved.
+    pub moved: Vec<Moved>,
+    /// The wait-for graph.
+    pub wait_for: WaitFor,
+    /// The world.
+    pub world: World,
+}
+
+impl StepView {
+    fn new(step: u64, len: u64, event: Option<Event>, moved: Vec<Moved>, world: World) -> Self {
+        StepView {
+            step,
+            len,
+            event,
+            moved,
+            wait_for: world.wait_for(),
+            world,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Meta<'a> {
+    header: &'a Header,
+    path: String,
+    len: u64,
+    end_t_ns: u64,
+    error: Option<String>,
+    unknown_kinds: u64,
+    times: &'a [(u64, u64)],
+    renders: &'a [(u64, u64)],
+    turns: usize,
+    tasks: usize,
+    chart_events: usize,
+    source: Option<&'a Source>,
+    index_ms: f64,
+}
+
+pub(crate) struct ApiError(StatusCode, String);
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.0, self.1).into_response()
+    }
+}
+
+impl From<Error> for ApiError {
+    fn from(e: Error) -> Self {
+        ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+    }
+}
+
+impl From<turno_trace::ReadError> for ApiError {
+    fn from(e: turno_trace::ReadError) -> Self {
+        ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+    }
+}
+
+type App = Arc<Loaded>;
+
+async fn meta(State(app): State<App>) -> Json<serde_json::Value> {
+    let ix = &app.index;
+    let marks = ix.marks();
+    let renders = &marks.renders[..marks.renders.len().min(MAX_RENDER_MARKS)];
+    let m = Meta {
+        header: ix.header(),
+        path: app.path.display().to_string(),
+        len: ix.len(),
+        end_t_ns: ix.end_t_ns(),
+        error: ix.error().map(ToString::to_string),
+        unknown_kinds: ix.unknown_kinds(),
+        times: ix.times(),
+        renders,
+        turns: marks.turns.len(),
+        tasks: marks.tasks.len(),
+        chart_events: marks.chart_events.len(),
+        source: app.source.as_ref(),
+        index_ms: app.index_ms,
+    };
+    Json(serde_json::to_value(m).unwrap_or_default())
+}
+
+#[derive(Deserialize)]
+struct StepQuery {
+    k: u64,
+}
+
+async fn step(State(app): State<App>, Query(q): Query<StepQuery>) -> Result<Response, ApiError> {
+    let view = tokio::task::spawn_blocking(move || app.step(q.k))
+        .await
+        .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))??;
+    Ok(Json(view).into_response())
+}
+
+#[derive(Deserialize)]
+struct JumpQuery {
+    k: u64,
+    what: String,
+    dir: i8,
+}
+
+async fn jump(State(app): State<App>, Query(q): Query<JumpQuery>) -> Result<Json<u64>, ApiError> {
+    let marks = app.index.marks();
+    let renders: Vec<u64>;
+    let list: &[u64] = match q.what.as_str() {
+        "turn" => &marks.turns,
+        "task" => &marks.tasks,
+        "chart" => &marks.chart_events,
+        "render" => {
+            renders = marks.renders.iter().map(|r| r.0).collect();
+            &renders
+        }
+        other => {
+            return Err(ApiError(
+                StatusCode::BAD_REQUEST,
+                format!("unknown jump {other:?} (turn, task, render, chart)"),
+            ))
+        }
+    };
+    let to = if q.dir >= 0 {
+        let i = list.partition_point(|&s| s <= q.k);
+        list.get(i).copied().unwrap_or(q.k)
+    } else {
+        let i = list.partition_point(|&s| s < q.k);
+        i.checked_sub(1).map(|i| list[i]).unwrap_or(q.k)
+    };
+    Ok(Json(to))
+}
+
+#[derive(Deserialize)]
+struct EventsQuery {
+    from: u64,
+    count: u64,
+}
+
+async fn events(
+    State(app): State<App>,
+    Query(q): Query<EventsQuery>,
+) -> Result<Json<Vec<Event>>, ApiError> {
+    let list = tokio::task::spawn_blocking(move || -> Result<Vec<Event>, ApiError> {
+        let f = app.file()?;
+        Ok(app.index.events(f, q.from, q.count.min(500))?)
+    })
+    .await
+    .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))??;
+    Ok(Json(list))
+}
+
+/// Serves the embedded assets; the policy forbids any script but ours, so
+/// a trace's text can never run, even if it were ever taken as markup.
+pub(crate) fn asset(body: &'static str, kind: &'static str) -> Response {
+    let mut r = body.into_response();
+    let h = r.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'self'; connect-src 'self' ws: wss:; img-src 'self' data:",
+        ),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    r
+}
+
+pub(crate) fn asset_routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
+    Router::new()
+        .route(
+            "/",
+            get(|| async { asset(PAGE, "text/html; charset=utf-8") }),
+        )
+        .route(
+            "/app.js",
+            get(|| async { asset(SCRIPT, "text/javascript; charset=utf-8") }),
+        )
+        .route(
+            "/app.css",
+            get(|| async { asset(STYLE, "text/css; charset=utf-8") }),
+        )
+}
+
+/// The router for one trace.
+pub fn router(loaded: Arc<Loaded>) -> Router {
+    Router::new()
+        .route("/api/meta", get(meta))
+        .route("/api/step", get(step))
+        .route("/api/jump", get(jump))
+        .route("/api/events", get(events))
+        .with_state(loaded)
+        .merge(asset_routes())
+}
+
+/// Binds `addr` (loopback only) and serves `loaded` until Ctrl-C; calls
+/// `ready` with the page's URL once listening.
+pub fn serve_blocking(
+    loaded: Loaded,
+    addr: SocketAddr,
+    ready: impl FnOnce(&str),
+) -> Result<(), Error> {
+    if !addr.ip().is_loopback() {
+        return Err(Error::NotLoopback(addr));
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(Error::Runtime)?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| Error::Bind(addr, e))?;
+        let local = listener.local_addr().map_err(|e| Error::Bind(addr, e))?;
+        ready(&format!("http://{local}/"));
+        axum::serve(listener, router(Arc::new(loaded)))
+            .with_graceful_shutdown(async {
+                let _ = tokio::signal::ctrl_c().await;
+            })
+            .await
+            .map_err(Error::Runtime)
+    })
+}
