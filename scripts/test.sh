@@ -34,7 +34,6 @@ if [ ! -d crates/turno-inspect/browser/node_modules/playwright-core ]; then
   (cd crates/turno-inspect/browser && npm ci --no-audit --no-fund)
 fi
 target_dir=$(cargo metadata --format-version 1 --no-deps | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).target_directory))')
-cargo build -p turno-cli -p turno-inspect --all-features --examples --bins --locked
 TURNO_BIN="$target_dir/debug/turno" LIVE_DEMO_BIN="$target_dir/debug/examples/live_demo" \
   node crates/turno-inspect/browser/test.mjs
 

@@ -6,8 +6,8 @@
 // live_demo example), CHROMIUM (default /usr/bin/chromium), SHOTS (where
 // screenshots go, default docs/inspector/), BIG=1 to also time a
 // million-event trace (figures printed, not asserted).
-import { spawn, execFileSync } from "node:child_process";
-import { mkdirSync, writeFileSync, mkdtempSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, writeFileSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -20,6 +20,9 @@ const target = process.env.CARGO_TARGET_DIR || join(root, "target");
 const TURNO = process.env.TURNO_BIN || join(target, "debug/turno");
 const LIVE = process.env.LIVE_DEMO_BIN || join(target, "debug/examples/live_demo");
 const SHOTS = process.env.SHOTS || join(root, "docs/inspector");
+for (const bin of [TURNO, LIVE]) {
+  if (!existsSync(bin)) { console.error(`missing ${bin}: run cargo test --workspace --all-features (or set TURNO_BIN / LIVE_DEMO_BIN)`); process.exit(2); }
+}
 const tmp = mkdtempSync(join(tmpdir(), "turno-inspect-"));
 mkdirSync(SHOTS, { recursive: true });
 
