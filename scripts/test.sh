@@ -35,6 +35,7 @@ if [ ! -d crates/turno-inspect/browser/node_modules/playwright-core ]; then
 fi
 target_dir=$(cargo metadata --format-version 1 --no-deps | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).target_directory))')
 TURNO_BIN="$target_dir/debug/turno" LIVE_DEMO_BIN="$target_dir/debug/examples/live_demo" \
+  CHART_TRACE_BIN="$target_dir/debug/examples/chart_trace" \
   node crates/turno-inspect/browser/test.mjs
 
 # The model-checked concurrency tests: the real scheduling and stream code

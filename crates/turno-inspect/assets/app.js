@@ -269,10 +269,15 @@ function renderCharts(w, view) {
     const children = (parent) => c.states.filter((s) => (s.parent ?? null) === parent);
     const draw = (s) => el("div", { class: `state ${s.kind}` + (active.has(s.id) ? " active" : ""), "data-state": s.id },
       el("div", { class: "state-name", text: s.id }), ...children(s.id).map(draw));
-    const extra = [...active].filter((s) => !known.has(s)).map((s) => el("div", { class: "state active", "data-state": s }, el("div", { class: "state-name", text: s })));
+    // A state entered but not defined is the machine's root (charts define
+    // their states below it): it frames the whole diagram.
+    let diagram = children(null).map(draw);
+    for (const r of [...active].filter((s) => !known.has(s))) {
+      diagram = [el("div", { class: "state compound active root", "data-state": r }, el("div", { class: "state-name", text: r }), ...diagram)];
+    }
     out.push(el("div", { class: "chart", "data-chart": id },
       el("div", { text: `#${id} ${c.machine ?? "(no definition recorded)"} \u2014 event: ${c.event ?? "none"}` }),
-      el("div", {}, ...children(null).map(draw), ...extra),
+      el("div", {}, ...diagram),
       el("div", { class: "legend", text: "active: " + [...active].join(", ") }),
       el("div", { class: "transitions" }, ...c.transitions.map((t) => el("div", { text: `${t.source} \u2192 ${t.targets.join(", ") || "(targetless)"}${t.event ? " on " + t.event : " (always)"}` })))));
   }

@@ -2,12 +2,12 @@
 //
 //   node test.mjs            (from crates/turno-inspect/browser; see scripts/test.sh)
 //
-// Environment: TURNO_BIN (the `turno` binary), LIVE_DEMO_BIN (the
-// live_demo example), CHROMIUM (default /usr/bin/chromium), SHOTS (where
+// Environment: TURNO_BIN (the `turno` binary), LIVE_DEMO_BIN and
+// CHART_TRACE_BIN (turno-inspect's examples), CHROMIUM (default /usr/bin/chromium), SHOTS (where
 // screenshots go, default docs/inspector/), BIG=1 to also time a
 // million-event trace (figures printed, not asserted).
-import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, writeFileSync, mkdtempSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, writeFileSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -19,9 +19,10 @@ const root = resolve(here, "../../..");
 const target = process.env.CARGO_TARGET_DIR || join(root, "target");
 const TURNO = process.env.TURNO_BIN || join(target, "debug/turno");
 const LIVE = process.env.LIVE_DEMO_BIN || join(target, "debug/examples/live_demo");
+const CHART = process.env.CHART_TRACE_BIN || join(target, "debug/examples/chart_trace");
 const SHOTS = process.env.SHOTS || join(root, "docs/inspector");
-for (const bin of [TURNO, LIVE]) {
-  if (!existsSync(bin)) { console.error(`missing ${bin}: run cargo test --workspace --all-features (or set TURNO_BIN / LIVE_DEMO_BIN)`); process.exit(2); }
+for (const bin of [TURNO, LIVE, CHART]) {
+  if (!existsSync(bin)) { console.error(`missing ${bin}: run cargo test --workspace --all-features (or set TURNO_BIN / LIVE_DEMO_BIN / CHART_TRACE_BIN)`); process.exit(2); }
 }
 const tmp = mkdtempSync(join(tmpdir(), "turno-inspect-"));
 mkdirSync(SHOTS, { recursive: true });
@@ -192,42 +193,32 @@ await test("wait-for graph: an ask cycle is drawn in red", async () => {
 
 // ------------------------------------------------------------------ statecharts
 await test("chart trace: the active configuration is highlighted", async () => {
-  // Built from the extension events of docs/trace-format.md.
-  const ev = [];
-  let t = 0;
-  const e = (kind, f) => ev.push({ kind, t_ns: t, actor: 1, ...f });
-  e("spawn", { name: "traffic", parent: 0, policy: "keep-oldest(8)" });
-  e("chart_define", { machine: "traffic", states: [
-    { id: "light", parent: null, kind: "compound" }, { id: "green", parent: "light", kind: "atomic" },
-    { id: "yellow", parent: "light", kind: "atomic" }, { id: "red", parent: "light", kind: "compound" },
-    { id: "walk", parent: "red", kind: "atomic" }, { id: "wait", parent: "red", kind: "atomic" },
-    { id: "off", parent: null, kind: "final" }],
-    transitions: [{ source: "green", event: "timer", targets: ["yellow"] }, { source: "yellow", event: "timer", targets: ["red"] },
-      { source: "walk", event: "ped_done", targets: ["wait"] }, { source: "red", event: "timer", targets: ["green"] },
-      { source: "light", event: "power_off", targets: ["off"] }] });
-  e("enqueue", { lane: "system", depth: 1 }); e("turn_start", { what: "started" });
-  e("chart_enter", { state: "light" }); e("chart_enter", { state: "green" }); e("turn_end", { ok: true });
-  for (const [name, exits, src, tg, enters] of [["timer", ["green"], "green", ["yellow"], ["yellow"]], ["timer", ["yellow"], "yellow", ["red"], ["red", "walk"]],
-    ["ped_done", ["walk"], "walk", ["wait"], ["wait"]], ["timer", ["wait", "red"], "red", ["green"], ["green"]], ["power_off", ["green", "light"], "light", ["off"], ["off"]]]) {
-    t += 1e9;
-    e("enqueue", { lane: "user", depth: 1 }); e("turn_start", { what: "message" }); e("chart_event", { event: name, origin: "external" });
-    for (const x of exits) e("chart_exit", { state: x });
-    e("chart_transition", { source: src, event: name, targets: tg });
-    for (const x of enters) e("chart_enter", { state: x });
-    e("turn_end", { ok: true });
-  }
-  const p = traceFile("chart.jsonl", { format: "turno-trace", version: 1 }, ev);
+  // A real run of turno-chart's interpreter; the chart's own snapshot
+  // values (printed by the example) are what the page must highlight.
+  const p = join(tmp, "chart.jsonl");
+  const values = execFileSync(CHART, [p], { encoding: "utf8" }).trim().split("\n").map((l) => JSON.parse(l));
+  const leaves = (v) => typeof v === "string" ? [v] : Object.values(v).flatMap(leaves);
+  const want = values.map((v) => leaves(v).sort());
+  const lines = readFileSync(p, "utf8").trim().split("\n").slice(1).map((l) => JSON.parse(l));
+  const chartActor = lines.find((e) => e.kind === "chart_define").actor;
+  const ends = lines.filter((e) => e.kind === "turn_end" && e.actor === chartActor).map((e) => e.seq + 1);
   const s = await serve(TURNO, ["inspect", p]);
   try {
     await open(s.url);
-    const active = () => attrs("#charts .state.active", "data-state");
-    for (const [k, want] of [[6, ["light", "green"]], [13, ["light", "yellow"]], [21, ["light", "red", "walk"]], [28, ["light", "red", "wait"]], [36, ["light", "green"]], [44, ["off"]]]) {
+    const seen = [];
+    for (const k of ends) {
       await goto(k);
-      assert.deepEqual((await active()).sort(), want.sort(), `step ${k}`);
+      // The highlighted leaves: active states with no active state inside.
+      const active = await page.$$eval("#charts .state.active", (els) => els.filter((e) => !e.querySelector(".state.active")).map((e) => e.dataset.state.split(".").pop()));
+      active.sort();
+      if (JSON.stringify(seen[seen.length - 1]) !== JSON.stringify(active)) seen.push(active);
+      if (JSON.stringify(active) === JSON.stringify(["go", "halt"])) {
+        assert.equal(await page.locator("#charts .state.parallel.active .state.active").count(), 4);
+        await page.locator("#pane-charts").screenshot({ path: join(SHOTS, "charts.png") });
+      }
     }
-    await goto(21);
-    assert.equal(await page.locator("#charts .state[data-state='red'] > .state[data-state='walk']").count(), 1);
-    await page.locator("#pane-charts").screenshot({ path: join(SHOTS, "charts.png") });
+    assert.deepEqual(seen, want);
+    assert.deepEqual(want[want.length - 1], ["off"]);
   } finally { stop(s); }
 });
 
