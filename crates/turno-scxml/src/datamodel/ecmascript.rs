@@ -58,6 +58,9 @@ impl EcmaScript {
     /// A fresh engine whose evaluations stop after `limit` loop iterations.
     pub fn with_loop_limit(limit: u64) -> Result<Self, EvalError> {
         let mut ctx = Context::builder()
+            // boa's `fuzz` feature (on for the workspace's one boa) counts
+            // instructions down from this budget; the loop limit is the guard.
+            .instructions_remaining(usize::MAX)
             .build()
             .map_err(|e| EvalError::new(format!("cannot create the ECMAScript engine: {e}")))?;
         ctx.runtime_limits_mut().set_loop_iteration_limit(limit);
@@ -73,8 +76,8 @@ impl EcmaScript {
             .map_err(|e| EvalError::new(e.to_string()))?;
         let dom = ctx
             .eval(Source::from_bytes(include_str!("dom.js")))
-            .ok()
-            .and_then(|v| v.as_object())
+            .map_err(|e| EvalError::new(format!("dom.js: {e}")))?
+            .as_object()
             .filter(JsObject::is_callable)
             .ok_or_else(|| EvalError::new("dom.js does not evaluate to a function"))?;
         Ok(EcmaScript {
