@@ -4,6 +4,9 @@
 //! `run` prints one JSON line per item of EVENTS (step 0 is the initial
 //! state): `{"step": i, "value": <snapshot.value>, "status": "active"|"done"}`.
 //! Errors go to stderr with exit code 2.
+//!
+//! Files ending in `.scxml` are SCXML documents, run and drawn by
+//! `scxml.rs`, which also holds `scxml-suite` and `export-scxml`.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -29,6 +32,14 @@ pub enum ChartCommand {
         /// The machine config.
         machine: PathBuf,
     },
+    /// Runs the W3C SCXML conformance suite: one line per test
+    /// (`ID pass` or `ID fail WHY`), the run time, then `N passed, M failed`.
+    ScxmlSuite(crate::scxml::SuiteArgs),
+    /// Prints an XState v5 JSON machine as an SCXML document.
+    ExportScxml {
+        /// The machine config.
+        machine: PathBuf,
+    },
 }
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
@@ -48,6 +59,15 @@ fn machine(path: &Path) -> Result<Machine<Value>, String> {
 /// Runs one `turno chart` command.
 pub fn main(cmd: ChartCommand) -> ExitCode {
     match cmd {
+        ChartCommand::Run {
+            machine: mp,
+            events,
+        } if crate::scxml::is_scxml(&mp) => crate::scxml::run(&mp, &events),
+        ChartCommand::Mermaid { machine: mp } if crate::scxml::is_scxml(&mp) => {
+            crate::scxml::mermaid(&mp)
+        }
+        ChartCommand::ScxmlSuite(args) => crate::scxml::suite(args),
+        ChartCommand::ExportScxml { machine: mp } => crate::scxml::export(&mp),
         ChartCommand::Run {
             machine: mp,
             events,

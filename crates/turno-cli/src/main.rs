@@ -10,6 +10,7 @@ mod chart;
 mod demo;
 mod inspect;
 mod js;
+mod scxml;
 
 #[derive(Parser)]
 #[command(

@@ -8,7 +8,8 @@
 //!   executable content, `<send>`, `<invoke>` and the `_event` fields.
 //! - [`System`]: sessions and their invoked children on virtual time.
 //! - [`suite`]: the W3C conformance suite runner.
-//! - [`script`]: `turno chart run` for SCXML; [`mermaid`]: diagrams.
+//! - [`script`]: `turno chart run` for SCXML; [`mermaid`]: diagrams;
+//!   `export` (feature `chart`): turno-chart machines as SCXML.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -35,6 +36,8 @@
 pub mod datamodel;
 mod error;
 mod event;
+#[cfg(feature = "chart")]
+pub mod export;
 mod interp;
 mod load;
 pub mod mermaid;

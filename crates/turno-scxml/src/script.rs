@@ -96,10 +96,41 @@ fn parse_item(item: &Value) -> Result<Item, String> {
 
 /// The configuration `config` as XState's `snapshot.value`.
 pub fn state_value(doc: &Document, config: &[StateId]) -> Value {
-    value_of(doc, config, ROOT)
+    state_value_named(doc, config, &|s| doc.states[s].id.clone())
 }
 
-fn value_of(doc: &Document, config: &[StateId], s: StateId) -> Value {
+/// [`state_value`] with each state shown as `name(state)` instead of its id
+/// (XState shows keys, which are unique only among siblings).
+pub fn state_value_named(
+    doc: &Document,
+    config: &[StateId],
+    name: &dyn Fn(StateId) -> String,
+) -> Value {
+    value_of(doc, config, ROOT, name)
+}
+
+/// Runs `items` against `doc` and returns, per line, the raw configuration
+/// and whether the session is still running (for callers that name states
+/// their own way).
+pub fn run_configurations(
+    doc: &Document,
+    items: &Value,
+) -> Result<Vec<(Vec<StateId>, bool)>, ScriptError> {
+    run_with(doc, items, |sys, root| {
+        let config = sys
+            .session(root)
+            .map(|s| s.configuration())
+            .unwrap_or_default();
+        (config, sys.is_running(root))
+    })
+}
+
+fn value_of(
+    doc: &Document,
+    config: &[StateId],
+    s: StateId,
+    name: &dyn Fn(StateId) -> String,
+) -> Value {
     let active: Vec<StateId> = doc.states[s]
         .children
         .iter()
@@ -108,7 +139,7 @@ fn value_of(doc: &Document, config: &[StateId], s: StateId) -> Value {
         .collect();
     if !doc.is_parallel(s) {
         match active.first() {
-            Some(&c) if doc.is_atomic(c) => return Value::String(doc.states[c].id.clone()),
+            Some(&c) if doc.is_atomic(c) => return Value::String(name(c)),
             None => return Value::Object(Map::new()),
             Some(_) => {}
         }
@@ -116,13 +147,30 @@ fn value_of(doc: &Document, config: &[StateId], s: StateId) -> Value {
     Value::Object(
         active
             .into_iter()
-            .map(|c| (doc.states[c].id.clone(), value_of(doc, config, c)))
+            .map(|c| (name(c), value_of(doc, config, c, name)))
             .collect(),
     )
 }
 
 /// Runs `items` (the parsed EVENTS file) against `doc`.
 pub fn run(doc: &Document, items: &Value) -> Result<Vec<Line>, ScriptError> {
+    let lines = run_configurations(doc, items)?;
+    Ok(lines
+        .into_iter()
+        .enumerate()
+        .map(|(step, (config, running))| Line {
+            step,
+            value: state_value(doc, &config),
+            status: if running { "active" } else { "done" },
+        })
+        .collect())
+}
+
+fn run_with<T>(
+    doc: &Document,
+    items: &Value,
+    observe: impl Fn(&System, crate::system::SessionHandle) -> T,
+) -> Result<Vec<T>, ScriptError> {
     let Value::Array(items) = items else {
         return Err(ScriptError::NotAnArray);
     };
@@ -142,23 +190,8 @@ pub fn run(doc: &Document, items: &Value) -> Result<Vec<Line>, ScriptError> {
         None => Ok(()),
     };
     failed(&sys)?;
-    let line = |sys: &System, step| {
-        let config = sys
-            .session(root)
-            .map(|s| s.configuration())
-            .unwrap_or_default();
-        Line {
-            step,
-            value: state_value(&doc, &config),
-            status: if sys.is_running(root) {
-                "active"
-            } else {
-                "done"
-            },
-        }
-    };
-    let mut out = vec![line(&sys, 0)];
-    for (i, item) in parsed.into_iter().enumerate() {
+    let mut out = vec![observe(&sys, root)];
+    for item in parsed {
         match item {
             Item::Event(e) => {
                 sys.send(root, e);
@@ -167,7 +200,7 @@ pub fn run(doc: &Document, items: &Value) -> Result<Vec<Line>, ScriptError> {
             Item::Advance(ms) => sys.run_until(sys.now_ms() + ms as f64).map_err(run_err)?,
         }
         failed(&sys)?;
-        out.push(line(&sys, i + 1));
+        out.push(observe(&sys, root));
     }
     Ok(out)
 }

@@ -1,0 +1,130 @@
+//! The SCXML side of `turno chart`: `turno chart scxml-suite [DIR] [--all]`,
+//! and `turno chart run FILE.scxml EVENTS.json` / `turno chart mermaid
+//! FILE.scxml` (files ending in `.scxml` are SCXML documents).
+//!
+//! Exit codes: 0 success (for the suite: nothing failed), 1 a suite test
+//! failed, 2 bad usage, an unreadable or invalid file.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
+use turno_scxml::suite::{locate_suite, run_suite, Selection, SUITE_DIR_ENV};
+
+/// `turno chart scxml-suite`.
+#[derive(Args)]
+pub struct SuiteArgs {
+    /// The suite folder (manifest.xml, testNNN.txml.scxml and .json).
+    /// Default: $TURNO_SCXML_SUITE, else ../shared/conformance/scxml-w3c
+    /// beside the workspace holding the current directory.
+    pub dir: Option<PathBuf>,
+    /// Run the optional automated tests too.
+    #[arg(long)]
+    pub all: bool,
+}
+
+fn fail(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("turno chart: {msg}");
+    ExitCode::from(2)
+}
+
+/// Is this file an SCXML document (by its extension)?
+pub fn is_scxml(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("scxml"))
+}
+
+/// `turno chart scxml-suite`.
+pub fn suite(args: SuiteArgs) -> ExitCode {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let Some(dir) = locate_suite(args.dir.as_deref(), &cwd) else {
+        return fail(format!(
+            "no suite folder: give DIR, set {SUITE_DIR_ENV}, or run inside a workspace with ../shared/conformance/scxml-w3c"
+        ));
+    };
+    let selection = if args.all {
+        Selection::All
+    } else {
+        Selection::Mandatory
+    };
+    match run_suite(&dir, selection) {
+        Ok(report) => {
+            print!("{}", report.render());
+            if report.failed() == 0 {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(e) => fail(e),
+    }
+}
+
+fn load(path: &Path) -> Result<turno_scxml::Document, String> {
+    turno_scxml::load_file(path).map_err(|e| match e.position() {
+        // `file:line:column: ...`, as compilers say it.
+        Some(_) => format!("{}:{e}", path.display()),
+        None => e.to_string(),
+    })
+}
+
+/// `turno chart run FILE.scxml EVENTS.json`: one JSON line per item.
+pub fn run(machine: &Path, events: &Path) -> ExitCode {
+    let doc = match load(machine) {
+        Ok(d) => d,
+        Err(e) => return fail(e),
+    };
+    let items: serde_json::Value = match std::fs::read_to_string(events)
+        .map_err(|e| format!("{}: {e}", events.display()))
+        .and_then(|t| {
+            serde_json::from_str(&t)
+                .map_err(|e| format!("{}: not valid JSON: {e}", events.display()))
+        }) {
+        Ok(v) => v,
+        Err(e) => return fail(e),
+    };
+    let lines = match turno_scxml::script::run(&doc, &items) {
+        Ok(l) => l,
+        Err(e) => return fail(format!("{}: {e}", events.display())),
+    };
+    let mut out = std::io::stdout().lock();
+    for line in lines {
+        let text = serde_json::to_string(&line).expect("lines serialise");
+        if writeln!(out, "{text}").is_err() {
+            return ExitCode::from(2);
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// `turno chart mermaid FILE.scxml`.
+pub fn mermaid(machine: &Path) -> ExitCode {
+    match load(machine) {
+        Ok(doc) => {
+            print!("{}", turno_scxml::mermaid::to_mermaid(&doc));
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(e),
+    }
+}
+
+/// `turno chart export-scxml MACHINE.json`: an XState v5 JSON machine (with
+/// turno-chart's standard implementations) as an SCXML document.
+pub fn export(machine: &Path) -> ExitCode {
+    let text = match std::fs::read_to_string(machine) {
+        Ok(t) => t,
+        Err(e) => return fail(format!("{}: {e}", machine.display())),
+    };
+    let m = match turno_chart::load_json(&text, &turno_chart::stdlib::implementations()) {
+        Ok(m) => m,
+        Err(e) => return fail(format!("{}: {e}", machine.display())),
+    };
+    match turno_scxml::export::to_scxml(&m) {
+        Ok(doc) => {
+            print!("{doc}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(format!("{}: {e}", machine.display())),
+    }
+}
