@@ -82,8 +82,7 @@ where
     let reply_to = ReplyTo::with_port(id, Arc::new(OneshotPort(Mutex::new(Some(tx)))));
     let exchange = async {
         match to.send(request(reply_to)).await {
-            Verdict::Enqueued { .. } => {}
-            Verdict::Dropped(_) if matches!(to.policy(), crate::Policy::KeepNewest(_)) => {}
+            Verdict::Enqueued { .. } | Verdict::Evicted(_) => {}
             Verdict::Dropped(m) => return Err(BridgeError::Dropped(m)),
             Verdict::Rejected(m) | Verdict::Full(m) => return Err(BridgeError::Rejected(m)),
             Verdict::Closed(m) => return Err(BridgeError::Closed(m)),

@@ -8,7 +8,7 @@
 //!
 //! | policy | when full | verdict |
 //! |---|---|---|
-//! | [`Policy::KeepNewest`] | the *oldest* queued element is evicted, the new one queued | [`Offer::Dropped`] with the evicted element |
+//! | [`Policy::KeepNewest`] | the *oldest* queued element is evicted, the new one queued | [`Offer::Evicted`] with the evicted element |
 //! | [`Policy::KeepOldest`] | the *incoming* element is dropped | [`Offer::Dropped`] with the incoming element |
 //! | [`Policy::Reject`] | the incoming element is handed back | [`Offer::Rejected`] |
 //! | [`Policy::Suspend`] | the producer must wait (or, for an actor, is muted) | [`Offer::Full`] |
@@ -25,7 +25,7 @@
 //! assert!(matches!(b.offer(1), Offer::Enqueued { remaining: Some(1) }));
 //! assert!(matches!(b.offer(2), Offer::Enqueued { remaining: Some(0) }));
 //! // Full: the oldest element (1) is evicted to make room for 3.
-//! assert!(matches!(b.offer(3), Offer::Dropped(1)));
+//! assert!(matches!(b.offer(3), Offer::Evicted(1)));
 //! assert_eq!(b.take(), Some(2));
 //! assert_eq!(b.take(), Some(3));
 //! ```
@@ -146,9 +146,11 @@ pub enum Offer<T> {
         /// Free slots left after this element, `None` for an unbounded queue.
         remaining: Option<usize>,
     },
-    /// An element was lost to make the policy hold: the incoming one
-    /// ([`Policy::KeepOldest`]) or the evicted oldest one
-    /// ([`Policy::KeepNewest`], in which case the incoming one was queued).
+    /// The incoming element was queued, and to make room the oldest queued
+    /// one was pushed out: here it is ([`Policy::KeepNewest`]).
+    Evicted(T),
+    /// The incoming element was lost to the policy: here it is
+    /// ([`Policy::KeepOldest`], or any policy with capacity 0).
     Dropped(T),
     /// The queue is full and its policy is [`Policy::Reject`]: the element
     /// is handed back untouched.
@@ -159,14 +161,10 @@ pub enum Offer<T> {
 }
 
 impl<T> Offer<T> {
-    /// True when the offered element itself was queued (which is also the
-    /// case for a [`Policy::KeepNewest`] eviction).
-    pub fn queued(&self, policy: Policy) -> bool {
-        match self {
-            Offer::Enqueued { .. } => true,
-            Offer::Dropped(_) => matches!(policy, Policy::KeepNewest(_)),
-            Offer::Rejected(_) | Offer::Full(_) => false,
-        }
+    /// True when the offered element itself was queued:
+    /// [`Offer::Enqueued`] and [`Offer::Evicted`].
+    pub fn is_queued(&self) -> bool {
+        matches!(self, Offer::Enqueued { .. } | Offer::Evicted(_))
     }
 }
 
@@ -281,7 +279,7 @@ impl<T> Buffer<T> {
                 Some(oldest) => {
                     self.items.push_back(item);
                     self.stats.dropped += 1;
-                    Offer::Dropped(oldest)
+                    Offer::Evicted(oldest)
                 }
                 // Capacity 0: nothing to evict, the element itself is lost.
                 None => {
@@ -358,8 +356,8 @@ mod tests {
         for i in 0..3 {
             assert!(matches!(b.offer(i), Offer::Enqueued { .. }));
         }
-        assert_eq!(b.offer(3), Offer::Dropped(0));
-        assert_eq!(b.offer(4), Offer::Dropped(1));
+        assert_eq!(b.offer(3), Offer::Evicted(0));
+        assert_eq!(b.offer(4), Offer::Evicted(1));
         assert_eq!(b.drain().collect::<Vec<_>>(), vec![2, 3, 4]);
         assert_eq!(b.stats().dropped, 2);
     }
@@ -368,8 +366,8 @@ mod tests {
     fn keep_newest_one_is_last_known_value() {
         let mut b = Buffer::new(Policy::KeepNewest(1));
         assert_eq!(b.offer("a"), Offer::Enqueued { remaining: Some(0) });
-        assert_eq!(b.offer("b"), Offer::Dropped("a"));
-        assert_eq!(b.offer("c"), Offer::Dropped("b"));
+        assert_eq!(b.offer("b"), Offer::Evicted("a"));
+        assert_eq!(b.offer("c"), Offer::Evicted("b"));
         assert_eq!(b.take(), Some("c"));
         assert_eq!(b.take(), None);
     }

@@ -319,9 +319,8 @@ impl<'a, A: Actor> Context<'a, A> {
         let id = RequestId(self.shared().next_id());
         let (reply_to, timeout_port) = ask::new_request(id, self.addr.mailbox.clone(), on_response);
         match self.send(to, request(reply_to)) {
-            Verdict::Enqueued { .. } => {}
-            // Keep-newest evicted an older message: ours is queued.
-            Verdict::Dropped(_) if matches!(to.policy(), crate::Policy::KeepNewest(_)) => {}
+            // Evicted: keep-newest pushed an older message out, ours is queued.
+            Verdict::Enqueued { .. } | Verdict::Evicted(_) => {}
             Verdict::Dropped(m) => return Err(AskError::Dropped(m)),
             Verdict::Rejected(m) => return Err(AskError::Rejected(m)),
             Verdict::Full(m) => return Err(AskError::Rejected(m)),

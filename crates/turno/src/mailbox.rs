@@ -48,8 +48,10 @@ pub enum Verdict<M> {
         /// Free slots after this message, `None` for an unbounded mailbox.
         remaining: Option<usize>,
     },
-    /// A message was lost to the policy: the incoming one (keep-oldest) or the
-    /// oldest queued one, evicted so that the incoming one fits (keep-newest).
+    /// The message is in the mailbox, and to make room the oldest queued
+    /// one was pushed out (keep-newest): here it is. The mailbox is full.
+    Evicted(M),
+    /// The message was lost to the policy (keep-oldest): here it is.
     Dropped(M),
     /// The mailbox is full and rejects: here is the message back.
     Rejected(M),
@@ -63,16 +65,18 @@ pub enum Verdict<M> {
 }
 
 impl<M> Verdict<M> {
-    /// True when the sent message is now queued (including a keep-newest send
-    /// that evicted an older message).
+    /// True when the sent message is now queued: [`Verdict::Enqueued`], and
+    /// [`Verdict::Evicted`] (a keep-newest send that pushed an older message
+    /// out).
     pub fn is_enqueued(&self) -> bool {
-        matches!(self, Verdict::Enqueued { .. })
+        matches!(self, Verdict::Enqueued { .. } | Verdict::Evicted(_))
     }
 
     /// A payload-free summary, handy for logs, counters and tests.
     pub fn kind(&self) -> VerdictKind {
         match self {
             Verdict::Enqueued { .. } => VerdictKind::Enqueued,
+            Verdict::Evicted(_) => VerdictKind::Evicted,
             Verdict::Dropped(_) => VerdictKind::Dropped,
             Verdict::Rejected(_) => VerdictKind::Rejected,
             Verdict::Full(_) => VerdictKind::Full,
@@ -87,6 +91,8 @@ impl<M> Verdict<M> {
 pub enum VerdictKind {
     /// See [`Verdict::Enqueued`].
     Enqueued,
+    /// See [`Verdict::Evicted`].
+    Evicted,
     /// See [`Verdict::Dropped`].
     Dropped,
     /// See [`Verdict::Rejected`].
@@ -270,7 +276,7 @@ impl<M: Send + 'static> Mailbox<M> {
             _ if retry => st.user.offer_again(Envelope::Msg(msg)),
             _ => st.user.offer(Envelope::Msg(msg)),
         };
-        if let Offer::Dropped(Envelope::Reply(id, _)) = &offer {
+        if let Offer::Evicted(Envelope::Reply(id, _)) = &offer {
             // Keep-newest evicted a reply: its request must still get one
             // response (the timeout), see `Asks::reply_evicted`.
             st.signals.push_back(Signal::ReplyEvicted(*id));
@@ -342,24 +348,27 @@ impl<M: Send + 'static> Mailbox<M> {
                 });
                 Verdict::Enqueued { remaining }
             }
-            Offer::Dropped(env) => {
-                let which = match self.policy {
-                    Policy::KeepNewest(_) => Dropped::Oldest,
-                    _ => Dropped::Incoming,
-                };
+            Offer::Evicted(env) => {
                 self.metrics.dropped();
                 shared.tracer.emit(&shared.clock, || EventKind::Drop {
                     actor,
                     policy: self.policy.name(),
-                    which,
+                    which: Dropped::Oldest,
                 });
-                if which == Dropped::Oldest {
-                    shared.tracer.emit(&shared.clock, || EventKind::Enqueue {
-                        actor,
-                        lane: Lane::User,
-                        depth,
-                    });
-                }
+                shared.tracer.emit(&shared.clock, || EventKind::Enqueue {
+                    actor,
+                    lane: Lane::User,
+                    depth,
+                });
+                Verdict::Evicted(env.into_msg())
+            }
+            Offer::Dropped(env) => {
+                self.metrics.dropped();
+                shared.tracer.emit(&shared.clock, || EventKind::Drop {
+                    actor,
+                    policy: self.policy.name(),
+                    which: Dropped::Incoming,
+                });
                 Verdict::Dropped(env.into_msg())
             }
             Offer::Rejected(env) => {

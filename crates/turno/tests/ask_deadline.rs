@@ -151,7 +151,7 @@ fn det_an_evicted_reply_leaves_the_timeout_as_the_one_response() {
     assert_eq!(asker.depth(), 1, "the reply waits");
     assert!(matches!(
         asker.try_send(AMsg::Other),
-        turno::Verdict::Dropped(_)
+        turno::Verdict::Evicted(_)
     ));
     sys.advance(Duration::from_secs(1)).unwrap();
     let seen = seen.lock();

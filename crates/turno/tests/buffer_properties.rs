@@ -43,7 +43,14 @@ proptest! {
                         Offer::Enqueued { remaining } => {
                             prop_assert_eq!(remaining, policy.capacity().map(|c| c - b.len()));
                         }
-                        Offer::Dropped(e) => dropped.push(e),
+                        Offer::Evicted(e) => {
+                            prop_assert!(matches!(policy, Policy::KeepNewest(_)));
+                            dropped.push(e)
+                        }
+                        Offer::Dropped(e) => {
+                            prop_assert!(!matches!(policy, Policy::KeepNewest(n) if n > 0));
+                            dropped.push(e)
+                        }
                         Offer::Rejected(e) => {
                             prop_assert!(matches!(policy, Policy::Reject(_)));
                             handed_back.push(e);

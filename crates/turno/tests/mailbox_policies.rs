@@ -38,8 +38,8 @@ fn keep_newest_evicts_the_oldest_and_names_it() {
     assert_eq!(a.try_send(1), Verdict::Enqueued { remaining: Some(2) });
     assert_eq!(a.try_send(2), Verdict::Enqueued { remaining: Some(1) });
     assert_eq!(a.try_send(3), Verdict::Enqueued { remaining: Some(0) });
-    assert_eq!(a.try_send(4), Verdict::Dropped(1));
-    assert_eq!(a.try_send(5), Verdict::Dropped(2));
+    assert_eq!(a.try_send(4), Verdict::Evicted(1));
+    assert_eq!(a.try_send(5), Verdict::Evicted(2));
     sys.run_until_idle().unwrap();
     assert_eq!(*log.lock(), vec![3, 4, 5]);
     let st = a.stats();

@@ -56,8 +56,8 @@ fn keep_newest_evicts_the_oldest_and_returns_it() {
     let (tx, mut rx) = buffered::<u32>(Policy::KeepNewest(2));
     assert_eq!(tx.push(1), YieldResult::Enqueued { remaining: Some(1) });
     assert_eq!(tx.push(2), YieldResult::Enqueued { remaining: Some(0) });
-    assert_eq!(tx.push(3), YieldResult::Dropped(1));
-    assert_eq!(tx.push(4), YieldResult::Dropped(2));
+    assert_eq!(tx.push(3), YieldResult::Evicted(1));
+    assert_eq!(tx.push(4), YieldResult::Evicted(2));
     tx.finish();
     assert_eq!(rx.blocking_iter().collect::<Vec<_>>(), [3, 4]);
 }
@@ -351,7 +351,7 @@ proptest! {
                         YieldResult::Enqueued { remaining } => {
                             prop_assert_eq!(remaining, policy.capacity().map(|c| c - tx.len()));
                         }
-                        YieldResult::Dropped(d) | YieldResult::Rejected(d) | YieldResult::Full(d) => {
+                        YieldResult::Evicted(d) | YieldResult::Dropped(d) | YieldResult::Rejected(d) | YieldResult::Full(d) => {
                             lost.push(d)
                         }
                         other => prop_assert!(false, "unexpected {:?}", other),

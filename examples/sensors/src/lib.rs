@@ -182,7 +182,7 @@ pub fn run(policy: Policy, sc: Scenario) -> Outcome {
         out.produced += 1;
         match tx.push(reading) {
             YieldResult::Enqueued { .. } => {}
-            YieldResult::Dropped(_) => out.dropped += 1,
+            YieldResult::Evicted(_) | YieldResult::Dropped(_) => out.dropped += 1,
             other => unreachable!("a sensor stream never answers {other:?}"),
         }
         next_reading += sc.produce_every;

@@ -18,7 +18,7 @@
 //! | `.unbounded` | `.enqueued(remaining: .max)` | [`Policy::Unbounded`]: `Enqueued { remaining: None }` |
 //! | `.bufferingOldest(n)`, room | `.enqueued(remaining: n - count)` | [`Policy::KeepOldest`]: `Enqueued { remaining: Some(n - len) }` |
 //! | `.bufferingOldest(n)`, full | `.dropped(incoming)` | `Dropped(incoming)` |
-//! | `.bufferingNewest(n)`, full, n > 0 | `.dropped(oldest)`, incoming queued | [`Policy::KeepNewest`]: `Dropped(oldest)` |
+//! | `.bufferingNewest(n)`, full, n > 0 | `.dropped(oldest)`, incoming queued | [`Policy::KeepNewest`]: `Evicted(oldest)` |
 //! | n = 0, nobody waiting | `.dropped(incoming)` | `Dropped(incoming)` |
 //! | after `finish()` or cancellation | `.terminated` | [`YieldResult::Terminated`] with the element handed back |
 //! | `finish()` | buffered elements are still delivered, then `nil` | the same, then `None` |
@@ -50,7 +50,7 @@
 //! let (tx, mut rx) = buffered::<u32>(Policy::KeepNewest(2));
 //! assert_eq!(tx.push(1), YieldResult::Enqueued { remaining: Some(1) });
 //! assert_eq!(tx.push(2), YieldResult::Enqueued { remaining: Some(0) });
-//! assert_eq!(tx.push(3), YieldResult::Dropped(1)); // the oldest is evicted
+//! assert_eq!(tx.push(3), YieldResult::Evicted(1)); // the oldest is pushed out
 //! tx.finish();
 //! assert_eq!(tx.push(4), YieldResult::Terminated(4));
 //! assert_eq!(rx.blocking_iter().collect::<Vec<_>>(), [2, 3]);
@@ -80,10 +80,13 @@ pub enum YieldResult<T> {
         /// Free slots left, `None` for an unbounded stream.
         remaining: Option<usize>,
     },
-    /// An element was lost to the policy: the incoming one
+    /// The pushed element was queued, and to make room the oldest queued
+    /// one was pushed out: here it is ([`Policy::KeepNewest`]; Swift's
+    /// `.dropped(oldest)`).
+    Evicted(T),
+    /// The pushed element was lost to the policy: here it is
     /// ([`Policy::KeepOldest`], or any policy with capacity 0 and no consumer
-    /// waiting) or the evicted oldest one ([`Policy::KeepNewest`], in which
-    /// case the pushed element was queued).
+    /// waiting; Swift's `.dropped(incoming)`).
     Dropped(T),
     /// The stream is full and its policy is [`Policy::Reject`]: here is the
     /// element back.
@@ -97,19 +100,34 @@ pub enum YieldResult<T> {
 }
 
 impl<T> YieldResult<T> {
-    /// True for [`YieldResult::Enqueued`].
+    /// True when the pushed element is queued: [`YieldResult::Enqueued`]
+    /// and [`YieldResult::Evicted`].
     pub fn is_enqueued(&self) -> bool {
-        matches!(self, YieldResult::Enqueued { .. })
+        matches!(self, YieldResult::Enqueued { .. } | YieldResult::Evicted(_))
     }
 
     /// The element carried by the verdict, if any.
     pub fn into_inner(self) -> Option<T> {
         match self {
             YieldResult::Enqueued { .. } => None,
-            YieldResult::Dropped(t)
+            YieldResult::Evicted(t)
+            | YieldResult::Dropped(t)
             | YieldResult::Rejected(t)
             | YieldResult::Full(t)
             | YieldResult::Terminated(t) => Some(t),
+        }
+    }
+}
+
+/// The buffer core's verdict is the stream's, one for one.
+impl<T> From<Offer<T>> for YieldResult<T> {
+    fn from(offer: Offer<T>) -> Self {
+        match offer {
+            Offer::Enqueued { remaining } => YieldResult::Enqueued { remaining },
+            Offer::Evicted(t) => YieldResult::Evicted(t),
+            Offer::Dropped(t) => YieldResult::Dropped(t),
+            Offer::Rejected(t) => YieldResult::Rejected(t),
+            Offer::Full(t) => YieldResult::Full(t),
         }
     }
 }
@@ -243,13 +261,7 @@ impl<T, E> Shared<T, E> {
             let remaining = self.policy.capacity();
             return (YieldResult::Enqueued { remaining }, st.consumer.clone());
         }
-        let verdict = match st.buffer.offer(item) {
-            Offer::Enqueued { remaining } => YieldResult::Enqueued { remaining },
-            Offer::Dropped(t) => YieldResult::Dropped(t),
-            Offer::Rejected(t) => YieldResult::Rejected(t),
-            Offer::Full(t) => YieldResult::Full(t),
-        };
-        (verdict, None)
+        (st.buffer.offer(item).into(), None)
     }
 
     fn push(&self, item: T) -> YieldResult<T> {
