@@ -13,6 +13,7 @@
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use turno::System;
 
 use turno::{Actor, Addr, Context, DetSystem, Instant, Policy, Props, Verdict};
 

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use turno::System;
 
 use turno::{Actor, Context, Policy, Props, ThreadedSystem};
 use turno_store::{Delivery, Pump, PumpConfig, Store};

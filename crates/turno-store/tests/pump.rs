@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use turno::System;
 
 use common::*;
 use turno::{Actor, Context, Policy, Props, ThreadedSystem};

@@ -21,6 +21,7 @@
 //! Run it: `cargo run -p turno --example stale_balance`.
 
 use std::time::Duration;
+use turno::System;
 
 use turno::{Actor, Addr, Context, DetSystem, Props, ReplyTo, RequestId, Response};
 

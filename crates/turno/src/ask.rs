@@ -184,7 +184,7 @@ impl<M: Send + 'static> Addr<M> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use turno::{Actor, Context, Props, ReplyTo, ThreadedSystem};
+    /// use turno::{Actor, Context, Props, ReplyTo, System, ThreadedSystem};
     ///
     /// struct Squarer;
     /// impl Actor for Squarer {

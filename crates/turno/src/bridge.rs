@@ -18,7 +18,7 @@
 //! use std::time::Duration;
 //! use turno::bridge;
 //! use turno::ThreadedSystem;
-//! use turno::{Actor, Context, Props, ReplyTo};
+//! use turno::{Actor, Context, Props, ReplyTo, System};
 //!
 //! struct Squarer;
 //! impl Actor for Squarer {

@@ -17,8 +17,8 @@ use crate::ask::RequestId;
 use crate::ask::{Asks, StaleReason};
 use crate::context::{Context, Effects, Spawned, WatchMap};
 use crate::mailbox::{Control, Envelope, Mailbox, MailboxOps, Next, Signal};
+use crate::shared::SystemShared;
 use crate::stash::Stash;
-use crate::system::SystemShared;
 use crate::timer::TimerId;
 use crate::trace::{EventKind, TurnKind};
 

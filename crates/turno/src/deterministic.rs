@@ -14,7 +14,7 @@
 //! ```
 //! use std::sync::{Arc, Mutex};
 //! use std::time::Duration;
-//! use turno::{Actor, Context, DetSystem, Props};
+//! use turno::{Actor, Context, DetSystem, Props, System};
 //!
 //! /// Counts to 3, one step every 10 ms, noting when each step happened.
 //! struct Counter { seen: Arc<Mutex<Vec<(u32, Duration)>>> }
@@ -44,14 +44,17 @@ use std::collections::BinaryHeap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::actor::{Actor, Props, SpawnError};
-use crate::addr::{ActorId, Addr};
+#[cfg(turno_loom)]
+use crate::actor::{Actor, Props};
+use crate::addr::ActorId;
+#[cfg(turno_loom)]
+use crate::addr::Addr;
 use crate::context::TimerKey;
-use crate::engine::{shared_system_queries, Engine, Scheduler, Slot};
-use crate::mailbox::{Control, Signal};
-use crate::supervision::ExitReason;
+use crate::engine::{Engine, Scheduler, Slot};
+use crate::mailbox::Signal;
+use crate::shared::{shared_builder_methods, SystemConfig, SystemShared};
 use crate::sync::Mutex;
-use crate::system::{shared_builder_methods, SystemConfig, SystemShared};
+use crate::system::{ShutdownReport, ShutdownTimeout, System};
 use crate::time::{Clock, Instant};
 
 pub use crate::engine::ROOT;
@@ -176,39 +179,6 @@ impl DetSystem {
     fn shared(&self) -> &SystemShared {
         &self.engine.shared
     }
-
-    /// Virtual time now.
-    pub fn now(&self) -> Instant {
-        self.shared().clock.now()
-    }
-
-    /// Spawns a top-level actor (supervised by the root). Its first turn is
-    /// its `started` hook.
-    ///
-    /// **The root's restart intensity is shared** by every top-level actor,
-    /// as in Erlang: by default at most 3 restarts of *any* top-level
-    /// actors within 5 s; one more failure in that window stops the actor
-    /// that failed (the root cannot escalate), whichever it is. So one
-    /// crash-looping top-level actor can use up the budget and get a
-    /// well-behaved sibling stopped on its next failure. Give each subsystem
-    /// its own supervisor actor, or set the root's intensity on the builder
-    /// (`root_supervision`, `root_intensity`).
-    pub fn spawn<A: Actor>(
-        &mut self,
-        props: Props,
-        factory: impl FnMut() -> A + Send + 'static,
-    ) -> Result<Addr<A::Msg>, SpawnError> {
-        self.engine.spawn_top(props, factory)
-    }
-
-    /// Asks an actor to stop (through its system lane, ahead of its mail).
-    /// Its children stop first.
-    pub fn stop(&mut self, id: ActorId) {
-        self.engine
-            .push_control(id, Control::Stop(ExitReason::Stopped));
-    }
-
-    shared_system_queries!();
 
     /// Turns run so far.
     pub fn turns(&self) -> u64 {
@@ -342,6 +312,44 @@ impl DetSystem {
                 }
             }
         }
+    }
+}
+
+#[allow(private_interfaces)] // sealed: see `system::sealed`
+impl crate::system::sealed::Sealed for DetSystem {
+    fn engine(&self) -> &Engine {
+        &self.engine
+    }
+}
+
+impl System for DetSystem {
+    fn settle(&mut self, _timeout: Duration) -> bool {
+        self.run_until_idle().is_ok()
+    }
+
+    fn sleep(&mut self, d: Duration) -> bool {
+        self.advance(d).is_ok()
+    }
+
+    /// Stops every top-level actor and runs until they are gone. Virtual
+    /// time does not move: pending timers never fire. `timeout` does not
+    /// apply (the step limit does).
+    fn shutdown(mut self, _timeout: Duration) -> Result<ShutdownReport, ShutdownTimeout> {
+        let _ = self.run_until_idle();
+        for id in self.engine.children(ROOT) {
+            System::stop(&self, id);
+        }
+        let _ = self.run_until_idle();
+        let remaining = self.engine.actor_count();
+        if remaining > 0 {
+            return Err(ShutdownTimeout {
+                waited: Duration::ZERO,
+                remaining,
+            });
+        }
+        Ok(ShutdownReport {
+            dead_letters: self.engine.shared.dead_letters(),
+        })
     }
 }
 

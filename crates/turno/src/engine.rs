@@ -38,57 +38,14 @@ use crate::addr::ActorId;
 use crate::cell::{AnyCell, Step, TurnOutcome};
 use crate::context::{Effects, Spawned, TimerKey};
 use crate::mailbox::{Control, MailboxOps, Signal, Wake};
+use crate::shared::SystemShared;
 use crate::supervision::{Directive, ExitReason, Failure, RestartLog, Strategy, Supervision};
 use crate::sync::{AtomicU64, Mutex};
-use crate::system::SystemShared;
 use crate::time::Instant;
 use crate::trace::EventKind;
 
 /// The root of the supervision tree, as it appears in traces.
 pub const ROOT: ActorId = ActorId(0);
-
-/// The inspection methods both systems offer (the system has an `engine`
-/// field).
-macro_rules! shared_system_queries {
-    () => {
-        /// True while the actor has not stopped.
-        pub fn is_alive(&self, id: $crate::ActorId) -> bool {
-            self.engine.is_alive(id)
-        }
-
-        /// How many times the actor was restarted.
-        pub fn restarts(&self, id: $crate::ActorId) -> u32 {
-            self.engine.restarts(id)
-        }
-
-        /// The actor's name, while it lives.
-        pub fn name(&self, id: $crate::ActorId) -> Option<String> {
-            self.engine.name(id)
-        }
-
-        /// The actor's children, in the order they were started
-        /// ([`ROOT`]($crate::ROOT): the top-level actors).
-        pub fn children(&self, id: $crate::ActorId) -> Vec<$crate::ActorId> {
-            self.engine.children(id)
-        }
-
-        /// True while the actor is muted by a saturated suspend mailbox.
-        pub fn is_muted(&self, id: $crate::ActorId) -> bool {
-            self.engine.is_muted(id)
-        }
-
-        /// Live actors.
-        pub fn actor_count(&self) -> usize {
-            self.engine.actor_count()
-        }
-
-        /// Messages that reached no actor, system-wide.
-        pub fn dead_letters(&self) -> u64 {
-            self.engine.shared.dead_letters()
-        }
-    };
-}
-pub(crate) use shared_system_queries;
 
 /// What a scheduler provides to the engine.
 pub(crate) trait Scheduler: Send + Sync + 'static {

@@ -31,7 +31,7 @@
 //! - **A test kit** that runs one turn of one actor ([`testkit`]).
 //!
 //! ```
-//! use turno::{Actor, Context, DetSystem, Policy, Props, Verdict};
+//! use turno::{Actor, Context, DetSystem, Policy, Props, System, Verdict};
 //!
 //! struct Total(u64);
 //! impl Actor for Total {
@@ -61,11 +61,12 @@ mod engine;
 mod mailbox;
 pub mod metrics;
 mod panics;
+mod shared;
 pub mod stash;
 pub mod stream;
 pub mod supervision;
 mod sync;
-mod system;
+pub mod system;
 pub mod testkit;
 #[cfg(not(turno_loom))]
 pub mod threaded;
@@ -89,8 +90,9 @@ pub use engine::ROOT;
 pub use mailbox::{Verdict, VerdictKind};
 pub use stash::StashFull;
 pub use supervision::{Directive, ExitReason, Failure, Strategy, Supervision};
+pub use system::{ShutdownReport, ShutdownTimeout, System, SystemStats};
 #[cfg(not(turno_loom))]
-pub use threaded::{ShutdownReport, ShutdownTimeout, ThreadedBuilder, ThreadedSystem};
+pub use threaded::{ThreadedBuilder, ThreadedSystem};
 pub use time::Instant;
 pub use timer::TimerId;
 

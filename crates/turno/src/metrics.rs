@@ -21,7 +21,7 @@
 use metrics::{Counter, Gauge, Histogram};
 
 use crate::buffer::Policy;
-use crate::system::SystemShared;
+use crate::shared::SystemShared;
 
 /// Metric handles of one actor: one pointer when metrics are off.
 pub(crate) struct MailboxMetrics(Option<Box<Handles>>);

@@ -1,156 +1,177 @@
-//! State shared by everything in one actor system: the clock, the trace,
-//! id allocation and dead-letter accounting.
+//! The one contract both schedulers keep: [`System`].
+//!
+//! [`DetSystem`](crate::DetSystem) (one thread, virtual time) and
+//! [`ThreadedSystem`](crate::ThreadedSystem) (worker threads, real time) run
+//! the same actors through the same engine; they differ only in what runs
+//! next and how time passes. Code that builds on turno (statecharts, stores,
+//! inspectors, test suites) takes `impl System` or `S: System` and runs on
+//! either:
+//!
+//! ```
+//! use std::time::Duration;
+//! use turno::{Actor, Context, DetSystem, Props, System, ThreadedSystem};
+//!
+//! struct Hello;
+//! impl Actor for Hello {
+//!     type Msg = ();
+//!     fn handle(&mut self, _ctx: &mut Context<'_, Self>, _m: ()) {}
+//! }
+//!
+//! fn two_actors<S: System>(mut sys: S) -> usize {
+//!     let a = sys.spawn(Props::new().name("a"), || Hello).unwrap();
+//!     sys.spawn(Props::new().name("b"), || Hello).unwrap();
+//!     let _ = a.try_send(());
+//!     assert!(sys.settle(Duration::from_secs(5)));
+//!     let n = sys.children(turno::ROOT).len();
+//!     sys.shutdown(Duration::from_secs(5)).unwrap();
+//!     n
+//! }
+//! assert_eq!(two_actors(DetSystem::new(1)), 2);
+//! assert_eq!(two_actors(ThreadedSystem::builder().threads(1).build()), 2);
+//! ```
 
-use std::sync::atomic::Ordering;
+use std::time::Duration;
 
-use crate::sync::AtomicU64;
+use crate::actor::{Actor, Props, SpawnError};
+use crate::addr::{ActorId, Addr};
+use crate::mailbox::Control;
+use crate::supervision::ExitReason;
+use crate::time::Instant;
 
-use crate::addr::ActorId;
-use crate::time::Clock;
-use crate::trace::{DeadLetterReason, EventKind, Tracer};
-
-pub(crate) struct SystemShared {
-    pub(crate) clock: Clock,
-    pub(crate) tracer: Tracer,
-    pub(crate) metrics: bool,
-    /// Let the panic hook print contained panics (see `crate::panics`).
-    pub(crate) print_panics: bool,
-    next_id: AtomicU64,
-    dead_letters: AtomicU64,
-    /// The runtime that runs piped futures.
-    #[cfg(feature = "tokio")]
-    pub(crate) tokio: std::sync::OnceLock<tokio::runtime::Handle>,
-}
-
-impl SystemShared {
-    pub(crate) fn new(clock: Clock, tracer: Tracer, metrics: bool) -> Self {
-        SystemShared {
-            clock,
-            tracer,
-            metrics,
-            print_panics: false,
-            // Id 0 is the root of the supervision tree.
-            next_id: AtomicU64::new(1),
-            dead_letters: AtomicU64::new(0),
-            #[cfg(feature = "tokio")]
-            tokio: std::sync::OnceLock::new(),
-        }
-    }
-
-    /// A fresh id, for actors, timers and requests alike.
-    pub(crate) fn next_id(&self) -> u64 {
-        self.next_id.fetch_add(1, Ordering::Relaxed)
-    }
-
-    pub(crate) fn dead_letter(&self, actor: ActorId, reason: DeadLetterReason) {
-        self.dead_letters.fetch_add(1, Ordering::Relaxed);
-        if self.metrics {
-            metrics::counter!("turno_dead_letters_total").increment(1);
-        }
-        self.tracer
-            .emit(&self.clock, || EventKind::DeadLetter { actor, reason });
-    }
-
-    pub(crate) fn dead_letters(&self) -> u64 {
-        self.dead_letters.load(Ordering::Relaxed)
+pub(crate) mod sealed {
+    /// Only turno's schedulers implement [`System`](super::System). The
+    /// engine it hands out cannot be named outside the crate: that is the
+    /// point (the lint would have the type public).
+    #[allow(private_interfaces)]
+    pub trait Sealed {
+        fn engine(&self) -> &crate::engine::Engine;
     }
 }
 
-/// What both system builders configure alike.
-pub(crate) struct SystemConfig {
-    pub(crate) sink: Option<Box<dyn crate::trace::TraceSink>>,
-    pub(crate) metrics: bool,
-    pub(crate) print_panics: bool,
-    pub(crate) root: crate::supervision::Supervision,
-    #[cfg(feature = "tokio")]
-    pub(crate) tokio: Option<tokio::runtime::Handle>,
-}
+/// What every actor system offers, whichever scheduler runs it. See the
+/// [module docs](self).
+///
+/// Sealed: only [`DetSystem`](crate::DetSystem) and
+/// [`ThreadedSystem`](crate::ThreadedSystem) implement it.
+pub trait System: sealed::Sealed {
+    /// Spawns a top-level actor, supervised by the root ([`crate::ROOT`]).
+    /// Its first turn is its `started` hook.
+    ///
+    /// **The root's restart intensity is shared** by every top-level actor,
+    /// as in Erlang: by default at most 3 restarts of *any* top-level actors
+    /// within 5 s; one more failure in that window stops the actor that
+    /// failed (the root cannot escalate), whichever it is. So one
+    /// crash-looping top-level actor can use up the budget and get a
+    /// well-behaved sibling stopped on its next failure. Give each subsystem
+    /// its own supervisor actor, or set the root's intensity on the builder
+    /// (`root_supervision`, `root_intensity`).
+    fn spawn<A: Actor>(
+        &self,
+        props: Props,
+        factory: impl FnMut() -> A + Send + 'static,
+    ) -> Result<Addr<A::Msg>, SpawnError> {
+        self.engine().spawn_top(props, factory)
+    }
 
-impl Default for SystemConfig {
-    fn default() -> Self {
-        SystemConfig {
-            sink: None,
-            metrics: true,
-            print_panics: false,
-            root: crate::supervision::Supervision::default(),
-            #[cfg(feature = "tokio")]
-            tokio: None,
+    /// Asks an actor to stop (through its system lane, ahead of its mail).
+    /// Its children stop first.
+    fn stop(&self, id: ActorId) {
+        self.engine()
+            .push_control(id, Control::Stop(ExitReason::Stopped));
+    }
+
+    /// True while the actor has not stopped.
+    fn is_alive(&self, id: ActorId) -> bool {
+        self.engine().is_alive(id)
+    }
+
+    /// How many times the actor was restarted.
+    fn restarts(&self, id: ActorId) -> u32 {
+        self.engine().restarts(id)
+    }
+
+    /// The actor's name, while it lives.
+    fn name(&self, id: ActorId) -> Option<String> {
+        self.engine().name(id)
+    }
+
+    /// The actor's children, in the order they were started
+    /// ([`crate::ROOT`]: the top-level actors).
+    fn children(&self, id: ActorId) -> Vec<ActorId> {
+        self.engine().children(id)
+    }
+
+    /// True while the actor is muted by a saturated suspend mailbox.
+    fn is_muted(&self, id: ActorId) -> bool {
+        self.engine().is_muted(id)
+    }
+
+    /// Live actors.
+    fn actor_count(&self) -> usize {
+        self.engine().actor_count()
+    }
+
+    /// Messages that reached no actor, system-wide.
+    fn dead_letters(&self) -> u64 {
+        self.engine().shared.dead_letters()
+    }
+
+    /// The system's time: virtual on `DetSystem`, real since start on
+    /// `ThreadedSystem`.
+    fn now(&self) -> Instant {
+        self.engine().shared.clock.now()
+    }
+
+    /// The system-wide counters.
+    fn stats(&self) -> SystemStats {
+        SystemStats {
+            actors: self.actor_count(),
+            dead_letters: self.dead_letters(),
         }
     }
+
+    /// Runs until nothing is runnable: `DetSystem` runs to idleness on this
+    /// thread (firing timers due now; virtual time does not move), and
+    /// `ThreadedSystem` waits for its workers, at most `timeout`. False if
+    /// it did not settle (a message loop hit the step limit, or the timeout).
+    fn settle(&mut self, timeout: Duration) -> bool;
+
+    /// Lets `d` of system time pass, then settles: `DetSystem` advances its
+    /// virtual clock (firing each timer at its deadline), `ThreadedSystem`
+    /// sleeps the calling thread. False as for [`System::settle`].
+    fn sleep(&mut self, d: Duration) -> bool;
+
+    /// Graceful shutdown: lets queued mail drain, stops every actor
+    /// (children first, `stopped` hooks run), and on `ThreadedSystem` joins
+    /// the threads.
+    fn shutdown(self, timeout: Duration) -> Result<ShutdownReport, ShutdownTimeout>
+    where
+        Self: Sized;
 }
 
-impl SystemConfig {
-    /// The shared state of a system with this configuration and `clock`,
-    /// and the root's supervision.
-    pub(crate) fn build(
-        self,
-        clock: crate::time::Clock,
-    ) -> (
-        std::sync::Arc<SystemShared>,
-        crate::supervision::Supervision,
-    ) {
-        let mut shared = SystemShared::new(clock, Tracer::new(self.sink), self.metrics);
-        shared.print_panics = self.print_panics;
-        let shared = std::sync::Arc::new(shared);
-        #[cfg(feature = "tokio")]
-        if let Some(h) = self.tokio {
-            let _ = shared.tokio.set(h);
-        }
-        (shared, self.root)
-    }
+/// System-wide counters, see [`System::stats`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SystemStats {
+    /// Live actors.
+    pub actors: usize,
+    /// Messages that reached no actor, so far.
+    pub dead_letters: u64,
 }
 
-/// The builder methods both systems share (the builder has a `config:
-/// SystemConfig` field).
-macro_rules! shared_builder_methods {
-    () => {
-        /// Records the trace into `sink` (on the threaded scheduler one lock
-        /// serialises it: costly).
-        pub fn trace(mut self, sink: impl $crate::trace::TraceSink + 'static) -> Self {
-            self.config.sink = Some(Box::new(sink));
-            self
-        }
-
-        /// Reports metrics through the `metrics` facade (default: on).
-        pub fn metrics(mut self, on: bool) -> Self {
-            self.config.metrics = on;
-            self
-        }
-
-        /// How the root supervises top-level actors (default: one-for-one,
-        /// at most 3 restarts in 5 s). The root cannot escalate: when it
-        /// gives up, the failed actor stops. The intensity is one budget for
-        /// all top-level actors together.
-        pub fn root_supervision(mut self, s: $crate::supervision::Supervision) -> Self {
-            self.config.root = s;
-            self
-        }
-
-        /// The root's restart intensity: at most `max_restarts` restarts of
-        /// top-level actors (all of them together) within `within`; the
-        /// strategy and decider stay as set.
-        pub fn root_intensity(mut self, max_restarts: u32, within: std::time::Duration) -> Self {
-            self.config.root = self.config.root.intensity(max_restarts, within);
-            self
-        }
-
-        /// Prints the panic message and backtrace of a panicking turn through
-        /// the process's panic hook, as an uncontained panic would (default:
-        /// off). Either way the failure is recorded: the trace's `fail`
-        /// event, the `tracing` error event (feature `tracing`), and the
-        /// supervisor's decision.
-        pub fn print_panics(mut self, on: bool) -> Self {
-            self.config.print_panics = on;
-            self
-        }
-
-        /// The tokio runtime that runs futures piped into actors
-        /// ([`Context::pipe`]($crate::Context::pipe)).
-        #[cfg(feature = "tokio")]
-        pub fn tokio(mut self, handle: tokio::runtime::Handle) -> Self {
-            self.config.tokio = Some(handle);
-            self
-        }
-    };
+/// Shutdown did not complete in time.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("shutdown timed out after {waited:?} with {remaining} actors still alive; the threads were stopped anyway")]
+pub struct ShutdownTimeout {
+    /// How long it waited.
+    pub waited: Duration,
+    /// Actors that had not stopped.
+    pub remaining: usize,
 }
-pub(crate) use shared_builder_methods;
+
+/// What a completed shutdown observed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShutdownReport {
+    /// Messages that reached no actor over the system's life, including mail
+    /// still queued when the actors stopped.
+    pub dead_letters: u64,
+}

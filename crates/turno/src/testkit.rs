@@ -38,7 +38,7 @@ use crate::buffer::Policy;
 use crate::cell::{AnyCell, Cell, Step, TurnOutcome};
 use crate::context::{Effects, TimerKey};
 use crate::mailbox::{Envelope, Mailbox, Signal, VerdictKind};
-use crate::system::SystemShared;
+use crate::shared::SystemShared;
 use crate::time::{Clock, Instant};
 use crate::timer::TimerId;
 use crate::trace::Tracer;

@@ -22,7 +22,7 @@
 //! ```
 //! use std::time::Duration;
 //! use turno::ThreadedSystem;
-//! use turno::{Actor, Context, Props};
+//! use turno::{Actor, Context, Props, System};
 //!
 //! struct Doubler;
 //! impl Actor for Doubler {
@@ -51,13 +51,12 @@ use std::time::Duration;
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use parking_lot::{Condvar, Mutex};
 
-use crate::actor::{Actor, Props, SpawnError};
-use crate::addr::{ActorId, Addr};
+use crate::addr::ActorId;
 use crate::context::TimerKey;
-use crate::engine::{shared_system_queries, Engine, Scheduler, Slot, ROOT};
-use crate::mailbox::{Control, Signal};
-use crate::supervision::ExitReason;
-use crate::system::{shared_builder_methods, SystemConfig};
+use crate::engine::{Engine, Scheduler, Slot, ROOT};
+use crate::mailbox::Signal;
+use crate::shared::{shared_builder_methods, SystemConfig};
+use crate::system::System;
 use crate::time::{Clock, Instant};
 
 /// Default turns per scheduling of one actor.
@@ -343,23 +342,7 @@ fn timer_thread(core: Arc<Core>, engine: Arc<Engine>) {
     }
 }
 
-/// Shutdown did not complete in time.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("shutdown timed out after {waited:?} with {remaining} actors still alive; the threads were stopped anyway")]
-pub struct ShutdownTimeout {
-    /// How long it waited.
-    pub waited: Duration,
-    /// Actors that had not stopped.
-    pub remaining: usize,
-}
-
-/// What a completed shutdown observed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ShutdownReport {
-    /// Messages that reached no actor over the system's life, including mail
-    /// still queued when the actors stopped.
-    pub dead_letters: u64,
-}
+pub use crate::system::{ShutdownReport, ShutdownTimeout};
 
 /// An actor system on worker threads. See the [module docs](self).
 pub struct ThreadedSystem {
@@ -382,37 +365,6 @@ impl ThreadedSystem {
     pub fn new() -> Self {
         Self::builder().build()
     }
-
-    /// Time since the system started.
-    pub fn now(&self) -> Instant {
-        self.engine.shared.clock.now()
-    }
-
-    /// Spawns a top-level actor (supervised by the root).
-    ///
-    /// **The root's restart intensity is shared** by every top-level actor,
-    /// as in Erlang: by default at most 3 restarts of *any* top-level
-    /// actors within 5 s; one more failure in that window stops the actor
-    /// that failed (the root cannot escalate), whichever it is. So one
-    /// crash-looping top-level actor can use up the budget and get a
-    /// well-behaved sibling stopped on its next failure. Give each subsystem
-    /// its own supervisor actor, or set the root's intensity on the builder
-    /// (`root_supervision`, `root_intensity`).
-    pub fn spawn<A: Actor>(
-        &self,
-        props: Props,
-        factory: impl FnMut() -> A + Send + 'static,
-    ) -> Result<Addr<A::Msg>, SpawnError> {
-        self.engine.spawn_top(props, factory)
-    }
-
-    /// Asks an actor to stop; its children stop first.
-    pub fn stop(&self, id: ActorId) {
-        self.engine
-            .push_control(id, Control::Stop(ExitReason::Stopped));
-    }
-
-    shared_system_queries!();
 
     /// Waits until no actor is scheduled or running (pending timers and
     /// parked actors do not count). Returns false on timeout.
@@ -493,6 +445,28 @@ impl ThreadedSystem {
             let _ = t.join();
         }
         self.engine.shared.tracer.flush();
+    }
+}
+
+#[allow(private_interfaces)] // sealed: see `system::sealed`
+impl crate::system::sealed::Sealed for ThreadedSystem {
+    fn engine(&self) -> &Engine {
+        &self.engine
+    }
+}
+
+impl System for ThreadedSystem {
+    fn settle(&mut self, timeout: Duration) -> bool {
+        self.wait_idle(timeout)
+    }
+
+    fn sleep(&mut self, d: Duration) -> bool {
+        std::thread::sleep(d);
+        self.wait_idle(Duration::from_secs(10))
+    }
+
+    fn shutdown(self, timeout: Duration) -> Result<ShutdownReport, ShutdownTimeout> {
+        ThreadedSystem::shutdown(self, timeout)
     }
 }
 

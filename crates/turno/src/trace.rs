@@ -11,7 +11,7 @@
 //!
 //! ```
 //! use turno::trace::{EventKind, RingSink};
-//! use turno::{Actor, Context, DetSystem, Props};
+//! use turno::{Actor, Context, DetSystem, Props, System};
 //!
 //! struct Sink;
 //! impl Actor for Sink {
@@ -494,7 +494,7 @@ impl JsonLinesSink<SharedBuffer> {
     ///
     /// ```
     /// use turno::trace::JsonLinesSink;
-    /// use turno::{Actor, Context, DetSystem, Props};
+    /// use turno::{Actor, Context, DetSystem, Props, System};
     ///
     /// struct Quiet;
     /// impl Actor for Quiet {

@@ -4,6 +4,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use turno::System;
 
 use turno::{Actor, Addr, Context, DetSystem, Policy, Props};
 

@@ -6,6 +6,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use turno::System;
 
 use parking_lot::Mutex;
 use turno::bridge::{self, BridgeError};

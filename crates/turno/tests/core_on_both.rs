@@ -9,10 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::tree::{CMsg, Child, Log, Parent, Watcher};
-use common::Sys;
+use common::{settle, sleep, spawn};
 use parking_lot::Mutex;
 use turno::{
     Actor, Addr, Context, ExitReason, Policy, Props, ReplyTo, Response, Strategy, Supervision,
+    System,
 };
 
 on_both! {
@@ -52,18 +53,18 @@ impl Actor for PairLog {
     }
 }
 
-fn fifo_per_pair(sys: &mut impl Sys) {
+fn fifo_per_pair(sys: &mut impl System) {
     let log = Arc::new(Mutex::new(Vec::new()));
     let l = log.clone();
-    let sink = sys.spawn(Props::new().mailbox(Policy::Suspend(16)), move || {
+    let sink = spawn(sys, Props::new().mailbox(Policy::Suspend(16)), move || {
         PairLog(l.clone())
     });
     for me in 0..4 {
         let to = sink.clone();
-        let s = sys.spawn(Props::new(), move || Burst { me, to: to.clone() });
+        let s = spawn(sys, Props::new(), move || Burst { me, to: to.clone() });
         let _ = s.try_send(200);
     }
-    sys.settle();
+    settle(sys);
     let log = log.lock();
     assert_eq!(log.len(), 800);
     for me in 0..4 {
@@ -78,35 +79,35 @@ fn fifo_per_pair(sys: &mut impl Sys) {
 
 // ----- supervision --------------------------------------------------------
 
-fn tree(sys: &mut impl Sys, s: Supervision) -> (Addr<()>, Vec<Addr<CMsg>>, Log) {
+fn tree(sys: &mut impl System, s: Supervision) -> (Addr<()>, Vec<Addr<CMsg>>, Log) {
     let log: Log = Default::default();
     let out = Arc::new(Mutex::new(Vec::new()));
     let (l, o) = (log.clone(), out.clone());
-    let parent = sys.spawn(Props::new().supervision(s), move || Parent {
+    let parent = spawn(sys, Props::new().supervision(s), move || Parent {
         log: l.clone(),
         out: o.clone(),
     });
-    sys.settle();
+    settle(sys);
     let kids = out.lock().clone();
     log.lock().clear();
     (parent, kids, log)
 }
 
-fn restarts(sys: &impl Sys, kids: &[Addr<CMsg>]) -> Vec<u32> {
+fn restarts(sys: &impl System, kids: &[Addr<CMsg>]) -> Vec<u32> {
     kids.iter().map(|k| sys.restarts(k.id())).collect()
 }
 
-fn one_for_one(sys: &mut impl Sys) {
+fn one_for_one(sys: &mut impl System) {
     let (_p, kids, _log) = tree(sys, Supervision::new(Strategy::OneForOne));
     let _ = kids[1].try_send(CMsg::Crash);
-    sys.settle();
+    settle(sys);
     assert_eq!(restarts(sys, &kids), vec![0, 1, 0]);
 }
 
-fn one_for_all(sys: &mut impl Sys) {
+fn one_for_all(sys: &mut impl System) {
     let (_p, kids, log) = tree(sys, Supervision::new(Strategy::OneForAll));
     let _ = kids[1].try_send(CMsg::Crash);
-    sys.settle();
+    settle(sys);
     assert_eq!(restarts(sys, &kids), vec![1, 1, 1]);
     let mut log = log.lock().clone();
     log.sort();
@@ -116,31 +117,31 @@ fn one_for_all(sys: &mut impl Sys) {
     );
 }
 
-fn rest_for_one(sys: &mut impl Sys) {
+fn rest_for_one(sys: &mut impl System) {
     let (_p, kids, _log) = tree(sys, Supervision::new(Strategy::RestForOne));
     let _ = kids[1].try_send(CMsg::Crash);
-    sys.settle();
+    settle(sys);
     assert_eq!(restarts(sys, &kids), vec![0, 1, 1]);
 }
 
-fn escalation(sys: &mut impl Sys) {
+fn escalation(sys: &mut impl System) {
     let s = Supervision::new(Strategy::OneForOne).intensity(1, Duration::from_secs(60));
     let (parent, kids, _log) = tree(sys, s);
     let _ = kids[0].try_send(CMsg::Crash);
-    sys.settle();
+    settle(sys);
     assert_eq!(sys.restarts(kids[0].id()), 1);
     let _ = kids[0].try_send(CMsg::Crash);
-    sys.settle();
+    settle(sys);
     // The parent gave up and failed; the root restarted it with new children.
     assert_eq!(sys.restarts(parent.id()), 1);
     assert!(kids.iter().all(|k| k.is_closed()));
     assert_eq!(sys.children(parent.id()).len(), 3);
 }
 
-fn stop_children_first(sys: &mut impl Sys) {
+fn stop_children_first(sys: &mut impl System) {
     let (parent, kids, log) = tree(sys, Supervision::default());
     sys.stop(parent.id());
-    sys.settle();
+    settle(sys);
     assert!(kids.iter().all(|k| k.is_closed()) && parent.is_closed());
     let log = log.lock().clone();
     assert_eq!(log.len(), 4, "{log:?}");
@@ -149,23 +150,27 @@ fn stop_children_first(sys: &mut impl Sys) {
 
 // ----- watch and dead letters --------------------------------------------
 
-fn watch_and_dead_letters(sys: &mut impl Sys) {
+fn watch_and_dead_letters(sys: &mut impl System) {
     let log: Log = Default::default();
     let l = log.clone();
-    let target = sys.spawn(Props::new().mailbox(Policy::KeepOldest(8)), move || Child {
-        name: "t",
-        log: l.clone(),
-    });
+    let target = spawn(
+        sys,
+        Props::new().mailbox(Policy::KeepOldest(8)),
+        move || Child {
+            name: "t",
+            log: l.clone(),
+        },
+    );
     let seen = Arc::new(Mutex::new(Vec::new()));
     let (t, s) = (target.clone(), seen.clone());
-    sys.spawn(Props::new(), move || Watcher {
+    spawn(sys, Props::new(), move || Watcher {
         target: t.clone(),
         seen: s.clone(),
     });
-    sys.settle();
+    settle(sys);
     let before = sys.dead_letters();
     sys.stop(target.id());
-    sys.settle();
+    settle(sys);
     assert_eq!(*seen.lock(), vec![(target.id(), ExitReason::Stopped)]);
     assert!(target.try_send(CMsg::Crash).kind() == turno::VerdictKind::Closed);
     assert_eq!(sys.dead_letters(), before + 1);
@@ -195,10 +200,10 @@ impl Actor for Door {
     }
 }
 
-fn stash_order(sys: &mut impl Sys) {
+fn stash_order(sys: &mut impl System) {
     let entered = Arc::new(Mutex::new(Vec::new()));
     let e = entered.clone();
-    let door = sys.spawn(Props::new(), move || Door {
+    let door = spawn(sys, Props::new(), move || Door {
         open: false,
         entered: e.clone(),
     });
@@ -209,7 +214,7 @@ fn stash_order(sys: &mut impl Sys) {
     for v in 50..60 {
         let _ = door.try_send(DMsg::Visitor(v));
     }
-    sys.settle();
+    settle(sys);
     assert_eq!(*entered.lock(), (0..60).collect::<Vec<_>>());
 }
 
@@ -266,11 +271,11 @@ impl Actor for Client {
     }
 }
 
-fn ask_reply_timeout_and_stale(sys: &mut impl Sys) {
-    let fast = sys.spawn(Props::new(), || Server {
+fn ask_reply_timeout_and_stale(sys: &mut impl System) {
+    let fast = spawn(sys, Props::new(), || Server {
         delay: Duration::ZERO,
     });
-    let slow = sys.spawn(Props::new(), || Server {
+    let slow = spawn(sys, Props::new(), || Server {
         delay: Duration::from_millis(300),
     });
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -278,17 +283,17 @@ fn ask_reply_timeout_and_stale(sys: &mut impl Sys) {
         .into_iter()
         .map(|server| {
             let s = seen.clone();
-            sys.spawn(Props::new(), move || Client {
+            spawn(sys, Props::new(), move || Client {
                 server: server.clone(),
                 seen: s.clone(),
             })
         })
         .collect();
     let _ = clients[0].try_send(QMsg::Ask(4));
-    sys.settle();
+    settle(sys);
     assert_eq!(*seen.lock(), vec![Some(40)]);
     let _ = clients[1].try_send(QMsg::Ask(5));
-    sys.sleep(Duration::from_millis(500));
+    sleep(sys, Duration::from_millis(500));
     // The timeout came as a message; the late reply was discarded.
     assert_eq!(*seen.lock(), vec![Some(40), None]);
     assert_eq!(clients[1].stale_replies(), 1);
@@ -315,13 +320,14 @@ impl Actor for Bouncer {
 
 /// A ring of `n` bouncers with suspend(`cap`) mailboxes, each filled to
 /// capacity; every message hops until its counter reaches 20 000.
-fn saturated_ring(sys: &mut impl Sys, n: usize, cap: u64) {
+fn saturated_ring(sys: &mut impl System, n: usize, cap: u64) {
     let hops = Arc::new(AtomicU64::new(0));
     let slots: Vec<Arc<Mutex<Option<Addr<u64>>>>> = (0..n).map(|_| Default::default()).collect();
     let addrs: Vec<Addr<u64>> = (0..n)
         .map(|i| {
             let (peer, h) = (slots[(i + 1) % n].clone(), hops.clone());
-            sys.spawn(
+            spawn(
+                sys,
                 Props::new().mailbox(Policy::Suspend(cap as usize)),
                 move || Bouncer {
                     peer: peer.clone(),
@@ -341,16 +347,16 @@ fn saturated_ring(sys: &mut impl Sys, n: usize, cap: u64) {
             assert!(a.send_blocking(k).is_enqueued());
         }
     }
-    sys.settle();
+    settle(sys);
     // No deadlock (settle returned) and no loss: every hop happened.
     let per_actor: u64 = starts.iter().map(|k| 20_000 - k + 1).sum();
     assert_eq!(hops.load(Ordering::Relaxed), per_actor * n as u64);
 }
 
-fn saturated_cycle_progresses(sys: &mut impl Sys) {
+fn saturated_cycle_progresses(sys: &mut impl System) {
     saturated_ring(sys, 2, 4);
 }
 
-fn saturated_ring_progresses(sys: &mut impl Sys) {
+fn saturated_ring_progresses(sys: &mut impl System) {
     saturated_ring(sys, 6, 2);
 }

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 use std::time::Duration;
+use turno::System;
 
 use parking_lot::Mutex;
 use turno::trace::{JsonLinesSink, RingSink, TraceSink};

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 use std::time::Duration;
+use turno::System;
 
 use parking_lot::Mutex;
 use turno::{Actor, Context, DetSystem, Policy, Props, Verdict};
@@ -133,7 +134,7 @@ fn unbounded_takes_everything() {
 
 #[test]
 fn meaningless_capacity_is_a_spawn_error() {
-    let mut sys = DetSystem::new(1);
+    let sys = DetSystem::new(1);
     let err = sys
         .spawn(
             Props::new().name("zero").mailbox(Policy::KeepNewest(0)),

@@ -3,6 +3,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use turno::System;
 
 use turno::trace::{EventKind, RingSink};
 use turno::{

@@ -4,6 +4,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use turno::System;
 
 use turno::{Actor, Context, DetSystem, Props};
 

@@ -5,6 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use turno::System;
 
 use turno::ThreadedSystem;
 use turno::{Actor, Context, Policy, Props};

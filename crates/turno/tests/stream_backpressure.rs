@@ -5,6 +5,7 @@ use std::future::Future;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
+use turno::System;
 
 use futures::{Stream, StreamExt};
 use proptest::prelude::*;

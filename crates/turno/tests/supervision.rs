@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 use std::time::Duration;
+use turno::System;
 
 mod common;
 

@@ -8,6 +8,7 @@
 use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
+use turno::System;
 
 use parking_lot::Mutex;
 use turno::{Actor, Context, DetSystem, Policy, Props, ReplyTo, Response};

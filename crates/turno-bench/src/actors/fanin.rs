@@ -12,6 +12,7 @@
 //! blocked on a full mailbox would wait forever.
 
 use std::thread::{self, JoinHandle};
+use turno::System;
 
 use crossbeam_channel::{bounded, Sender};
 

@@ -34,6 +34,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use turno::System;
 
 use crossbeam_channel::Receiver;
 use turno::{Actor, Addr, DetSystem, Props, ThreadedSystem};

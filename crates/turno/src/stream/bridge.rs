@@ -18,7 +18,7 @@
 //! use std::sync::{Arc, Mutex};
 //! use std::task::{Context, Poll, Waker};
 //! use turno::stream::{actor_output, buffered, pipe_to_actor};
-//! use turno::{Actor, Context as Turn, DetSystem, Policy, Props};
+//! use turno::{Actor, Context as Turn, DetSystem, Policy, Props, System};
 //!
 //! /// Doubles each number it gets and emits it on its output stream.
 //! struct Doubler { out: turno::stream::Continuation<u64> }

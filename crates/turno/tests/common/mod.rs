@@ -1,4 +1,5 @@
-//! One face for both schedulers, so the core tests run on each.
+//! The core tests run on both schedulers through `turno::System`; these are
+//! the few helpers they share.
 
 #![allow(dead_code)]
 
@@ -6,97 +7,28 @@ pub mod tree;
 
 use std::time::Duration;
 
-use turno::ThreadedSystem;
-use turno::{Actor, ActorId, Addr, DetSystem, Props};
+use turno::{Actor, Addr, Props, System};
 
-/// What the core tests need from a system.
-pub trait Sys {
-    /// Spawns a top-level actor.
-    fn spawn<A: Actor>(
-        &mut self,
-        props: Props,
-        f: impl FnMut() -> A + Send + 'static,
-    ) -> Addr<A::Msg>;
-    /// Asks an actor to stop.
-    fn stop(&mut self, id: ActorId);
-    /// Runs until nothing is runnable (deterministic) or waits for that (threaded).
-    fn settle(&mut self);
-    /// Lets `d` of time pass (virtual or real), then settles.
-    fn sleep(&mut self, d: Duration);
-    /// Liveness.
-    fn is_alive(&self, id: ActorId) -> bool;
-    /// Restart count.
-    fn restarts(&self, id: ActorId) -> u32;
-    /// Children in start order.
-    fn children(&self, id: ActorId) -> Vec<ActorId>;
-    /// Dead letters so far.
-    fn dead_letters(&self) -> u64;
+/// Spawns a top-level actor on either system (valid props: unwraps).
+pub fn spawn<A: Actor>(
+    sys: &impl System,
+    props: Props,
+    f: impl FnMut() -> A + Send + 'static,
+) -> Addr<A::Msg> {
+    sys.spawn(props, f).unwrap()
 }
 
-impl Sys for DetSystem {
-    fn spawn<A: Actor>(
-        &mut self,
-        props: Props,
-        f: impl FnMut() -> A + Send + 'static,
-    ) -> Addr<A::Msg> {
-        DetSystem::spawn(self, props, f).unwrap()
-    }
-    fn stop(&mut self, id: ActorId) {
-        DetSystem::stop(self, id)
-    }
-    fn settle(&mut self) {
-        self.run_until_idle().unwrap();
-    }
-    fn sleep(&mut self, d: Duration) {
-        self.advance(d).unwrap();
-    }
-    fn is_alive(&self, id: ActorId) -> bool {
-        DetSystem::is_alive(self, id)
-    }
-    fn restarts(&self, id: ActorId) -> u32 {
-        DetSystem::restarts(self, id)
-    }
-    fn children(&self, id: ActorId) -> Vec<ActorId> {
-        DetSystem::children(self, id)
-    }
-    fn dead_letters(&self) -> u64 {
-        DetSystem::dead_letters(self)
-    }
+/// Runs until nothing is runnable (deterministic) or waits for that (threaded).
+pub fn settle(sys: &mut impl System) {
+    assert!(
+        sys.settle(Duration::from_secs(10)),
+        "the system did not settle"
+    );
 }
 
-impl Sys for ThreadedSystem {
-    fn spawn<A: Actor>(
-        &mut self,
-        props: Props,
-        f: impl FnMut() -> A + Send + 'static,
-    ) -> Addr<A::Msg> {
-        ThreadedSystem::spawn(self, props, f).unwrap()
-    }
-    fn stop(&mut self, id: ActorId) {
-        ThreadedSystem::stop(self, id)
-    }
-    fn settle(&mut self) {
-        assert!(
-            self.wait_idle(Duration::from_secs(10)),
-            "the system did not settle"
-        );
-    }
-    fn sleep(&mut self, d: Duration) {
-        std::thread::sleep(d);
-        self.settle();
-    }
-    fn is_alive(&self, id: ActorId) -> bool {
-        ThreadedSystem::is_alive(self, id)
-    }
-    fn restarts(&self, id: ActorId) -> u32 {
-        ThreadedSystem::restarts(self, id)
-    }
-    fn children(&self, id: ActorId) -> Vec<ActorId> {
-        ThreadedSystem::children(self, id)
-    }
-    fn dead_letters(&self) -> u64 {
-        ThreadedSystem::dead_letters(self)
-    }
+/// Lets `d` of time pass (virtual or real), then settles.
+pub fn sleep(sys: &mut impl System, d: Duration) {
+    assert!(sys.sleep(d), "the system did not settle");
 }
 
 /// Defines `#[test] fn $name` twice: on the deterministic scheduler (several
