@@ -316,7 +316,7 @@ type DoneFn = Box<dyn FnMut(Status, Option<&Value>) + Send>;
 ///
 /// ```
 /// use std::sync::{Arc, Mutex};
-/// use turno::{DetSystem, Props};
+/// use turno::{DetSystem, Props, System};
 /// use turno_chart::interpreter::{ChartActor, ChartMsg};
 /// use turno_chart::{load_json, stdlib, Event};
 ///

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use turno::trace::{EventKind, RingSink};
-use turno::{Actor, Context, DetSystem, Props, ReplyTo};
+use turno::{Actor, Context, DetSystem, Props, ReplyTo, System};
 use turno_chart::interpreter::{ChartActor, ChartMsg, ChartStats, Reporter, Service};
 use turno_chart::{load_json, stdlib, Event, Machine, Status};
 

@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant as WallClock};
 
-use turno::{Actor, Addr, Context, DetSystem, Instant, Policy, Props};
+use turno::{Actor, Addr, Context, DetSystem, Instant, Policy, Props, System};
 
 struct Producer {
     to: Addr<Instant>,
