@@ -171,8 +171,15 @@ impl System {
     }
 
     /// Queues an external event for a session (the outside world sending).
-    pub fn send(&mut self, to: SessionHandle, event: Event) {
-        self.enqueue(to.0, event);
+    /// An event for a session that has ended, or a handle from another
+    /// system, is dropped; the return value says whether it was queued.
+    pub fn send(&mut self, to: SessionHandle, event: Event) -> bool {
+        if self.slots.get(to.0).is_some_and(|s| s.alive) {
+            self.enqueue(to.0, event);
+            true
+        } else {
+            false
+        }
     }
 
     fn enqueue(&mut self, k: usize, event: Event) {
@@ -256,21 +263,19 @@ impl System {
     /// The active atomic states of a session (its last configuration, once
     /// halted).
     pub fn atomic_states(&self, h: SessionHandle) -> Vec<String> {
-        self.slots[h.0]
-            .session
-            .as_ref()
+        self.session(h)
             .map(Session::atomic_state_ids)
             .unwrap_or_default()
     }
 
     /// The session behind a handle.
     pub fn session(&self, h: SessionHandle) -> Option<&Session> {
-        self.slots[h.0].session.as_ref()
+        self.slots.get(h.0).and_then(|s| s.session.as_ref())
     }
 
     /// Is the session still running?
     pub fn is_running(&self, h: SessionHandle) -> bool {
-        self.slots[h.0].alive
+        self.slots.get(h.0).is_some_and(|s| s.alive)
     }
 
     /// Every `<log>` so far, in order.

@@ -109,3 +109,16 @@ fn a_runaway_script_is_an_error_not_a_hang() {
     // The engine is still usable afterwards.
     assert!(dm.eval_bool("1 + 1 === 2").unwrap());
 }
+
+#[test]
+fn events_for_an_ended_session_or_a_foreign_handle_are_refused() {
+    let doc = Arc::new(load_str("<scxml><final id='f'/></scxml>", None).unwrap());
+    let mut sys = System::new();
+    let s = sys.start(doc.clone()).unwrap();
+    assert!(!sys.is_running(s));
+    assert!(!sys.send(s, turno_scxml::Event::external("e", None)));
+    assert_eq!(sys.atomic_states(s), ["f"]);
+    let mut other = System::new();
+    assert!(!other.send(s, turno_scxml::Event::external("e", None)));
+    assert!(other.session(s).is_none());
+}
