@@ -9,6 +9,9 @@ use std::time::Duration;
 use common::*;
 use turno_store::{ManualClock, Store};
 
+#[cfg(feature = "postgres")]
+use common::pg_url;
+
 /// Unusual markers, so a hit cannot be a coincidence.
 const OWNER: &str = "owner-QX7Z-forget-me";
 const SECRET: &[u8] = b"SECRET-4111111111111111-card";
@@ -143,5 +146,89 @@ fn forget_reports_when_a_reader_holds_the_wal() {
     assert!(store.forget(OWNER).unwrap().files_scrubbed);
     for (file, o, x) in scan(&db) {
         assert_eq!((o, x), (0, 0), "store.db{file}");
+    }
+}
+
+/// What docs/store.md says PostgreSQL keeps after `forget`, checked on a real
+/// server: the deleted rows stay in the table files until `VACUUM FULL`
+/// rewrites them, and stay in the WAL after that.
+#[cfg(feature = "postgres")]
+#[test]
+fn postgres_keeps_forgotten_bytes_in_dead_tuples_and_wal_as_documented() {
+    use walk::files_under;
+    let Some(url) = pg_url() else { return };
+    let cluster = turno_store::postgres::TempCluster::shared().unwrap();
+    let s = Store::new(turno_store::postgres::PgBackend::connect(&url).unwrap());
+    // small rows, stored inline (a TOASTed value would be compressed)
+    for i in 0..20 {
+        s.put_snapshot(OWNER, &format!("snap-{i}"), None, SECRET, None)
+            .unwrap();
+        s.enqueue("q", OWNER, &format!("evt-{i}"), SECRET).unwrap();
+    }
+    let report = s.forget(OWNER).unwrap();
+    assert_eq!((report.snapshots, report.queue_items), (20, 20));
+    assert!(
+        !report.files_scrubbed,
+        "PostgreSQL never claims scrubbed files"
+    );
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let db_oid: u32 = admin
+        .query_one(
+            "SELECT oid FROM pg_database WHERE datname = current_database()",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    let base = cluster.data_dir().join("base").join(db_oid.to_string());
+    let hits_in = |dir: &Path| -> usize {
+        files_under(dir)
+            .iter()
+            .map(|f| occurrences(&std::fs::read(f).unwrap_or_default(), SECRET))
+            .sum()
+    };
+    admin.batch_execute("CHECKPOINT").unwrap();
+    assert!(
+        hits_in(&base) > 0,
+        "dead tuples still hold the bytes after DELETE"
+    );
+    // one statement each: VACUUM refuses to run inside a transaction block
+    for t in [
+        "turno_snapshots",
+        "turno_drafts",
+        "turno_keys",
+        "turno_queue",
+    ] {
+        admin.batch_execute(&format!("VACUUM FULL {t}")).unwrap();
+    }
+    admin.batch_execute("CHECKPOINT").unwrap();
+    assert_eq!(
+        hits_in(&base),
+        0,
+        "VACUUM FULL rewrote the tables without them"
+    );
+    assert!(
+        hits_in(&cluster.data_dir().join("pg_wal")) > 0,
+        "the WAL still holds the inserted bytes"
+    );
+}
+
+#[cfg(feature = "postgres")]
+mod walk {
+    use std::path::{Path, PathBuf};
+
+    pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else {
+                    out.push(p);
+                }
+            }
+        }
+        out
     }
 }
