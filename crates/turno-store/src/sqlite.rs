@@ -212,22 +212,34 @@ impl SqliteBackend {
     }
 }
 
+/// The two tables with versioned, expiring rows.
+#[derive(Clone, Copy)]
+enum Versioned {
+    Snapshots,
+    Drafts,
+}
+
 fn live_version(
     tx: &Connection,
-    table: &str,
+    table: Versioned,
     owner: &str,
     key: &str,
     now: Millis,
 ) -> Result<Option<u64>> {
+    // Static SQL, so the statement cache prepares each once.
+    let sql = match table {
+        Versioned::Snapshots => {
+            "SELECT version FROM turno_snapshots WHERE owner = ?1 AND key = ?2
+             AND (expires_at IS NULL OR expires_at > ?3)"
+        }
+        Versioned::Drafts => {
+            "SELECT version FROM turno_drafts WHERE owner = ?1 AND key = ?2
+             AND (expires_at IS NULL OR expires_at > ?3)"
+        }
+    };
     let v: Option<i64> = tx
-        .query_row(
-            &format!(
-                "SELECT version FROM {table} WHERE owner = ?1 AND key = ?2
-                 AND (expires_at IS NULL OR expires_at > ?3)"
-            ),
-            params![owner, key, now],
-            |r| r.get(0),
-        )
+        .prepare_cached(sql)?
+        .query_row(params![owner, key, now], |r| r.get(0))
         .optional()?;
     Ok(v.map(|v| v as u64))
 }
@@ -269,7 +281,7 @@ impl Backend for SqliteBackend {
 
     fn snapshot_put(&self, put: SnapshotPut<'_>, now: Millis) -> Result<u64> {
         self.write(|tx| {
-            let actual = live_version(tx, "turno_snapshots", put.owner, put.key, now)?;
+            let actual = live_version(tx, Versioned::Snapshots, put.owner, put.key, now)?;
             if actual != put.expected {
                 return Err(StoreError::Conflict {
                     owner: put.owner.into(),
@@ -304,7 +316,7 @@ impl Backend for SqliteBackend {
         now: Millis,
     ) -> Result<bool> {
         self.write(|tx| {
-            let actual = live_version(tx, "turno_snapshots", owner, key, now)?;
+            let actual = live_version(tx, Versioned::Snapshots, owner, key, now)?;
             if expected.is_some() && actual != expected {
                 return Err(StoreError::Conflict {
                     owner: owner.into(),
@@ -313,10 +325,8 @@ impl Backend for SqliteBackend {
                     actual,
                 });
             }
-            tx.execute(
-                "DELETE FROM turno_snapshots WHERE owner = ?1 AND key = ?2",
-                params![owner, key],
-            )?;
+            tx.prepare_cached("DELETE FROM turno_snapshots WHERE owner = ?1 AND key = ?2")?
+                .execute(params![owner, key])?;
             Ok(actual.is_some())
         })
     }
@@ -340,7 +350,7 @@ impl Backend for SqliteBackend {
 
     fn draft_save(&self, d: &Draft, now: Millis) -> Result<DraftSaved> {
         self.write(|tx| {
-            if let Some(stored) = live_version(tx, "turno_drafts", &d.owner, &d.key, now)? {
+            if let Some(stored) = live_version(tx, Versioned::Drafts, &d.owner, &d.key, now)? {
                 if stored >= d.version {
                     return Ok(DraftSaved::Stale { stored });
                 }
@@ -384,10 +394,10 @@ impl Backend for SqliteBackend {
 
     fn draft_delete(&self, owner: &str, key: &str) -> Result<bool> {
         self.write(|tx| {
-            Ok(tx.execute(
-                "DELETE FROM turno_drafts WHERE owner = ?1 AND key = ?2",
-                params![owner, key],
-            )? > 0)
+            Ok(tx
+                .prepare_cached("DELETE FROM turno_drafts WHERE owner = ?1 AND key = ?2")?
+                .execute(params![owner, key])?
+                > 0)
         })
     }
 
@@ -444,11 +454,18 @@ impl Backend for SqliteBackend {
         now: Millis,
     ) -> Result<()> {
         self.write(|tx| {
-            let n = tx.execute(
-                "UPDATE turno_keys SET state = 1, result = ?3, expires_at = ?4
+            let n = tx
+                .prepare_cached(
+                    "UPDATE turno_keys SET state = 1, result = ?3, expires_at = ?4
                  WHERE owner = ?1 AND key = ?2 AND state = 0 AND expires_at > ?5",
-                params![owner, key, result, now.saturating_add(retention), now],
-            )?;
+                )?
+                .execute(params![
+                    owner,
+                    key,
+                    result,
+                    now.saturating_add(retention),
+                    now
+                ])?;
             if n == 1 {
                 return Ok(());
             }
@@ -466,11 +483,12 @@ impl Backend for SqliteBackend {
 
     fn key_abandon(&self, owner: &str, key: &str, now: Millis) -> Result<()> {
         self.write(|tx| {
-            let n = tx.execute(
-                "DELETE FROM turno_keys WHERE owner = ?1 AND key = ?2 AND state = 0
+            let n = tx
+                .prepare_cached(
+                    "DELETE FROM turno_keys WHERE owner = ?1 AND key = ?2 AND state = 0
                  AND expires_at > ?3",
-                params![owner, key, now],
-            )?;
+                )?
+                .execute(params![owner, key, now])?;
             if n == 1 {
                 return Ok(());
             }
