@@ -313,7 +313,11 @@ fn crash_many_times(pg_url: Option<&str>, rounds: usize) {
         }
     }
     let again = handled.values().filter(|&&n| n > 1).count();
-    let backend = if pg_url.is_some() { "postgres" } else { "sqlite" };
+    let backend = if pg_url.is_some() {
+        "postgres"
+    } else {
+        "sqlite"
+    };
     eprintln!(
         "crash test ({backend}): {rounds} kills, {enqueued} logged enqueues, {} items, all \
          acknowledged; {again} delivered again after a kill before their ack",
