@@ -53,7 +53,15 @@ fn js(before: &World, e: &JsEvent) -> Vec<Moved> {
             format!("queue:{}", queue.name()),
             "push",
             Some(id.0.to_string()),
-            label.clone(),
+            label.clone().unwrap_or_else(|| {
+                before
+                    .js
+                    .queues
+                    .get(queue)
+                    .and_then(|q| q.iter().find(|x| x.id == *id))
+                    .map(|x| x.label.clone())
+                    .unwrap_or_default()
+            }),
         )],
         JsEvent::Dequeue { queue, id, .. } | JsEvent::Cancel { queue, id } => {
             let label = before

@@ -13,9 +13,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// The value of [`Trace::format`].
-pub const TRACE_FORMAT: &str = "turno-js-trace";
+pub const TRACE_FORMAT: &str = turno_trace::Format::TurnoJs.name();
 /// The value of [`Trace::version`]. Bumped on any incompatible change.
-pub const TRACE_VERSION: u32 = 1;
+pub const TRACE_VERSION: u32 = turno_trace::VERSION;
 
 /// Why [`Trace::from_json_lines`] refused a text.
 #[derive(Debug, thiserror::Error)]
@@ -35,6 +35,11 @@ pub enum TraceError {
     /// The version is newer than this reader.
     #[error("turno-js-trace version {0} is newer than {TRACE_VERSION}")]
     TooNew(u32),
+    /// The trace breaks the format (checked by `turno_trace`'s reader: the
+    /// envelope, every kind's fields, `seq` without gaps, time never going
+    /// back); the error names the line and field.
+    #[error("{0}")]
+    Invalid(#[from] turno_trace::ReadError),
     /// An event line is not JSON.
     #[error("event line {line}: {source}")]
     BadEvent {
@@ -93,17 +98,16 @@ impl Trace {
     /// `model`, `file`), then one event per line with `seq`, `t_ns` and
     /// `kind` first.
     pub fn to_json_lines(&self) -> String {
-        let header = serde_json::json!({
-            "format": self.format,
-            "version": self.version,
-            "model": self.model,
-            "file": self.file,
-        });
-        let mut out = String::new();
-        out.push_str(&format!(
-            "{{\"format\":{},\"version\":{},\"model\":{},\"file\":{}}}\n",
-            header["format"], header["version"], header["model"], header["file"]
-        ));
+        let model = match self.model.as_str() {
+            "html" => turno_trace::Model::Html,
+            _ => turno_trace::Model::Node,
+        };
+        let header = turno_trace::Header {
+            version: self.version,
+            ..turno_trace::Header::js(model, self.file.clone())
+        };
+        let mut out = header.to_line();
+        out.push('\n');
         for e in &self.events {
             let Value::Object(m) = e else { continue };
             let mut line = String::from("{");
@@ -136,6 +140,10 @@ impl Trace {
     /// Decodes [`Trace::to_json_lines`] output. Fails on another format or
     /// a higher version.
     pub fn from_json_lines(text: &str) -> Result<Trace, TraceError> {
+        // Validate with the one reader of the trace family first.
+        for event in turno_trace::Reader::new(text.as_bytes())? {
+            event?;
+        }
         let mut lines = text.lines().filter(|l| !l.trim().is_empty());
         let header: Value = serde_json::from_str(lines.next().ok_or(TraceError::Empty)?)
             .map_err(TraceError::BadHeader)?;

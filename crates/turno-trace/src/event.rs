@@ -24,7 +24,7 @@ pub enum Format {
 
 impl Format {
     /// The name the header carries.
-    pub fn name(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             Format::Turno => "turno-trace",
             Format::TurnoJs => "turno-js-trace",

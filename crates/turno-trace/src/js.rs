@@ -142,8 +142,10 @@ pub enum JsEvent {
         queue: Queue,
         /// The entry's id within it.
         id: EntryId,
-        /// The callback's name, or `"PromiseJob"`.
-        label: String,
+        /// The callback's name, or `"PromiseJob"`; absent when an interval
+        /// re-arms (it keeps the label it had).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        label: Option<String>,
         /// `timers`: when it is due.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         due_ns: Option<u64>,

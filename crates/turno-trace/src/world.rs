@@ -607,11 +607,16 @@ impl World {
                 ..
             } => {
                 let q = js.queues.entry(*queue).or_default();
-                // An interval re-arms under its id: one entry per id.
-                q.retain(|x| x.id != *id);
+                // An interval re-arms under its id: one entry per id, and it
+                // keeps its label when the re-arm does not repeat it.
+                let old = q.iter().position(|x| x.id == *id).map(|i| q.remove(i));
+                let label = label
+                    .clone()
+                    .or_else(|| old.map(|o| o.label))
+                    .unwrap_or_default();
                 let entry = Entry {
                     id: *id,
-                    label: label.clone(),
+                    label,
                     due_ns: *due_ns,
                     source: *source,
                     timer: *timer,

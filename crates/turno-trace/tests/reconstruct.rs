@@ -157,7 +157,7 @@ fn js_event() -> impl Strategy<Value = JsEvent> {
             JsEvent::Enqueue {
                 queue,
                 id: EntryId(id),
-                label: "cb".into(),
+                label: (id % 2 == 0).then(|| "cb".into()),
                 due_ns,
                 delay_ns: None,
                 requested_ns: None,
