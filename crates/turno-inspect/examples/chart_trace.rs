@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use turno::trace::JsonLinesSink;
-use turno::{DetSystem, Props};
+use turno::{DetSystem, Props, System};
 use turno_chart::interpreter::{ChartActor, ChartMsg};
 use turno_chart::{load_json, stdlib, Event};
 

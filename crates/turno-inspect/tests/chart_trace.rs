@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use turno::trace::JsonLinesSink;
-use turno::{DetSystem, Props};
+use turno::{DetSystem, Props, System};
 use turno_chart::interpreter::{ChartActor, ChartMsg};
 use turno_chart::{load_json, stdlib, Event};
 use turno_trace::{ActorEvent, Index, Kind, Reader};
