@@ -5,6 +5,7 @@
 //! turno-bench stream [--n N] [--producers P] [--only SUBSTR] [--runs R] [--json]
 //! turno-bench pingpong|ring|spawn|fanin|counting|chameneos|bndbuffer [--n N] [--only SUBSTR] [--runs R] [--json]
 //! turno-bench memory [--n ACTORS] [--only IMPL] [--json]
+//! turno-bench store [--n N] [--only SUBSTR] [--runs R] [--json]   # needs PostgreSQL for its postgres cases
 //! turno-bench all [--json]      # every actor bench, then memory
 //! ```
 //!
@@ -17,6 +18,7 @@
 
 mod actors;
 mod harness;
+mod store;
 mod stream;
 
 use clap::Parser;
@@ -28,6 +30,10 @@ const BENCHES: &[(&str, &str)] = &[
     (
         "stream",
         "spsc and mpsc throughput of a bounded(1024) stream and a rendezvous channel, vs tokio, flume, crossbeam, kanal, async-channel",
+    ),
+    (
+        "store",
+        "turno-store vs plain SQL (same statements): snapshot puts and queue enqueue+lease+ack, SQLite and PostgreSQL",
     ),
     ("pingpong", "2 actors, n round trips (actors module: turno vs actix, ractor, kameo, stakker, tokio, crossbeam)"),
     ("ring", "Savina thread ring: 1000 actors, n hops of a token"),
@@ -84,6 +90,7 @@ fn main() {
             return;
         }
         "stream" => stream::run(&args, &mut h),
+        "store" => store::run(&args, &mut h),
         other if actors::run(other, &args, &mut h) => {}
         other => {
             eprintln!("unknown bench {other:?}; `turno-bench list` shows them");
