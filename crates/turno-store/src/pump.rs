@@ -264,7 +264,9 @@ impl Pump {
         &self.stats
     }
 
-    /// Stops the pump (after committing the acknowledgements it holds).
+    /// Stops the pump (after committing the acknowledgements it holds). If
+    /// the pump is waiting for room in a full suspend mailbox, this waits
+    /// until the actor takes one more message or stops.
     pub fn stop(mut self) {
         self.shutdown();
     }
