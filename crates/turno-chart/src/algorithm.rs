@@ -171,6 +171,28 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
         self.settle(event)
     }
 
+    /// Moves the chart from `source` to `targets` by one synthetic
+    /// reentering transition (exit actions of what is left, entry actions
+    /// of what is entered), then settles. Restoring a persisted chart uses
+    /// it to map an interrupted position to a safe state (`persist`).
+    pub(crate) fn goto(
+        &mut self,
+        source: StateIdx,
+        targets: &[StateIdx],
+        event: Event,
+    ) -> Result<(), ChartError> {
+        if self.snap.status != Status::Active {
+            return Ok(());
+        }
+        let t = TRef {
+            source,
+            targets,
+            reenter: true,
+        };
+        self.microstep_refs(&[t], &event, false);
+        self.settle(event)
+    }
+
     /// Eventless transitions after every microstep, then the internal queue,
     /// until neither has anything left.
     fn settle(&mut self, mut event: Event) -> Result<(), ChartError> {
@@ -1094,6 +1116,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
             id,
             seq,
             due_ms,
+            delay_ms,
             event,
             to,
         });

@@ -43,10 +43,13 @@ pub mod interpreter;
 pub mod json;
 pub mod machine;
 pub mod mermaid;
+pub mod paths;
+pub mod persist;
 pub mod script;
 pub mod snapshot;
 pub mod spec;
 pub mod stdlib;
+pub mod volatile;
 
 pub use actions::{Action, ActionScope, SendTarget};
 pub use algorithm::{ChartError, Inspect};

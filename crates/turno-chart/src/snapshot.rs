@@ -156,6 +156,10 @@ pub struct Scheduled {
     pub seq: u64,
     /// The absolute deadline, in the chart's milliseconds.
     pub due_ms: u64,
+    /// The delay it was scheduled with (a restore that restarts delays
+    /// needs it).
+    #[serde(default)]
+    pub delay_ms: u64,
     /// The event.
     pub event: Event,
     /// Where it goes.

@@ -1,8 +1,13 @@
-//! `turno chart run MACHINE.json EVENTS.json` and `turno chart mermaid
-//! MACHINE.json`: XState v5 JSON machines on turno-chart's pure core.
+//! `turno chart run MACHINE.json EVENTS.json`, `turno chart paths
+//! MACHINE.json` and `turno chart mermaid MACHINE.json`: XState v5 JSON
+//! machines on turno-chart's pure core.
 //!
 //! `run` prints one JSON line per item of EVENTS (step 0 is the initial
 //! state): `{"step": i, "value": <snapshot.value>, "status": "active"|"done"}`.
+//! `--persist-at K --restore-after-ms D [--snapshot-out FILE]` persists the
+//! chart after K items, lets D virtual ms pass with no chart alive and goes
+//! on with a restored one: the output is exactly that of the same run with
+//! `{"advance_ms": D}` inserted after the first K items.
 //! Errors go to stderr with exit code 2.
 //!
 //! Files ending in `.scxml` are SCXML documents, run and drawn by
@@ -14,7 +19,7 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 use serde_json::Value;
-use turno_chart::{load_json, mermaid, script, stdlib, Machine};
+use turno_chart::{load_json, mermaid, paths, script, stdlib, volatile, Machine};
 
 /// What `turno chart` does.
 #[derive(Subcommand)]
@@ -26,6 +31,31 @@ pub enum ChartCommand {
         machine: PathBuf,
         /// The events: a JSON array.
         events: PathBuf,
+        /// Persist the chart after the first K items (0: right after the
+        /// start), drop it, and go on with a chart restored from the JSON.
+        #[arg(long, value_name = "K")]
+        persist_at: Option<usize>,
+        /// Virtual milliseconds that pass with no chart alive between
+        /// persist and restore (delayed events keep their deadlines).
+        #[arg(long, value_name = "D", requires = "persist_at", default_value_t = 0)]
+        restore_after_ms: u64,
+        /// Also write the snapshot taken to FILE.
+        #[arg(long, value_name = "FILE", requires = "persist_at")]
+        snapshot_out: Option<PathBuf>,
+    },
+    /// Prints every reachable state with a shortest sequence of
+    /// `turno chart run` items that reaches it (one JSON line per state:
+    /// `{"value", "status", "context", "steps"}`), or with `--simple` every
+    /// path that visits no state twice.
+    Paths {
+        /// The machine config.
+        machine: PathBuf,
+        /// All simple paths instead of one shortest path per state.
+        #[arg(long)]
+        simple: bool,
+        /// The most states (or paths) to print before giving up.
+        #[arg(long, value_name = "N", default_value_t = 10_000)]
+        max: usize,
     },
     /// Prints the machine as a Mermaid `stateDiagram-v2`.
     Mermaid {
@@ -53,7 +83,8 @@ fn read(path: &Path) -> Result<String, String> {
 
 fn machine(path: &Path) -> Result<Machine<Value>, String> {
     let text = read(path)?;
-    load_json(&text, &stdlib::implementations()).map_err(|e| format!("{}: {e}", path.display()))
+    load_json(&text, &volatile::guards(stdlib::implementations()))
+        .map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Runs one `turno chart` command.
@@ -62,7 +93,13 @@ pub fn main(cmd: ChartCommand) -> ExitCode {
         ChartCommand::Run {
             machine: mp,
             events,
+            persist_at: None,
+            ..
         } if crate::scxml::is_scxml(&mp) => crate::scxml::run(&mp, &events),
+        ChartCommand::Run { machine: mp, .. } if crate::scxml::is_scxml(&mp) => fail(format!(
+            "{}: --persist-at is for XState JSON machines; SCXML sessions are not persisted",
+            mp.display()
+        )),
         ChartCommand::Mermaid { machine: mp } if crate::scxml::is_scxml(&mp) => {
             crate::scxml::mermaid(&mp)
         }
@@ -71,6 +108,9 @@ pub fn main(cmd: ChartCommand) -> ExitCode {
         ChartCommand::Run {
             machine: mp,
             events,
+            persist_at,
+            restore_after_ms,
+            snapshot_out,
         } => {
             let m = match machine(&mp) {
                 Ok(m) => m,
@@ -83,14 +123,58 @@ pub fn main(cmd: ChartCommand) -> ExitCode {
                 Ok(v) => v,
                 Err(e) => return fail(e),
             };
-            let lines = match script::run(&m, &items) {
-                Ok(l) => l,
+            let at = persist_at.map(|after_items| script::PersistAt {
+                after_items,
+                restore_after_ms,
+            });
+            let run = match script::run_persisted(&m, &items, at) {
+                Ok(r) => r,
                 Err(e) => return fail(format!("{}: {e}", events.display())),
             };
+            if let (Some(path), Some(text)) = (&snapshot_out, &run.snapshot) {
+                if let Err(e) = std::fs::write(path, text) {
+                    return fail(format!("{}: {e}", path.display()));
+                }
+            }
+            let lines = run.lines;
             let mut out = std::io::stdout().lock();
             for line in lines {
                 let text = serde_json::to_string(&line).expect("lines serialise");
                 if writeln!(out, "{text}").is_err() {
+                    return ExitCode::from(2);
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        ChartCommand::Paths {
+            machine: mp,
+            simple,
+            max,
+        } => {
+            let m = match machine(&mp) {
+                Ok(m) => m,
+                Err(e) => return fail(e),
+            };
+            let explorer = paths::Explorer::new(&m).limit(max);
+            let found = if simple {
+                explorer.simple_paths()
+            } else {
+                explorer.shortest_paths()
+            };
+            let found = match found {
+                Ok(f) => f,
+                Err(e) => return fail(format!("{}: {e}", mp.display())),
+            };
+            let mut out = std::io::stdout().lock();
+            for p in found {
+                let s = p.state();
+                let line = serde_json::json!({
+                    "value": s.value(&m).to_json(),
+                    "status": s.status.as_str(),
+                    "context": s.context,
+                    "steps": p.items(),
+                });
+                if writeln!(out, "{line}").is_err() {
                     return ExitCode::from(2);
                 }
             }

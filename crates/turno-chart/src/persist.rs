@@ -1,0 +1,1303 @@
+//! Persisted snapshots that are honest about the outside world.
+//!
+//! A chart is written as one versioned JSON document ([`Persist::to_string`]):
+//!
+//! ```json
+//! {"format": "turno-chart-snapshot", "format_version": 1,
+//!  "machine": {"id": "checkout", "version": "3"},
+//!  "status": "active", "configuration": ["checkout", "checkout.sending"],
+//!  "context": {...}, "volatile": ["/card/number"],
+//!  "history": [{"history": "checkout.hist", "states": ["checkout.a"]}],
+//!  "scheduled": [{"id": "...", "seq": 4, "due_ms": 12000, "delay_ms": 3000,
+//!                 "event": {"type": "..."}, "to": "own"}],
+//!  "invocations": [{"id": "submit", "src": "submitPayment", "generation": 7,
+//!                   "state": "checkout.sending", "input": {...}, "started_ms": 9000}],
+//!  "children": [], "charts": {}, "output": null, "error": null,
+//!  "now_ms": 9000, "next_seq": 8}
+//! ```
+//!
+//! States are named by id (not index), so a snapshot survives a reordering
+//! of the definition and a hand edit is checked against the machine.
+//! Delayed events keep **absolute deadlines**; in-flight invocations keep
+//! their source, input and start time.
+//!
+//! Reading ([`Persist::read`]) never panics and never half-restores: a
+//! truncated, corrupt, foreign (another machine, another version without a
+//! registered [migration](Persist::migration)) or inconsistent document is
+//! a [`SnapshotError`] naming the JSON path of the problem.
+//!
+//! Restoring ([`Persist::restore`]) re-runs **no entry action** and never
+//! silently re-runs an in-flight invocation. In order:
+//!
+//! 1. delayed events per [`Resume`]: by default each keeps its deadline,
+//!    and those that fell due while no actor was alive fire now, in
+//!    deadline order, each at its own deadline (as if time had passed);
+//! 2. transient states are mapped ([`Sanitizer::transient`]);
+//! 3. each invocation still in flight is decided by the [`Sanitizer`]:
+//!    map the position to a safe state (the default for a non-idempotent
+//!    source is the state that asks "did it happen?", registered with
+//!    [`Sanitizer::safe_state`]), re-run it with the same input and so the
+//!    same idempotency key (only for sources registered as idempotent), or
+//!    fail the restore. A source with no rule fails the restore.
+//!
+//! The result is a snapshot and the [`Action`]s an interpreter carries out
+//! to resume (re-arm timers, re-run idempotent invocations, what the safe
+//! states' entries asked for).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+
+use crate::actions::{Action, SendTarget};
+use crate::algorithm::{ChartError, Run};
+use crate::core::{fire_scheduled, next_due};
+use crate::event::Event;
+use crate::machine::{Machine, StateIdx, StateKind};
+use crate::snapshot::{HistoryEntry, Invocation, Scheduled, Snapshot, StateSet, Status};
+use crate::volatile;
+
+/// The `format` field of every persisted snapshot.
+pub const FORMAT: &str = "turno-chart-snapshot";
+/// The layout version this crate writes and reads.
+pub const FORMAT_VERSION: u64 = 1;
+/// The largest document [`Persist::read`] accepts.
+pub const MAX_BYTES: usize = 16 << 20;
+
+/// Why a persisted snapshot cannot be read. `path` is a JSON path such as
+/// `$.configuration[2]` (`$` for the whole document).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {problem}")]
+pub struct SnapshotError {
+    /// Where the problem is.
+    pub path: String,
+    /// What it is.
+    pub problem: SnapshotProblem,
+}
+
+/// What is wrong with a persisted snapshot.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SnapshotProblem {
+    /// The document ends early (a partial write).
+    #[error("truncated: the document ends at line {line}, column {column}")]
+    Truncated {
+        /// Where it ends.
+        line: usize,
+        /// Where it ends.
+        column: usize,
+    },
+    /// Not JSON.
+    #[error("corrupt: not JSON at line {line}, column {column}: {message}")]
+    Corrupt {
+        /// Where.
+        line: usize,
+        /// Where.
+        column: usize,
+        /// serde_json's message.
+        message: String,
+    },
+    /// Larger than [`MAX_BYTES`].
+    #[error("{0} bytes is larger than the {MAX_BYTES} bytes a snapshot may have")]
+    TooLarge(usize),
+    /// JSON, but not a turno chart snapshot.
+    #[error("not a turno chart snapshot (expected \"format\": \"{FORMAT}\")")]
+    NotASnapshot,
+    /// A layout version this crate does not read.
+    #[error(
+        "snapshot format version {found} is not supported (this build reads {FORMAT_VERSION})"
+    )]
+    FormatVersion {
+        /// The version found.
+        found: String,
+    },
+    /// The snapshot belongs to another machine.
+    #[error("the snapshot is of machine {found:?}, not {expected:?}")]
+    ForeignMachine {
+        /// Its machine id.
+        found: String,
+        /// The machine restoring it.
+        expected: String,
+    },
+    /// Another version of the machine, and no migration leads here.
+    #[error("the snapshot is of machine version {}, this machine is version {}; register a migration from {} to restore it", show(.found), show(.expected), show(.found))]
+    ForeignVersion {
+        /// The snapshot's version.
+        found: Option<String>,
+        /// The machine's version.
+        expected: Option<String>,
+    },
+    /// A registered migration failed.
+    #[error("migration from version {from} to {to} failed: {message}")]
+    Migration {
+        /// From.
+        from: String,
+        /// To.
+        to: String,
+        /// Its error.
+        message: String,
+    },
+    /// A field is missing.
+    #[error("missing field {0:?}")]
+    Missing(&'static str),
+    /// A field has the wrong JSON type.
+    #[error("expected {0}")]
+    WrongType(&'static str),
+    /// A field nobody writes (a typo in a hand edit).
+    #[error("unknown field {0:?}")]
+    UnknownField(String),
+    /// A state id the machine does not have.
+    #[error("unknown state {0:?}")]
+    UnknownState(String),
+    /// A value that is well formed but impossible for this machine.
+    #[error("{0}")]
+    Inconsistent(String),
+    /// The context does not fit the context type.
+    #[error("the context does not fit the context type: {0}")]
+    Context(String),
+}
+
+fn show(v: &Option<String>) -> String {
+    match v {
+        Some(v) => format!("{v:?}"),
+        None => "(none)".into(),
+    }
+}
+
+fn err(path: impl Into<String>, problem: SnapshotProblem) -> SnapshotError {
+    SnapshotError {
+        path: path.into(),
+        problem,
+    }
+}
+
+/// Why a snapshot could not be written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PersistError {
+    /// The context did not serialise.
+    #[error("the context does not serialise: {0}")]
+    Context(String),
+    /// A volatile value appears outside the context (where it cannot be
+    /// removed without changing what the chart will do).
+    #[error("{path}: a volatile value would reach the snapshot here; keep volatile data out of event payloads, invocation inputs and outputs")]
+    VolatileLeak {
+        /// Where it was found.
+        path: String,
+    },
+}
+
+/// Why a restore failed. Nothing was restored.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RestoreError {
+    /// The document could not be read.
+    #[error(transparent)]
+    Snapshot(#[from] SnapshotError),
+    /// The sanitizer refused an in-flight invocation.
+    #[error("invocation {id:?} of {src:?} was in flight: {reason}")]
+    InFlight {
+        /// The invocation id.
+        id: String,
+        /// Its source.
+        src: String,
+        /// Why it cannot be resumed.
+        reason: String,
+    },
+    /// A safe state or transient target names no state.
+    #[error("the sanitizer names unknown state {0:?}")]
+    UnknownTarget(String),
+    /// Resuming (firing overdue events, entering safe states) ran away.
+    #[error("resuming: {0}")]
+    Chart(#[from] ChartError),
+}
+
+/// What becomes of delayed events on restore.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Resume {
+    /// Each keeps its absolute deadline; overdue ones fire at once, in
+    /// deadline order, each at its own deadline.
+    #[default]
+    Deadline,
+    /// Each keeps the time it had left when persisted.
+    Remaining,
+    /// Each starts its full delay again from the restore.
+    Restart,
+}
+
+/// The sanitizer's decision for one in-flight invocation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InFlight {
+    /// Move to this state (by id): the interrupted state is exited and the
+    /// safe state entered, with its entry actions and invocations.
+    SafeState(String),
+    /// Start it again with the same input (and so the same idempotency
+    /// key) and generation. Only for sources registered as idempotent.
+    Rerun,
+    /// Refuse to restore.
+    Fail(String),
+}
+
+type DecideFn = Arc<dyn Fn(&Invocation) -> Option<InFlight> + Send + Sync>;
+
+/// Decides, per in-flight invocation and per transient state, how a
+/// restored chart resumes. See the [module docs](self).
+#[derive(Clone, Default)]
+pub struct Sanitizer {
+    idempotent: BTreeSet<String>,
+    safe: BTreeMap<String, String>,
+    transient: Vec<(String, String)>,
+    decide: Option<DecideFn>,
+}
+
+impl Sanitizer {
+    /// No rules: any in-flight invocation fails the restore.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// `src` may run twice with the same input: re-run it on restore.
+    pub fn idempotent(mut self, src: impl Into<String>) -> Self {
+        self.idempotent.insert(src.into());
+        self
+    }
+
+    /// An interrupted `src` maps to the state with id `state_id`.
+    pub fn safe_state(mut self, src: impl Into<String>, state_id: impl Into<String>) -> Self {
+        self.safe.insert(src.into(), state_id.into());
+        self
+    }
+
+    /// A chart restored while in `state_id` (an error shown to the user,
+    /// say) goes to `target_id` instead.
+    pub fn transient(mut self, state_id: impl Into<String>, target_id: impl Into<String>) -> Self {
+        self.transient.push((state_id.into(), target_id.into()));
+        self
+    }
+
+    /// A decision function asked first; `None` falls back to the rules.
+    pub fn decide(
+        mut self,
+        f: impl Fn(&Invocation) -> Option<InFlight> + Send + Sync + 'static,
+    ) -> Self {
+        self.decide = Some(Arc::new(f));
+        self
+    }
+
+    /// Is `src` registered as idempotent?
+    pub fn is_idempotent(&self, src: &str) -> bool {
+        self.idempotent.contains(src)
+    }
+
+    /// The decision for `inv`.
+    pub fn decision(&self, inv: &Invocation) -> InFlight {
+        if let Some(d) = self.decide.as_ref().and_then(|f| f(inv)) {
+            return d;
+        }
+        if let Some(s) = self.safe.get(&inv.src) {
+            return InFlight::SafeState(s.clone());
+        }
+        if self.idempotent.contains(&inv.src) {
+            return InFlight::Rerun;
+        }
+        InFlight::Fail(
+            "its source is not registered as idempotent and has no safe state; \
+             re-running it could repeat a side effect"
+                .into(),
+        )
+    }
+}
+
+/// A migration: the document of one machine version to the next.
+pub type MigrateFn = Arc<dyn Fn(Value) -> Result<Value, String> + Send + Sync>;
+
+/// A restored chart: its snapshot, the actions that resume it, and what
+/// the sanitizer decided.
+#[derive(Debug)]
+pub struct Restored<C> {
+    /// The snapshot to resume from.
+    pub snapshot: Snapshot<C>,
+    /// What the interpreter carries out, in order: timers to re-arm,
+    /// idempotent invocations to re-run, the effects of overdue events and
+    /// safe-state entries.
+    pub actions: Vec<Action>,
+    /// Per in-flight invocation id, what was decided.
+    pub decisions: Vec<(String, InFlight)>,
+    /// The volatile fields that were dropped when persisting (JSON Pointers
+    /// into the context, as recorded).
+    pub volatile_missing: Vec<String>,
+    /// Snapshots of child charts, by id, still persisted (restore each
+    /// with its own machine).
+    pub charts: Vec<(String, Value)>,
+}
+
+/// Writing and restoring snapshots of one machine. See the [module docs](self).
+pub struct Persist<'m, C> {
+    m: &'m Machine<C>,
+    volatile: Vec<String>,
+    migrations: Vec<(String, String, MigrateFn)>,
+    sanitizer: Sanitizer,
+    resume: Resume,
+}
+
+impl<'m, C: Clone> Persist<'m, C> {
+    /// Persistence for `m`. Volatile paths declared in the root's
+    /// `meta.volatile` are taken as given.
+    pub fn new(m: &'m Machine<C>) -> Self {
+        let mut volatile = Vec::new();
+        if let Some(Value::Array(paths)) = m.state(0).meta.as_ref().and_then(|v| v.get("volatile"))
+        {
+            volatile.extend(paths.iter().filter_map(Value::as_str).map(str::to_string));
+        }
+        Persist {
+            m,
+            volatile,
+            migrations: Vec::new(),
+            sanitizer: Sanitizer::new(),
+            resume: Resume::Deadline,
+        }
+    }
+
+    /// Marks the context value at a JSON Pointer (`/card/number`) volatile.
+    pub fn volatile(mut self, pointer: impl Into<String>) -> Self {
+        self.volatile.push(pointer.into());
+        self
+    }
+
+    /// Registers a migration of the document from machine version `from`
+    /// to `to` (chains are followed).
+    pub fn migration(
+        mut self,
+        from: impl Into<String>,
+        to: impl Into<String>,
+        f: impl Fn(Value) -> Result<Value, String> + Send + Sync + 'static,
+    ) -> Self {
+        self.migrations.push((from.into(), to.into(), Arc::new(f)));
+        self
+    }
+
+    /// The sanitizer used by [`restore`](Self::restore).
+    pub fn sanitizer(mut self, s: Sanitizer) -> Self {
+        self.sanitizer = s;
+        self
+    }
+
+    /// How delayed events resume (default: their deadlines).
+    pub fn resume(mut self, r: Resume) -> Self {
+        self.resume = r;
+        self
+    }
+
+    fn id(&self, s: StateIdx) -> Value {
+        Value::String(self.m.state(s).id.to_string())
+    }
+}
+
+impl<C: Clone + Serialize> Persist<'_, C> {
+    /// The snapshot as a JSON document (see the [module docs](self)).
+    pub fn to_value(&self, snap: &Snapshot<C>) -> Result<Value, PersistError> {
+        self.to_value_with_charts(snap, Vec::new())
+    }
+
+    /// [`to_value`](Self::to_value) with child charts' persisted snapshots
+    /// nested under `charts`, by id.
+    pub fn to_value_with_charts(
+        &self,
+        snap: &Snapshot<C>,
+        charts: Vec<(String, Value)>,
+    ) -> Result<Value, PersistError> {
+        let (context, mut secrets) = volatile::collecting(|| serde_json::to_value(&snap.context));
+        let mut context = context.map_err(|e| PersistError::Context(e.to_string()))?;
+        let mut dropped = Vec::new();
+        for p in &self.volatile {
+            if let Some(v) = take_pointer(&mut context, p) {
+                if !v.is_null() {
+                    secrets.push(v);
+                }
+                dropped.push(Value::String(p.clone()));
+            }
+        }
+        let history: Vec<Value> = snap
+            .history
+            .iter()
+            .map(|h| {
+                json!({"history": self.id(h.history),
+                       "states": h.states.iter().map(|&s| self.id(s)).collect::<Vec<_>>()})
+            })
+            .collect();
+        let scheduled: Vec<Value> = snap
+            .scheduled
+            .iter()
+            .map(|s| {
+                let to = match &s.to {
+                    SendTarget::Own => json!("own"),
+                    SendTarget::Parent => json!("parent"),
+                    SendTarget::Actor(a) => json!({"actor": a}),
+                };
+                json!({"id": s.id, "seq": s.seq, "due_ms": s.due_ms, "delay_ms": s.delay_ms,
+                       "event": s.event.to_json(), "to": to})
+            })
+            .collect();
+        let invocations: Vec<Value> = snap
+            .invocations
+            .iter()
+            .map(|i| {
+                json!({"id": i.id, "src": i.src, "generation": i.generation, "state": i.state,
+                       "input": i.input, "started_ms": i.started_ms})
+            })
+            .collect();
+        let doc = json!({
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "machine": {"id": self.m.id(), "version": self.m.version()},
+            "status": snap.status.as_str(),
+            "configuration": snap.config.iter().map(|s| self.id(s)).collect::<Vec<_>>(),
+            "context": context,
+            "volatile": dropped,
+            "history": history,
+            "scheduled": scheduled,
+            "invocations": invocations,
+            "children": snap.children,
+            "charts": Value::Object(charts.into_iter().collect()),
+            "output": snap.output,
+            "error": snap.error,
+            "now_ms": snap.now_ms,
+            "next_seq": snap.next_seq,
+        });
+        for secret in &secrets {
+            if let Some(path) = find(&doc, secret, "$", true) {
+                return Err(PersistError::VolatileLeak { path });
+            }
+        }
+        Ok(doc)
+    }
+
+    /// The snapshot as JSON text.
+    pub fn to_string(&self, snap: &Snapshot<C>) -> Result<String, PersistError> {
+        Ok(self.to_value(snap)?.to_string())
+    }
+}
+
+/// Removes the value at JSON Pointer `p`.
+fn take_pointer(v: &mut Value, p: &str) -> Option<Value> {
+    if p.is_empty() {
+        return None;
+    }
+    let (parent, last) = p.rsplit_once('/')?;
+    let last = last.replace("~1", "/").replace("~0", "~");
+    match v.pointer_mut(parent)? {
+        Value::Object(m) => m.remove(&last),
+        Value::Array(a) => {
+            let i: usize = last.parse().ok()?;
+            (i < a.len()).then(|| std::mem::replace(&mut a[i], Value::Null))
+        }
+        _ => None,
+    }
+}
+
+/// Where `secret` occurs in `doc` (as a whole value, or inside a string
+/// when it is a string of 4 characters or more), skipping the context's
+/// own `null`s. `top`: skip the `volatile` list of pointers.
+fn find(doc: &Value, secret: &Value, path: &str, top: bool) -> Option<String> {
+    if doc == secret && !secret.is_null() {
+        return Some(path.to_string());
+    }
+    match (doc, secret) {
+        (Value::String(s), Value::String(x))
+            if x.chars().count() >= 4 && s.contains(x.as_str()) =>
+        {
+            Some(path.to_string())
+        }
+        (Value::Object(m), _) => m.iter().find_map(|(k, v)| {
+            if top && k == "volatile" {
+                return None;
+            }
+            find(v, secret, &format!("{path}.{k}"), false)
+        }),
+        (Value::Array(a), _) => a
+            .iter()
+            .enumerate()
+            .find_map(|(i, v)| find(v, secret, &format!("{path}[{i}]"), false)),
+        _ => None,
+    }
+}
+
+// ---- reading ------------------------------------------------------------
+
+type Obj = Map<String, Value>;
+
+/// A read snapshot, the volatile pointers it lost, its child charts.
+type Parts<C> = (Snapshot<C>, Vec<String>, Vec<(String, Value)>);
+
+fn field<'a>(o: &'a Obj, key: &'static str, path: &str) -> Result<&'a Value, SnapshotError> {
+    o.get(key)
+        .ok_or_else(|| err(path, SnapshotProblem::Missing(key)))
+}
+
+fn object<'a>(v: &'a Value, path: &str) -> Result<&'a Obj, SnapshotError> {
+    v.as_object()
+        .ok_or_else(|| err(path, SnapshotProblem::WrongType("an object")))
+}
+
+fn array<'a>(v: &'a Value, path: &str) -> Result<&'a Vec<Value>, SnapshotError> {
+    v.as_array()
+        .ok_or_else(|| err(path, SnapshotProblem::WrongType("an array")))
+}
+
+fn string<'a>(v: &'a Value, path: &str) -> Result<&'a str, SnapshotError> {
+    v.as_str()
+        .ok_or_else(|| err(path, SnapshotProblem::WrongType("a string")))
+}
+
+fn uint(v: &Value, path: &str) -> Result<u64, SnapshotError> {
+    v.as_u64()
+        .ok_or_else(|| err(path, SnapshotProblem::WrongType("a non-negative integer")))
+}
+
+fn only(o: &Obj, allowed: &[&str], path: &str) -> Result<(), SnapshotError> {
+    for k in o.keys() {
+        if !allowed.contains(&k.as_str()) {
+            return Err(err(
+                format!("{path}.{k}"),
+                SnapshotProblem::UnknownField(k.clone()),
+            ));
+        }
+    }
+    Ok(())
+}
+
+const TOP: &[&str] = &[
+    "format",
+    "format_version",
+    "machine",
+    "status",
+    "configuration",
+    "context",
+    "volatile",
+    "history",
+    "scheduled",
+    "invocations",
+    "children",
+    "charts",
+    "output",
+    "error",
+    "now_ms",
+    "next_seq",
+];
+
+impl<C: Clone + DeserializeOwned> Persist<'_, C> {
+    /// Parses and checks a persisted snapshot (migrating it if needed); no
+    /// sanitizing. See [`restore`](Self::restore) to resume a chart.
+    pub fn read(&self, text: &str) -> Result<Snapshot<C>, SnapshotError> {
+        Ok(self.read_parts(text)?.0)
+    }
+
+    fn read_parts(&self, text: &str) -> Result<Parts<C>, SnapshotError> {
+        if text.len() > MAX_BYTES {
+            return Err(err("$", SnapshotProblem::TooLarge(text.len())));
+        }
+        let doc: Value = serde_json::from_str(text).map_err(|e| {
+            let (line, column) = (e.line(), e.column());
+            let problem = if e.is_eof() {
+                SnapshotProblem::Truncated { line, column }
+            } else {
+                SnapshotProblem::Corrupt {
+                    line,
+                    column,
+                    message: e.to_string(),
+                }
+            };
+            err("$", problem)
+        })?;
+        self.read_value(doc)
+    }
+
+    /// Checks the header and migrates the document to this machine's version.
+    fn migrate(&self, mut doc: Value) -> Result<Value, SnapshotError> {
+        let o = object(&doc, "$")?;
+        if o.get("format").and_then(Value::as_str) != Some(FORMAT) {
+            return Err(err("$.format", SnapshotProblem::NotASnapshot));
+        }
+        let fv = field(o, "format_version", "$")?;
+        if fv.as_u64() != Some(FORMAT_VERSION) {
+            return Err(err(
+                "$.format_version",
+                SnapshotProblem::FormatVersion {
+                    found: fv.to_string(),
+                },
+            ));
+        }
+        let mach = object(field(o, "machine", "$")?, "$.machine")?;
+        only(mach, &["id", "version"], "$.machine")?;
+        let id = string(field(mach, "id", "$.machine")?, "$.machine.id")?;
+        if id != self.m.id() {
+            return Err(err(
+                "$.machine.id",
+                SnapshotProblem::ForeignMachine {
+                    found: id.to_string(),
+                    expected: self.m.id().to_string(),
+                },
+            ));
+        }
+        let version = |doc: &Value| -> Result<Option<String>, SnapshotError> {
+            match doc.pointer("/machine/version") {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(s)) => Ok(Some(s.clone())),
+                Some(_) => Err(err(
+                    "$.machine.version",
+                    SnapshotProblem::WrongType("a string or null"),
+                )),
+            }
+        };
+        let expected = self.m.version().map(str::to_string);
+        let mut found = version(&doc)?;
+        let mut steps = 0;
+        while found != expected {
+            let Some((from, to, f)) = self
+                .migrations
+                .iter()
+                .find(|(from, _, _)| Some(from) == found.as_ref())
+                .filter(|_| steps < self.migrations.len())
+            else {
+                return Err(err(
+                    "$.machine.version",
+                    SnapshotProblem::ForeignVersion {
+                        found: version(&doc)?,
+                        expected,
+                    },
+                ));
+            };
+            doc = f(doc).map_err(|message| {
+                err(
+                    "$",
+                    SnapshotProblem::Migration {
+                        from: from.clone(),
+                        to: to.clone(),
+                        message,
+                    },
+                )
+            })?;
+            // The migration says where it led, whatever the function wrote.
+            if let Some(m) = doc.get_mut("machine").and_then(Value::as_object_mut) {
+                m.insert("version".into(), Value::String(to.clone()));
+            } else {
+                return Err(err("$.machine", SnapshotProblem::Missing("machine")));
+            }
+            found = Some(to.clone());
+            steps += 1;
+        }
+        Ok(doc)
+    }
+
+    fn state(&self, v: &Value, path: &str) -> Result<StateIdx, SnapshotError> {
+        let id = string(v, path)?;
+        let s = self
+            .m
+            .state_by_id(id)
+            .ok_or_else(|| err(path, SnapshotProblem::UnknownState(id.to_string())))?;
+        Ok(s)
+    }
+
+    fn read_value(&self, doc: Value) -> Result<Parts<C>, SnapshotError> {
+        let doc = self.migrate(doc)?;
+        let o = object(&doc, "$")?;
+        only(o, TOP, "$")?;
+        let m = self.m;
+        let status = match string(field(o, "status", "$")?, "$.status")? {
+            "active" => Status::Active,
+            "done" => Status::Done,
+            "error" => Status::Error,
+            "stopped" => Status::Stopped,
+            other => {
+                return Err(err(
+                    "$.status",
+                    SnapshotProblem::Inconsistent(format!(
+                        "unknown status {other:?} (active, done, error or stopped)"
+                    )),
+                ))
+            }
+        };
+        let now_ms = uint(field(o, "now_ms", "$")?, "$.now_ms")?;
+        let next_seq = uint(field(o, "next_seq", "$")?, "$.next_seq")?;
+
+        // The configuration: known, non-history states forming a legal
+        // configuration of this machine.
+        let mut config = StateSet::with_states(m.states().len());
+        for (i, v) in array(field(o, "configuration", "$")?, "$.configuration")?
+            .iter()
+            .enumerate()
+        {
+            let path = format!("$.configuration[{i}]");
+            let s = self.state(v, &path)?;
+            if m.state(s).is_history() {
+                return Err(err(
+                    path,
+                    SnapshotProblem::Inconsistent(format!(
+                        "{:?} is a history state; it is never active",
+                        &*m.state(s).id
+                    )),
+                ));
+            }
+            if !config.insert(s) {
+                return Err(err(
+                    path,
+                    SnapshotProblem::Inconsistent(format!("{:?} is listed twice", &*m.state(s).id)),
+                ));
+            }
+        }
+        self.check_configuration(&config, status)?;
+
+        let context_v = field(o, "context", "$")?.clone();
+        let context: C = serde_path_to_error::deserialize(context_v).map_err(|e| {
+            let p = e.path().to_string();
+            let path = if p == "." || p.is_empty() {
+                "$.context".to_string()
+            } else {
+                format!("$.context.{p}")
+            };
+            err(path, SnapshotProblem::Context(e.into_inner().to_string()))
+        })?;
+
+        let mut volatile_missing = Vec::new();
+        if let Some(v) = o.get("volatile") {
+            for (i, p) in array(v, "$.volatile")?.iter().enumerate() {
+                volatile_missing.push(string(p, &format!("$.volatile[{i}]"))?.to_string());
+            }
+        }
+
+        let mut history = Vec::new();
+        for (i, h) in array(field(o, "history", "$")?, "$.history")?
+            .iter()
+            .enumerate()
+        {
+            let path = format!("$.history[{i}]");
+            let ho = object(h, &path)?;
+            only(ho, &["history", "states"], &path)?;
+            let hp = format!("{path}.history");
+            let hs = self.state(field(ho, "history", &path)?, &hp)?;
+            let StateKind::History { .. } = m.state(hs).kind else {
+                return Err(err(
+                    hp,
+                    SnapshotProblem::Inconsistent(format!(
+                        "{:?} is not a history state",
+                        &*m.state(hs).id
+                    )),
+                ));
+            };
+            if history.iter().any(|e: &HistoryEntry| e.history == hs) {
+                return Err(err(
+                    hp,
+                    SnapshotProblem::Inconsistent("a history state recorded twice".into()),
+                ));
+            }
+            let parent = m.state(hs).parent.unwrap_or(0);
+            let mut states = Vec::new();
+            let sp = format!("{path}.states");
+            for (j, s) in array(field(ho, "states", &path)?, &sp)?.iter().enumerate() {
+                let p = format!("{sp}[{j}]");
+                let s = self.state(s, &p)?;
+                if !m.is_descendant(s, parent) || m.state(s).is_history() {
+                    return Err(err(
+                        p,
+                        SnapshotProblem::Inconsistent(format!(
+                            "{:?} is not a state the history of {:?} can remember",
+                            &*m.state(s).id,
+                            &*m.state(parent).id
+                        )),
+                    ));
+                }
+                states.push(s);
+            }
+            history.push(HistoryEntry {
+                history: hs,
+                states,
+            });
+        }
+
+        let mut scheduled = Vec::new();
+        for (i, s) in array(field(o, "scheduled", "$")?, "$.scheduled")?
+            .iter()
+            .enumerate()
+        {
+            let path = format!("$.scheduled[{i}]");
+            let so = object(s, &path)?;
+            only(
+                so,
+                &["id", "seq", "due_ms", "delay_ms", "event", "to"],
+                &path,
+            )?;
+            let id = string(field(so, "id", &path)?, &format!("{path}.id"))?.to_string();
+            let seq = uint(field(so, "seq", &path)?, &format!("{path}.seq"))?;
+            if seq >= next_seq {
+                return Err(err(
+                    format!("{path}.seq"),
+                    SnapshotProblem::Inconsistent(format!(
+                        "sequence number {seq} was never issued (next_seq is {next_seq})"
+                    )),
+                ));
+            }
+            let due_ms = uint(field(so, "due_ms", &path)?, &format!("{path}.due_ms"))?;
+            let delay_ms = match so.get("delay_ms") {
+                Some(v) => uint(v, &format!("{path}.delay_ms"))?,
+                None => 0,
+            };
+            let ep = format!("{path}.event");
+            let event = Event::from_json(field(so, "event", &path)?)
+                .map_err(|e| err(&ep, SnapshotProblem::Inconsistent(e.to_string())))?;
+            let tp = format!("{path}.to");
+            let to = match field(so, "to", &path)? {
+                Value::String(s) if s == "own" => SendTarget::Own,
+                Value::String(s) if s == "parent" => SendTarget::Parent,
+                Value::Object(t)
+                    if t.len() == 1 && t.get("actor").is_some_and(Value::is_string) =>
+                {
+                    SendTarget::Actor(t["actor"].as_str().unwrap_or_default().to_string())
+                }
+                _ => {
+                    return Err(err(
+                        tp,
+                        SnapshotProblem::WrongType("\"own\", \"parent\" or {\"actor\": ID}"),
+                    ))
+                }
+            };
+            if scheduled
+                .iter()
+                .any(|x: &Scheduled| x.id == id || x.seq == seq)
+            {
+                return Err(err(
+                    path,
+                    SnapshotProblem::Inconsistent(format!(
+                        "two delayed events share id {id:?} or sequence number {seq}"
+                    )),
+                ));
+            }
+            scheduled.push(Scheduled {
+                id,
+                seq,
+                due_ms,
+                delay_ms,
+                event,
+                to,
+            });
+        }
+
+        let mut invocations = Vec::new();
+        for (i, v) in array(field(o, "invocations", "$")?, "$.invocations")?
+            .iter()
+            .enumerate()
+        {
+            let path = format!("$.invocations[{i}]");
+            let io = object(v, &path)?;
+            only(
+                io,
+                &["id", "src", "generation", "state", "input", "started_ms"],
+                &path,
+            )?;
+            let id = string(field(io, "id", &path)?, &format!("{path}.id"))?.to_string();
+            let src = string(field(io, "src", &path)?, &format!("{path}.src"))?.to_string();
+            let gp = format!("{path}.generation");
+            let generation = uint(field(io, "generation", &path)?, &gp)?;
+            if generation >= next_seq {
+                return Err(err(
+                    gp,
+                    SnapshotProblem::Inconsistent(format!(
+                        "generation {generation} was never issued (next_seq is {next_seq})"
+                    )),
+                ));
+            }
+            let sp = format!("{path}.state");
+            let state = self.state(field(io, "state", &path)?, &sp)?;
+            let declared = m
+                .state(state)
+                .invoke
+                .iter()
+                .any(|inv| *inv.id == id && *inv.src == src);
+            if !declared {
+                return Err(err(
+                    sp,
+                    SnapshotProblem::Inconsistent(format!(
+                        "state {:?} invokes no {src:?} as {id:?}",
+                        &*m.state(state).id
+                    )),
+                ));
+            }
+            if !config.contains(state) {
+                return Err(err(
+                    sp,
+                    SnapshotProblem::Inconsistent(format!(
+                        "state {:?} is not active, so nothing it invoked can be in flight",
+                        &*m.state(state).id
+                    )),
+                ));
+            }
+            if invocations.iter().any(|x: &Invocation| x.id == id) {
+                return Err(err(
+                    format!("{path}.id"),
+                    SnapshotProblem::Inconsistent(format!("invocation {id:?} listed twice")),
+                ));
+            }
+            let input = io.get("input").cloned().unwrap_or(Value::Null);
+            let started_ms = match io.get("started_ms") {
+                Some(v) => uint(v, &format!("{path}.started_ms"))?,
+                None => 0,
+            };
+            invocations.push(Invocation {
+                id,
+                src,
+                generation,
+                state: m.state(state).id.to_string(),
+                input,
+                started_ms,
+            });
+        }
+
+        let mut children = Vec::new();
+        for (i, c) in array(field(o, "children", "$")?, "$.children")?
+            .iter()
+            .enumerate()
+        {
+            children.push(string(c, &format!("$.children[{i}]"))?.to_string());
+        }
+        let mut charts = Vec::new();
+        if let Some(c) = o.get("charts") {
+            for (k, v) in object(c, "$.charts")? {
+                if v.get("format").and_then(Value::as_str) != Some(FORMAT) {
+                    return Err(err(
+                        format!("$.charts.{k}.format"),
+                        SnapshotProblem::NotASnapshot,
+                    ));
+                }
+                charts.push((k.clone(), v.clone()));
+            }
+        }
+        let opt = |k: &str| o.get(k).cloned().filter(|v| !v.is_null());
+        let snap = Snapshot {
+            status,
+            config,
+            context,
+            history,
+            output: opt("output"),
+            error: opt("error"),
+            scheduled,
+            invocations,
+            children,
+            now_ms,
+            next_seq,
+            machine_version: m.version().map(str::to_string),
+        };
+        Ok((snap, volatile_missing, charts))
+    }
+
+    /// A legal configuration: the root and every active state's parent are
+    /// active, a compound state has exactly one active child, a parallel
+    /// state all its regions, and an atomic state is where it ends.
+    fn check_configuration(&self, config: &StateSet, status: Status) -> Result<(), SnapshotError> {
+        let m = self.m;
+        let bad = |msg: String| err("$.configuration", SnapshotProblem::Inconsistent(msg));
+        if config.is_empty() {
+            return if status == Status::Active {
+                Err(bad("an active chart has at least its root state".into()))
+            } else {
+                Ok(())
+            };
+        }
+        if !config.contains(0) {
+            return Err(bad(format!("the root {:?} is not listed", m.id())));
+        }
+        for s in config.iter() {
+            let node = m.state(s);
+            if let Some(p) = node.parent {
+                if !config.contains(p) {
+                    return Err(bad(format!(
+                        "{:?} is active but its parent {:?} is not",
+                        &*node.id,
+                        &*m.state(p).id
+                    )));
+                }
+            }
+            let active: Vec<StateIdx> = node
+                .children
+                .iter()
+                .copied()
+                .filter(|&c| config.contains(c))
+                .collect();
+            match node.kind {
+                StateKind::Compound if active.len() != 1 => {
+                    return Err(bad(format!(
+                        "compound state {:?} has {} active children (exactly one is needed)",
+                        &*node.id,
+                        active.len()
+                    )))
+                }
+                StateKind::Parallel => {
+                    if let Some(&r) = node
+                        .children
+                        .iter()
+                        .find(|&&c| !m.state(c).is_history() && !config.contains(c))
+                    {
+                        return Err(bad(format!(
+                            "parallel state {:?} is active but its region {:?} is not",
+                            &*node.id,
+                            &*m.state(r).id
+                        )));
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads a persisted snapshot and resumes it at `now_ms` (the chart's
+    /// clock, on the same scale as the snapshot's): see the [module
+    /// docs](self) for the order of things. Nothing is half-restored: any
+    /// error leaves no chart.
+    pub fn restore(&self, text: &str, now_ms: u64) -> Result<Restored<C>, RestoreError> {
+        let (mut snap, volatile_missing, charts) = self.read_parts(text)?;
+        let persisted_ms = snap.now_ms;
+        let mut actions = Vec::new();
+        // 1. Delayed events.
+        for s in &mut snap.scheduled {
+            s.due_ms = match self.resume {
+                Resume::Deadline => s.due_ms,
+                Resume::Remaining => now_ms.saturating_add(s.due_ms.saturating_sub(persisted_ms)),
+                Resume::Restart => now_ms.saturating_add(s.delay_ms),
+            };
+        }
+        let mut arm: Vec<&Scheduled> = snap
+            .scheduled
+            .iter()
+            .filter(|s| s.due_ms > now_ms)
+            .collect();
+        arm.sort_by_key(|s| (s.due_ms, s.seq));
+        for s in arm {
+            actions.push(Action::Schedule {
+                id: s.id.clone(),
+                seq: s.seq,
+                due_ms: s.due_ms,
+            });
+        }
+        // The invocations nobody is running any more.
+        let dead: Vec<(String, u64)> = snap
+            .invocations
+            .iter()
+            .map(|i| (i.id.clone(), i.generation))
+            .collect();
+        let mut resumed = Vec::new();
+        while let Some((id, seq, _)) = next_due(&snap, now_ms) {
+            fire_scheduled(self.m, &mut snap, &id, seq, &mut resumed)?;
+        }
+        snap.now_ms = snap.now_ms.max(now_ms);
+        // 2. Transient states.
+        for (state, target) in &self.sanitizer.transient {
+            let s = self
+                .m
+                .state_by_id(state)
+                .ok_or_else(|| RestoreError::UnknownTarget(state.clone()))?;
+            let t = self
+                .m
+                .state_by_id(target)
+                .ok_or_else(|| RestoreError::UnknownTarget(target.clone()))?;
+            if snap.config.contains(s) {
+                let ev = Event::with_data("turno.restore", json!({"state": state}));
+                Run::new(self.m, &mut snap, &mut resumed).goto(s, &[t], ev)?;
+            }
+        }
+        // 3. In-flight invocations (those still in flight after 1 and 2).
+        let mut decisions = Vec::new();
+        let pending: Vec<Invocation> = snap
+            .invocations
+            .iter()
+            .filter(|i| dead.contains(&(i.id.clone(), i.generation)))
+            .cloned()
+            .collect();
+        for inv in pending {
+            if !snap
+                .invocations
+                .iter()
+                .any(|i| i.id == inv.id && i.generation == inv.generation)
+            {
+                continue; // left by an earlier decision
+            }
+            let d = self.sanitizer.decision(&inv);
+            match &d {
+                InFlight::Rerun if !self.sanitizer.is_idempotent(&inv.src) => {
+                    return Err(RestoreError::InFlight {
+                        id: inv.id,
+                        src: inv.src,
+                        reason: "only sources registered as idempotent are re-run".into(),
+                    })
+                }
+                InFlight::Rerun => resumed.push(Action::StartInvoke {
+                    id: inv.id.clone(),
+                    src: inv.src.clone(),
+                    input: inv.input.clone(),
+                    generation: inv.generation,
+                }),
+                InFlight::SafeState(target) => {
+                    let t = self
+                        .m
+                        .state_by_id(target)
+                        .ok_or_else(|| RestoreError::UnknownTarget(target.clone()))?;
+                    let s = self
+                        .m
+                        .state_by_id(&inv.state)
+                        .ok_or_else(|| RestoreError::UnknownTarget(inv.state.clone()))?;
+                    let ev = Event::with_data(
+                        "turno.restore",
+                        json!({"invocation": inv.id, "src": inv.src, "input": inv.input,
+                               "started_ms": inv.started_ms}),
+                    );
+                    Run::new(self.m, &mut snap, &mut resumed).goto(s, &[t], ev)?;
+                }
+                InFlight::Fail(reason) => {
+                    return Err(RestoreError::InFlight {
+                        id: inv.id,
+                        src: inv.src,
+                        reason: reason.clone(),
+                    })
+                }
+            }
+            decisions.push((inv.id.clone(), d));
+        }
+        // Stopping what was never restarted is no action; re-running
+        // something later stopped is cancelled out.
+        let reran: Vec<(String, u64)> = resumed
+            .iter()
+            .filter_map(|a| match a {
+                Action::StartInvoke { id, generation, .. } => Some((id.clone(), *generation)),
+                _ => None,
+            })
+            .collect();
+        resumed.retain(|a| match a {
+            Action::StopInvoke { id, generation } => {
+                let k = (id.clone(), *generation);
+                !dead.contains(&k) || reran.contains(&k)
+            }
+            _ => true,
+        });
+        actions.extend(resumed);
+        Ok(Restored {
+            snapshot: snap,
+            actions,
+            decisions,
+            volatile_missing,
+            charts,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{initial_transition, load_json, stdlib, transition};
+
+    fn machine(version: Option<&str>) -> Machine<Value> {
+        let v = version.map_or(String::new(), |v| format!(r#""version": "{v}","#));
+        load_json(
+            &format!(
+                r#"{{"id": "m", {v} "initial": "a", "context": {{"n": 0}},
+                "states": {{
+                  "a": {{"on": {{"GO": "b"}}, "entry": {{"type": "inc", "params": {{"key": "n"}}}}}},
+                  "b": {{"after": {{"2000": "c"}}, "on": {{"BACK": "a"}}}},
+                  "c": {{}}
+                }}}}"#
+            ),
+            &stdlib::implementations(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn round_trip_keeps_everything_and_runs_no_entry_action() {
+        let m = machine(Some("1"));
+        let (s0, _) = initial_transition(&m).unwrap();
+        let (s1, _) = transition(&m, &s0, Event::new("GO")).unwrap();
+        let p = Persist::new(&m);
+        let text = p.to_string(&s1).unwrap();
+        let back = p.read(&text).unwrap();
+        assert_eq!(back, s1);
+        let r = p.restore(&text, s1.now_ms).unwrap();
+        assert_eq!(r.snapshot.context["n"], 1, "entry of a not re-run");
+        assert_eq!(
+            r.actions,
+            vec![Action::Schedule {
+                id: "xstate.after.2000.m.b".into(),
+                seq: s1.scheduled[0].seq,
+                due_ms: 2000
+            }]
+        );
+    }
+
+    #[test]
+    fn overdue_events_fire_at_their_deadline_and_options_change_that() {
+        let m = machine(None);
+        let (s0, _) = initial_transition(&m).unwrap();
+        let (s1, _) = transition(&m, &s0, Event::new("GO")).unwrap();
+        let p = Persist::new(&m);
+        let text = p.to_string(&s1).unwrap();
+        let r = p.restore(&text, 10_000).unwrap();
+        assert_eq!(r.snapshot.value(&m).to_json(), "c");
+        assert_eq!(r.snapshot.now_ms, 10_000);
+        let r = Persist::new(&m)
+            .resume(Resume::Remaining)
+            .restore(&text, 10_000)
+            .unwrap();
+        assert_eq!(r.snapshot.value(&m).to_json(), "b");
+        assert_eq!(r.snapshot.scheduled[0].due_ms, 12_000);
+        let r = Persist::new(&m)
+            .resume(Resume::Restart)
+            .restore(&text, 10_000)
+            .unwrap();
+        assert_eq!(r.snapshot.scheduled[0].due_ms, 12_000);
+    }
+
+    #[test]
+    fn foreign_version_needs_a_migration() {
+        let v1 = machine(Some("1"));
+        let v2 = machine(Some("2"));
+        let (s, _) = initial_transition(&v1).unwrap();
+        let text = Persist::new(&v1).to_string(&s).unwrap();
+        let e = Persist::new(&v2).read(&text).unwrap_err();
+        assert_eq!(e.path, "$.machine.version");
+        assert!(matches!(e.problem, SnapshotProblem::ForeignVersion { .. }));
+        let p = Persist::new(&v2).migration("1", "2", |mut doc| {
+            doc["context"]["n"] = json!(41);
+            Ok(doc)
+        });
+        assert_eq!(p.read(&text).unwrap().context["n"], 41);
+        let failing = Persist::new(&v2).migration("1", "2", |_| Err("no".into()));
+        assert!(matches!(
+            failing.read(&text).unwrap_err().problem,
+            SnapshotProblem::Migration { .. }
+        ));
+    }
+
+    #[test]
+    fn volatile_paths_never_reach_the_document() {
+        let m = machine(None);
+        let (mut s, _) = initial_transition(&m).unwrap();
+        s.context["card"] = json!({"number": "4111111111111111", "exp": "12/30"});
+        let p = Persist::new(&m).volatile("/card/number");
+        let text = p.to_string(&s).unwrap();
+        assert!(!text.contains("4111111111111111"));
+        let r = p.restore(&text, 0).unwrap();
+        assert!(volatile::is_missing_at(&r.snapshot.context, "/card/number"));
+        assert_eq!(r.snapshot.context["card"]["exp"], "12/30");
+        assert_eq!(r.volatile_missing, vec!["/card/number".to_string()]);
+        // A copy elsewhere is refused, not scrubbed.
+        s.scheduled.push(Scheduled {
+            id: "x".into(),
+            seq: 0,
+            due_ms: 5,
+            delay_ms: 5,
+            event: Event::with_data("E", json!({"card": "4111111111111111"})),
+            to: SendTarget::Own,
+        });
+        assert_eq!(
+            p.to_string(&s).unwrap_err(),
+            PersistError::VolatileLeak {
+                path: "$.scheduled[0].event.card".into()
+            }
+        );
+    }
+}
