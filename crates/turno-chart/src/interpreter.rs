@@ -311,6 +311,10 @@ impl ChartStats {
 type CustomFn<C> = Box<dyn FnMut(&mut Context<'_, ChartActor<C>>, &str, &Value, &Event) + Send>;
 type LogFn = Box<dyn FnMut(&str) + Send>;
 type DoneFn = Box<dyn FnMut(Status, Option<&Value>) + Send>;
+type PersistFn<C> = Box<dyn FnMut(&Snapshot<C>) + Send>;
+type RestoreFn<C> = Box<
+    dyn FnOnce(u64) -> Result<crate::persist::Restored<C>, crate::persist::RestoreError> + Send,
+>;
 
 /// A statechart running as a turno actor. See the [module docs](self).
 ///
@@ -348,6 +352,8 @@ pub struct ChartActor<C: Clone + Send + Sync + 'static> {
     on_custom: Option<CustomFn<C>>,
     on_log: Option<LogFn>,
     on_done: Option<DoneFn>,
+    on_persist: Vec<PersistFn<C>>,
+    restore: Option<RestoreFn<C>>,
     stats: Arc<ChartStats>,
     actions: Vec<Action>,
     defined: bool,
@@ -369,6 +375,8 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
             on_custom: None,
             on_log: None,
             on_done: None,
+            on_persist: Vec::new(),
+            restore: None,
             stats: Arc::new(ChartStats::default()),
             actions: Vec::new(),
             defined: false,
@@ -418,6 +426,31 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
     /// Receives `log` lines.
     pub fn on_log(mut self, f: impl FnMut(&str) + Send + 'static) -> Self {
         self.on_log = Some(Box::new(f));
+        self
+    }
+
+    /// Calls `f` with the whole snapshot after every macrostep (what
+    /// [`persist`](crate::persist) writes).
+    pub fn on_persist(mut self, f: impl FnMut(&Snapshot<C>) + Send + 'static) -> Self {
+        self.on_persist.push(Box::new(f));
+        self
+    }
+
+    /// Starts from a restored snapshot instead of the initial state: in
+    /// its first turn the actor calls `f` with the chart's clock (ms) and
+    /// carries out the actions it returns (re-armed timers, re-run
+    /// idempotent invocations); no entry action of the restored
+    /// configuration runs. Typically `f` is
+    /// `move |now| Persist::new(&m).sanitizer(s).restore(&text, now)`. A
+    /// failed restore fails the actor (its supervisor decides); nothing is
+    /// half-restored.
+    pub fn restoring(
+        mut self,
+        f: impl FnOnce(u64) -> Result<crate::persist::Restored<C>, crate::persist::RestoreError>
+            + Send
+            + 'static,
+    ) -> Self {
+        self.restore = Some(Box::new(f));
         self
     }
 
@@ -513,6 +546,9 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
 
     fn notify(&mut self, ctx: &mut Context<'_, Self>) {
         let snap = self.snapshot.as_ref().expect("started");
+        for f in &mut self.on_persist {
+            f(snap);
+        }
         if !self.on_snapshot.is_empty() {
             let value = snap.value(&self.machine).to_json();
             for f in &mut self.on_snapshot {
@@ -688,6 +724,15 @@ impl<C: Clone + Send + Sync + 'static> Actor for ChartActor<C> {
         let now = ctx.now().since_start().as_millis() as u64;
         let m = self.machine.clone();
         let mut actions = std::mem::take(&mut self.actions);
+        if let Some(restore) = self.restore.take() {
+            let r = restore(now).unwrap_or_else(|e| panic!("chart {:?}: restore: {e}", m.id()));
+            self.snapshot = Some(r.snapshot);
+            actions.extend(r.actions);
+            self.execute(ctx, &mut actions);
+            self.actions = actions;
+            self.notify(ctx);
+            return;
+        }
         let snap = if ctx.tracing() {
             let cx = &*ctx;
             let mut record = |step: Inspect<'_>| trace_step(cx, &m, step);

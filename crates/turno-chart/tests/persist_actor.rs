@@ -1,0 +1,177 @@
+//! A chart actor persisted, dropped and restored: delayed events keep their
+//! absolute deadlines on DetSystem (virtual time) and ThreadedSystem (real
+//! time), and the restored configuration's entry actions do not run again.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use turno::{DetSystem, Props, System, ThreadedSystem};
+use turno_chart::interpreter::{ChartActor, ChartMsg};
+use turno_chart::persist::Persist;
+use turno_chart::{load_json, stdlib, Event, Machine};
+
+fn machine(delay_ms: u64) -> Arc<Machine<Value>> {
+    Arc::new(
+        load_json(
+            &format!(
+                r#"{{"id": "job", "initial": "idle", "context": {{"entered": 0}},
+                "states": {{
+                  "idle": {{"on": {{"GO": "busy"}}}},
+                  "busy": {{"entry": {{"type": "inc", "params": {{"key": "entered"}}}},
+                           "after": {{"{delay_ms}": "late"}}}},
+                  "late": {{}}
+                }}}}"#
+            ),
+            &stdlib::implementations(),
+        )
+        .unwrap(),
+    )
+}
+
+/// (value, context, chart ms) after every macrostep.
+type Seen = Arc<Mutex<Vec<(String, Value, u64)>>>;
+
+fn actor(
+    m: &Arc<Machine<Value>>,
+    seen: &Seen,
+    last: &Arc<Mutex<Option<String>>>,
+) -> ChartActor<Value> {
+    let (s, l, mm) = (seen.clone(), last.clone(), m.clone());
+    ChartActor::new(m.clone()).on_persist(move |snap| {
+        s.lock().unwrap().push((
+            snap.value(&mm).to_json().to_string(),
+            snap.context.clone(),
+            snap.now_ms,
+        ));
+        *l.lock().unwrap() = Some(Persist::new(&*mm).to_string(snap).unwrap());
+    })
+}
+
+fn restored(m: &Arc<Machine<Value>>, seen: &Seen, text: String) -> ChartActor<Value> {
+    let mm = m.clone();
+    let last = Arc::new(Mutex::new(None));
+    actor(m, seen, &last).restoring(move |now| Persist::new(&*mm).restore(&text, now))
+}
+
+#[test]
+fn det_overdue_event_fires_at_once_after_restore_and_entry_does_not_rerun() {
+    let m = machine(5000);
+    let seen: Seen = Arc::default();
+    let last = Arc::new(Mutex::new(None));
+    let mut sys = DetSystem::new(7);
+    let (m1, s1, l1) = (m.clone(), seen.clone(), last.clone());
+    let a = sys
+        .spawn(Props::new(), move || actor(&m1, &s1, &l1))
+        .unwrap();
+    sys.run_until_idle().unwrap();
+    assert!(a.try_send(ChartMsg::Event(Event::new("GO"))).is_enqueued());
+    sys.run_until_idle().unwrap();
+    sys.advance(Duration::from_millis(3000)).unwrap(); // 2 s left
+    let text = last.lock().unwrap().clone().unwrap();
+    sys.stop(a.id());
+    sys.run_until_idle().unwrap();
+    sys.advance(Duration::from_millis(10_000)).unwrap(); // nobody alive
+    let after: Seen = Arc::default();
+    let (m2, s2) = (m.clone(), after.clone());
+    let mut text = Some(text);
+    sys.spawn(Props::new(), move || {
+        restored(&m2, &s2, text.take().unwrap())
+    })
+    .unwrap();
+    sys.run_until_idle().unwrap();
+    let after = after.lock().unwrap().clone();
+    assert_eq!(after.len(), 1, "{after:?}");
+    let (value, ctx, _) = &after[0];
+    assert_eq!(value, "\"late\"");
+    assert_eq!(
+        ctx["entered"], 1,
+        "busy's entry ran once, before the persist"
+    );
+}
+
+#[test]
+fn det_pending_event_fires_at_its_original_deadline() {
+    let m = machine(5000);
+    let seen: Seen = Arc::default();
+    let last = Arc::new(Mutex::new(None));
+    let mut sys = DetSystem::new(3);
+    let (m1, s1, l1) = (m.clone(), seen.clone(), last.clone());
+    let a = sys
+        .spawn(Props::new(), move || actor(&m1, &s1, &l1))
+        .unwrap();
+    sys.run_until_idle().unwrap();
+    assert!(a.try_send(ChartMsg::Event(Event::new("GO"))).is_enqueued());
+    sys.run_until_idle().unwrap();
+    sys.advance(Duration::from_millis(3000)).unwrap();
+    let text = last.lock().unwrap().clone().unwrap();
+    sys.stop(a.id());
+    sys.run_until_idle().unwrap();
+    sys.advance(Duration::from_millis(1000)).unwrap(); // restored with 1 s left
+    let after: Seen = Arc::default();
+    let (m2, s2) = (m.clone(), after.clone());
+    let mut text = Some(text);
+    sys.spawn(Props::new(), move || {
+        restored(&m2, &s2, text.take().unwrap())
+    })
+    .unwrap();
+    sys.run_until_idle().unwrap();
+    assert_eq!(after.lock().unwrap()[0].0, "\"busy\"");
+    sys.advance(Duration::from_millis(999)).unwrap();
+    assert_eq!(after.lock().unwrap().len(), 1, "not yet");
+    sys.advance(Duration::from_millis(1)).unwrap();
+    let got = after.lock().unwrap().clone();
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[1].0, "\"late\"");
+    assert_eq!(got[1].2, 5000, "at the original deadline");
+    assert_eq!(got[1].1["entered"], 1);
+}
+
+#[test]
+fn threaded_overdue_event_fires_at_once_after_restore() {
+    let m = machine(400);
+    let seen: Seen = Arc::default();
+    let last = Arc::new(Mutex::new(None));
+    let sys = ThreadedSystem::new();
+    let (m1, s1, l1) = (m.clone(), seen.clone(), last.clone());
+    let a = sys
+        .spawn(Props::new(), move || actor(&m1, &s1, &l1))
+        .unwrap();
+    while seen.lock().unwrap().is_empty() {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(a.try_send(ChartMsg::Event(Event::new("GO"))).is_enqueued());
+    while seen.lock().unwrap().len() < 2 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let text = last.lock().unwrap().clone().unwrap();
+    let persisted: Value = serde_json::from_str(&text).unwrap();
+    let due = persisted["scheduled"][0]["due_ms"].as_u64().unwrap();
+    sys.stop(a.id());
+    std::thread::sleep(Duration::from_millis(600)); // nobody alive, past the deadline
+    let after: Seen = Arc::default();
+    let (m2, s2) = (m.clone(), after.clone());
+    let mut text = Some(text);
+    sys.spawn(Props::new(), move || {
+        restored(&m2, &s2, text.take().unwrap())
+    })
+    .unwrap();
+    let spawned = Instant::now();
+    let deadline = spawned + Duration::from_secs(5);
+    while after.lock().unwrap().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let waited = spawned.elapsed();
+    let got = after.lock().unwrap().clone();
+    // Restored after its deadline: it fires in the restoring turn, not
+    // 400 ms later, and busy's entry does not run again.
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].0, "\"late\"", "{got:?}");
+    assert!(got[0].2 >= due, "{got:?} due {due}");
+    assert!(
+        waited < Duration::from_millis(300),
+        "restarted the delay? {waited:?}"
+    );
+    assert_eq!(got[0].1["entered"], 1);
+    sys.shutdown(Duration::from_secs(2)).unwrap();
+}
