@@ -175,3 +175,105 @@ fn threaded_overdue_event_fires_at_once_after_restore() {
     assert_eq!(got[0].1["entered"], 1);
     sys.shutdown(Duration::from_secs(2)).unwrap();
 }
+
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+struct Checkout {
+    card: turno_chart::volatile::Volatile<String>,
+    last4: String,
+}
+
+const CHECKOUT: &str = r#"{"id": "checkout", "initial": "details", "context": {"card": null, "last4": ""},
+  "states": {
+    "details": {"on": {"CARD": {"target": "review", "actions": "takeCard"}}},
+    "review": {"on": {"CONFIRM": [{"guard": "cardMissing", "target": "details"}, {"target": "paying"}]}},
+    "paying": {"after": {"100": "paid"}},
+    "paid": {"type": "final"}
+  }}"#;
+
+/// The secret-bytes test: a snapshot serialised after every macrostep of a
+/// run never holds the card number; after a restore the guard sees it is
+/// missing and asks for it again.
+#[test]
+fn volatile_card_number_never_reaches_a_snapshot_and_a_guard_sees_it_missing() {
+    const SECRET: &str = "4111111111111111";
+    let imp = turno_chart::Implementations::<Checkout>::new()
+        .assign("takeCard", |c, e, _| {
+            let n = e
+                .get("number")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            c.last4 = n[n.len().saturating_sub(4)..].to_string();
+            c.card = turno_chart::volatile::Volatile::new(n);
+        })
+        .guard("cardMissing", |c, _, _| c.card.is_missing());
+    let m: Arc<Machine<Checkout>> = Arc::new(load_json(CHECKOUT, &imp).unwrap());
+    let written: Arc<Mutex<Vec<String>>> = Arc::default();
+    let values: Arc<Mutex<Vec<String>>> = Arc::default();
+    let spawn_with = |sys: &mut DetSystem, text: Option<String>| {
+        let (mm, w, v) = (m.clone(), written.clone(), values.clone());
+        let mut text = text;
+        sys.spawn(Props::new(), move || {
+            let (m2, w2, v2) = (mm.clone(), w.clone(), v.clone());
+            let a = ChartActor::new(mm.clone()).on_persist(move |snap| {
+                w2.lock()
+                    .unwrap()
+                    .push(Persist::new(&*m2).to_string(snap).unwrap());
+                v2.lock()
+                    .unwrap()
+                    .push(snap.value(&m2).to_json().to_string());
+            });
+            match text.take() {
+                Some(t) => {
+                    let m3 = mm.clone();
+                    a.restoring(move |now| Persist::new(&*m3).restore(&t, now))
+                }
+                None => a,
+            }
+        })
+        .unwrap()
+    };
+    let mut sys = DetSystem::new(11);
+    let a = spawn_with(&mut sys, None);
+    sys.run_until_idle().unwrap();
+    let card = Event::with_data("CARD", serde_json::json!({"number": SECRET}));
+    assert!(a.try_send(ChartMsg::Event(card)).is_enqueued());
+    sys.run_until_idle().unwrap();
+    let at_review = written.lock().unwrap().last().cloned().unwrap();
+    sys.stop(a.id());
+    sys.run_until_idle().unwrap();
+    // Restored: the card number is gone, so CONFIRM asks for it again.
+    let b = spawn_with(&mut sys, Some(at_review));
+    sys.run_until_idle().unwrap();
+    assert!(b
+        .try_send(ChartMsg::Event(Event::new("CONFIRM")))
+        .is_enqueued());
+    sys.run_until_idle().unwrap();
+    let card = Event::with_data("CARD", serde_json::json!({"number": SECRET}));
+    assert!(b.try_send(ChartMsg::Event(card)).is_enqueued());
+    assert!(b
+        .try_send(ChartMsg::Event(Event::new("CONFIRM")))
+        .is_enqueued());
+    sys.run_until_idle().unwrap();
+    sys.advance(Duration::from_millis(100)).unwrap();
+    let values = values.lock().unwrap().clone();
+    assert_eq!(
+        values,
+        [
+            "\"details\"",
+            "\"review\"",
+            "\"review\"",
+            "\"details\"",
+            "\"review\"",
+            "\"paying\"",
+            "\"paid\""
+        ]
+    );
+    let written = written.lock().unwrap().clone();
+    assert_eq!(written.len(), values.len());
+    for (i, text) in written.iter().enumerate() {
+        assert!(!text.contains(SECRET), "step {i}: {text}");
+        assert!(!text.contains("41111111"), "step {i}: {text}");
+    }
+    assert!(written.iter().any(|t| t.contains("\"last4\":\"1111\"")));
+}
