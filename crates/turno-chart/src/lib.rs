@@ -38,6 +38,7 @@ pub mod actions;
 pub mod algorithm;
 mod core;
 pub mod event;
+pub mod gateway;
 pub mod implementations;
 pub mod interpreter;
 pub mod json;
@@ -49,6 +50,7 @@ pub mod script;
 pub mod snapshot;
 pub mod spec;
 pub mod stdlib;
+pub mod submit;
 pub mod volatile;
 
 pub use actions::{Action, ActionScope, SendTarget};
