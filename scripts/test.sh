@@ -38,6 +38,15 @@ TURNO_BIN="$target_dir/debug/turno" LIVE_DEMO_BIN="$target_dir/debug/examples/li
   CHART_TRACE_BIN="$target_dir/debug/examples/chart_trace" \
   node crates/turno-inspect/browser/test.mjs
 
+# The signup wizard's browser tests (crates/turno-wizard/browser): Playwright
+# drives Debian's chromium through `turno demo` (the binary built above):
+# full signup, double click, timeout, lost reply, crash, drafts, refusals;
+# they rewrite the screenshots of docs/wizard.md.
+if [ ! -d crates/turno-wizard/browser/node_modules/playwright-core ]; then
+  (cd crates/turno-wizard/browser && npm ci --no-audit --no-fund)
+fi
+TURNO_BIN="$target_dir/debug/turno" node crates/turno-wizard/browser/test.mjs
+
 # The model-checked concurrency tests: the real scheduling and stream code
 # under loom (a separate build with --cfg turno_loom).
 RUSTFLAGS="--cfg turno_loom" CARGO_TARGET_DIR=target/loom \

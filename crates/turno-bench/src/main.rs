@@ -7,6 +7,7 @@
 //! turno-bench memory [--n ACTORS] [--only IMPL] [--json]
 //! turno-bench store [--n N] [--only SUBSTR] [--runs R] [--json]   # needs PostgreSQL for its postgres cases
 //! turno-bench all [--json]      # every actor bench, then memory
+//! turno-bench wizard [--n USERS] [--json]
 //! ```
 //!
 //! The actor benches live in [`actors`], one file per bench.
@@ -20,6 +21,7 @@ mod actors;
 mod harness;
 mod store;
 mod stream;
+mod wizard;
 
 use clap::Parser;
 
@@ -44,6 +46,7 @@ const BENCHES: &[(&str, &str)] = &[
     ("bndbuffer", "Savina bounded buffer: 4 producers, 4 consumers, a manager buffering 64 items, n items"),
     ("memory", "live heap bytes per idle actor (counting allocator), --n actors"),
     ("all", "every actor bench, then memory"),
+    ("wizard", "the signup wizard under load on loopback: --n users, 64 at a time, faults on every 4th; signups/s, p50/p99, charges == completed"),
 ];
 
 /// turno's benchmarks.
@@ -91,6 +94,10 @@ fn main() {
         }
         "stream" => stream::run(&args, &mut h),
         "store" => store::run(&args, &mut h),
+        "wizard" => {
+            wizard::run(&args);
+            return;
+        }
         other if actors::run(other, &args, &mut h) => {}
         other => {
             eprintln!("unknown bench {other:?}; `turno-bench list` shows them");

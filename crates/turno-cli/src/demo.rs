@@ -1,4 +1,4 @@
-//! `turno demo`: the overload scenario, once per mailbox policy.
+//! `turno demo overload`: the overload scenario, once per mailbox policy.
 //!
 //! A producer emits 100 messages a second; a consumer handles 80 a second
 //! (each message costs it 12.5 ms of virtual time). For 60 s of virtual time
@@ -243,7 +243,7 @@ pub fn report(s: &Scenario) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "turno demo: producer {} msg/s, consumer {} msg/s, {}s of virtual time, capacity {}, seed {}\n",
+        "turno demo overload: producer {} msg/s, consumer {} msg/s, {}s of virtual time, capacity {}, seed {}\n",
         s.produce_hz,
         s.consume_hz,
         s.duration.as_secs(),

@@ -1,6 +1,6 @@
 //! `turno inspect TRACE`: serves the inspector for a recorded trace on
 //! 127.0.0.1 and prints its URL; `turno js run FILE.js --inspect` and
-//! `turno demo --inspect [POLICY]` record a trace and open it in one go.
+//! `turno demo overload --inspect [POLICY]` record a trace and open it in one go.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -89,12 +89,12 @@ pub fn open_js(code: i32, trace: &Path, source: &Path) -> ExitCode {
     serve(trace, Some(source), 0)
 }
 
-/// `turno demo --inspect POLICY`: runs the overload scenario under one
+/// `turno demo overload --inspect POLICY`: runs the overload scenario under one
 /// policy with a trace and serves it.
 pub fn demo(scenario: &demo::Scenario, policy: &str) -> ExitCode {
     let Some(policy) = parse_policy(policy, scenario.capacity) else {
         eprintln!(
-            "turno demo: --inspect takes unbounded, keep-newest, keep-oldest, reject or suspend, not {policy:?}"
+            "turno demo overload: --inspect takes unbounded, keep-newest, keep-oldest, reject or suspend, not {policy:?}"
         );
         return ExitCode::from(2);
     };
@@ -102,14 +102,14 @@ pub fn demo(scenario: &demo::Scenario, policy: &str) -> ExitCode {
     let file = match std::fs::File::create(&path) {
         Ok(f) => f,
         Err(e) => {
-            eprintln!("turno demo: cannot write {}: {e}", path.display());
+            eprintln!("turno demo overload: cannot write {}: {e}", path.display());
             return ExitCode::from(2);
         }
     };
     let sink = turno::trace::JsonLinesSink::new(std::io::BufWriter::new(file));
     let outcome = demo::run_on(scenario, policy, turno::DetSystem::builder().trace(sink));
     eprintln!(
-        "turno demo: {policy}: sent {}, delivered {}, dropped {}, rejected {}, queued {}; trace in {}",
+        "turno demo overload: {policy}: sent {}, delivered {}, dropped {}, rejected {}, queued {}; trace in {}",
         outcome.sent,
         outcome.delivered,
         outcome.dropped,

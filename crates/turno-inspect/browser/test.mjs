@@ -139,7 +139,7 @@ await test("javascript trace: stepping, queues, promise slots, source line", asy
 
 // ------------------------------------------------------------------ actors
 await test("actor trace from the overload demo: depth bars and drop counts", async () => {
-  const s = await serve(TURNO, ["demo", "--seconds", "5", "--capacity", "20", "--inspect", "keep-newest"]);
+  const s = await serve(TURNO, ["demo", "overload", "--seconds", "5", "--capacity", "20", "--inspect", "keep-newest"]);
   try {
     await open(s.url);
     const m = /keep-newest\(20\): sent (\d+), delivered (\d+), dropped (\d+), rejected \d+, queued (\d+)/.exec(s.err());

@@ -1,0 +1,134 @@
+//! `turno demo`: the signup wizard (the main job), and `turno demo
+//! overload`: the overload table of every mailbox policy.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+
+use crate::{demo, inspect};
+
+/// `turno demo [--port N] [--data-dir DIR]` | `turno demo overload ...`.
+#[derive(Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct DemoArgs {
+    #[command(subcommand)]
+    command: Option<DemoCommand>,
+    #[command(flatten)]
+    wizard: WizardArgs,
+}
+
+#[derive(Subcommand)]
+enum DemoCommand {
+    /// The overload scenario: a 100 msg/s producer, an 80 msg/s consumer,
+    /// 60 s of virtual time, once per mailbox policy.
+    Overload(OverloadArgs),
+}
+
+/// The wizard's options.
+#[derive(Args)]
+struct WizardArgs {
+    /// The wizard's port on 127.0.0.1 (0: any free port).
+    #[arg(long, default_value_t = 7878)]
+    port: u16,
+    /// The payment gateway's port on 127.0.0.1 (0: any free port).
+    #[arg(long, default_value_t = 0)]
+    gateway_port: u16,
+    /// Where the wizard's and the gateway's SQLite files live (default: a
+    /// `turno-demo` folder in the system's temporary directory).
+    #[arg(long, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+    /// How long sessions, drafts and draft links live, in seconds.
+    #[arg(long, default_value_t = 7 * 24 * 3600, value_parser = clap::value_parser!(u64).range(1..))]
+    ttl_secs: u64,
+}
+
+#[derive(Args)]
+struct OverloadArgs {
+    /// Capacity of the bounded policies.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    capacity: u64,
+    /// Virtual seconds to run.
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    seconds: u64,
+    /// Producer rate, messages per second.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    produce: u32,
+    /// Consumer rate, messages per second.
+    #[arg(long, default_value_t = 80, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    consume: u32,
+    /// Scheduler seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Record the run under one policy (default keep-newest) and open it in the inspector.
+    #[arg(long, value_name = "POLICY", num_args = 0..=1, default_missing_value = "keep-newest")]
+    inspect: Option<String>,
+}
+
+/// Runs `turno demo ...`.
+pub fn main(args: DemoArgs) -> ExitCode {
+    match args.command {
+        Some(DemoCommand::Overload(o)) => overload(o),
+        None => wizard(args.wizard),
+    }
+}
+
+fn overload(o: OverloadArgs) -> ExitCode {
+    let scenario = demo::Scenario {
+        produce_hz: o.produce,
+        consume_hz: o.consume,
+        duration: Duration::from_secs(o.seconds),
+        capacity: o.capacity as usize,
+        seed: o.seed,
+    };
+    if let Some(policy) = o.inspect {
+        return inspect::demo(&scenario, &policy);
+    }
+    print!("{}", demo::report(&scenario));
+    ExitCode::SUCCESS
+}
+
+fn wizard(w: WizardArgs) -> ExitCode {
+    let data_dir = w
+        .data_dir
+        .unwrap_or_else(|| std::env::temp_dir().join("turno-demo"));
+    let mut config = turno_wizard::Config::new(data_dir.clone());
+    config.port = w.port;
+    config.gateway_port = w.gateway_port;
+    config.ttl = Duration::from_secs(w.ttl_secs);
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("turno demo: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    rt.block_on(async move {
+        match turno_wizard::Wizard::start(config).await {
+            Ok(wz) => {
+                println!("turno demo: the signup wizard is at {}", wz.url());
+                println!(
+                    "  payment gateway: http://{}/ (its own actor and SQLite file)",
+                    wz.addrs().gateway
+                );
+                println!("  data: {} (wizard.db, gateway.db)", data_dir.display());
+                println!(
+                    "  Ctrl-C stops it; `turno demo overload` prints the mailbox-policy table."
+                );
+                wz.until_ctrl_c().await;
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("turno demo: {e}");
+                if w.port != 0 {
+                    eprintln!("  (another program may use port {}: try --port 0)", w.port);
+                }
+                ExitCode::from(2)
+            }
+        }
+    })
+}

@@ -1,0 +1,83 @@
+// The wizard's page script. It makes the page nicer; nothing depends on it
+// for correctness: the server validates every field and owns the step.
+//
+// - Drafts: every change of a field is saved to localStorage under the
+//   session, per step; fields marked data-volatile (card number, one-time
+//   code) are never saved. On load, empty fields are refilled from it.
+// - Live: /api/state is polled; the diagram's active states are re-marked,
+//   and the page reloads when the session moves to another step (sending ->
+//   completed, a restart after a crash...).
+"use strict";
+(function () {
+  const body = document.body;
+  const forget = document.querySelector("[data-forget]");
+  if (forget) {
+    // "Forget me": this browser's copy goes too.
+    for (const k of Object.keys(localStorage)) if (k.startsWith("turno-wizard:")) localStorage.removeItem(k);
+    return;
+  }
+  const sid = body.dataset.sid, step = body.dataset.step;
+  const banner = document.getElementById("banner");
+  if (!sid) {
+    // A refusal or restart page: come back when the server is up.
+    if (document.title.includes("refused") && /restarting/.test(document.body.textContent)) {
+      setTimeout(() => location.reload(), 700);
+    }
+    return;
+  }
+  const key = "turno-wizard:" + sid;
+  const load = () => { try { return JSON.parse(localStorage.getItem(key)) || { steps: {} }; } catch { return { steps: {} }; } };
+  const form = document.getElementById("step-form");
+  const saveable = (el) => el.name && el.type !== "hidden" && !("volatile" in el.dataset);
+  if (form) {
+    const draft = load();
+    const mine = draft.steps[step] || {};
+    for (const el of form.elements) {
+      if (!saveable(el) || !(el.name in mine)) continue;
+      if (el.type === "radio") { if (!form.querySelector(`input[name="${el.name}"]:checked`)) el.checked = el.value === mine[el.name]; }
+      else if (el.value === "") el.value = mine[el.name];
+    }
+    const save = () => {
+      const d = load();
+      const fields = {};
+      for (const el of form.elements) {
+        if (!saveable(el)) continue;
+        if (el.type === "radio") { if (el.checked) fields[el.name] = el.value; }
+        else if (el.tagName !== "BUTTON") fields[el.name] = el.value;
+      }
+      d.steps[step] = fields;
+      d.step = step;
+      d.saved_at = Date.now();
+      localStorage.setItem(key, JSON.stringify(d));
+    };
+    form.addEventListener("input", save);
+    form.addEventListener("change", save);
+  }
+  const chart = document.getElementById("chart");
+  const mark = (active) => {
+    if (!chart) return;
+    const on = new Set(active);
+    for (const el of chart.querySelectorAll("[data-state]")) el.classList.toggle("active", on.has(el.dataset.state));
+    const legend = document.getElementById("active");
+    if (legend) legend.textContent = "active: " + active.join(", ");
+  };
+  const busy = step === "submit.sending" || step === "submit.uncertain";
+  let down = false;
+  const poll = async () => {
+    try {
+      const r = await fetch("/api/state", { cache: "no-store" });
+      if (r.status === 503) throw new Error("restarting");
+      const v = await r.json();
+      if (!r.ok) { if (r.status === 410) location.reload(); return; }
+      if (down || v.step !== step) { location.reload(); return; }
+      mark(v.active);
+      banner.hidden = true;
+    } catch (e) {
+      down = true;
+      banner.hidden = false;
+      banner.id = "banner";
+      banner.textContent = "The wizard server is not answering (restarting?); retrying…";
+    }
+  };
+  setInterval(poll, busy ? 250 : 1500);
+})();

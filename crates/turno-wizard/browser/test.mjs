@@ -1,0 +1,386 @@
+// Browser tests of the signup wizard (`turno demo`) in Debian's chromium,
+// driven by Playwright (playwright-core, executablePath).
+//
+//   node test.mjs            (from anywhere; see scripts/test.sh)
+//
+// Environment: TURNO_BIN (the `turno` binary, default target/debug/turno),
+// CHROMIUM (default /usr/bin/chromium), SHOTS (where screenshots go,
+// default docs/wizard/). Every test counts charges in the gateway's ledger
+// (GET /stats of the gateway, which reads its SQLite file).
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve, dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+import assert from "node:assert/strict";
+import { chromium } from "playwright-core";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = resolve(here, "../../..");
+const target = process.env.CARGO_TARGET_DIR || join(root, "target");
+const TURNO = process.env.TURNO_BIN || join(target, "debug/turno");
+const SHOTS = process.env.SHOTS || join(root, "docs/wizard");
+if (!existsSync(TURNO)) { console.error(`missing ${TURNO}: build it (cargo build -p turno-cli) or set TURNO_BIN`); process.exit(2); }
+mkdirSync(SHOTS, { recursive: true });
+const data = mkdtempSync(join(tmpdir(), "turno-wizard-"));
+
+const children = [];
+process.on("exit", () => children.forEach((c) => c.kill("SIGKILL")));
+
+function start() {
+  return new Promise((ok, fail) => {
+    const c = spawn(TURNO, ["demo", "--port", "0", "--data-dir", data], { stdio: ["ignore", "pipe", "pipe"] });
+    children.push(c);
+    let out = "", err = "";
+    const t = setTimeout(() => fail(new Error(`no URL from turno demo\n${out}\n${err}`)), 60000);
+    c.stdout.on("data", (d) => {
+      out += d;
+      const w = /wizard is at (http:\/\/127\.0\.0\.1:\d+\/)/.exec(out);
+      const g = /payment gateway: (http:\/\/127\.0\.0\.1:\d+\/)/.exec(out);
+      if (w && g) { clearTimeout(t); ok({ url: w[1], gateway: g[1], child: c }); }
+    });
+    c.stderr.on("data", (d) => { err += d; });
+    c.on("exit", (code) => fail(new Error(`turno demo exited ${code}\n${out}\n${err}`)));
+  });
+}
+
+const results = [];
+async function test(name, f) {
+  const t0 = Date.now();
+  try { await f(); results.push([name, "ok"]); console.log(`ok   ${name} (${Date.now() - t0} ms)`); }
+  catch (e) { results.push([name, "FAILED"]); console.log(`FAIL ${name}\n${e.stack}`); }
+}
+
+const server = await start();
+const stats = async () => (await fetch(server.gateway + "stats")).json();
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+  args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+});
+const viewport = { width: 1280, height: 860 };
+
+// A card number only this run uses (Luhn-valid), to search for afterwards.
+const CARD = "4000 0566 5566 5556";
+const CARD_DIGITS = CARD.replaceAll(" ", "");
+const OTP = "731904";
+
+const step = (page) => page.getAttribute("body", "data-step");
+async function waitStep(page, s, timeout = 15000) {
+  await page.waitForFunction((s) => document.body.dataset.step === s, s, { timeout });
+}
+async function click(page, ev) {
+  await Promise.all([page.waitForNavigation(), page.click(`#ev-${ev}`)]);
+}
+async function toPayment(page, name = "Ada Lovelace") {
+  await page.goto(server.url);
+  await waitStep(page, "personal");
+  await page.fill("#name", name);
+  await page.fill("#email", "ada@example.org");
+  await click(page, "NEXT");
+  await waitStep(page, "plan");
+  await page.check("input[name=plan][value=pro]");
+  await page.selectOption("#billing", "monthly");
+  await click(page, "NEXT");
+  await waitStep(page, "payment.card");
+}
+async function fillCard(page) {
+  await page.fill("#card_number", CARD);
+  await page.fill("#expiry", "12/39");
+  await page.fill("#holder", "Ada Lovelace");
+  await page.fill("#otp", OTP);
+}
+async function toReview(page) {
+  await toPayment(page);
+  await fillCard(page);
+  await click(page, "NEXT");
+  await waitStep(page, "review");
+}
+async function arm(page, { latency = "", charge = "", lookupDown = false, crash = false }) {
+  await page.fill("#latency_ms", String(latency));
+  await page.selectOption("#fault-charge", charge);
+  await page.setChecked("#lookup_down", lookupDown);
+  await page.setChecked("#crash", crash);
+  await Promise.all([page.waitForNavigation(), page.click("#arm")]);
+}
+async function fresh() {
+  const ctx = await browser.newContext({ viewport });
+  const page = await ctx.newPage();
+  page.on("pageerror", (e) => console.log("page error:", e.message));
+  return { ctx, page };
+}
+
+await test("a full signup by card: one page per step, one charge, receipt shown", async () => {
+  const { ctx, page } = await fresh();
+  const before = await stats();
+  await page.goto(server.url);
+  await waitStep(page, "personal");
+  await page.screenshot({ path: join(SHOTS, "1-personal.png") });
+  await page.fill("#name", "Ada Lovelace");
+  await page.fill("#email", "ada@example.org");
+  await click(page, "NEXT");
+  await page.check("input[name=plan][value=pro]");
+  await click(page, "NEXT");
+  await waitStep(page, "payment.card");
+  await fillCard(page);
+  await page.screenshot({ path: join(SHOTS, "2-payment.png") });
+  await click(page, "NEXT");
+  await waitStep(page, "review");
+  assert.match(await page.textContent("#pay"), /card ending 5556/);
+  await page.screenshot({ path: join(SHOTS, "3-review.png") });
+  await click(page, "CONFIRM");
+  await waitStep(page, "completed");
+  assert.match(await page.textContent("#receipt"), /^ch_[0-9a-f]{16}$/);
+  const active = await page.$$eval("#chart .state.active", (els) => els.map((e) => e.dataset.state));
+  assert.ok(active.some((s) => s.endsWith("completed")), active.join());
+  await page.screenshot({ path: join(SHOTS, "4-completed.png") });
+  const after = await stats();
+  assert.equal(after.charges - before.charges, 1);
+  await ctx.close();
+});
+
+await test("server-side validation: every bad field gets its message; nothing advances", async () => {
+  const { ctx, page } = await fresh();
+  await page.goto(server.url);
+  await page.fill("#name", "R2-D2 <script>");
+  await page.fill("#email", "ada@localhost");
+  await click(page, "NEXT");
+  assert.equal(await step(page), "personal");
+  assert.match(await page.textContent("#name-error"), /may contain letters/);
+  assert.match(await page.textContent("#email-error"), /not a domain name/);
+  await page.fill("#name", "Ada Lovelace");
+  await page.fill("#email", "ada@example.org");
+  await click(page, "NEXT");
+  await click(page, "NEXT"); // no plan chosen
+  assert.equal(await step(page), "plan");
+  assert.match(await page.textContent("#plan-error"), /Choose a plan/);
+  await page.check("input[name=plan][value=basic]");
+  await click(page, "NEXT");
+  await page.fill("#card_number", "4000 0566 5566 5557");
+  await page.fill("#expiry", "01/20");
+  await page.fill("#holder", "Ada");
+  await page.fill("#otp", "12");
+  await click(page, "NEXT");
+  assert.equal(await step(page), "payment.card");
+  assert.match(await page.textContent("#card_number-error"), /check digit/);
+  assert.match(await page.textContent("#expiry-error"), /expired in 01\/20/);
+  assert.match(await page.textContent("#otp-error"), /6 digits/);
+  assert.equal(await page.inputValue("#card_number"), "", "a volatile field is never echoed back");
+  await page.screenshot({ path: join(SHOTS, "5-validation.png") });
+  await ctx.close();
+});
+
+await test("history: back from review returns to the payment sub-step (bank)", async () => {
+  const { ctx, page } = await fresh();
+  await toPayment(page);
+  await click(page, "USE_BANK");
+  await waitStep(page, "payment.bank");
+  await page.fill("#iban", "DE89 3704 0044 0532 0130 00");
+  await page.fill("#account_holder", "Ada Lovelace");
+  await click(page, "NEXT");
+  await waitStep(page, "review");
+  await click(page, "BACK");
+  await waitStep(page, "payment.bank");
+  await ctx.close();
+});
+
+await test("double click on confirm (plus two replayed POSTs while sending): one charge request, one charge", async () => {
+  const { ctx, page } = await fresh();
+  await toReview(page);
+  await arm(page, { latency: 1200 });
+  const before = await stats();
+  await page.dblclick("#ev-CONFIRM");
+  // Two more CONFIRMs from the same session while it is sending (a replay
+  // of the review form), outside the page so no navigation interferes.
+  const cookie = (await ctx.cookies()).map((c) => `${c.name}=${c.value}`).join("; ");
+  const sid = /turno_sid=([0-9a-f]+)/.exec(cookie)[1];
+  const post = () => fetch(server.url + "event", { method: "POST", headers: { cookie, "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ sid, step: "review", event: "CONFIRM" }).toString(), redirect: "manual" }).then((r) => r.status);
+  const replays = await Promise.all([post(), post()]);
+  assert.deepEqual(replays, [303, 303], "the chart took CONFIRM and ignored it");
+  await waitStep(page, "completed", 20000);
+  const after = await stats();
+  assert.equal(after.charge_requests - before.charge_requests, 1, "the graph sent one charge");
+  assert.equal(after.charges - before.charges, 1);
+  await ctx.close();
+});
+
+await test("injected timeout after charging -> uncertain -> resolved by key: one charge", async () => {
+  const { ctx, page } = await fresh();
+  await toReview(page);
+  // Latency on the lookup too, so the page is seen in uncertain.
+  await arm(page, { charge: "timeout", latency: 1000 });
+  const before = await stats();
+  await click(page, "CONFIRM");
+  await waitStep(page, "submit.uncertain", 10000);
+  await page.screenshot({ path: join(SHOTS, "6-uncertain.png") });
+  await waitStep(page, "completed", 15000);
+  const after = await stats();
+  assert.equal(after.charges - before.charges, 1);
+  assert.equal(after.charge_requests - before.charge_requests, 1, "resolved by the lookup, not by a resend");
+  assert.ok(after.lookups > before.lookups);
+  await ctx.close();
+});
+
+await test("lost reply: uncertain, resolved by key, one charge", async () => {
+  const { ctx, page } = await fresh();
+  await toReview(page);
+  await arm(page, { charge: "lost", latency: 400 });
+  const before = await stats();
+  await click(page, "CONFIRM");
+  await waitStep(page, "completed", 15000);
+  const after = await stats();
+  assert.equal(after.charges - before.charges, 1);
+  assert.equal(after.charge_requests - before.charge_requests, 1);
+  assert.ok(after.lookups > before.lookups, "it went through uncertain");
+  await ctx.close();
+});
+
+await test("server error: failed -> retry -> completed, one charge", async () => {
+  const { ctx, page } = await fresh();
+  await toReview(page);
+  await arm(page, { charge: "error" });
+  const before = await stats();
+  await click(page, "CONFIRM");
+  await waitStep(page, "submit.failed", 10000);
+  assert.match(await page.textContent("#status"), /Nothing was charged/);
+  await page.screenshot({ path: join(SHOTS, "7-failed.png") });
+  await click(page, "RETRY");
+  await waitStep(page, "completed", 10000);
+  const after = await stats();
+  assert.equal(after.charges - before.charges, 1);
+  assert.equal(after.charge_requests - before.charge_requests, 2);
+  await ctx.close();
+});
+
+await test("timeout with lookups down: unresolvable page, no automatic retry", async () => {
+  const { ctx, page } = await fresh();
+  await toReview(page);
+  await arm(page, { charge: "timeout", lookupDown: true });
+  const before = await stats();
+  await click(page, "CONFIRM");
+  await waitStep(page, "submit.unresolvable", 15000);
+  assert.match(await page.textContent("#status"), /Check your card or bank statement/);
+  await page.screenshot({ path: join(SHOTS, "8-unresolvable.png") });
+  const mid = await stats();
+  assert.equal(mid.charge_requests - before.charge_requests, 1);
+  await arm(page, {});
+  await click(page, "RECHECK");
+  await waitStep(page, "completed", 10000);
+  const after = await stats();
+  assert.equal(after.charges - before.charges, 1);
+  assert.equal(after.charge_requests - before.charge_requests, 1);
+  await ctx.close();
+});
+
+await test("crash of the wizard server mid-submit -> restart from the snapshot -> one charge", async () => {
+  const { ctx, page } = await fresh();
+  await toReview(page);
+  await arm(page, { crash: true });
+  const before = await stats();
+  await page.click("#ev-CONFIRM");
+  await page.waitForFunction(() => /restarting|not answering/.test(document.body.innerText), null, { timeout: 15000, polling: 50 });
+  await page.screenshot({ path: join(SHOTS, "9-crash.png") });
+  await waitStep(page, "completed", 20000);
+  const after = await stats();
+  assert.equal(after.charges - before.charges, 1);
+  assert.equal(after.charge_requests - before.charge_requests, 1, "restored into uncertain, not resent");
+  await ctx.close();
+});
+
+await test("closed tab -> resumed at the same step, local draft refilled, no card number kept", async () => {
+  const { ctx, page } = await fresh();
+  await toPayment(page);
+  await page.fill("#card_number", CARD);
+  await page.fill("#expiry", "11/38");
+  await page.fill("#holder", "Grace Hopper");
+  await page.fill("#otp", OTP);
+  const local = await page.evaluate(() => JSON.stringify(localStorage));
+  assert.ok(local.includes("Grace Hopper"), "the draft is saved at every change");
+  assert.ok(!local.includes(CARD_DIGITS) && !local.includes(CARD) && !local.includes(OTP), "no volatile field in localStorage");
+  await page.close();
+  const again = await ctx.newPage();
+  await again.goto(server.url);
+  assert.equal(await step(again), "payment.card");
+  assert.equal(await again.inputValue("#holder"), "Grace Hopper");
+  assert.equal(await again.inputValue("#expiry"), "11/38");
+  assert.equal(await again.inputValue("#card_number"), "");
+  await ctx.close();
+});
+
+await test("draft link opened in a second browser context: same session, same step", async () => {
+  const a = await fresh();
+  await toPayment(a.page, "Alan Turing");
+  await click(a.page, "USE_BANK");
+  const href = await a.page.getAttribute("#draft-link", "href");
+  const b = await fresh();
+  await b.page.goto(new URL(href, server.url).href);
+  await waitStep(b.page, "payment.bank");
+  await b.page.screenshot({ path: join(SHOTS, "10-draft-link.png") });
+  // A tampered link is refused.
+  const bad = href.slice(0, -1) + (href.endsWith("0") ? "1" : "0");
+  const c = await fresh();
+  const r = await c.page.goto(new URL(bad, server.url).href);
+  assert.equal(r.status(), 404);
+  assert.match(await c.page.textContent("#refusal"), /not valid/);
+  await Promise.all([a.ctx.close(), b.ctx.close(), c.ctx.close()]);
+});
+
+await test("forged and replayed requests are refused; a tampered local draft cannot move the step", async () => {
+  const { ctx, page } = await fresh();
+  await toPayment(page);
+  const sid = await page.getAttribute("body", "data-sid");
+  const res = await page.evaluate(async (sid) => {
+    const post = (f) => fetch("/event", { method: "POST", body: new URLSearchParams(f), redirect: "manual" }).then((r) => r.status);
+    return {
+      other: await post({ sid: "0".repeat(32), step: "payment.card", event: "BACK" }),
+      stale: await post({ sid, step: "personal", event: "NEXT", name: "Eve", email: "eve@example.org" }),
+      noSuch: await post({ sid, step: "payment.card", event: "CONFIRM" }),
+    };
+  }, sid);
+  assert.deepEqual(res, { other: 403, stale: 409, noSuch: 400 });
+  await page.evaluate((sid) => {
+    const k = "turno-wizard:" + sid;
+    const d = JSON.parse(localStorage.getItem(k) || '{"steps":{}}');
+    d.step = "review";
+    d.steps.review = { event: "CONFIRM" };
+    localStorage.setItem(k, JSON.stringify(d));
+  }, sid);
+  await page.reload();
+  assert.equal(await step(page), "payment.card");
+  await ctx.close();
+});
+
+await test("forget me: server copy, draft link and localStorage gone", async () => {
+  const { ctx, page } = await fresh();
+  await toPayment(page);
+  await page.fill("#holder", "Someone");
+  const href = await page.getAttribute("#draft-link", "href");
+  await Promise.all([page.waitForNavigation(), page.click("#forget")]);
+  assert.match(await page.textContent("#forgotten"), /deleted/);
+  const keys = await page.evaluate(() => Object.keys(localStorage).filter((k) => k.startsWith("turno-wizard:")));
+  assert.deepEqual(keys, []);
+  const r = await page.goto(new URL(href, server.url).href);
+  assert.equal(r.status(), 404);
+  await page.goto(server.url);
+  assert.equal(await step(page), "personal");
+  await ctx.close();
+});
+
+await test("the card number and one-time code are in no database file", async () => {
+  const files = readdirSync(data).map((f) => join(data, f));
+  assert.ok(files.some((f) => f.endsWith("wizard.db")) && files.some((f) => f.endsWith("gateway.db")), files.join());
+  for (const f of files) {
+    const bytes = readFileSync(f);
+    for (const needle of [CARD_DIGITS, CARD, OTP]) {
+      assert.equal(bytes.indexOf(Buffer.from(needle)), -1, `${needle} found in ${f}`);
+    }
+  }
+  // ...while the files do hold the sessions (the search is not vacuous).
+  const all = Buffer.concat(files.map((f) => readFileSync(f)));
+  assert.notEqual(all.indexOf(Buffer.from("ada@example.org")), -1);
+});
+
+await browser.close();
+server.child.kill("SIGINT");
+const failed = results.filter((r) => r[1] !== "ok");
+console.log(`${results.length - failed.length}/${results.length} browser tests passed`);
+process.exit(failed.length ? 1 : 0);

@@ -1,0 +1,96 @@
+//! # turno-wizard: the signup wizard, end to end (`turno demo`)
+//!
+//! A multi-step signup (personal data -> plan -> payment -> review ->
+//! submit) where every session is one statechart actor on the turno runtime,
+//! served by axum on 127.0.0.1 with one server-rendered page per step, and a
+//! fake payment gateway as a separate service (its own actor, its own HTTP
+//! endpoint, its own SQLite file) with idempotency keys, lookup by key and
+//! injectable faults. What it shows, and where:
+//!
+//! - [`machine`]: the chart (`assets/signup.json`, XState v5 JSON), with
+//!   history in `payment` and the idempotent submit (`sending` -> `completed`
+//!   | `failed` | `uncertain` -> `unresolvable`).
+//! - [`session`]: the actor per session; its snapshot is persisted after
+//!   every macrostep ([`persist`]) and restored after a crash.
+//! - [`gateway`] and [`client`]: the gateway service and the wizard's calls.
+//! - [`web`]: routes, pages, validation ([`validate`]), the forged and
+//!   replayed requests it refuses, drafts, "forget me".
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), turno_wizard::Error> {
+//! let dir = std::env::temp_dir().join("turno-demo");
+//! let wizard = turno_wizard::Wizard::start(turno_wizard::Config::new(dir)).await?;
+//! println!("open {}", wizard.url());
+//! # Ok(()) }
+//! ```
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub mod client;
+pub mod gateway;
+pub mod ids;
+pub mod load;
+pub mod machine;
+mod pages;
+pub mod persist;
+pub mod session;
+pub mod validate;
+pub mod web;
+
+pub use web::Wizard;
+
+/// What went wrong starting the wizard.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A database file could not be opened.
+    #[error("cannot open the database {0}: {1}")]
+    Store(String, turno_store::StoreError),
+    /// An address could not be bound.
+    #[error("cannot listen on {0}: {1}")]
+    Bind(String, std::io::Error),
+    /// The data directory could not be created.
+    #[error("cannot create the data directory {0}: {1}")]
+    DataDir(String, std::io::Error),
+    /// An actor could not be spawned.
+    #[error("cannot start an actor: {0}")]
+    Spawn(String),
+}
+
+/// How to run the wizard.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Where `wizard.db` and `gateway.db` live (created if missing).
+    pub data_dir: PathBuf,
+    /// The wizard's port on 127.0.0.1 (0: any free port).
+    pub port: u16,
+    /// The gateway's port on 127.0.0.1 (0: any free port).
+    pub gateway_port: u16,
+    /// How long sessions, drafts and draft links live.
+    pub ttl: Duration,
+    /// How long a crashed wizard server stays down before it restarts.
+    pub restart_after: Duration,
+}
+
+impl Config {
+    /// Defaults: any free ports, 7 days to live, a 1.5 s restart.
+    pub fn new(data_dir: impl Into<PathBuf>) -> Self {
+        Config {
+            data_dir: data_dir.into(),
+            port: 0,
+            gateway_port: 0,
+            ttl: Duration::from_secs(7 * 24 * 3600),
+            restart_after: Duration::from_millis(1500),
+        }
+    }
+}
+
+/// Where the two services listen.
+#[derive(Clone, Copy, Debug)]
+pub struct Addrs {
+    /// The wizard.
+    pub wizard: SocketAddr,
+    /// The gateway.
+    pub gateway: SocketAddr,
+}

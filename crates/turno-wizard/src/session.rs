@@ -1,0 +1,431 @@
+//! One signup session: a statechart actor on the turno runtime.
+//!
+//! [`SessionActor`] owns the chart's snapshot and runs the pure core
+//! (`turno_chart::transition`, `invocation_done`): one macrostep per turn.
+//! It persists the snapshot after every macrostep, starts the `charge` and
+//! `queryByKey` invocations as futures piped back into the actor (a result
+//! for an invocation that is no longer in flight is stale and dropped by the
+//! core), and answers the web layer with a [`View`].
+//!
+//! It is its own small interpreter rather than `turno_chart`'s `ChartActor`
+//! because it needs what that one does not offer yet: the whole snapshot
+//! after each step (to persist and to render) and restore from a persisted
+//! snapshot without re-running entry actions. Restore here never re-runs an
+//! in-flight charge: the restored actor sends the chart `RESTORED`, and the
+//! graph maps `sending` to `uncertain` (see [`crate::machine`]).
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::{json, Value};
+use turno::{Actor, Context, ReplyTo, RequestId, Response};
+use turno_chart::{
+    initial_transition_at, invocation_done, transition_in_place, Action, Event, Machine, Snapshot,
+    Status,
+};
+
+use crate::client::{self, Faults, Lookup};
+use crate::machine::step_of;
+use crate::persist::{Persisted, Persister};
+
+/// What the session shares with the rest of the server.
+pub struct Env {
+    /// The gateway.
+    pub gateway: SocketAddr,
+    /// The writer.
+    pub persister: Persister,
+    /// Tears the wizard server down (the fault panel's crash).
+    pub crash: Arc<dyn Fn() + Send + Sync>,
+}
+
+/// What a page needs to know about a session.
+#[derive(Clone, Debug, Serialize)]
+pub struct View {
+    /// The session id.
+    pub sid: String,
+    /// Macrosteps taken.
+    pub rev: u64,
+    /// The page to show (`personal`, `payment.card`, `submit.sending`...).
+    pub step: String,
+    /// The state value, as XState shows it.
+    pub value: Value,
+    /// Active state ids (for the diagram).
+    pub active: Vec<String>,
+    /// `active` or `done`.
+    pub status: &'static str,
+    /// The chart's context (holds no volatile field).
+    pub context: Value,
+    /// The idempotency key of the current submit, once minted.
+    pub key: Option<String>,
+    /// The faults armed for the next charge.
+    pub faults: Faults,
+    /// The draft-link token.
+    pub link: String,
+}
+
+/// Why an event was refused before reaching the chart.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Refusal {
+    /// The form was made for another step (an old tab, a replay).
+    StaleStep {
+        /// The step the form was for.
+        form: String,
+        /// The step the session is at.
+        current: String,
+    },
+}
+
+/// A session actor's messages.
+pub enum SessionMsg {
+    /// An event from a page. With `step`, only if the session is at that
+    /// step (checked in the same turn as the event, so nothing slips in).
+    Event {
+        /// The event.
+        event: Event,
+        /// The step the form was for.
+        step: Option<String>,
+        /// The view after the macrostep, or why it was refused.
+        reply: ReplyTo<Result<View, Refusal>>,
+    },
+    /// The current view.
+    View(ReplyTo<View>),
+    /// Arms faults for the next charge.
+    Faults(Faults, ReplyTo<View>),
+    /// An invocation finished.
+    Done {
+        /// Invocation id.
+        id: String,
+        /// Which start of it.
+        generation: u64,
+        /// Its outcome.
+        result: Result<Value, Value>,
+    },
+}
+
+/// One session's chart. See the [module docs](self).
+pub struct SessionActor {
+    sid: String,
+    link: String,
+    machine: Arc<Machine<Value>>,
+    env: Arc<Env>,
+    snap: Option<Snapshot<Value>>,
+    restore: Option<Persisted>,
+    rev: u64,
+    faults: Faults,
+    running: HashMap<(String, u64), RequestId>,
+    actions: Vec<Action>,
+}
+
+impl SessionActor {
+    /// A new session at the first step.
+    pub fn new(sid: String, link: String, machine: Arc<Machine<Value>>, env: Arc<Env>) -> Self {
+        SessionActor {
+            sid,
+            link,
+            machine,
+            env,
+            snap: None,
+            restore: None,
+            rev: 0,
+            faults: Faults::default(),
+            running: HashMap::new(),
+            actions: Vec::new(),
+        }
+    }
+
+    /// A session restored from its persisted snapshot.
+    pub fn restored(
+        sid: String,
+        p: Persisted,
+        machine: Arc<Machine<Value>>,
+        env: Arc<Env>,
+    ) -> Self {
+        let mut s = SessionActor::new(sid, p.link.clone(), machine, env);
+        s.restore = Some(p);
+        s
+    }
+
+    fn snap(&self) -> &Snapshot<Value> {
+        self.snap.as_ref().expect("started")
+    }
+
+    fn view(&self) -> View {
+        let s = self.snap();
+        let value = s.value(&self.machine).to_json();
+        let seq = s.context["keySeq"].as_u64().unwrap_or(0);
+        View {
+            sid: self.sid.clone(),
+            rev: self.rev,
+            step: step_of(&value),
+            value,
+            active: s
+                .active_ids(&self.machine)
+                .iter()
+                .map(|x| x.to_string())
+                .collect(),
+            status: if s.status == Status::Active {
+                "active"
+            } else {
+                "done"
+            },
+            context: s.context.clone(),
+            key: (seq > 0).then(|| format!("{}-{seq}", self.sid)),
+            faults: self.faults.clone(),
+            link: self.link.clone(),
+        }
+    }
+
+    /// After a macrostep: persist (a draft too when a step was completed),
+    /// then carry out the actions.
+    fn after_step(&mut self, ctx: &mut Context<'_, Self>, before: &str) {
+        self.rev += 1;
+        let view = self.view();
+        let draft =
+            (view.step != before).then(|| json!({"step": view.step, "context": view.context}));
+        let p = Persisted {
+            rev: self.rev,
+            link: self.link.clone(),
+            chart: self.snap().clone(),
+        };
+        let durable = self.env.persister.put(&self.sid, &p, draft);
+        let mut durable = Some(durable);
+        let actions = std::mem::take(&mut self.actions);
+        for a in &actions {
+            match a {
+                Action::StartInvoke {
+                    id,
+                    src,
+                    generation,
+                    ..
+                } => {
+                    self.start(ctx, id, src, *generation, durable.take());
+                }
+                Action::StopInvoke { id, generation } => {
+                    if let Some(req) = self.running.remove(&(id.clone(), *generation)) {
+                        ctx.abandon(req);
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.actions = actions;
+        self.actions.clear();
+    }
+
+    fn start(
+        &mut self,
+        ctx: &mut Context<'_, Self>,
+        id: &str,
+        src: &str,
+        generation: u64,
+        durable: Option<tokio::sync::oneshot::Receiver<Result<(), String>>>,
+    ) {
+        let view = self.view();
+        let gateway = self.env.gateway;
+        let key = view.key.clone().unwrap_or_default();
+        let faults = self.faults.clone();
+        let c = &view.context;
+        let (iid, gen) = (id.to_string(), generation);
+        let on_done = move |r: Response<Result<Value, Value>>| SessionMsg::Done {
+            id: iid.clone(),
+            generation: gen,
+            result: match r {
+                Response::Reply(r) => r,
+                Response::TimedOut => Err(json!({"kind": "timeout", "known": false})),
+            },
+        };
+        let piped = match src {
+            "charge" => {
+                // The charge faults are one-shot: the retry goes through.
+                self.faults.charge.clear();
+                self.faults.crash = false;
+                let body = json!({
+                    "amount_cents": c["plan"]["amount_cents"],
+                    "plan": c["plan"]["id"],
+                    "token": c["payment"]["token"],
+                    "last4": c["payment"]["last4"],
+                    "email": c["personal"]["email"],
+                });
+                let crash = self.env.crash.clone();
+                ctx.pipe(
+                    async move {
+                        // The key and `sending` are on disk before the
+                        // charge leaves: a crash after this point restores
+                        // into `uncertain`, never into a blind resend.
+                        if let Some(d) = durable {
+                            if let Ok(Err(e)) | Err(e) = d.await.map_err(|e| e.to_string()) {
+                                return Err(
+                                    json!({"kind": "not persisted", "known": true, "message": e}),
+                                );
+                            }
+                        }
+                        let r = client::charge(gateway, &key, &body, &faults).await;
+                        if faults.crash {
+                            crash();
+                            std::future::pending::<()>().await;
+                        }
+                        r
+                    },
+                    None,
+                    on_done,
+                )
+            }
+            "queryByKey" => ctx.pipe(
+                async move {
+                    match client::query(gateway, &key, &faults, client::QUERY_DEADLINE).await {
+                        Ok(Lookup::Charged(receipt)) => {
+                            Ok(json!({"found": true, "receipt": receipt}))
+                        }
+                        Ok(Lookup::Unknown) => Ok(json!({"found": false})),
+                        Err(e) => {
+                            Err(json!({"kind": "unresolvable", "known": false, "message": e}))
+                        }
+                    }
+                },
+                None,
+                on_done,
+            ),
+            other => {
+                let me = ctx.addr();
+                let _ = ctx.send(
+                    &me,
+                    SessionMsg::Done {
+                        id: id.into(),
+                        generation,
+                        result: Err(json!({"kind": format!("no service {other}"), "known": true})),
+                    },
+                );
+                return;
+            }
+        };
+        match piped {
+            Ok(req) => {
+                self.running.insert((id.to_string(), generation), req);
+            }
+            Err(e) => {
+                let me = ctx.addr();
+                let _ = ctx.send(
+                    &me,
+                    SessionMsg::Done {
+                        id: id.into(),
+                        generation,
+                        result: Err(json!({"kind": e.to_string(), "known": true})),
+                    },
+                );
+            }
+        }
+    }
+
+    fn now_ms(ctx: &Context<'_, Self>) -> u64 {
+        ctx.now().since_start().as_millis() as u64
+    }
+}
+
+impl Actor for SessionActor {
+    type Msg = SessionMsg;
+
+    fn started(&mut self, ctx: &mut Context<'_, Self>) {
+        let now = Self::now_ms(ctx);
+        match self.restore.take() {
+            Some(p) => {
+                self.rev = p.rev;
+                let mut snap = p.chart;
+                snap.now_ms = now;
+                let before = step_of(&snap.value(&self.machine).to_json());
+                let mut actions = std::mem::take(&mut self.actions);
+                let r = transition_in_place(
+                    &self.machine,
+                    &mut snap,
+                    Event::new("RESTORED"),
+                    &mut actions,
+                );
+                self.actions = actions;
+                self.snap = Some(snap);
+                match r {
+                    Ok(()) => self.after_step(ctx, &before),
+                    Err(e) => panic!("session {}: {e}", self.sid),
+                }
+            }
+            None => {
+                let (snap, actions) = initial_transition_at(&self.machine, now)
+                    .unwrap_or_else(|e| panic!("session {}: {e}", self.sid));
+                self.snap = Some(snap);
+                self.actions = actions;
+                self.after_step(ctx, "");
+            }
+        }
+    }
+
+    fn handle(&mut self, ctx: &mut Context<'_, Self>, msg: SessionMsg) {
+        match msg {
+            SessionMsg::View(reply) => {
+                reply.reply(self.view());
+            }
+            SessionMsg::Faults(f, reply) => {
+                self.faults = f;
+                reply.reply(self.view());
+            }
+            SessionMsg::Event { event, step, reply } => {
+                let current = self.view().step;
+                if let Some(form) = step {
+                    if form != current {
+                        reply.reply(Err(Refusal::StaleStep { form, current }));
+                        return;
+                    }
+                }
+                let before_cfg = self.snap().config.clone();
+                let before_ctx = self.snap().context.clone();
+                let mut snap = self.snap.take().expect("started");
+                snap.now_ms = snap.now_ms.max(Self::now_ms(ctx));
+                let mut actions = std::mem::take(&mut self.actions);
+                let r = transition_in_place(&self.machine, &mut snap, event, &mut actions);
+                self.actions = actions;
+                self.snap = Some(snap);
+                if let Err(e) = r {
+                    panic!("session {}: {e}", self.sid);
+                }
+                // An event no transition took changes nothing: nothing to
+                // persist (the second CONFIRM while sending lands here).
+                let s = self.snap();
+                if s.config != before_cfg || s.context != before_ctx || !self.actions.is_empty() {
+                    self.after_step(ctx, &current);
+                }
+                reply.reply(Ok(self.view()));
+            }
+            SessionMsg::Done {
+                id,
+                generation,
+                result,
+            } => {
+                self.running.remove(&(id.clone(), generation));
+                let before = self.view().step;
+                let mut snap = self.snap.take().expect("started");
+                snap.now_ms = snap.now_ms.max(Self::now_ms(ctx));
+                let mut actions = std::mem::take(&mut self.actions);
+                let d = invocation_done(
+                    &self.machine,
+                    &mut snap,
+                    &id,
+                    generation,
+                    result,
+                    &mut actions,
+                );
+                self.actions = actions;
+                self.snap = Some(snap);
+                match d {
+                    Ok(turno_chart::Delivery::Delivered) => self.after_step(ctx, &before),
+                    Ok(_) => {} // stale: its invocation is no longer in flight
+                    Err(e) => panic!("session {}: {e}", self.sid),
+                }
+            }
+        }
+    }
+
+    fn stopped(&mut self, ctx: &mut Context<'_, Self>) {
+        for (_, req) in self.running.drain() {
+            ctx.abandon(req);
+        }
+    }
+}

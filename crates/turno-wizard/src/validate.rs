@@ -1,0 +1,359 @@
+//! Server-side validation of every form field, with a message that names
+//! the field and says what is wrong.
+//!
+//! The browser may check too (for comfort); the server never trusts it.
+//! Volatile fields (the card number, the one-time code) are checked here
+//! and then dropped: what comes out is what the chart may keep.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+/// Field name -> message, for the page to show next to each field.
+pub type Errors = BTreeMap<String, String>;
+
+/// The plans on offer: (id, label, monthly price in cents).
+pub const PLANS: &[(&str, &str, u64)] = &[
+    ("basic", "Basic", 900),
+    ("pro", "Pro", 2900),
+    ("team", "Team", 7900),
+];
+
+fn field<'a>(form: &'a BTreeMap<String, String>, name: &str) -> &'a str {
+    form.get(name).map(|s| s.trim()).unwrap_or("")
+}
+
+fn check_name(errors: &mut Errors, key: &str, label: &str, v: &str) {
+    let n = v.chars().count();
+    if n == 0 {
+        errors.insert(key.into(), format!("{label} is required."));
+    } else if n > 80 {
+        errors.insert(
+            key.into(),
+            format!("{label} must be at most 80 characters (it has {n})."),
+        );
+    } else if let Some(c) = v
+        .chars()
+        .find(|c| !(c.is_alphabetic() || matches!(c, ' ' | '-' | '\'' | '.')))
+    {
+        errors.insert(
+            key.into(),
+            format!(
+                "{label} may contain letters, spaces, hyphens, apostrophes and dots, not {c:?}."
+            ),
+        );
+    }
+}
+
+/// The personal-data step: `name`, `email`.
+pub fn personal(form: &BTreeMap<String, String>) -> Result<Value, Errors> {
+    let mut e = Errors::new();
+    let name = field(form, "name");
+    check_name(&mut e, "name", "Full name", name);
+    let email = field(form, "email");
+    if let Err(m) = check_email(email) {
+        e.insert("email".into(), m);
+    }
+    if e.is_empty() {
+        Ok(json!({"name": name, "email": email.to_ascii_lowercase()}))
+    } else {
+        Err(e)
+    }
+}
+
+fn check_email(email: &str) -> Result<(), String> {
+    if email.is_empty() {
+        return Err("Email is required.".into());
+    }
+    if email.len() > 254 {
+        return Err("Email must be at most 254 characters.".into());
+    }
+    let Some((local, domain)) = email.split_once('@') else {
+        return Err("Email must contain an @, as in name@example.com.".into());
+    };
+    if local.is_empty() || domain.contains('@') {
+        return Err("Email must have exactly one @ with a name before it.".into());
+    }
+    let labels: Vec<&str> = domain.split('.').collect();
+    if labels.len() < 2
+        || labels
+            .iter()
+            .any(|l| l.is_empty() || !l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'))
+    {
+        return Err(format!(
+            "Email domain {domain:?} is not a domain name like example.com."
+        ));
+    }
+    if email.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err("Email must not contain spaces.".into());
+    }
+    Ok(())
+}
+
+/// The plan step: `plan` (one of [`PLANS`]), `billing` (monthly | yearly).
+pub fn plan(form: &BTreeMap<String, String>) -> Result<Value, Errors> {
+    let mut e = Errors::new();
+    let plan = field(form, "plan");
+    let price = PLANS.iter().find(|p| p.0 == plan).map(|p| p.2);
+    if price.is_none() {
+        e.insert(
+            "plan".into(),
+            if plan.is_empty() {
+                "Choose a plan.".into()
+            } else {
+                format!("There is no plan {plan:?}; choose Basic, Pro or Team.")
+            },
+        );
+    }
+    let billing = field(form, "billing");
+    if !matches!(billing, "monthly" | "yearly") {
+        e.insert(
+            "billing".into(),
+            "Billing must be monthly or yearly.".into(),
+        );
+    }
+    match (e.is_empty(), price) {
+        (true, Some(p)) => {
+            let amount = if billing == "yearly" { p * 10 } else { p };
+            Ok(json!({"id": plan, "billing": billing, "amount_cents": amount}))
+        }
+        _ => Err(e),
+    }
+}
+
+/// The card sub-step: `card_number` and `otp` are volatile (checked, never
+/// kept); `expiry` (MM/YY, not past), `holder`. `today` is (year, month).
+pub fn card(form: &BTreeMap<String, String>, today: (u32, u32)) -> Result<Value, Errors> {
+    let mut e = Errors::new();
+    let number: String = field(form, "card_number")
+        .chars()
+        .filter(|c| *c != ' ' && *c != '-')
+        .collect();
+    if number.is_empty() {
+        e.insert("card_number".into(), "Card number is required.".into());
+    } else if !number.chars().all(|c| c.is_ascii_digit()) {
+        e.insert(
+            "card_number".into(),
+            "Card number may contain only digits and spaces.".into(),
+        );
+    } else if !(12..=19).contains(&number.len()) {
+        e.insert(
+            "card_number".into(),
+            format!(
+                "Card number must have 12 to 19 digits (it has {}).",
+                number.len()
+            ),
+        );
+    } else if !luhn(&number) {
+        e.insert(
+            "card_number".into(),
+            "Card number is mistyped (its check digit is wrong).".into(),
+        );
+    }
+    let expiry = field(form, "expiry");
+    if let Err(m) = check_expiry(expiry, today) {
+        e.insert("expiry".into(), m);
+    }
+    let holder = field(form, "holder");
+    check_name(&mut e, "holder", "Name on card", holder);
+    let otp = field(form, "otp");
+    if otp.len() != 6 || !otp.chars().all(|c| c.is_ascii_digit()) {
+        e.insert(
+            "otp".into(),
+            "The one-time code is the 6 digits your bank sent you.".into(),
+        );
+    }
+    if !e.is_empty() {
+        return Err(e);
+    }
+    let last4 = &number[number.len() - 4..];
+    Ok(json!({
+        "method": "card",
+        "last4": last4,
+        "expiry": expiry,
+        "holder": holder,
+        "token": format!("tok_{}", crate::ids::random_hex(12)),
+    }))
+}
+
+fn check_expiry(v: &str, (year, month): (u32, u32)) -> Result<(), String> {
+    let bad = || format!("Expiry must be MM/YY, as in 04/29 (got {v:?}).");
+    let (m, y) = v.split_once('/').ok_or_else(bad)?;
+    let (m, y): (u32, u32) = (
+        m.trim().parse().map_err(|_| bad())?,
+        y.trim().parse().map_err(|_| bad())?,
+    );
+    if !(1..=12).contains(&m) || y > 99 {
+        return Err(bad());
+    }
+    let y = 2000 + y;
+    if (y, m) < (year, month) {
+        return Err(format!("This card expired in {m:02}/{:02}.", y % 100));
+    }
+    if y > year + 20 {
+        return Err("Expiry is more than 20 years away; check the year.".into());
+    }
+    Ok(())
+}
+
+/// The Luhn check digit test (ISO/IEC 7812).
+pub fn luhn(digits: &str) -> bool {
+    let mut sum = 0;
+    for (i, c) in digits.bytes().rev().enumerate() {
+        let mut d = u32::from(c - b'0');
+        if i % 2 == 1 {
+            d *= 2;
+            if d > 9 {
+                d -= 9;
+            }
+        }
+        sum += d;
+    }
+    sum % 10 == 0
+}
+
+/// The bank-account sub-step: `iban` (ISO 13616, mod 97), `account_holder`.
+pub fn bank(form: &BTreeMap<String, String>) -> Result<Value, Errors> {
+    let mut e = Errors::new();
+    let iban: String = field(form, "iban")
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect::<String>()
+        .to_ascii_uppercase();
+    if let Err(m) = check_iban(&iban) {
+        e.insert("iban".into(), m);
+    }
+    let holder = field(form, "account_holder");
+    check_name(&mut e, "account_holder", "Account holder", holder);
+    if !e.is_empty() {
+        return Err(e);
+    }
+    Ok(json!({
+        "method": "bank",
+        "last4": &iban[iban.len() - 4..],
+        "country": &iban[..2],
+        "holder": holder,
+        "token": format!("iban_{}", crate::ids::random_hex(12)),
+    }))
+}
+
+fn check_iban(iban: &str) -> Result<(), String> {
+    if iban.is_empty() {
+        return Err("IBAN is required.".into());
+    }
+    if !(15..=34).contains(&iban.len()) || !iban.chars().all(|c| c.is_ascii_alphanumeric()) {
+        return Err(
+            "An IBAN has 15 to 34 letters and digits, as in DE89 3704 0044 0532 0130 00.".into(),
+        );
+    }
+    let b = iban.as_bytes();
+    if !b[0].is_ascii_alphabetic()
+        || !b[1].is_ascii_alphabetic()
+        || !b[2].is_ascii_digit()
+        || !b[3].is_ascii_digit()
+    {
+        return Err("An IBAN starts with a country code and two check digits, as in DE89.".into());
+    }
+    let mut rem: u32 = 0;
+    for c in iban[4..].chars().chain(iban[..4].chars()) {
+        let v = c.to_digit(36).expect("alphanumeric");
+        rem = if v >= 10 {
+            (rem * 100 + v) % 97
+        } else {
+            (rem * 10 + v) % 97
+        };
+    }
+    if rem != 1 {
+        return Err("This IBAN is mistyped (its check digits do not match).".into());
+    }
+    Ok(())
+}
+
+/// Today's (year, month) in UTC, from the system clock.
+pub fn today() -> (u32, u32) {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let days = (secs / 86_400) as i64;
+    // Howard Hinnant's days-to-civil.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y as u32, m as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn form(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn personal_messages_name_the_field() {
+        let e = personal(&form(&[("name", ""), ("email", "a@b")])).unwrap_err();
+        assert_eq!(e["name"], "Full name is required.");
+        assert!(e["email"].contains("not a domain name"), "{}", e["email"]);
+        let ok = personal(&form(&[
+            ("name", "Ada Lovelace"),
+            ("email", "Ada@Example.org"),
+        ]))
+        .unwrap();
+        assert_eq!(ok["email"], "ada@example.org");
+    }
+
+    #[test]
+    fn card_checks_luhn_expiry_and_otp_and_keeps_no_number() {
+        let good = form(&[
+            ("card_number", "4242 4242 4242 4242"),
+            ("expiry", "12/30"),
+            ("holder", "Ada Lovelace"),
+            ("otp", "123456"),
+        ]);
+        let v = card(&good, (2026, 12)).unwrap();
+        assert_eq!(v["last4"], "4242");
+        assert!(!v.to_string().contains("42424242"));
+        assert!(!v.to_string().contains("123456"));
+        let mut bad = good.clone();
+        bad.insert("card_number".into(), "4242 4242 4242 4241".into());
+        bad.insert("expiry".into(), "11/26".into());
+        bad.insert("otp".into(), "12345".into());
+        let e = card(&bad, (2026, 12)).unwrap_err();
+        assert!(e["card_number"].contains("check digit"));
+        assert_eq!(e["expiry"], "This card expired in 11/26.");
+        assert!(e["otp"].contains("6 digits"));
+    }
+
+    #[test]
+    fn iban_mod_97() {
+        assert!(check_iban("DE89370400440532013000").is_ok());
+        assert!(check_iban("DE89370400440532013001")
+            .unwrap_err()
+            .contains("mistyped"));
+        assert!(check_iban("GB82WEST12345698765432").is_ok());
+    }
+
+    #[test]
+    fn plan_is_one_of_the_offer() {
+        let e = plan(&form(&[("plan", "gold"), ("billing", "weekly")])).unwrap_err();
+        assert!(e["plan"].contains("no plan \"gold\""));
+        assert!(e.contains_key("billing"));
+        let v = plan(&form(&[("plan", "pro"), ("billing", "yearly")])).unwrap();
+        assert_eq!(v["amount_cents"], 29_000);
+    }
+
+    #[test]
+    fn today_is_plausible() {
+        let (y, m) = today();
+        assert!(y >= 2024 && (1..=12).contains(&m));
+    }
+}
