@@ -119,7 +119,14 @@ impl Props {
 }
 
 /// Why an actor could not be spawned.
+///
+/// There is no "parent stopped" error: a turn that spawns a child and stops
+/// its own actor (or is stopped) in the same turn gets a valid address, and
+/// the child is stopped before it ever starts (its mail becomes dead
+/// letters), because the spawn is applied after the turn, when the parent is
+/// already gone. Watch the child to learn that it terminated.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SpawnError {
     /// The mailbox policy is meaningless.
     #[error("cannot spawn {name:?}: {source}")]
@@ -128,12 +135,6 @@ pub enum SpawnError {
         name: String,
         /// What is wrong with the policy.
         source: PolicyError,
-    },
-    /// The spawning actor or system is stopping.
-    #[error("cannot spawn {name:?}: the parent has stopped")]
-    ParentStopped {
-        /// The name given in the props, or `<unnamed>`.
-        name: String,
     },
 }
 

@@ -4,28 +4,11 @@ use std::fmt;
 use std::sync::Arc;
 
 use event_listener::Listener;
-use serde::{Deserialize, Serialize};
+
+pub use crate::ids::ActorId;
 
 use crate::buffer::{BufferStats, Policy};
 use crate::mailbox::{Mailbox, Verdict};
-
-/// An actor's identity, unique within its system. Never reused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct ActorId(pub(crate) u64);
-
-impl ActorId {
-    /// The number behind the id, as it appears in traces.
-    pub fn as_u64(self) -> u64 {
-        self.0
-    }
-}
-
-impl fmt::Display for ActorId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "#{}", self.0)
-    }
-}
 
 /// The address of an actor whose message type is `M`.
 ///

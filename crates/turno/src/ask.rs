@@ -41,7 +41,7 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+pub use crate::ids::{RequestId, StaleReason};
 
 use std::sync::atomic::Ordering;
 
@@ -49,24 +49,6 @@ use crate::addr::Addr;
 use crate::mailbox::{Mailbox, Verdict};
 use crate::sync::AtomicU64;
 use crate::time::Instant;
-
-/// Correlates a reply with its request. Unique within the system.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct RequestId(pub(crate) u64);
-
-impl RequestId {
-    /// The number behind the id, as it appears in traces.
-    pub fn as_u64(self) -> u64 {
-        self.0
-    }
-}
-
-impl fmt::Display for RequestId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "req-{}", self.0)
-    }
-}
 
 /// What an asker receives for one request: exactly one of these.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,24 +58,6 @@ pub enum Response<R> {
     /// No reply was enqueued before the deadline. A reply arriving later is
     /// stale.
     TimedOut,
-}
-
-/// Why a reply (or a timeout) was discarded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StaleReason {
-    /// A newer request replaced this one.
-    Superseded,
-    /// The request had already timed out.
-    TimedOut,
-    /// The actor abandoned the request (it left the state that wanted it).
-    Abandoned,
-    /// The actor restarted since it asked.
-    Restarted,
-    /// The request was answered already: this is a second reply.
-    AlreadyAnswered,
-    /// The request is too old to be remembered, or was never made here.
-    Unknown,
 }
 
 /// The handle a replier uses to answer one request. Send it inside the
@@ -206,7 +170,7 @@ impl<M: Send + 'static> Addr<M> {
     ) -> Result<R, BridgeError<M>> {
         let deadline = std::time::Instant::now() + timeout;
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        let id = RequestId(self.mailbox.shared.next_id());
+        let id = self.mailbox.shared.next_request();
         let port = Arc::new(ChannelPort(parking_lot::Mutex::new(Some(tx))));
         let reply_to = ReplyTo { id, port };
         match self.send_blocking_until(request(reply_to), Some(deadline)) {

@@ -78,7 +78,7 @@ where
     R: Send + 'static,
 {
     let (tx, rx) = oneshot::channel();
-    let id = RequestId(to.mailbox.shared.next_id());
+    let id = to.mailbox.shared.next_request();
     let reply_to = ReplyTo::with_port(id, Arc::new(OneshotPort(Mutex::new(Some(tx)))));
     let exchange = async {
         match to.send(request(reply_to)).await {
@@ -125,7 +125,7 @@ impl<'a, A: Actor> Context<'a, A> {
             Some(h) => h.clone(),
             None => tokio::runtime::Handle::try_current().map_err(|_| NoRuntime)?,
         };
-        let id = RequestId(shared.next_id());
+        let id = shared.next_request();
         let (reply_to, timeout_port) =
             ask::new_request(id, self.addr.mailbox.clone(), move |_, r| on_done(r));
         let task = handle.spawn(async move {

@@ -28,10 +28,12 @@ pub(crate) enum Step {
     Control(Control),
     /// A unit of work was consumed.
     Ran(TurnOutcome),
-    /// Nothing the actor may handle now. `true`: the mailbox was marked
-    /// idle (the next push wakes the actor); `false`: it was blocked, the
-    /// caller must park it.
-    Idle(bool),
+    /// Nothing queued: the mailbox was marked idle, the next push wakes the
+    /// actor.
+    Idle,
+    /// Work is queued but the actor may not handle it now (muted, failed,
+    /// stopping, busy): the caller must park it.
+    Blocked,
 }
 
 /// What one consumed unit of work came to.
@@ -96,7 +98,7 @@ impl<A: Actor> Cell<A> {
         factory: Factory<A>,
     ) -> Result<(Self, Addr<A::Msg>), SpawnError> {
         props.check()?;
-        let id = ActorId(shared.next_id());
+        let id = shared.next_actor();
         let name: Arc<str> = match &props.name {
             Some(n) => n.as_str().into(),
             None => format!("actor-{}", id.0).into(),
@@ -292,7 +294,8 @@ impl<A: Actor> AnyCell for Cell<A> {
         let next = self.addr.mailbox.next(blocked, self.stash.has_redelivery());
         let outcome = match next {
             Next::Control(c) => return Step::Control(c),
-            Next::Idle => return Step::Idle(!blocked),
+            Next::Idle if blocked => return Step::Blocked,
+            Next::Idle => return Step::Idle,
             Next::Signal(Signal::Timer(id)) => match self.timers.remove(&id) {
                 Some(msg) => {
                     let actor = self.addr.id();

@@ -202,7 +202,7 @@ impl<'a, A: Actor> Context<'a, A> {
     /// Sends `msg` to this actor after `delay`. The timer can be cancelled
     /// until its message is handled.
     pub fn send_after(&mut self, delay: Duration, msg: A::Msg) -> TimerId {
-        let id = TimerId(self.shared().next_id());
+        let id = self.shared().next_timer();
         let deadline = self.now() + delay;
         self.timers.insert(id, msg);
         self.fx.timers_set.push((TimerKey::User(id), deadline));
@@ -316,7 +316,7 @@ impl<'a, A: Actor> Context<'a, A> {
         R: Send + 'static,
         F: Fn(RequestId, Response<R>) -> A::Msg + Send + Sync + 'static,
     {
-        let id = RequestId(self.shared().next_id());
+        let id = self.shared().next_request();
         let (reply_to, timeout_port) = ask::new_request(id, self.addr.mailbox.clone(), on_response);
         match self.send(to, request(reply_to)) {
             // Evicted: keep-newest pushed an older message out, ours is queued.

@@ -57,7 +57,7 @@ use crate::sync::Mutex;
 use crate::system::{ShutdownReport, ShutdownTimeout, System};
 use crate::time::{Clock, Instant};
 
-pub use crate::engine::ROOT;
+pub use crate::ids::ROOT;
 
 /// The default bound on turns for one [`DetSystem::run_until_idle`].
 pub const DEFAULT_STEP_LIMIT: u64 = 10_000_000;

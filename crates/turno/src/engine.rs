@@ -44,8 +44,7 @@ use crate::sync::{AtomicU64, Mutex};
 use crate::time::Instant;
 use crate::trace::EventKind;
 
-/// The root of the supervision tree, as it appears in traces.
-pub const ROOT: ActorId = ActorId(0);
+pub(crate) use crate::ids::ROOT;
 
 /// What a scheduler provides to the engine.
 pub(crate) trait Scheduler: Send + Sync + 'static {
@@ -437,12 +436,13 @@ impl Engine {
                     ran += 1;
                     flow = self.control(slot, cell.as_mut(), c);
                 }
-                Step::Idle(marked_idle) => {
-                    // Marked idle: the next push will wake the actor.
-                    // Otherwise it was blocked: park it below.
-                    idle = marked_idle;
+                // Marked idle: the next push will wake the actor.
+                Step::Idle => {
+                    idle = true;
                     break;
                 }
+                // Park it below.
+                Step::Blocked => break,
                 Step::Ran(TurnOutcome::Discarded) => {
                     ran += 1;
                     self.release_from(slot, std::mem::take(&mut fx.unmuted));

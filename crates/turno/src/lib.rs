@@ -48,6 +48,8 @@
 //! assert_eq!(total.stats().dropped, 1);
 //! ```
 
+#![forbid(unsafe_code)]
+
 mod actor;
 mod addr;
 pub mod ask;
@@ -58,6 +60,7 @@ mod cell;
 mod context;
 pub mod deterministic;
 mod engine;
+mod ids;
 mod mailbox;
 pub mod metrics;
 mod panics;
@@ -84,9 +87,7 @@ pub use bridge::NoRuntime;
 pub use buffer::{BufferStats, Policy, PolicyError};
 pub use context::{AskError, Context};
 pub use deterministic::{DetSystem, DetSystemBuilder, StepLimit};
-/// The root of the supervision tree: the parent of top-level actors, on
-/// either scheduler.
-pub use engine::ROOT;
+pub use ids::ROOT;
 pub use mailbox::{Verdict, VerdictKind};
 pub use stash::StashFull;
 pub use supervision::{Directive, ExitReason, Failure, Strategy, Supervision};

@@ -19,7 +19,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 
-use crate::sync::{AtomicU64, Mutex};
+use crate::sync::{AtomicU64, AtomicUsize, Mutex};
 use event_listener::Event;
 
 use crate::addr::ActorId;
@@ -182,7 +182,7 @@ pub(crate) struct Mailbox<M> {
     /// Woken when room appears in a suspend mailbox, or when it closes.
     space: Event,
     /// Outside senders currently waiting for room: takes notify only then.
-    waiting_senders: std::sync::atomic::AtomicUsize,
+    waiting_senders: AtomicUsize,
     pub(crate) shared: Arc<SystemShared>,
     pub(crate) metrics: MailboxMetrics,
     stale_replies: AtomicU64,
@@ -192,7 +192,7 @@ pub(crate) struct Mailbox<M> {
 
 /// An outside sender waiting for room; unregisters on drop (also when the
 /// waiting future is cancelled).
-pub(crate) struct WaitingSender<'a>(&'a std::sync::atomic::AtomicUsize);
+pub(crate) struct WaitingSender<'a>(&'a AtomicUsize);
 
 impl Drop for WaitingSender<'_> {
     fn drop(&mut self) {
@@ -232,7 +232,7 @@ impl<M: Send + 'static> Mailbox<M> {
                 muted: Vec::new(),
             }),
             space: Event::new(),
-            waiting_senders: std::sync::atomic::AtomicUsize::new(0),
+            waiting_senders: AtomicUsize::new(0),
             shared,
             metrics,
             stale_replies: AtomicU64::new(0),

@@ -15,7 +15,9 @@ pub(crate) struct SystemShared {
     pub(crate) metrics: bool,
     /// Let the panic hook print contained panics (see `crate::panics`).
     pub(crate) print_panics: bool,
-    next_id: AtomicU64,
+    next_actor: AtomicU64,
+    next_timer: AtomicU64,
+    next_request: AtomicU64,
     dead_letters: AtomicU64,
     /// The runtime that runs piped futures.
     #[cfg(feature = "tokio")]
@@ -29,17 +31,29 @@ impl SystemShared {
             tracer,
             metrics,
             print_panics: false,
-            // Id 0 is the root of the supervision tree.
-            next_id: AtomicU64::new(1),
+            // Actor id 0 is the root of the supervision tree.
+            next_actor: AtomicU64::new(1),
+            next_timer: AtomicU64::new(1),
+            next_request: AtomicU64::new(1),
             dead_letters: AtomicU64::new(0),
             #[cfg(feature = "tokio")]
             tokio: std::sync::OnceLock::new(),
         }
     }
 
-    /// A fresh id, for actors, timers and requests alike.
-    pub(crate) fn next_id(&self) -> u64 {
-        self.next_id.fetch_add(1, Ordering::Relaxed)
+    /// A fresh actor id (each kind has its own sequence).
+    pub(crate) fn next_actor(&self) -> crate::ids::ActorId {
+        crate::ids::ActorId(self.next_actor.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// A fresh timer id.
+    pub(crate) fn next_timer(&self) -> crate::ids::TimerId {
+        crate::ids::TimerId(self.next_timer.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// A fresh request id.
+    pub(crate) fn next_request(&self) -> crate::ids::RequestId {
+        crate::ids::RequestId(self.next_request.fetch_add(1, Ordering::Relaxed))
     }
 
     pub(crate) fn dead_letter(&self, actor: ActorId, reason: DeadLetterReason) {

@@ -6,10 +6,10 @@
 #[cfg(not(turno_loom))]
 pub(crate) use parking_lot::Mutex;
 #[cfg(not(turno_loom))]
-pub(crate) use std::sync::atomic::AtomicU64;
+pub(crate) use std::sync::atomic::{AtomicU64, AtomicUsize};
 
 #[cfg(turno_loom)]
-pub(crate) use loom::sync::atomic::AtomicU64;
+pub(crate) use loom::sync::atomic::{AtomicU64, AtomicUsize};
 
 /// loom's mutex with parking_lot's infallible `lock()`.
 #[cfg(turno_loom)]

@@ -196,7 +196,9 @@ impl<A: Actor> TestKit<A> {
                 Some(TurnEffects::from_effects(fx))
             }
             // The kit never queues control messages.
-            Step::Control(_) | Step::Ran(TurnOutcome::Discarded) | Step::Idle(_) => None,
+            Step::Control(_) | Step::Ran(TurnOutcome::Discarded) | Step::Idle | Step::Blocked => {
+                None
+            }
         }
     }
 
@@ -253,7 +255,7 @@ impl<M: Send + 'static> Probe<M> {
     /// verdicts.
     pub fn with_policy(policy: Policy) -> Self {
         let shared = detached_shared();
-        let id = ActorId(u64::MAX - shared.next_id());
+        let id = ActorId(u64::MAX - shared.next_actor().as_u64());
         let mailbox = Arc::new(Mailbox::new(id, "probe".into(), policy, shared));
         Probe {
             addr: Addr { mailbox },

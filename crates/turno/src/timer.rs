@@ -6,24 +6,4 @@
 //! guarantees the message is not handled afterwards, even if the fire signal
 //! is already queued.
 
-use std::fmt;
-
-use serde::{Deserialize, Serialize};
-
-/// Identifies one timer within its system.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct TimerId(pub(crate) u64);
-
-impl TimerId {
-    /// The number behind the id, as it appears in traces.
-    pub fn as_u64(self) -> u64 {
-        self.0
-    }
-}
-
-impl fmt::Display for TimerId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "timer-{}", self.0)
-    }
-}
+pub use crate::ids::TimerId;

@@ -37,13 +37,14 @@
 
 use std::collections::VecDeque;
 use std::io::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 use serde::Serialize;
 
 use crate::addr::ActorId;
+use crate::sync::AtomicU64;
 use crate::time::Clock;
 
 /// The version of the serialised trace format (`docs/trace-format.md`).
