@@ -48,10 +48,10 @@ use crate::sync::AtomicU64;
 use crate::time::Clock;
 
 /// The version of the serialised trace format (`docs/trace-format.md`).
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = turno_trace::VERSION;
 
 /// The name of the serialised trace format.
-pub const FORMAT_NAME: &str = "turno-trace";
+pub const FORMAT_NAME: &str = turno_trace::Format::Turno.name();
 
 /// One recorded step.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -474,11 +474,7 @@ pub struct JsonLinesSink<W: Write + Send> {
 impl<W: Write + Send> JsonLinesSink<W> {
     /// Writes the header line at once.
     pub fn new(mut out: W) -> Self {
-        let error = writeln!(
-            out,
-            "{{\"format\":\"{FORMAT_NAME}\",\"version\":{FORMAT_VERSION}}}"
-        )
-        .err();
+        let error = writeln!(out, "{}", turno_trace::Header::turno().to_line()).err();
         JsonLinesSink { out, error }
     }
 
@@ -551,7 +547,13 @@ impl<W: Write + Send> TraceSink for JsonLinesSink<W> {
         if self.error.is_some() {
             return;
         }
-        let result = serde_json::to_writer(&mut self.out, event)
+        // Written through the shared format (`turno_trace`), which the
+        // validating reader reads back.
+        let written = match crate::wire::to_wire(event) {
+            Some(wire) => serde_json::to_writer(&mut self.out, &wire),
+            None => serde_json::to_writer(&mut self.out, event),
+        };
+        let result = written
             .map_err(std::io::Error::from)
             .and_then(|()| self.out.write_all(b"\n"));
         self.error = result.err();
