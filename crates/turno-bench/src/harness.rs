@@ -92,6 +92,25 @@ impl Harness {
         m
     }
 
+    /// Records a measurement taken elsewhere (a peer timed in its own
+    /// process, like XState on Node): `n` operations in `secs` (median).
+    pub fn record(&mut self, bench: &str, imp: &str, n: u64, secs: f64) {
+        let m = Measurement {
+            bench: bench.to_string(),
+            imp: imp.to_string(),
+            n,
+            secs,
+            per_sec: n as f64 / secs,
+        };
+        if self.json {
+            let line = serde_json::to_string(&m).unwrap_or_default();
+            println!("{line}");
+        } else {
+            eprintln!("  {bench:<34} {imp:<18} {:>12.0}/s", m.per_sec);
+        }
+        self.results.push(m);
+    }
+
     /// Prints the table (nothing in JSON mode, where lines went out already).
     pub fn finish(self) {
         // Nothing timed (e.g. `memory`, which prints its own lines): no table.

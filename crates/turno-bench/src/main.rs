@@ -6,6 +6,7 @@
 //! turno-bench pingpong|ring|spawn|fanin|counting|chameneos|bndbuffer [--n N] [--only SUBSTR] [--runs R] [--json]
 //! turno-bench memory [--n ACTORS] [--only IMPL] [--json]
 //! turno-bench store [--n N] [--only SUBSTR] [--runs R] [--json]   # needs PostgreSQL for its postgres cases
+//! turno-bench chart [--n EVENTS] [--only IMPL] [--runs R] [--json]
 //! turno-bench all [--json]      # every actor bench, then memory
 //! turno-bench wizard [--n USERS] [--json]
 //! ```
@@ -18,6 +19,7 @@
 //! Build with `--release`.
 
 mod actors;
+mod chart;
 mod harness;
 mod store;
 mod stream;
@@ -45,6 +47,7 @@ const BENCHES: &[(&str, &str)] = &[
     ("chameneos", "Savina chameneos: 8 chameneos, n meetings through a mall"),
     ("bndbuffer", "Savina bounded buffer: 4 producers, 4 consumers, a manager buffering 64 items, n items"),
     ("memory", "live heap bytes per idle actor (counting allocator), --n actors"),
+    ("chart", "statecharts: pure transition and chart actor events/s and idle chart actor bytes, turno-chart vs XState v5 on Node"),
     ("all", "every actor bench, then memory"),
     ("wizard", "the signup wizard under load on loopback: --n users, 64 at a time, faults on every 4th; signups/s, p50/p99, charges == completed"),
 ];
@@ -98,6 +101,7 @@ fn main() {
             wizard::run(&args);
             return;
         }
+        "chart" => chart::run(&args, &mut h),
         other if actors::run(other, &args, &mut h) => {}
         other => {
             eprintln!("unknown bench {other:?}; `turno-bench list` shows them");

@@ -7,6 +7,7 @@
 use std::collections::VecDeque;
 
 use serde_json::{Map, Value};
+use smallvec::SmallVec;
 
 use crate::actions::{Action, ActionScope, Effect, SendTarget};
 use crate::event::{names, Event};
@@ -58,6 +59,11 @@ pub enum Inspect<'a> {
 /// Receives [`Inspect`] steps.
 pub type Inspector<'a> = &'a mut dyn FnMut(Inspect<'_>);
 
+/// Small lists that stay on the stack in the common case.
+pub(crate) type Trans = SmallVec<[TransIdx; 4]>;
+type States = SmallVec<[StateIdx; 8]>;
+type Refs<'a> = SmallVec<[TRef<'a>; 4]>;
+
 /// A transition as the algorithm sees it (the initial transition of the
 /// root is not in the machine's table).
 #[derive(Clone, Copy)]
@@ -81,6 +87,8 @@ pub(crate) struct Run<'m, 's, C> {
     changed: bool,
     /// Recent microsteps (transition source and targets), to name a cycle.
     recent: VecDeque<(StateIdx, Vec<StateIdx>)>,
+    /// Microsteps of the current macrostep (recent ones are kept only near the limit).
+    steps: usize,
     inspect: Option<&'s mut (dyn FnMut(Inspect<'_>) + 's)>,
 }
 
@@ -99,6 +107,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
             scratch: Vec::new(),
             changed: false,
             recent: VecDeque::new(),
+            steps: 0,
             inspect: None,
         }
     }
@@ -157,7 +166,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
             event: &event,
             internal: false,
         });
-        let mut enabled = Vec::new();
+        let mut enabled = Trans::new();
         self.select_transitions(&event, &mut enabled);
         if enabled.is_empty() && event.name().starts_with("xstate.error.actor.") {
             // XState: an unhandled invocation error fails the chart.
@@ -166,7 +175,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
             self.stop_everything();
             return Ok(());
         }
-        let refs: Vec<TRef<'m>> = enabled.iter().map(|&t| self.t(t)).collect();
+        let refs: Refs<'m> = enabled.iter().map(|&t| self.t(t)).collect();
         self.microstep(&enabled, &refs, &event);
         self.settle(event)
     }
@@ -198,7 +207,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
     fn settle(&mut self, mut event: Event) -> Result<(), ChartError> {
         let mut select_eventless = true;
         let mut steps = 0usize;
-        let mut enabled: Vec<TransIdx> = Vec::new();
+        let mut enabled = Trans::new();
         while self.snap.status == Status::Active {
             enabled.clear();
             if select_eventless {
@@ -217,10 +226,11 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
                 self.select_transitions(&event, &mut enabled);
             }
             steps += 1;
+            self.steps = steps;
             if steps > self.m.max_microsteps {
                 return Err(self.runaway(&event));
             }
-            let refs: Vec<TRef<'m>> = enabled.iter().map(|&t| self.t(t)).collect();
+            let refs: Refs<'m> = enabled.iter().map(|&t| self.t(t)).collect();
             self.changed = false;
             self.microstep(&enabled, &refs, &event);
             select_eventless = !eventless || self.changed;
@@ -295,7 +305,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
     /// transitions only if no region has one. Within a state, candidates
     /// come in XState's order (exact descriptor, then wildcards longest
     /// first) and the first whose guard passes is taken.
-    pub(crate) fn select_transitions(&mut self, event: &Event, out: &mut Vec<TransIdx>) {
+    pub(crate) fn select_transitions(&mut self, event: &Event, out: &mut Trans) {
         let event_id = self.m.events.get(event.name()).copied();
         self.select_node(0, event_id, event, out);
         if out.len() > 1 {
@@ -309,7 +319,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
         s: StateIdx,
         event_id: Option<u32>,
         event: &Event,
-        out: &mut Vec<TransIdx>,
+        out: &mut Trans,
     ) -> bool {
         let node = self.m.state(s);
         match node.kind {
@@ -342,13 +352,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
     }
 
     /// The first enabled candidate of one state.
-    fn next(
-        &mut self,
-        s: StateIdx,
-        event_id: Option<u32>,
-        event: &Event,
-        out: &mut Vec<TransIdx>,
-    ) -> bool {
+    fn next(&mut self, s: StateIdx, event_id: Option<u32>, event: &Event, out: &mut Trans) -> bool {
         let mut scratch = std::mem::take(&mut self.scratch);
         let found = {
             let cands = self.m.candidates(event_id, event.name(), s, &mut scratch);
@@ -375,7 +379,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
     /// whose guard passes, looking at the state and then its ancestors.
     /// (XState walks its active states in insertion order, which differs
     /// from document order only after a region was re-entered.)
-    pub(crate) fn select_eventless_transitions(&mut self, event: &Event, out: &mut Vec<TransIdx>) {
+    pub(crate) fn select_eventless_transitions(&mut self, event: &Event, out: &mut Trans) {
         let m = self.m;
         let mut atomics: smallvec::SmallVec<[StateIdx; 8]> = smallvec::SmallVec::new();
         self.snap.config.for_each(|s| {
@@ -411,13 +415,13 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
     /// (<https://www.w3.org/TR/scxml/#removeConflictingTransitions>): two
     /// transitions conflict when their exit sets intersect; the one whose
     /// source is a descendant of the other's wins, else the earlier one.
-    pub(crate) fn remove_conflicting_transitions(&self, enabled: &[TransIdx]) -> Vec<TransIdx> {
-        let mut filtered: Vec<(TransIdx, StateSet)> = Vec::new();
+    pub(crate) fn remove_conflicting_transitions(&self, enabled: &[TransIdx]) -> Trans {
+        let mut filtered: SmallVec<[(TransIdx, StateSet); 4]> = SmallVec::new();
         for &t1 in enabled {
             let r1 = self.t(t1);
             let exit1 = self.compute_exit_set(&[r1]);
             let mut preempted = false;
-            let mut remove = Vec::new();
+            let mut remove: SmallVec<[usize; 4]> = SmallVec::new();
             for (i, (t2, exit2)) in filtered.iter().enumerate() {
                 if exit1.intersects(exit2) {
                     if self.m.is_descendant(r1.source, self.t(*t2).source) {
@@ -454,11 +458,15 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
         if enabled.is_empty() {
             return;
         }
-        if self.recent.len() == 64 {
-            self.recent.pop_front();
+        // Only a macrostep near its limit keeps its recent microsteps (to
+        // name the cycle if it runs away): the common path allocates nothing.
+        if self.steps + 64 > self.m.max_microsteps {
+            if self.recent.len() == 64 {
+                self.recent.pop_front();
+            }
+            let r = refs[0];
+            self.recent.push_back((r.source, r.targets.to_vec()));
         }
-        let r = refs[0];
-        self.recent.push_back((r.source, r.targets.to_vec()));
         self.exit_states(refs, event);
         for &t in enabled {
             let tr = &self.m.transitions[t as usize];
@@ -608,6 +616,24 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
         self.compute_entry_set(ts, &mut to_enter, &mut default_entry);
         if initial {
             default_entry.insert(0);
+        }
+        // Keep the configuration legal: every ancestor of an entered state
+        // is active. XState can miss one when a history state under a
+        // parallel parent defaults to that parent and the domain is
+        // recomputed from the history just recorded (docs/statecharts.md).
+        let mut missing: States = States::new();
+        to_enter.for_each(|s| {
+            let mut a = self.m.state(s).parent;
+            while let Some(p) = a {
+                if self.snap.config.contains(p) || to_enter.contains(p) || missing.contains(&p) {
+                    break;
+                }
+                missing.push(p);
+                a = self.m.state(p).parent;
+            }
+        });
+        for p in missing {
+            to_enter.insert(p);
         }
         let m = self.m;
         let mut order: smallvec::SmallVec<[StateIdx; 16]> = smallvec::SmallVec::new();
@@ -917,12 +943,8 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
     /// The spec's `getProperAncestors`
     /// (<https://www.w3.org/TR/scxml/#getProperAncestors>): from the parent
     /// up to, excluding, `upto` (`None`: to the root, included).
-    pub(crate) fn get_proper_ancestors(
-        &self,
-        s: StateIdx,
-        upto: Option<StateIdx>,
-    ) -> Vec<StateIdx> {
-        let mut out = Vec::new();
+    pub(crate) fn get_proper_ancestors(&self, s: StateIdx, upto: Option<StateIdx>) -> States {
+        let mut out = States::new();
         if Some(s) == upto {
             return out;
         }
@@ -941,15 +963,15 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
     /// (<https://www.w3.org/TR/scxml/#getEffectiveTargetStates>): targets
     /// with history states replaced by what they remember (or their
     /// default).
-    fn get_effective_target_states(&self, t: &TRef<'_>) -> Vec<StateIdx> {
-        let mut out = Vec::with_capacity(t.targets.len());
+    fn get_effective_target_states(&self, t: &TRef<'_>) -> States {
+        let mut out = States::new();
         for &s in t.targets {
             self.effective_into(s, &mut out);
         }
         out
     }
 
-    fn effective_into(&self, s: StateIdx, out: &mut Vec<StateIdx>) {
+    fn effective_into(&self, s: StateIdx, out: &mut States) {
         if !self.m.state(s).is_history() {
             if !out.contains(&s) {
                 out.push(s);
@@ -980,17 +1002,17 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
     /// A history state's default transition targets, and whether they are
     /// its parent's initial (XState: the parent's initial when no
     /// `target`, the parent itself under a parallel parent).
-    fn history_default(&self, h: StateIdx) -> (Vec<StateIdx>, bool) {
+    fn history_default(&self, h: StateIdx) -> (States, bool) {
         let node = self.m.state(h);
         if !node.history_default.is_empty() {
-            return (node.history_default.clone(), false);
+            return (node.history_default.iter().copied().collect(), false);
         }
         let parent = node.parent.expect("history has a parent");
         let p = self.m.state(parent);
         match (p.kind, p.initial) {
-            (StateKind::Parallel, _) => (vec![parent], false),
-            (_, Some(i)) => (vec![i], true),
-            _ => (Vec::new(), false),
+            (StateKind::Parallel, _) => (States::from_slice(&[parent]), false),
+            (_, Some(i)) => (States::from_slice(&[i]), true),
+            _ => (States::new(), false),
         }
     }
 
@@ -1143,3 +1165,7 @@ fn done_event(id: &str, output: Option<Value>) -> Event {
         None => Event::new(names::done_state(id)),
     }
 }
+
+#[cfg(test)]
+#[path = "algorithm_tests.rs"]
+mod tests;

@@ -245,7 +245,7 @@ pub fn can<C: Clone>(m: &Machine<C>, snapshot: &Snapshot<C>, event: &Event) -> b
     let mut snap = snapshot.clone();
     let mut actions = Vec::new();
     let mut run = Run::new(m, &mut snap, &mut actions);
-    let mut enabled = Vec::new();
+    let mut enabled = crate::algorithm::Trans::new();
     run.select_transitions(event, &mut enabled);
     enabled.iter().any(|&t| {
         let tr = &m.transitions()[t as usize];

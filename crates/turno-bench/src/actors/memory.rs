@@ -131,6 +131,19 @@ fn measure<T>(args: &Args, imp: &str, k: u64, spawn: impl FnOnce(u64) -> T) {
     drop(keep);
 }
 
+/// Live heap bytes per item kept by `spawn(k)` (for benches outside this
+/// module, such as `chart`): counted like [`measure`], returned instead of
+/// printed.
+pub fn measure_bytes<T>(k: u64, spawn: impl FnOnce(u64) -> T) -> Option<f64> {
+    COUNTING.store(true, Ordering::SeqCst);
+    let before = live();
+    let keep = spawn(k);
+    let after = live();
+    COUNTING.store(false, Ordering::SeqCst);
+    drop(keep);
+    Some((after - before) as f64 / k.max(1) as f64)
+}
+
 /// Gives spawned async actors time to run their start.
 fn settle() {
     std::thread::sleep(Duration::from_millis(100));

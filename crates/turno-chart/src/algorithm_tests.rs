@@ -1,0 +1,325 @@
+//! Unit tests of each step of the algorithm on small machines.
+
+use serde_json::Value;
+
+use super::*;
+use crate::{initial_transition, load_json, stdlib, transition};
+
+fn machine(json: &str) -> Machine<Value> {
+    load_json(json, &stdlib::implementations()).unwrap()
+}
+
+fn idx(m: &Machine<Value>, id: &str) -> StateIdx {
+    m.state_by_id(id).unwrap_or_else(|| panic!("no state {id}"))
+}
+
+/// A snapshot whose configuration is exactly `ids`.
+fn at(m: &Machine<Value>, ids: &[&str]) -> Snapshot<Value> {
+    let (mut s, _) = initial_transition(m).unwrap();
+    s.config.clear();
+    for id in ids {
+        s.config.insert(idx(m, id));
+    }
+    s
+}
+
+fn ids(m: &Machine<Value>, set: &StateSet) -> Vec<String> {
+    set.iter().map(|s| m.state(s).id.to_string()).collect()
+}
+
+const TREE: &str = r##"{"id": "m", "initial": "a", "states": {
+  "a": {"initial": "a1", "states": {"a1": {"on": {"E": "#m.b", "G": "a2"}}, "a2": {}},
+        "on": {"E": "c", "H": {"target": ".a2", "reenter": true}}},
+  "b": {"initial": "b1", "states": {"b1": {}, "b2": {"initial": "x", "states": {"x": {}, "y": {}}}}},
+  "c": {"type": "parallel", "states": {
+     "r1": {"initial": "p", "states": {"p": {"on": {"E": "q"}}, "q": {"type": "final"}}},
+     "r2": {"initial": "u", "states": {"u": {"on": {"E": "v"}}, "v": {"type": "final"}}}}}}}"##;
+
+fn trans(m: &Machine<Value>, source: &str, event: &str) -> TransIdx {
+    let s = idx(m, source);
+    let (_, ts) = m.state(s).on.iter().find(|(d, _)| &**d == event).unwrap();
+    ts[0]
+}
+
+#[test]
+fn get_proper_ancestors_stops_below_upto() {
+    let m = machine(TREE);
+    let mut s = at(&m, &["m"]);
+    let mut a = Vec::new();
+    let run = Run::new(&m, &mut s, &mut a);
+    let x = idx(&m, "m.b.b2.x");
+    let names = |v: States| {
+        v.into_iter()
+            .map(|s| m.state(s).id.to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        names(run.get_proper_ancestors(x, None)),
+        ["m.b.b2", "m.b", "m"]
+    );
+    assert_eq!(
+        names(run.get_proper_ancestors(x, Some(idx(&m, "m.b")))),
+        ["m.b.b2"]
+    );
+    assert!(run.get_proper_ancestors(x, Some(x)).is_empty());
+}
+
+#[test]
+fn find_lcca_takes_parallel_ancestors_as_xstate_does() {
+    let m = machine(TREE);
+    let mut s = at(&m, &["m"]);
+    let mut a = Vec::new();
+    let run = Run::new(&m, &mut s, &mut a);
+    let lcca = |xs: &[&str]| run.find_lcca(&xs.iter().map(|x| idx(&m, x)).collect::<Vec<_>>());
+    assert_eq!(lcca(&["m.a.a1", "m.b.b2.x"]), Some(idx(&m, "m")));
+    assert_eq!(lcca(&["m.b.b2.x", "m.b.b1"]), Some(idx(&m, "m.b")));
+    assert_eq!(lcca(&["m.c.r1.p", "m.c.r2.u"]), Some(idx(&m, "m.c")));
+    assert_eq!(lcca(&["m"]), None);
+}
+
+#[test]
+fn get_transition_domain_follows_reenter() {
+    let m = machine(TREE);
+    let mut s = at(&m, &["m", "m.a", "m.a.a1"]);
+    let mut a = Vec::new();
+    let run = Run::new(&m, &mut s, &mut a);
+    let dom = |t| {
+        run.get_transition_domain(&run.t(t))
+            .map(|d| m.state(d).id.to_string())
+    };
+    // a1 -> b: the least common ancestor.
+    assert_eq!(dom(trans(&m, "m.a.a1", "E")).as_deref(), Some("m"));
+    // a1 -> a2, a sibling: the parent.
+    assert_eq!(dom(trans(&m, "m.a.a1", "G")).as_deref(), Some("m.a"));
+    // a -> .a2 with reenter: above a.
+    assert_eq!(dom(trans(&m, "m.a", "H")).as_deref(), Some("m"));
+}
+
+#[test]
+fn compute_exit_set_is_the_active_part_of_the_domain() {
+    let m = machine(TREE);
+    let mut s = at(&m, &["m", "m.a", "m.a.a1"]);
+    let mut a = Vec::new();
+    let run = Run::new(&m, &mut s, &mut a);
+    let exit = |t| ids(&m, &run.compute_exit_set(&[run.t(t)]));
+    assert_eq!(exit(trans(&m, "m.a.a1", "E")), ["m.a", "m.a.a1"]);
+    assert_eq!(exit(trans(&m, "m.a.a1", "G")), ["m.a.a1"]);
+    assert_eq!(exit(trans(&m, "m.a", "H")), ["m.a", "m.a.a1"]);
+}
+
+#[test]
+fn compute_entry_set_adds_ancestors_initials_and_regions() {
+    let m = machine(
+        r##"{"id": "m", "initial": "a", "states": {
+      "a": {"on": {"DEEP": "#y", "PAR": "c", "REGION": "#v"}},
+      "b": {"initial": "b1", "states": {"b1": {}, "b2": {"initial": "x", "states": {"x": {}, "y": {"id": "y"}}}}},
+      "c": {"type": "parallel", "states": {
+         "r1": {"initial": "p", "states": {"p": {}, "q": {}}},
+         "r2": {"initial": "u", "states": {"u": {}, "v": {"id": "v"}}}}}}}"##,
+    );
+    let mut s = at(&m, &["m", "m.a"]);
+    let mut a = Vec::new();
+    let run = Run::new(&m, &mut s, &mut a);
+    let entry = |ev: &str| {
+        let t = trans(&m, "m.a", ev);
+        let (mut to, mut def) = (StateSet::with_states(m.n()), StateSet::with_states(m.n()));
+        run.compute_entry_set(&[run.t(t)], &mut to, &mut def);
+        (ids(&m, &to), ids(&m, &def))
+    };
+    // A deep target enters its ancestors, but not their initial children.
+    assert_eq!(entry("DEEP").0, ["m.b", "m.b.b2", "y"]);
+    assert_eq!(entry("DEEP").1, ["y"]);
+    // A parallel target enters every region's initial state.
+    assert_eq!(
+        entry("PAR").0,
+        ["m.c", "m.c.r1", "m.c.r1.p", "m.c.r2", "m.c.r2.u"]
+    );
+    // A target in one region enters the other region by default.
+    assert_eq!(
+        entry("REGION").0,
+        ["m.c", "m.c.r1", "m.c.r1.p", "m.c.r2", "v"]
+    );
+}
+
+#[test]
+fn add_descendant_states_to_enter_uses_recorded_history() {
+    let m = machine(
+        r#"{"id": "m", "initial": "p", "states": {
+      "p": {"initial": "a", "on": {"OUT": "out"}, "states": {
+         "a": {"on": {"N": "b"}}, "b": {"initial": "b1", "states": {"b1": {"on": {"N": "b2"}}, "b2": {}}},
+         "h": {"type": "history", "history": "deep"}}},
+      "out": {"on": {"IN": "p.h"}}}}"#,
+    );
+    let (s0, _) = initial_transition(&m).unwrap();
+    let mut s = s0;
+    for e in ["N", "N", "OUT"] {
+        s = transition(&m, &s, Event::new(e)).unwrap().0;
+    }
+    let h = idx(&m, "m.p.h");
+    assert_eq!(s.history.len(), 1);
+    assert_eq!(s.history[0].history, h);
+    assert_eq!(s.history[0].states, [idx(&m, "m.p.b.b2")]);
+    let mut a = Vec::new();
+    let run = Run::new(&m, &mut s, &mut a);
+    let (mut to, mut def) = (StateSet::with_states(m.n()), StateSet::with_states(m.n()));
+    run.add_descendant_states_to_enter(h, &mut to, &mut def);
+    assert_eq!(ids(&m, &to), ["m.p.b", "m.p.b.b2"]);
+}
+
+#[test]
+fn is_in_final_state_needs_every_region() {
+    let m = machine(TREE);
+    let mut s = at(
+        &m,
+        &["m", "m.c", "m.c.r1", "m.c.r1.q", "m.c.r2", "m.c.r2.u"],
+    );
+    let mut a = Vec::new();
+    let c = idx(&m, "m.c");
+    assert!(Run::new(&m, &mut s, &mut a).is_in_final_state(idx(&m, "m.c.r1")));
+    assert!(!Run::new(&m, &mut s, &mut a).is_in_final_state(c));
+    let mut s = at(
+        &m,
+        &["m", "m.c", "m.c.r1", "m.c.r1.q", "m.c.r2", "m.c.r2.v"],
+    );
+    assert!(Run::new(&m, &mut s, &mut a).is_in_final_state(c));
+}
+
+#[test]
+fn remove_conflicting_transitions_prefers_descendants_and_keeps_disjoint_ones() {
+    let m = machine(TREE);
+    let mut s = at(&m, &["m", "m.a", "m.a.a1"]);
+    let mut a = Vec::new();
+    let run = Run::new(&m, &mut s, &mut a);
+    let (inner, outer) = (trans(&m, "m.a.a1", "E"), trans(&m, "m.a", "E"));
+    assert_eq!(
+        run.remove_conflicting_transitions(&[outer, inner])
+            .as_slice(),
+        [inner]
+    );
+    assert_eq!(
+        run.remove_conflicting_transitions(&[inner, outer])
+            .as_slice(),
+        [inner]
+    );
+    let mut s = at(
+        &m,
+        &["m", "m.c", "m.c.r1", "m.c.r1.p", "m.c.r2", "m.c.r2.u"],
+    );
+    let run = Run::new(&m, &mut s, &mut a);
+    let (r1, r2) = (trans(&m, "m.c.r1.p", "E"), trans(&m, "m.c.r2.u", "E"));
+    assert_eq!(
+        run.remove_conflicting_transitions(&[r1, r2]).as_slice(),
+        [r1, r2]
+    );
+}
+
+#[test]
+fn select_transitions_takes_each_region_and_the_first_passing_guard() {
+    let m = machine(TREE);
+    let mut s = at(
+        &m,
+        &["m", "m.c", "m.c.r1", "m.c.r1.p", "m.c.r2", "m.c.r2.u"],
+    );
+    let mut a = Vec::new();
+    let mut run = Run::new(&m, &mut s, &mut a);
+    let mut out = Trans::new();
+    run.select_transitions(&Event::new("E"), &mut out);
+    assert_eq!(
+        out.as_slice(),
+        [trans(&m, "m.c.r1.p", "E"), trans(&m, "m.c.r2.u", "E")]
+    );
+    // In a1, E of a1 shadows E of a.
+    let mut s = at(&m, &["m", "m.a", "m.a.a1"]);
+    let mut run = Run::new(&m, &mut s, &mut a);
+    let mut out = Trans::new();
+    run.select_transitions(&Event::new("E"), &mut out);
+    assert_eq!(out.as_slice(), [trans(&m, "m.a.a1", "E")]);
+}
+
+#[test]
+fn select_eventless_transitions_walks_up_from_each_atomic_state() {
+    let m = machine(
+        r#"{"id": "m", "initial": "p", "context": {"n": 1}, "states": {
+      "p": {"initial": "c", "always": [{"target": "q", "guard": {"type": "ctxEq", "params": {"key": "n", "value": 1}}}],
+            "states": {"c": {"always": {"target": "d", "guard": "fail"}}, "d": {}}},
+      "q": {}}}"#,
+    );
+    let mut s = at(&m, &["m", "m.p", "m.p.c"]);
+    let mut a = Vec::new();
+    let mut run = Run::new(&m, &mut s, &mut a);
+    let mut out = Trans::new();
+    run.select_eventless_transitions(&Event::new("x"), &mut out);
+    assert_eq!(out.as_slice(), [m.state(idx(&m, "m.p")).always[0]]);
+}
+
+#[test]
+fn done_events_bubble_through_parallel_parents_in_order() {
+    let m = machine(TREE);
+    let mut s = at(
+        &m,
+        &["m", "m.c", "m.c.r1", "m.c.r1.p", "m.c.r2", "m.c.r2.u"],
+    );
+    let mut a = Vec::new();
+    let mut run = Run::new(&m, &mut s, &mut a);
+    let enabled = vec![trans(&m, "m.c.r1.p", "E"), trans(&m, "m.c.r2.u", "E")];
+    let refs: Refs<'_> = enabled.iter().map(|&t| run.t(t)).collect();
+    run.microstep(&enabled, &refs, &Event::new("E"));
+    let queued: Vec<&str> = run.internal.iter().map(|e| e.name()).collect();
+    assert_eq!(
+        queued,
+        [
+            "xstate.done.state.m.c.r1",
+            "xstate.done.state.m.c.r2",
+            "xstate.done.state.m.c"
+        ]
+    );
+}
+
+#[test]
+fn a_runaway_always_loop_is_an_error_naming_the_cycle() {
+    let m = machine(
+        r#"{"id": "m", "initial": "idle", "states": {
+      "idle": {"on": {"GO": "a"}},
+      "a": {"always": "b"}, "b": {"always": "a"}}}"#,
+    )
+    .with_max_microsteps(100);
+    let (s, _) = initial_transition(&m).unwrap();
+    let err = transition(&m, &s, Event::new("GO")).unwrap_err();
+    let ChartError::RunawayLoop {
+        event,
+        limit,
+        cycle,
+    } = &err;
+    assert_eq!((event.as_str(), *limit), ("GO", 100));
+    assert!(
+        cycle == &["m.a", "m.b", "m.a"] || cycle == &["m.b", "m.a", "m.b"],
+        "{cycle:?}"
+    );
+    assert!(err.to_string().contains("m.a -> m.b") || err.to_string().contains("m.b -> m.a"));
+}
+
+#[test]
+fn a_raise_loop_is_caught_too() {
+    let m = machine(
+        r#"{"id": "m", "initial": "a", "states": {
+      "a": {"on": {"PING": {"actions": {"type": "raise", "params": {"event": {"type": "PING"}}}}}}}}"#,
+    )
+    .with_max_microsteps(50);
+    let (s, _) = initial_transition(&m).unwrap();
+    let err = transition(&m, &s, Event::new("PING")).unwrap_err();
+    assert!(err.to_string().contains("m.a (targetless)"), "{err}");
+}
+
+/// Found by the property test: XState leaves the root out of its node set
+/// here; turno keeps every ancestor of an active state active.
+#[test]
+fn a_history_defaulting_to_its_parallel_parent_keeps_the_root_active() {
+    let m = machine(
+        r##"{"id": "s0", "type": "parallel", "states": {
+      "k1": {"id": "s1", "on": {"A": {"target": "#s2", "reenter": true}}},
+      "k2": {"id": "s2", "type": "history"}}}"##,
+    );
+    let (s, _) = initial_transition(&m).unwrap();
+    let (s, _) = transition(&m, &s, Event::new("A")).unwrap();
+    assert_eq!(ids(&m, &s.config), ["s0", "s1"]);
+}

@@ -1,0 +1,259 @@
+//! Property: for random machines and random event sequences, every
+//! configuration the chart reaches is legal — the root and the ancestors of
+//! every active state are active, an active compound state has exactly one
+//! active child, an active parallel state has all its regions active, no
+//! history state is ever active. A macrostep may instead fail with a
+//! runaway-loop error (random `always` transitions can cycle), never hang.
+
+use proptest::prelude::*;
+use serde_json::{json, Map, Value};
+use turno_chart::{
+    advance, initial_transition, load_json, stdlib, transition, ChartError, Event, Machine,
+    Snapshot, StateKind,
+};
+
+#[derive(Clone, Debug)]
+struct Plan {
+    parents: Vec<usize>,
+    flags: Vec<u8>,
+    transitions: Vec<(usize, u8, usize, bool, u8)>,
+    always: Vec<(usize, usize, u8)>,
+}
+
+fn plan() -> impl Strategy<Value = Plan> {
+    (2usize..14).prop_flat_map(|n| {
+        (
+            proptest::collection::vec(0usize..1000, n - 1),
+            proptest::collection::vec(any::<u8>(), n),
+            proptest::collection::vec(
+                (
+                    0usize..1000,
+                    0u8..4,
+                    0usize..1000,
+                    any::<bool>(),
+                    any::<u8>(),
+                ),
+                0..20,
+            ),
+            proptest::collection::vec((0usize..1000, 0usize..1000, any::<u8>()), 0..4),
+        )
+            .prop_map(|(parents, flags, transitions, always)| Plan {
+                parents,
+                flags,
+                transitions,
+                always,
+            })
+    })
+}
+
+/// Builds an XState JSON config from a plan: node 0 is the root, node i's
+/// parent is an earlier node; every state has the explicit id `s<i>`.
+fn config(p: &Plan) -> Value {
+    let n = p.flags.len();
+    let parent = |i: usize| p.parents[i - 1] % i;
+    let children = |i: usize| (1..n).filter(move |&c| parent(c) == i).collect::<Vec<_>>();
+    // Leaves: atomic, final or history (never a compound's only children).
+    let mut kind = vec![""; n];
+    for i in (0..n).rev() {
+        let cs = children(i);
+        kind[i] = if !cs.is_empty() {
+            if p.flags[i] % 3 == 0 {
+                "parallel"
+            } else {
+                "compound"
+            }
+        } else if i == 0 {
+            "atomic"
+        } else {
+            match p.flags[i] % 7 {
+                0 => "final",
+                1 => "history",
+                2 => "deephistory",
+                _ => "atomic",
+            }
+        };
+    }
+    for i in 0..n {
+        let cs = children(i);
+        if !cs.is_empty() && cs.iter().all(|&c| kind[c].ends_with("history")) {
+            kind[cs[0]] = "atomic";
+        }
+    }
+    let events = ["A", "B", "C", "*"];
+    let mut on: Vec<Map<String, Value>> = vec![Map::new(); n];
+    for &(s, e, t, reenter, g) in &p.transitions {
+        let (s, t) = (s % n, t % n);
+        if kind[s].ends_with("history") {
+            continue;
+        }
+        let mut tr = json!({"target": format!("#s{t}"), "reenter": reenter,
+                            "actions": {"type": "inc", "params": {"key": "n"}}});
+        if g % 3 == 0 {
+            tr["guard"] = json!({"type": "ctxLt", "params": {"key": "n", "value": (g % 7) as i64}});
+        }
+        let list = on[s]
+            .entry(events[e as usize].to_string())
+            .or_insert_with(|| json!([]));
+        list.as_array_mut().unwrap().push(tr);
+    }
+    let mut always: Vec<Vec<Value>> = vec![Vec::new(); n];
+    for &(s, t, g) in &p.always {
+        let (s, t) = (s % n, t % n);
+        if kind[s].ends_with("history") {
+            continue;
+        }
+        let mut tr =
+            json!({"target": format!("#s{t}"), "actions": {"type": "inc", "params": {"key": "n"}}});
+        if g % 4 != 0 {
+            tr["guard"] = json!({"type": "ctxLt", "params": {"key": "n", "value": (g % 5) as i64}});
+        }
+        always[s].push(tr);
+    }
+    fn build(
+        i: usize,
+        n: usize,
+        kind: &[&str],
+        parent: &dyn Fn(usize) -> usize,
+        on: &[Map<String, Value>],
+        always: &[Vec<Value>],
+    ) -> Value {
+        let mut s = Map::new();
+        if i != 0 {
+            s.insert("id".into(), json!(format!("s{i}")));
+        }
+        let cs: Vec<usize> = (1..n).filter(|&c| parent(c) == i).collect();
+        match kind[i] {
+            "parallel" => {
+                s.insert("type".into(), json!("parallel"));
+            }
+            "final" => {
+                s.insert("type".into(), json!("final"));
+            }
+            "history" => {
+                s.insert("type".into(), json!("history"));
+            }
+            "deephistory" => {
+                s.insert("type".into(), json!("history"));
+                s.insert("history".into(), json!("deep"));
+            }
+            "compound" => {
+                let first = cs.iter().find(|&&c| !kind[c].ends_with("history")).unwrap();
+                s.insert("initial".into(), json!(format!("k{first}")));
+            }
+            _ => {}
+        }
+        if !cs.is_empty() {
+            let mut states = Map::new();
+            for c in cs {
+                states.insert(format!("k{c}"), build(c, n, kind, parent, on, always));
+            }
+            s.insert("states".into(), Value::Object(states));
+        }
+        if !kind[i].ends_with("history") && kind[i] != "final" {
+            if !on[i].is_empty() {
+                s.insert("on".into(), Value::Object(on[i].clone()));
+            }
+            if !always[i].is_empty() {
+                s.insert("always".into(), Value::Array(always[i].clone()));
+            }
+        }
+        s.insert("after".into(), json!({}));
+        if kind[i].ends_with("history") || kind[i] == "final" {
+            s.remove("after");
+        } else if i % 3 == 1 {
+            s.insert(
+                "after".into(),
+                json!({"10": {"target": format!("#s{}", (i * 7) % n)}}),
+            );
+        } else {
+            s.remove("after");
+        }
+        Value::Object(s)
+    }
+    let mut root = build(0, n, &kind, &parent, &on, &always);
+    root["id"] = json!("s0");
+    root["context"] = json!({"n": 0});
+    root
+}
+
+fn check_legal(m: &Machine<Value>, s: &Snapshot<Value>) -> Result<(), String> {
+    let active = |i| s.config.contains(i);
+    if !active(0) {
+        return Err("the root is not active".into());
+    }
+    for (i, node) in m.states().iter().enumerate() {
+        let i = i as u16;
+        if !active(i) {
+            continue;
+        }
+        if let Some(p) = node.parent {
+            if !active(p) {
+                return Err(format!("{} is active, its parent is not", node.id));
+            }
+        }
+        let regions: Vec<u16> = node
+            .children
+            .iter()
+            .copied()
+            .filter(|&c| !m.state(c).is_history())
+            .collect();
+        let on: Vec<u16> = regions.iter().copied().filter(|&c| active(c)).collect();
+        match node.kind {
+            StateKind::History { .. } => {
+                return Err(format!("history state {} is active", node.id))
+            }
+            StateKind::Compound if on.len() != 1 => {
+                return Err(format!(
+                    "compound {} has {} active children",
+                    node.id,
+                    on.len()
+                ))
+            }
+            StateKind::Parallel if on.len() != regions.len() => {
+                return Err(format!(
+                    "parallel {} has {} of {} regions active",
+                    node.id,
+                    on.len(),
+                    regions.len()
+                ))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, .. ProptestConfig::default() })]
+
+    #[test]
+    fn configurations_are_always_legal(p in plan(), events in proptest::collection::vec(0u8..5, 0..25)) {
+        let cfg = config(&p);
+        let m = load_json::<Value>(&cfg.to_string(), &stdlib::implementations())
+            .unwrap_or_else(|e| panic!("{e}\n{cfg:#}"))
+            .with_max_microsteps(200);
+        let mut s = match initial_transition(&m) {
+            Ok((s, _)) => s,
+            Err(ChartError::RunawayLoop { .. }) => return Ok(()),
+        };
+        prop_assert!(check_legal(&m, &s).is_ok(), "{:?}\n{cfg:#}", check_legal(&m, &s));
+        for e in events {
+            let step = if e == 4 {
+                advance(&m, &s, 10)
+            } else {
+                transition(&m, &s, Event::new(["A", "B", "C", "D"][e as usize]))
+            };
+            match step {
+                Ok((next, _)) => s = next,
+                Err(ChartError::RunawayLoop { cycle, .. }) => {
+                    prop_assert!(!cycle.is_empty());
+                    return Ok(());
+                }
+            }
+            let legal = check_legal(&m, &s);
+            prop_assert!(legal.is_ok(), "{:?} after {e}\n{cfg:#}", legal);
+            // The value is computable and serialisable.
+            let _ = serde_json::to_string(&s.value(&m)).unwrap();
+        }
+    }
+}
