@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use turno::{DetSystem, Policy, Props, ThreadedSystem};
+use turno::{DetSystem, Policy, Props, System, ThreadedSystem};
 use turno_chart::interpreter::{ChartActor, ChartMsg, ChartStats};
 use turno_chart::{
     initial_transition, load_json, stdlib, transition, transition_in_place, Event, Machine,
