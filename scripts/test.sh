@@ -25,6 +25,10 @@ fi
 # lockfile (idempotent: npm ci replaces node_modules).
 (cd crates/turno-chart/tests/xstate && npm ci --no-audit --no-fund --loglevel=error)
 
+# turno-js: the live Chromium oracle (real time, scripted input, the seed
+# experiments) drives Debian's chromium through playwright-core.
+(cd crates/turno-js/tests/browser && npm ci --no-audit --no-fund --silent)
+
 cargo test --workspace --all-features --locked "$@"
 
 # The inspector's browser tests (crates/turno-inspect/browser): Playwright

@@ -17,10 +17,10 @@
 //! task then a keyup task; `mousedown` / `mouseup` a `MouseEvent`; `click`
 //! a mousedown task, then a mouseup task that also fires `click` (as
 //! Chromium fires it while handling the release). Keyboard events target
-//! `document.body` (the focused element of a page without inputs), mouse
-//! events `document.body` too (there is no layout to hit-test); all bubble
-//! to `document` and `window`. A task that is running when an event's time
-//! comes keeps the main thread: the event waits, and events that piled up
+//! `document.body` (the focused element of a page without inputs); mouse
+//! events target `document.documentElement` (an empty page's body has no
+//! height, so a click hits `<html>`); all bubble to `document` and `window`.
+//! A task that is running when an event's time comes keeps the main thread: the event waits, and events that piled up
 //! are delivered in their order once it ends, one task each.
 
 use serde::Deserialize;
@@ -132,7 +132,6 @@ impl InputEvent {
     }
 
     /// The virtual time in nanoseconds.
-    #[allow(dead_code)] // the html loop's input lane (next commit)
     pub(crate) fn at_ns(&self) -> u64 {
         (self.at_ms * 1e6).round() as u64
     }

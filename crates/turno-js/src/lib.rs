@@ -77,9 +77,18 @@
 //!   pending and poll phases never have callbacks; `process.exit`,
 //!   `process.exitCode`, unref'd timers and unhandled-rejection crashes
 //!   behave as in Node 20.
-//! * **HTML model.** No DOM. Tasks from different sources run in the order
-//!   they became runnable (the standard leaves the choice open; the run says
-//!   so in a note). Frames are at exactly k/60 s; a real browser's frames
+//! * **Events.** `EventTarget`, `Event`, `CustomEvent`, `AbortController`,
+//!   `AbortSignal` (`abort`, `timeout`, `any`, `reason`), `DOMException` and
+//!   `structuredClone` in both models, with the DOM Standard's dispatch
+//!   (Node 20 ignores `passive`, and so does the node model).
+//! * **HTML model.** A minimal `window`/`document` (an element tree without
+//!   layout, `KeyboardEvent`/`MouseEvent` for scripted input, `animate()`
+//!   for the compositor lane), no workers yet. Where the standard leaves
+//!   the order of task sources open, [`Browser::Chromium`] does what
+//!   Chromium does (input first; a zero-delay timer posted at once; a
+//!   delayed timer queued after the task in which it came due) and
+//!   [`Browser::Spec`] runs tasks in the order they became runnable, with a
+//!   note. Frames are at exactly k/60 s; a real browser's frames
 //!   follow the display, so rAF against timers is noted as timing-dependent.
 //!   An uncaught error is reported and the page keeps running; the exit code
 //!   is then 1. A string handler for `setTimeout` is evaluated as script
@@ -318,11 +327,10 @@ pub enum JsRunError {
     /// The engine or the host prelude could not be set up.
     #[error("engine setup failed: {0}")]
     Engine(String),
-    /// Scripted input was given to a model that has no user interaction
-    /// (node), or to a build whose html model does not deliver it yet.
-    #[error("scripted input is not supported by the {model} model")]
+    /// Scripted input was given to a model without user interaction (node).
+    #[error("scripted input needs the html model, not {model}")]
     InputUnsupported {
-        /// `"node"` or `"html"`.
+        /// The model that was asked, `"node"`.
         model: &'static str,
     },
     /// The program file could not be read.
@@ -358,13 +366,8 @@ impl JsRunError {
 /// Node's module wrapper function, so that line and column numbers are
 /// exact. A syntax error is reported like an uncaught exception.
 pub fn run(source: &str, file_name: &str, opts: &RunOptions) -> Result<RunReport, JsRunError> {
-    if !opts.input.is_empty() {
-        return Err(JsRunError::InputUnsupported {
-            model: match opts.model {
-                Model::Node => "node",
-                Model::Html => "html",
-            },
-        });
+    if !opts.input.is_empty() && opts.model == Model::Node {
+        return Err(JsRunError::InputUnsupported { model: "node" });
     }
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         host::run(source, file_name, opts)

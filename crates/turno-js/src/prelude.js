@@ -643,7 +643,370 @@
     def('Date', DateSynced);
   }
 
+  let deliverInput = null;
   def('queueMicrotask', function queueMicrotask(cb) { checkCallback(cb); h.queueMicrotask(cb); });
+
+  // ---------------------------------------------------------------------
+  // DOM events (the DOM Standard's EventTarget, Event, CustomEvent,
+  // AbortController / AbortSignal), in both models (Node 20 has them as
+  // globals). Listeners run synchronously inside dispatch, in registration
+  // order. A listener is called through the host (`h.invokeListener`): the
+  // host records its frame, reports what it throws ("report the exception"
+  // in html; Node rethrows it on the next tick, which ends the process), and,
+  // when the host itself started the dispatch (a message, an input event, a
+  // signal's timeout) in the html model, performs a microtask checkpoint
+  // after it, because the JavaScript stack is then empty. A dispatch from
+  // script (`dispatchEvent`) gets no checkpoint between listeners.
+  // ---------------------------------------------------------------------
+  const listenersOf = new WeakMap();
+  const parentOf = new WeakMap();
+  const eventState = new WeakMap();
+  const NONE = 0, CAPTURING_PHASE = 1, AT_TARGET = 2, BUBBLING_PHASE = 3;
+
+  class DOMExceptionImpl extends Error {
+    constructor(message = '', name = 'Error') {
+      super(message);
+      const codes = { IndexSizeError: 1, HierarchyRequestError: 3, InvalidStateError: 11, SyntaxError: 12, NotSupportedError: 9, AbortError: 20, TimeoutError: 23, DataCloneError: 25 };
+      Object.defineProperty(this, 'name', { value: String(name), configurable: true, writable: true, enumerable: false });
+      Object.defineProperty(this, 'code', { value: codes[name] || 0, configurable: true, writable: true, enumerable: false });
+    }
+  }
+  Object.defineProperty(DOMExceptionImpl, 'name', { value: 'DOMException' });
+  const DOMExceptionCtor = typeof globalThis.DOMException === 'function' ? globalThis.DOMException : DOMExceptionImpl;
+
+  function evState(ev) {
+    const s = eventState.get(ev);
+    if (s === undefined) throw new TypeError('Illegal invocation');
+    return s;
+  }
+
+  class Event {
+    constructor(type, init) {
+      if (arguments.length === 0) {
+        throw new TypeError(model === 'node' ? 'The "type" argument must be specified' : "Failed to construct 'Event': 1 argument required, but only 0 present.");
+      }
+      const i = init || {};
+      eventState.set(this, {
+        type: String(type), bubbles: !!i.bubbles, cancelable: !!i.cancelable, composed: !!i.composed,
+        target: null, currentTarget: null, phase: NONE, canceled: false, stop: false, stopImmediate: false,
+        dispatching: false, passive: false, trusted: false, timeStamp: h.now(),
+      });
+    }
+    get type() { return evState(this).type; }
+    get target() { return evState(this).target; }
+    get srcElement() { return evState(this).target; }
+    get currentTarget() { return evState(this).currentTarget; }
+    get eventPhase() { return evState(this).phase; }
+    get bubbles() { return evState(this).bubbles; }
+    get cancelable() { return evState(this).cancelable; }
+    get composed() { return evState(this).composed; }
+    get isTrusted() { return evState(this).trusted; }
+    get timeStamp() { return evState(this).timeStamp; }
+    get defaultPrevented() { return evState(this).canceled; }
+    get returnValue() { return !evState(this).canceled; }
+    set returnValue(v) { if (!v) this.preventDefault(); }
+    get cancelBubble() { return evState(this).stop; }
+    set cancelBubble(v) { if (v) evState(this).stop = true; }
+    composedPath() { const s = evState(this); return s.dispatching && s.path ? s.path.slice() : []; }
+    stopPropagation() { evState(this).stop = true; }
+    stopImmediatePropagation() { const s = evState(this); s.stop = true; s.stopImmediate = true; }
+    preventDefault() { const s = evState(this); if (s.cancelable && !s.passive) s.canceled = true; }
+  }
+  for (const [k, v] of [['NONE', NONE], ['CAPTURING_PHASE', CAPTURING_PHASE], ['AT_TARGET', AT_TARGET], ['BUBBLING_PHASE', BUBBLING_PHASE]]) {
+    Object.defineProperty(Event, k, { value: v, enumerable: true });
+    Object.defineProperty(Event.prototype, k, { value: v, enumerable: true });
+  }
+
+  const detailOf = new WeakMap();
+  class CustomEvent extends Event {
+    constructor(type, init) {
+      super(type, init);
+      detailOf.set(this, init && init.detail !== undefined ? init.detail : null);
+    }
+    get detail() { return detailOf.get(this); }
+  }
+
+  function flattenOptions(options) {
+    if (typeof options === 'boolean') return { capture: options };
+    if (options === null || options === undefined) return { capture: false };
+    return { capture: !!options.capture, once: !!options.once, passive: options.passive, signal: options.signal };
+  }
+
+  function listenerList(target) {
+    let l = listenersOf.get(target);
+    if (l === undefined) { l = []; listenersOf.set(target, l); }
+    return l;
+  }
+
+  function addListener(target, type, callback, options) {
+    const o = flattenOptions(options);
+    if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) {
+      throw new TypeError(model === 'node' ? 'The "options.signal" property must be an instance of AbortSignal.' : "Failed to execute 'addEventListener' on 'EventTarget': member signal is not of type AbortSignal.");
+    }
+    if (o.signal && o.signal.aborted) return;
+    if (callback === null || callback === undefined) return;
+    const list = listenerList(target);
+    type = String(type);
+    for (const l of list) {
+      if (l.type === type && l.callback === callback && l.capture === o.capture) return;
+    }
+    const listener = { type, callback, capture: o.capture, passive: !!o.passive, once: !!o.once, removed: false };
+    list.push(listener);
+    if (o.signal) signalState(o.signal).algorithms.push(() => removeListener(target, listener));
+  }
+
+  function removeListener(target, listener) {
+    listener.removed = true;
+    const list = listenersOf.get(target);
+    if (list === undefined) return;
+    const i = list.indexOf(listener);
+    if (i !== -1) list.splice(i, 1);
+  }
+
+  class EventTarget {
+    constructor() { listenersOf.set(this, []); }
+    addEventListener(type, callback, options) {
+      if (arguments.length < 2) throw new TypeError("Failed to execute 'addEventListener' on 'EventTarget': 2 arguments required, but only " + arguments.length + ' present.');
+      addListener(this === undefined ? globalThis : this, type, callback, options);
+    }
+    removeEventListener(type, callback, options) {
+      const target = this === undefined ? globalThis : this;
+      const capture = flattenOptions(options).capture;
+      const list = listenersOf.get(target);
+      if (list === undefined) return;
+      for (const l of list) {
+        if (l.type === String(type) && l.callback === callback && l.capture === capture) { removeListener(target, l); return; }
+      }
+    }
+    dispatchEvent(event) {
+      if (!(event instanceof Event)) throw new TypeError("Failed to execute 'dispatchEvent' on 'EventTarget': parameter 1 is not of type 'Event'.");
+      const s = evState(event);
+      if (s.dispatching) throw new DOMExceptionCtor("Failed to execute 'dispatchEvent' on 'EventTarget': The event is already being dispatched.", 'InvalidStateError');
+      s.trusted = false;
+      return dispatch(this === undefined ? globalThis : this, event, false);
+    }
+  }
+
+  // The DOM Standard's "dispatch" without shadow trees: the path is the
+  // target and its parents; capture listeners run from the outermost in,
+  // then bubble listeners from the target out (if the event bubbles).
+  function dispatch(target, event, fromHost) {
+    const s = evState(event);
+    s.dispatching = true;
+    s.target = target;
+    const path = [target];
+    for (let p = parentOf.get(target); p !== undefined && p !== null; p = parentOf.get(p)) path.push(p);
+    s.path = path;
+    for (let i = path.length - 1; i >= 0; i--) {
+      if (s.stop) break;
+      s.phase = i === 0 ? AT_TARGET : CAPTURING_PHASE;
+      invoke(path[i], event, 'capturing', fromHost);
+    }
+    for (let i = 0; i < path.length; i++) {
+      if (s.stop) break;
+      if (i === 0) s.phase = AT_TARGET;
+      else if (s.bubbles) s.phase = BUBBLING_PHASE;
+      else continue;
+      invoke(path[i], event, 'bubbling', fromHost);
+    }
+    s.phase = NONE;
+    s.currentTarget = null;
+    s.path = undefined;
+    s.dispatching = false;
+    s.stop = false;
+    s.stopImmediate = false;
+    return !s.canceled;
+  }
+
+  function invoke(currentTarget, event, phase, fromHost) {
+    const s = evState(event);
+    s.currentTarget = currentTarget;
+    const list = listenersOf.get(currentTarget);
+    if (list === undefined) return;
+    // Listeners added during the dispatch do not run; removed ones do not either.
+    for (const l of list.slice()) {
+      if (l.removed || l.type !== s.type) continue;
+      if (phase === 'capturing' && !l.capture) continue;
+      if (phase === 'bubbling' && l.capture) continue;
+      if (l.once) removeListener(currentTarget, l);
+      let fn = l.callback;
+      let self = currentTarget;
+      if (typeof fn !== 'function') {
+        const he = fn.handleEvent;
+        if (typeof he !== 'function') continue;
+        self = fn;
+        fn = he;
+      }
+      // Node 20 ignores `passive` (preventDefault still cancels); browsers honour it.
+      if (l.passive && model !== 'node') s.passive = true;
+      const thrown = h.invokeListener(fn, self, event, fromHost);
+      s.passive = false;
+      // Node re-throws a listener's exception on the next tick, which ends the process.
+      if (thrown !== undefined) process.nextTick(() => { throw thrown[0]; });
+      if (s.stopImmediate) return;
+    }
+  }
+
+  // Event handler IDL attributes (`onabort`, `onmessage`, `onclick`): the
+  // handler takes its place among the listeners when first set; a handler
+  // returning false cancels the event.
+  function defineEventHandler(proto, name) {
+    const slot = new WeakMap();
+    Object.defineProperty(proto, 'on' + name, {
+      configurable: true, enumerable: true,
+      get() { const s = slot.get(this); return s ? s.fn : null; },
+      set(fn) {
+        let s = slot.get(this);
+        const f = typeof fn === 'function' ? fn : null;
+        if (s === undefined) {
+          if (f === null) return;
+          const target = this;
+          s = { fn: f, listener: null };
+          slot.set(this, s);
+          s.listener = function (ev) { const r = s.fn.call(target, ev); if (r === false) ev.preventDefault(); return r; };
+          Object.defineProperty(s.listener, 'name', { value: f.name || 'on' + name });
+          addListener(this, name, s.listener, false);
+        } else if (f === null) {
+          this.removeEventListener(name, s.listener, false);
+          slot.delete(this);
+        } else {
+          s.fn = f;
+          Object.defineProperty(s.listener, 'name', { value: f.name || 'on' + name });
+        }
+      },
+    });
+  }
+
+  // AbortController / AbortSignal.
+  const signalStates = new WeakMap();
+  function signalState(sig) {
+    const s = signalStates.get(sig);
+    if (s === undefined) throw new TypeError('Illegal invocation');
+    return s;
+  }
+  const abortMessage = model === 'node' ? 'This operation was aborted' : 'signal is aborted without reason';
+  const timeoutMessage = model === 'node' ? 'The operation was aborted due to timeout' : 'signal timed out';
+  function newSignal() {
+    const sig = Object.create(AbortSignal.prototype);
+    listenersOf.set(sig, []);
+    signalStates.set(sig, { aborted: false, reason: undefined, algorithms: [], dependents: [] });
+    return sig;
+  }
+  function signalAbort(sig, reason, fromHost) {
+    const s = signalState(sig);
+    if (s.aborted) return;
+    s.aborted = true;
+    s.reason = reason === undefined ? new DOMExceptionCtor(abortMessage, 'AbortError') : reason;
+    const algorithms = s.algorithms;
+    s.algorithms = [];
+    for (const a of algorithms) a();
+    dispatch(sig, new Event('abort'), fromHost);
+    for (const d of s.dependents) signalAbort(d, s.reason, fromHost);
+  }
+  class AbortSignal extends EventTarget {
+    constructor() { super(); throw new TypeError('Illegal constructor'); }
+    get aborted() { return signalState(this).aborted; }
+    get reason() { return signalState(this).reason; }
+    throwIfAborted() { const s = signalState(this); if (s.aborted) throw s.reason; }
+    static abort(reason) { const sig = newSignal(); signalAbort(sig, reason, false); return sig; }
+    static timeout(ms) {
+      const sig = newSignal();
+      const fire = function abortSignalTimeout() { signalAbort(sig, new DOMExceptionCtor(timeoutMessage, 'TimeoutError'), true); };
+      const id = h.setTimer(fire, [], ms, false);
+      // Node's timeout timer does not keep the process alive.
+      if (model === 'node') h.refTimer(id, false);
+      return sig;
+    }
+    static any(signals) {
+      const sig = newSignal();
+      for (const other of signals) {
+        if (other.aborted) { signalAbort(sig, other.reason, false); return sig; }
+      }
+      for (const other of signals) signalState(other).dependents.push(sig);
+      return sig;
+    }
+  }
+  defineEventHandler(AbortSignal.prototype, 'abort');
+  const controllerSignal = new WeakMap();
+  class AbortController {
+    constructor() { controllerSignal.set(this, newSignal()); }
+    get signal() { return controllerSignal.get(this); }
+    abort(reason) { signalAbort(controllerSignal.get(this), reason, false); }
+  }
+
+
+  // structuredClone (the HTML Standard's StructuredSerialize/Deserialize
+  // for the types a program can make here): primitives, wrappers, Date,
+  // RegExp, ArrayBuffer and views, Map, Set, Array, Error and plain objects
+  // (own enumerable string keys; prototypes are not kept), with shared and
+  // circular references preserved; anything else is a DataCloneError.
+  function structuredCloneImpl(value) {
+    const memory = new Map();
+    const fail = (v) => {
+      let shown;
+      try { shown = typeof v === 'symbol' ? v.toString() : typeof v === 'function' ? (v.name ? `function ${v.name}` : 'function') : '#<Object>'; } catch (_) { shown = 'value'; }
+      throw new DOMExceptionCtor(`${shown} could not be cloned.`, 'DataCloneError');
+    };
+    const clone = (v) => {
+      if (typeof v === 'symbol' || typeof v === 'function') fail(v);
+      if (v === null || typeof v !== 'object') return v;
+      if (memory.has(v)) return memory.get(v);
+      let out;
+      const tag = Object.prototype.toString.call(v);
+      if (v instanceof Boolean) out = new Boolean(v.valueOf());
+      else if (v instanceof Number) out = new Number(v.valueOf());
+      else if (v instanceof String) out = new String(v.valueOf());
+      else if (tag === '[object Date]') out = new Date(v.getTime());
+      else if (v instanceof RegExp) out = new RegExp(v.source, v.flags);
+      else if (v instanceof ArrayBuffer) out = v.slice(0);
+      else if (ArrayBuffer.isView(v)) {
+        const buf = clone(v.buffer);
+        out = v instanceof DataView ? new DataView(buf, v.byteOffset, v.byteLength) : new v.constructor(buf, v.byteOffset, v.length);
+      } else if (v instanceof Map) {
+        out = new Map();
+        memory.set(v, out);
+        for (const [k, x] of v) out.set(clone(k), clone(x));
+        return out;
+      } else if (v instanceof Set) {
+        out = new Set();
+        memory.set(v, out);
+        for (const x of v) out.add(clone(x));
+        return out;
+      } else if (v instanceof Error) {
+        const names = ['Error', 'EvalError', 'RangeError', 'ReferenceError', 'SyntaxError', 'TypeError', 'URIError'];
+        const name = names.includes(v.name) ? v.name : 'Error';
+        out = new globalThis[name](v.message);
+        memory.set(v, out);
+        return out;
+      } else if (Array.isArray(v)) {
+        out = new Array(v.length);
+        memory.set(v, out);
+        for (const k of Object.keys(v)) out[k] = clone(v[k]);
+        return out;
+      } else if (v instanceof Promise || v instanceof WeakMap || v instanceof WeakSet || v instanceof EventTarget || v instanceof Event) {
+        fail(v);
+      } else {
+        out = {};
+        memory.set(v, out);
+        for (const k of Object.keys(v)) out[k] = clone(v[k]);
+        return out;
+      }
+      memory.set(v, out);
+      return out;
+    };
+    return clone(value);
+  }
+  def('structuredClone', function structuredClone(value) {
+    if (arguments.length === 0) throw new TypeError(model === 'node' ? 'The "value" argument must be specified' : "Failed to execute 'structuredClone' on 'Window': 1 argument required, but only 0 present.");
+    return structuredCloneImpl(value);
+  });
+
+  def('Event', Event);
+  def('CustomEvent', CustomEvent);
+  def('EventTarget', EventTarget);
+  def('AbortController', AbortController);
+  def('AbortSignal', AbortSignal);
+  def('DOMException', DOMExceptionCtor);
 
   if (model === 'node') {
     class Timeout {
@@ -724,73 +1087,204 @@
     def('cancelAnimationFrame', function cancelAnimationFrame(id) { h.cancelRaf(Number(id)); });
     def('performance', { now: () => h.now(), timeOrigin: 0 });
 
-    // MessageChannel: each postMessage queues a task on the "posted message"
-    // task source, which delivers a MessageEvent-like object to the other
-    // port's onmessage handler (or to its listeners once started).
-    const ONMESSAGE = {};
-    class MessagePort {
+    // A minimal window and document (no DOM tree, no layout): what pages
+    // that listen for input and animate need. `window` is the global object
+    // and an EventTarget; the parent chain for events is element -> ... ->
+    // <html> -> document -> window.
+    for (const name of ['addEventListener', 'removeEventListener', 'dispatchEvent']) {
+      def(name, EventTarget.prototype[name]);
+    }
+    listenerList(globalThis);
+    for (const name of ['message', 'error', 'keydown', 'keyup', 'click', 'mousedown', 'mouseup']) {
+      defineEventHandler(globalThis, name);
+    }
+
+    class UIEvent extends Event {
+      constructor(type, init) { super(type, init); uiInit.set(this, Object.assign({ view: null, detail: 0 }, init || {})); }
+      get view() { return uiInit.get(this).view; }
+      get detail() { return uiInit.get(this).detail; }
+    }
+    const uiInit = new WeakMap();
+    const modifier = (name) => function () { return !!uiInit.get(this)[name]; };
+    class KeyboardEvent extends UIEvent {
+      get key() { const k = uiInit.get(this).key; return k === undefined ? '' : String(k); }
+      get code() { const c = uiInit.get(this).code; return c === undefined ? '' : String(c); }
+      get repeat() { return !!uiInit.get(this).repeat; }
+    }
+    class MouseEvent extends UIEvent {
+      get clientX() { return Number(uiInit.get(this).clientX || 0); }
+      get clientY() { return Number(uiInit.get(this).clientY || 0); }
+      get button() { return Number(uiInit.get(this).button || 0); }
+      get buttons() { return Number(uiInit.get(this).buttons || 0); }
+    }
+    for (const m of ['ctrlKey', 'shiftKey', 'altKey', 'metaKey']) {
+      Object.defineProperty(KeyboardEvent.prototype, m, { get: modifier(m), configurable: true });
+      Object.defineProperty(MouseEvent.prototype, m, { get: modifier(m), configurable: true });
+    }
+    class MessageEvent extends Event {
+      constructor(type, init) { super(type, init); uiInit.set(this, Object.assign({ data: null, origin: '', lastEventId: '', source: null, ports: [] }, init || {})); }
+      get data() { return uiInit.get(this).data; }
+      get origin() { return uiInit.get(this).origin; }
+      get lastEventId() { return uiInit.get(this).lastEventId; }
+      get source() { return uiInit.get(this).source; }
+      get ports() { return uiInit.get(this).ports; }
+    }
+
+    class Node extends EventTarget {
+      get parentNode() { const p = parentOf.get(this); return p instanceof Node && p !== globalThis ? p : null; }
+      get childNodes() { return childrenOf(this).slice(); }
+      appendChild(child) {
+        const old = parentOf.get(child);
+        if (old instanceof Node) old.removeChild(child);
+        parentOf.set(child, this);
+        childrenOf(this).push(child);
+        return child;
+      }
+      removeChild(child) {
+        const c = childrenOf(this);
+        const i = c.indexOf(child);
+        if (i === -1) throw new DOMExceptionCtor("Failed to execute 'removeChild' on 'Node': The node to be removed is not a child of this node.", 'NotFoundError');
+        c.splice(i, 1);
+        parentOf.delete(child);
+        return child;
+      }
+    }
+    const children = new WeakMap();
+    function childrenOf(n) { let c = children.get(n); if (!c) { c = []; children.set(n, c); } return c; }
+    for (const name of ['keydown', 'keyup', 'click', 'mousedown', 'mouseup', 'input']) {
+      defineEventHandler(Node.prototype, name);
+    }
+    let nextAnimationId = 0;
+    class Element extends Node {
+      constructor(tag) { super(); this.tagName = String(tag).toUpperCase(); this.id = ''; this.style = {}; this.textContent = ''; }
+      remove() { const p = this.parentNode; if (p) p.removeChild(this); }
+      // Web Animations, as far as the compositor lane needs: an animation
+      // of only `transform` and `opacity` runs on the compositor, which
+      // produces its frames even while the main thread is blocked; any
+      // other property needs the main thread's rendering steps.
+      animate(keyframes, options) {
+        const o = typeof options === 'number' ? { duration: options } : (options || {});
+        const frames = Array.isArray(keyframes) ? keyframes : [keyframes || {}];
+        const props = new Set();
+        for (const k of frames) for (const p of Object.keys(k)) if (p !== 'offset' && p !== 'easing' && p !== 'composite') props.add(p);
+        const compositor = props.size > 0 && [...props].every((p) => p === 'transform' || p === 'opacity');
+        const duration = Number(o.duration) || 0;
+        const iterations = o.iterations === undefined ? 1 : Number(o.iterations);
+        const id = ++nextAnimationId;
+        const label = (this.id ? '#' + this.id : this.tagName.toLowerCase()) + ' ' + [...props].join(',');
+        const start = h.now();
+        h.animation(id, label, compositor, duration * iterations);
+        const total = duration * iterations;
+        return {
+          id: String(id),
+          cancel() { h.cancelAnimation(id); this._cancelled = true; },
+          get playState() { return this._cancelled ? 'idle' : (h.now() - start >= total ? 'finished' : 'running'); },
+          get currentTime() { return this._cancelled ? null : Math.min(h.now() - start, total); },
+        };
+      }
+    }
+    class Document extends Node {
       constructor() {
-        this._other = null;
-        this._onmessage = null;
-        this._listeners = [];
-        this._started = false;
-        this._queue = [];
+        super();
+        this.documentElement = new Element('html');
+        this.head = new Element('head');
+        this.body = new Element('body');
+        this.documentElement.appendChild(this.head);
+        this.documentElement.appendChild(this.body);
+        parentOf.set(this.documentElement, this);
+        childrenOf(this).push(this.documentElement);
+        parentOf.set(this, globalThis);
       }
-      get onmessage() { return this._onmessage; }
-      // The event handler takes its place among the listeners when first set.
-      set onmessage(fn) {
-        if (!this._listeners.includes(ONMESSAGE)) this._listeners.push(ONMESSAGE);
-        this._onmessage = fn;
-        this.start();
+      get hidden() { return false; }
+      get visibilityState() { return 'visible'; }
+      createElement(tag) { return new Element(tag); }
+      getElementById(id) {
+        const walk = (n) => { for (const c of childrenOf(n)) { if (c.id === String(id)) return c; const r = walk(c); if (r) return r; } return null; };
+        return walk(this);
       }
-      addEventListener(type, fn) {
-        if (type === 'message' && typeof fn === 'function' && !this._listeners.includes(fn)) this._listeners.push(fn);
-      }
-      removeEventListener(type, fn) { this._listeners = this._listeners.filter((f) => f !== fn); }
-      start() {
-        if (this._started) return;
-        this._started = true;
-        const q = this._queue;
-        this._queue = [];
-        for (const data of q) this._post(data);
-      }
-      close() { this._closed = true; }
-      _post(data) {
-        const port = this;
-        h.postTask(function deliverMessage() { return port._deliver(data); }, [], 'posted-message', true);
-      }
-      // Returns the listener calls to make, as [fn, this, event] triples: the
-      // host makes each call from an empty stack, with a microtask checkpoint
-      // after each, as event dispatch does.
-      _deliver(data) {
-        if (this._closed) return [];
-        const ev = { type: 'message', data, target: this, currentTarget: this, ports: [] };
-        const calls = [];
-        for (const l of this._listeners) {
-          if (l === ONMESSAGE) {
-            if (typeof this._onmessage === 'function') calls.push([this._onmessage, this, ev]);
-          } else {
-            calls.push([l, this, ev]);
-          }
+    }
+    const document = new Document();
+    def('document', document);
+    for (const [n, v] of [['UIEvent', UIEvent], ['KeyboardEvent', KeyboardEvent], ['MouseEvent', MouseEvent], ['MessageEvent', MessageEvent], ['Node', Node], ['Element', Element], ['HTMLElement', Element], ['Document', Document]]) def(n, v);
+
+    // Scripted input: the host calls this as a task of the user-interaction
+    // task source; the event is trusted and dispatched from the host.
+    const codeOf = (key) => (/^[a-z]$/i.test(key) ? 'Key' + key.toUpperCase() : /^[0-9]$/.test(key) ? 'Digit' + key : key === ' ' ? 'Space' : key);
+    deliverInput = function deliverInput(type, a, b) {
+      // Keys go to the focused element (the body of a page without inputs);
+      // a click on an empty page hits <html> (the body has no height).
+      const key = type === 'keydown' || type === 'keyup';
+      const target = key ? document.body : document.documentElement;
+      const base = { bubbles: true, cancelable: true, composed: true, view: globalThis };
+      const fire = (ev) => { evState(ev).trusted = true; dispatch(target, ev, true); };
+      if (key) {
+        fire(new KeyboardEvent(type, Object.assign(base, { key: a, code: b || codeOf(a) })));
+      } else {
+        const init = Object.assign(base, { clientX: a, clientY: b, button: 0, buttons: type === 'mousedown' ? 1 : 0 });
+        if (type === 'click') {
+          fire(new MouseEvent('mouseup', init));
+          fire(new MouseEvent('click', Object.assign({}, init, { detail: 1 })));
+        } else {
+          fire(new MouseEvent(type, init));
         }
-        return calls;
       }
+    };
+
+    // MessageChannel: each postMessage queues a task on the posted-message
+    // task source that dispatches a MessageEvent at the other port, from the
+    // host (so a microtask checkpoint follows each listener).
+    class MessagePort extends EventTarget {
+      constructor() {
+        super();
+        portState.set(this, { other: null, started: false, closed: false, queue: [] });
+      }
+      start() {
+        const s = portState.get(this);
+        if (s.started) return;
+        s.started = true;
+        const q = s.queue;
+        s.queue = [];
+        for (const data of q) postTo(this, data);
+      }
+      close() { portState.get(this).closed = true; }
       postMessage(data) {
-        const other = this._other;
-        if (!other || this._closed) return;
-        if (other._started) other._post(data); else other._queue.push(data);
+        const s = portState.get(this);
+        const other = s.other;
+        if (!other || s.closed) return;
+        const clone = structuredClone(data);
+        if (portState.get(other).started) postTo(other, clone); else portState.get(other).queue.push(clone);
       }
+    }
+    const portState = new WeakMap();
+    function postTo(port, data) {
+      h.postTask(function deliverMessage() {
+        if (portState.get(port).closed) return;
+        const ev = new MessageEvent('message', { data });
+        evState(ev).trusted = true;
+        dispatch(port, ev, true);
+      }, [], 'posted-message');
+    }
+    defineEventHandler(MessagePort.prototype, 'message');
+    // Setting onmessage starts the port (the HTML Standard's implicit start()).
+    {
+      const d = Object.getOwnPropertyDescriptor(MessagePort.prototype, 'onmessage');
+      Object.defineProperty(MessagePort.prototype, 'onmessage', {
+        configurable: true, enumerable: true, get: d.get,
+        set(fn) { d.set.call(this, fn); this.start(); },
+      });
     }
     class MessageChannel {
       constructor() {
-        this.port1 = new MessagePort();
-        this.port2 = new MessagePort();
-        this.port1._other = this.port2;
-        this.port2._other = this.port1;
+        const port1 = new MessagePort();
+        const port2 = new MessagePort();
+        portState.get(port1).other = port2;
+        portState.get(port2).other = port1;
+        Object.defineProperty(this, 'port1', { value: port1, enumerable: true });
+        Object.defineProperty(this, 'port2', { value: port2, enumerable: true });
       }
     }
     def('MessageChannel', MessageChannel);
     def('MessagePort', MessagePort);
   }
-  return { inspect, format };
+  return { inspect, format, deliverInput };
 })

@@ -46,10 +46,13 @@ fn comparable(text: &str) -> Vec<String> {
 }
 
 fn ours(path: &Path, model: Model) -> turno_js::RunReport {
+    ours_with(path, RunOptions::new(model))
+}
+
+fn ours_with(path: &Path, opts: RunOptions) -> turno_js::RunReport {
     let src = std::fs::read_to_string(path).unwrap();
     let name = path.to_string_lossy().to_string();
-    run(&src, &name, &RunOptions::new(model))
-        .unwrap_or_else(|e| panic!("{}: run failed: {e}", path.display()))
+    run(&src, &name, &opts).unwrap_or_else(|e| panic!("{}: run failed: {e}", path.display()))
 }
 
 fn diff(expected: &[String], actual: &[String]) -> String {
@@ -261,6 +264,71 @@ fn html_corpus_matches_chromium() {
         }
     }
     let _ = std::fs::remove_dir_all(&scratch);
+    assert!(
+        failures.is_empty(),
+        "{} of {} snippets differ:\n{}",
+        failures.len(),
+        files.len(),
+        failures.join("\n")
+    );
+}
+
+/// `tests/corpus/html-live`: snippets that need real time (a long task that
+/// really blocks) or real input, run in headless Chromium through the
+/// DevTools protocol by `tests/browser/drive.mjs` (playwright-core; `npm ci`
+/// in `tests/browser`). A snippet's `NAME.input.json`, if present, is the
+/// scripted input for both sides. Each snippet ends by logging `done`.
+#[test]
+fn html_live_corpus_matches_chromium() {
+    assert!(
+        Path::new(CHROMIUM).exists(),
+        "the html oracle needs Chromium at {CHROMIUM}; install it with `apt-get install -y chromium`"
+    );
+    let browser_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser");
+    assert!(
+        browser_dir.join("node_modules/playwright-core").exists(),
+        "the live html oracle needs playwright-core: run `npm ci` in {}",
+        browser_dir.display()
+    );
+    let files = corpus("html-live");
+    assert!(
+        files.len() >= 2,
+        "html-live corpus too small: {}",
+        files.len()
+    );
+    let mut failures = Vec::new();
+    for f in &files {
+        let input = f.with_extension("input.json");
+        let mut opts = RunOptions::new(Model::Html);
+        let mut cmd = Command::new("node");
+        cmd.arg(browser_dir.join("drive.mjs")).arg(f);
+        if input.exists() {
+            let text = std::fs::read_to_string(&input).unwrap();
+            opts.input = turno_js::InputEvent::parse_script(&text)
+                .unwrap_or_else(|e| panic!("{}: {e}", input.display()));
+            cmd.arg(&input);
+        }
+        let report = ours_with(f, opts);
+        let mine = comparable(&report.stdout);
+        let out = cmd.output().expect("cannot run node");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let json: serde_json::Value = serde_json::from_str(text.trim()).unwrap_or_else(|e| {
+            panic!(
+                "{}: drive.mjs printed no JSON ({e}):\n{text}\n{}",
+                f.display(),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        let real: Vec<String> = json["out"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap_or_default().to_string())
+            .collect();
+        if real != mine {
+            failures.push(format!("{}:\n{}", f.display(), diff(&real, &mine)));
+        }
+    }
     assert!(
         failures.is_empty(),
         "{} of {} snippets differ:\n{}",

@@ -33,6 +33,10 @@
 //!   and the microtask checkpoint.
 //! * `timers.rs`: the timers heap, delay coercion and the HTML nesting clamp.
 //! * `node.rs`: the Node loop: phases, `process.nextTick`, `setImmediate`.
+//! * `compositor.rs`: the compositor lane: frames of `transform`/`opacity`
+//!   animations that keep coming while the main thread is blocked (trace only).
+//! * `events.rs`: DOM event dispatch, the host's half: listener frames,
+//!   reported exceptions, the checkpoint after host-dispatched listeners.
 //! * `html.rs`: the HTML loop: tasks, posted messages, `requestAnimationFrame`
 //!   and the "update the rendering" step.
 //! * `promises.rs`: following the internal slots of promises for the trace.
@@ -46,6 +50,8 @@
 //! The JavaScript half of the host (console, `util.inspect`, the Node and web
 //! API shapes) is `../prelude.js`.
 
+mod compositor;
+mod events;
 mod html;
 mod microtasks;
 mod natives;
@@ -93,6 +99,13 @@ pub(crate) enum BudgetKind {
 
 pub(crate) struct State {
     model: Model,
+    browser: crate::Browser,
+    /// Scripted input not yet due, latest first.
+    input: Vec<html::PendingInput>,
+    /// The prelude's `deliverInput`.
+    deliver_input: Option<JsObject>,
+    animations: Vec<compositor::Animation>,
+    compositor_frame_count: u64,
     /// Picoseconds of virtual time per boa instruction (the cost model).
     cost_picos: u64,
     /// boa's instruction count at the last clock sync.
@@ -110,6 +123,8 @@ pub(crate) struct State {
     notes: Vec<String>,
     uncaught: Vec<UncaughtError>,
     exit_request: Option<i32>,
+    /// A stop decided inside a native, for the host frame below it.
+    pending_stop: Option<Stop>,
     trace: Option<Trace>,
     stack: Vec<String>,
     microtasks: VecDeque<(u64, Micro)>,
@@ -256,56 +271,25 @@ impl Host {
         }
     }
 
-    /// Calls a dispatch-preparing function and reads back its
-    /// `[fn, this, event]` triples (`None` if it threw, after reporting).
-    #[allow(clippy::type_complexity)]
-    fn call_value(
-        &self,
-        ctx: &mut Context,
-        label: String,
-        f: &JsObject,
-        args: &[JsValue],
-    ) -> Result<Option<Vec<(JsObject, JsValue, JsValue)>>, Stop> {
-        self.step()?;
-        self.push_frame(label);
-        let r = f.call(&JsValue::undefined(), args, ctx);
-        self.sync_clock(ctx);
-        self.pop_frame();
-        let v = match r {
-            Ok(v) => v,
-            Err(e) => {
-                self.uncaught(ctx, e)?;
-                return Ok(None);
-            }
-        };
-        let mut out = Vec::new();
-        let Ok(list) = args_vec(Some(&v), ctx) else {
-            return Ok(Some(out));
-        };
-        for item in list {
-            let Ok(t) = args_vec(Some(&item), ctx) else {
-                continue;
-            };
-            if let (Some(g), Some(this), Some(ev)) = (
-                t.first()
-                    .and_then(JsValue::as_object)
-                    .filter(|o| o.is_callable()),
-                t.get(1),
-                t.get(2),
-            ) {
-                out.push((g, this.clone(), ev.clone()));
-            }
-        }
-        Ok(Some(out))
-    }
-
     /// `process.exit` was called, even if the engine swallowed the unwind
     /// (an async function body turns it into a rejection).
     fn check_exit(&self) -> Result<(), Stop> {
+        if let Some(stop) = self.st.borrow_mut().pending_stop.take() {
+            return Err(stop);
+        }
         match self.st.borrow().exit_request {
             Some(code) => Err(Stop::Exit(code)),
             None => Ok(()),
         }
+    }
+
+    /// A native that ran host steps (a listener, a checkpoint) was told to
+    /// stop the loop: the stop is kept for the host frame below, and the
+    /// native unwinds every JavaScript frame with an engine error, which
+    /// JavaScript cannot catch.
+    pub(super) fn stop_from_native(&self, stop: Stop) -> boa_engine::JsError {
+        self.st.borrow_mut().pending_stop = Some(stop);
+        boa_engine::error::RuntimeLimitError::Recursion.into()
     }
 
     /// Moves the clock forward by the instructions boa executed since the
@@ -328,9 +312,11 @@ impl Host {
         st.frac_picos = picos % 1000;
         let ns = picos / 1000;
         if ns > 0 {
+            let from = st.now_ns;
             st.now_ns = st.now_ns.saturating_add(ns);
             let now = st.now_ns;
             st.clock.set(now);
+            st.compositor_frames(from, true);
         }
     }
 
@@ -343,6 +329,7 @@ impl Host {
             let from = st.now_ns;
             st.now_ns = t;
             st.clock.set(t);
+            st.compositor_frames(from, false);
             st.ev("time_advance", json!({"from_ns": from, "to_ns": t}));
         }
         Ok(())

@@ -16,6 +16,8 @@ use boa_engine::{
     js_string, Context, JsNativeError, JsObject, JsResult, JsString, JsValue, NativeFunction,
 };
 
+use super::compositor::{n_animation, n_cancel_animation};
+use super::events::n_invoke_listener;
 use super::html::{n_cancel_raf, n_post_task, n_raf};
 use super::microtasks::n_queue_microtask;
 use super::node::{n_clear_immediate, n_next_tick, n_set_immediate};
@@ -154,7 +156,10 @@ fn n_promise_state(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult
 
 pub(super) fn build_natives(ctx: &mut Context) -> JsResult<JsObject> {
     type F = fn(&JsValue, &[JsValue], &mut Context) -> JsResult<JsValue>;
-    let list: [(&str, F, usize); 17] = [
+    let list: [(&str, F, usize); 20] = [
+        ("animation", n_animation, 4),
+        ("cancelAnimation", n_cancel_animation, 1),
+        ("invokeListener", n_invoke_listener, 4),
         ("write", n_write, 2),
         ("setTimer", n_set_timer, 4),
         ("clearTimer", n_clear_timer, 1),

@@ -53,6 +53,11 @@ pub(crate) fn run(
     let host = Rc::new(Host {
         st: RefCell::new(State {
             model: opts.model,
+            browser: opts.browser,
+            input: super::html::pending_input(&opts.input),
+            deliver_input: None,
+            animations: Vec::new(),
+            compositor_frame_count: 0,
             cost_picos: opts.cost.picos(),
             instr_seen: 0,
             frac_picos: 0,
@@ -67,6 +72,7 @@ pub(crate) fn run(
             notes: Vec::new(),
             uncaught: Vec::new(),
             exit_request: None,
+            pending_stop: None,
             trace: opts.trace.then(|| Trace::new(model_name, file_name)),
             stack: Vec::new(),
             microtasks: VecDeque::new(),
@@ -132,6 +138,12 @@ pub(crate) fn run(
         .and_then(|o| o.get(js_string!("inspect"), &mut ctx).ok())
         .and_then(|v| v.as_object());
     host.st.borrow_mut().inspect = inspect;
+    let deliver_input = exports
+        .as_object()
+        .and_then(|o| o.get(js_string!("deliverInput"), &mut ctx).ok())
+        .and_then(|v| v.as_object())
+        .filter(|o| o.is_callable());
+    host.st.borrow_mut().deliver_input = deliver_input;
     if opts.trace {
         install_promise_taps(&mut ctx).map_err(|e| JsRunError::Engine(e.to_string()))?;
     }

@@ -44,6 +44,16 @@ pub(super) fn n_set_timer(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> J
     let repeat = args.get(3).is_some_and(JsValue::to_boolean);
     let label = fn_name(&cb, ctx);
     let id = host.set_timer(cb, extra, delay, repeat, label);
+    let zero = {
+        let st = host.st.borrow();
+        st.model == Model::Html
+            && st.browser == crate::Browser::Chromium
+            && !repeat
+            && st.timers.get(&id).is_some_and(|t| t.delay_ns == 0)
+    };
+    if zero {
+        host.post_zero_timer(id);
+    }
     Ok(JsValue::from(id))
 }
 

@@ -18,6 +18,9 @@ use crate::{Model, UncaughtError};
 
 impl Host {
     pub(super) fn uncaught(&self, ctx: &mut Context, e: JsError) -> Result<(), Stop> {
+        if let Some(stop) = self.st.borrow_mut().pending_stop.take() {
+            return Err(stop);
+        }
         if let Some(code) = self.st.borrow().exit_request {
             return Err(Stop::Exit(code));
         }

@@ -1,0 +1,141 @@
+//! The compositor lane (html model): frames that keep coming while the main
+//! thread is blocked.
+//!
+//! An animation of only `transform` and `opacity` (`element.animate(...)`)
+//! runs on the compositor in Chromium: its frames are produced at 60 Hz
+//! whether or not the main thread is free, so the page looks alive while
+//! none of the program's code can run. The host records one
+//! `compositor_frame` event per 60 Hz boundary while such an animation is
+//! active, stamped with the boundary's time and whether the main thread was
+//! busy (the boundary passed while JavaScript ran) or idle (the clock jumped
+//! over it between tasks). Main-thread animations (any other property) are
+//! named in the `render_start` of the main thread's rendering steps only.
+//! Nothing here changes what a program prints: it is trace only.
+
+use boa_engine::{Context, JsResult, JsValue};
+use serde_json::json;
+
+use super::natives::{arg_u32, host_of, JsStackScope};
+use super::{State, MS};
+
+/// Most `compositor_frame` events per run (an infinite animation over an
+/// hour of virtual time would otherwise write 216 000 of them).
+const MAX_COMPOSITOR_FRAMES: u64 = 20_000;
+
+pub(super) struct Animation {
+    id: u32,
+    label: String,
+    compositor: bool,
+    /// None: runs until cancelled (infinite iterations).
+    end_ns: Option<u64>,
+}
+
+fn frame_ns(k: u64) -> u64 {
+    (k * 1_000_000_000 + 30) / 60
+}
+
+pub(super) fn n_animation(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
+    let host = host_of(ctx)?;
+    let _js = JsStackScope::enter(&host, ctx);
+    let id = arg_u32(args, 0, ctx)?;
+    let label = args
+        .get(1)
+        .cloned()
+        .unwrap_or_default()
+        .to_string(ctx)?
+        .to_std_string_escaped();
+    let compositor = args.get(2).is_some_and(JsValue::to_boolean);
+    let total_ms = args.get(3).cloned().unwrap_or_default().to_number(ctx)?;
+    let mut st = host.st.borrow_mut();
+    let now = st.now_ns;
+    let end_ns = if total_ms.is_finite() {
+        Some(now + (total_ms.max(0.0) * MS as f64) as u64)
+    } else {
+        None
+    };
+    let lane = if compositor {
+        "compositor"
+    } else {
+        "main-thread"
+    };
+    st.ev(
+        "animation_start",
+        json!({"animation": id, "label": label, "driven_by": lane, "end_ns": end_ns}),
+    );
+    st.animations.push(Animation {
+        id,
+        label,
+        compositor,
+        end_ns,
+    });
+    Ok(JsValue::undefined())
+}
+
+pub(super) fn n_cancel_animation(
+    _: &JsValue,
+    args: &[JsValue],
+    ctx: &mut Context,
+) -> JsResult<JsValue> {
+    let host = host_of(ctx)?;
+    let _js = JsStackScope::enter(&host, ctx);
+    let id = arg_u32(args, 0, ctx)?;
+    let mut st = host.st.borrow_mut();
+    let before = st.animations.len();
+    st.animations.retain(|a| a.id != id);
+    if st.animations.len() != before {
+        st.ev("animation_cancel", json!({"animation": id}));
+    }
+    Ok(JsValue::undefined())
+}
+
+impl State {
+    /// The clock moved from `from` to the current time: one
+    /// `compositor_frame` per 60 Hz boundary in between while a compositor
+    /// animation is active. `busy`: JavaScript was running.
+    pub(super) fn compositor_frames(&mut self, from: u64, busy: bool) {
+        if self.animations.is_empty() || self.trace.is_none() {
+            return;
+        }
+        let to = self.now_ns;
+        let mut k = from.saturating_mul(60) / 1_000_000_000;
+        while frame_ns(k) <= from {
+            k += 1;
+        }
+        while frame_ns(k) <= to {
+            let t = frame_ns(k);
+            self.animations.retain(|a| a.end_ns.is_none_or(|e| e >= t));
+            let active: Vec<_> = self
+                .animations
+                .iter()
+                .filter(|a| a.compositor)
+                .map(|a| json!({"animation": a.id, "label": a.label}))
+                .collect();
+            if active.is_empty() {
+                if self.animations.iter().all(|a| !a.compositor) {
+                    return;
+                }
+            } else if self.compositor_frame_count < MAX_COMPOSITOR_FRAMES {
+                self.compositor_frame_count += 1;
+                let main = if busy { "busy" } else { "idle" };
+                if let Some(tr) = self.trace.as_mut() {
+                    tr.push(
+                        t,
+                        "compositor_frame",
+                        json!({"frame_time_ns": t, "animations": active, "main_thread": main, "lane": "compositor"}),
+                    );
+                }
+            }
+            k += 1;
+        }
+    }
+
+    /// Main-thread animations active now, for `render_start`.
+    pub(super) fn main_thread_animations(&self) -> Vec<serde_json::Value> {
+        let now = self.now_ns;
+        self.animations
+            .iter()
+            .filter(|a| !a.compositor && a.end_ns.is_none_or(|e| e >= now))
+            .map(|a| json!({"animation": a.id, "label": a.label}))
+            .collect()
+    }
+}
