@@ -585,10 +585,11 @@ impl Tracer {
     #[inline]
     pub(crate) fn emit(&self, clock: &Clock, kind: impl FnOnce() -> EventKind) {
         if let Some(sink) = &self.sink {
-            let now = clock.now();
             let mut sink = sink.lock();
-            // The sequence number is taken under the sink lock so that
-            // recorded order and numbering agree.
+            // The clock and the sequence number are read under the sink
+            // lock, so that recorded order, numbering and time agree: read
+            // before the lock, two workers could record `t_ns` going back.
+            let now = clock.now();
             let seq = self.seq.fetch_add(1, Ordering::Relaxed);
             let event = TraceEvent {
                 seq,

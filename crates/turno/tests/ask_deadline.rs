@@ -320,14 +320,15 @@ fn race(threads: usize, timeout: Duration, busy: Duration, offsets: &[i64]) -> L
 #[test]
 fn threaded_a_reply_queued_before_the_deadline_wins_though_the_asker_is_busy() {
     for threads in [2, 1] {
-        // The reply is enqueued at once; the deadline is 20 ms; the asker
-        // stays busy 150 ms in its turn, so the timeout signal is queued
-        // long before it runs again.
+        // The reply is enqueued at once; the deadline is 200 ms (room for
+        // the responder thread on a loaded machine); the asker stays busy
+        // 400 ms in its turn, so the timeout signal is queued long before
+        // it runs again.
         let (_, _, got, stale) = race(
             threads,
-            Duration::from_millis(20),
-            Duration::from_millis(150),
-            &[-20_000],
+            Duration::from_millis(200),
+            Duration::from_millis(400),
+            &[-200_000],
         );
         assert_eq!(got.len(), 1);
         assert!(got[0].1, "{threads} threads: the timeout won");
