@@ -6,10 +6,10 @@
 //! at all. That is the contract the conformance tests
 //! (`tests/conformance.rs`) check on every backend.
 
-use crate::error::Result;
+use crate::error::{Result, StoreError};
 use crate::model::{
-    Claim, Draft, DraftSaved, Enqueued, ForgetReport, KeyRecord, Millis, NewItem, QueueCounts,
-    QueueItem, Snapshot, SnapshotMeta, SweepReport,
+    Claim, DeadLetter, Draft, DraftSaved, Enqueued, ForgetReport, KeyRecord, KeyState, Millis,
+    NewItem, QueueCounts, QueueItem, Snapshot, SnapshotMeta, SweepReport,
 };
 
 /// A snapshot write, as the store hands it to a backend.
@@ -38,10 +38,15 @@ pub trait Backend: Send + Sync {
 
     /// The snapshot, unless absent or expired at `now`.
     fn snapshot_get(&self, owner: &str, key: &str, now: Millis) -> Result<Option<Snapshot>>;
-    /// Writes a snapshot if `put.expected` is the stored version (absent and
-    /// expired count as `None`); returns the new version, or
-    /// [`StoreError::Conflict`](crate::StoreError::Conflict).
-    fn snapshot_put(&self, put: SnapshotPut<'_>, now: Millis) -> Result<u64>;
+    /// One transaction: every put in order (each written only if its
+    /// `expected` is the stored version, absent and expired counting as
+    /// `None`), then the acknowledgement of every id in `acks` (already
+    /// acknowledged or forgotten ids are skipped). All of it or nothing: a
+    /// version mismatch is [`StoreError::Conflict`] and nothing is written.
+    /// Snapshot puts and acks are this call with one side empty; the pump
+    /// uses both at once, so that an actor's state and the acknowledgement
+    /// of the item that changed it commit together.
+    fn commit(&self, puts: &[SnapshotPut<'_>], acks: &[i64], now: Millis) -> Result<Committed>;
     /// Deletes a snapshot if its version is `expected` (`None`: whatever it
     /// is). True when something was deleted; a version mismatch is a
     /// conflict.
@@ -91,23 +96,135 @@ pub trait Backend: Send + Sync {
     fn enqueue(&self, item: NewItem<'_>, now: Millis) -> Result<Enqueued>;
     /// Leases up to `max` deliverable items of `queue`, oldest first, for
     /// `lease` milliseconds. Items leased by others are skipped, not waited
-    /// for.
-    fn lease(&self, queue: &str, max: usize, lease: Millis, now: Millis) -> Result<Vec<QueueItem>>;
-    /// Acknowledges items by id: they are never delivered again. Returns how
-    /// many were newly acknowledged (already acknowledged or forgotten ids
-    /// are skipped).
-    fn ack(&self, ids: &[i64], now: Millis) -> Result<u64>;
+    /// for. A candidate already delivered `max_attempts` times is not
+    /// delivered again: it moves to the dead letters in the same
+    /// transaction (so a lease may return fewer than `max` items while
+    /// more are ready).
+    fn lease(
+        &self,
+        queue: &str,
+        max: usize,
+        lease: Millis,
+        max_attempts: u32,
+        now: Millis,
+    ) -> Result<Vec<QueueItem>>;
     /// Ends a lease early, making the item deliverable at `not_before`. A
     /// token that is not the current lease's is ignored (false).
     fn release(&self, id: i64, lease_token: i64, not_before: Millis) -> Result<bool>;
     /// The queue's counts at `now`.
     fn queue_counts(&self, queue: &str, now: Millis) -> Result<QueueCounts>;
+    /// The queue's dead letters, oldest first, at most `limit`.
+    fn dead_letters(&self, queue: &str, limit: usize) -> Result<Vec<DeadLetter>>;
+    /// Moves a dead letter back onto its queue with no attempts, ready at
+    /// `now`; false when there is no dead letter with that id.
+    fn requeue_dead(&self, id: i64, now: Millis) -> Result<bool>;
 
     /// Removes what expired before `now`, and acknowledged items older than
-    /// `dedup_window`.
+    /// `dedup_window`. Dead letters stay until requeued or forgotten.
     fn sweep(&self, now: Millis, dedup_window: Millis) -> Result<SweepReport>;
     /// Removes every snapshot, draft, key and queue item of `owner`, and
     /// scrubs what the database files still hold of them where the engine
     /// allows it.
     fn forget(&self, owner: &str) -> Result<ForgetReport>;
+}
+
+/// What [`Backend::commit`] wrote.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Committed {
+    /// The new version of each put, in order.
+    pub versions: Vec<u64>,
+    /// How many ids were newly acknowledged.
+    pub acked: u64,
+}
+
+// ---- what every backend decides the same way ------------------------------
+//
+// The backends differ in how they read and write; the decisions below are
+// the store's semantics, kept in one place so the three cannot drift.
+
+/// The version check of a snapshot put: `Ok(new version)` when the caller's
+/// `expected` is the stored live version (`actual`), else the conflict.
+pub(crate) fn next_version(put: &SnapshotPut<'_>, actual: Option<u64>) -> Result<u64> {
+    if actual != put.expected {
+        return Err(conflict(put.owner, put.key, put.expected, actual));
+    }
+    Ok(actual.unwrap_or(0) + 1)
+}
+
+/// The version check of a delete: `None` deletes whatever is there.
+pub(crate) fn check_delete(
+    owner: &str,
+    key: &str,
+    expected: Option<u64>,
+    actual: Option<u64>,
+) -> Result<()> {
+    if expected.is_some() && actual != expected {
+        return Err(conflict(owner, key, expected, actual));
+    }
+    Ok(())
+}
+
+pub(crate) fn conflict(
+    owner: &str,
+    key: &str,
+    expected: Option<u64>,
+    actual: Option<u64>,
+) -> StoreError {
+    StoreError::Conflict {
+        owner: owner.into(),
+        key: key.into(),
+        expected,
+        actual,
+    }
+}
+
+/// True when a draft of `version` may replace the stored live one.
+pub(crate) fn draft_is_newer(stored: Option<u64>, version: u64) -> std::result::Result<(), u64> {
+    match stored {
+        Some(s) if s >= version => Err(s),
+        _ => Ok(()),
+    }
+}
+
+/// The IETF draft's decision for a key that is live: a different request
+/// first (422), then in progress (409), else the stored result.
+pub(crate) fn classify(
+    stored_fp: &[u8],
+    state: KeyState,
+    result: Option<&[u8]>,
+    fingerprint: &[u8],
+) -> Claim {
+    if stored_fp != fingerprint {
+        Claim::FingerprintMismatch
+    } else {
+        match state {
+            KeyState::InProgress => Claim::InProgress,
+            KeyState::Completed => Claim::Completed(result.unwrap_or_default().to_vec()),
+        }
+    }
+}
+
+pub(crate) fn not_in_progress(owner: &str, key: &str, completed: bool) -> StoreError {
+    StoreError::NotInProgress {
+        owner: owner.into(),
+        key: key.into(),
+        state: if completed { "completed" } else { "absent" },
+    }
+}
+
+/// How the SQL backends store [`KeyState`].
+pub(crate) fn key_state(n: i64) -> Result<KeyState> {
+    match n {
+        0 => Ok(KeyState::InProgress),
+        1 => Ok(KeyState::Completed),
+        other => Err(StoreError::Corrupt(format!(
+            "idempotency key state {other}"
+        ))),
+    }
+}
+
+/// A leased candidate past the attempt cap: its lease incremented the
+/// attempt counter once more than it was delivered.
+pub(crate) fn is_poison(attempt_after_lease: u32, max_attempts: u32) -> bool {
+    attempt_after_lease > max_attempts
 }

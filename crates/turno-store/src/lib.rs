@@ -29,7 +29,11 @@
 //! - **Durable queues** ([`Store::enqueue`], [`Store::lease`],
 //!   [`Store::ack`]) and a [`Pump`] that delivers one into an actor: at
 //!   least once, acknowledged after the turn, deduplicated by key,
-//!   backpressure through the actor's suspend mailbox.
+//!   backpressure through the actor's suspend mailbox; **effectively once**
+//!   when the actor's state and the ack commit in one transaction
+//!   ([`Store::commit`], [`Delivery::ack_with_snapshot`]); a poison item
+//!   goes to the **dead letters** after [`Store::max_attempts`] deliveries
+//!   ([`Store::dead_letters`]).
 //! - **Forgetting** ([`Store::forget`]): every snapshot, draft, key and
 //!   queued item of an owner, gone, including from the SQLite files.
 //!
@@ -63,15 +67,17 @@ pub mod sqlite;
 mod store;
 pub mod sweep;
 
-pub use backend::{Backend, SnapshotPut};
+pub use backend::{Backend, Committed, SnapshotPut};
 pub use drafts::{Drafts, Source};
 pub use error::{Result, StoreError};
 pub use memory::MemoryBackend;
 pub use model::{
-    Claim, Draft, DraftSaved, Enqueued, ForgetReport, KeyRecord, KeyState, Millis, NewItem,
-    QueueCounts, QueueItem, Snapshot, SnapshotMeta, SweepReport,
+    Claim, DeadLetter, Draft, DraftSaved, Enqueued, ForgetReport, KeyRecord, KeyState, Millis,
+    NewItem, QueueCounts, QueueItem, Snapshot, SnapshotMeta, SnapshotWrite, SweepReport,
 };
 pub use pump::{Delivery, Pump, PumpConfig, PumpStats};
 pub use sqlite::{Durability, SqliteBackend, SqliteConfig};
-pub use store::{Clock, ManualClock, Store, SystemClock, DEFAULT_RETENTION, MAX_NAME_LEN};
+pub use store::{
+    Clock, ManualClock, Store, SystemClock, DEFAULT_MAX_ATTEMPTS, DEFAULT_RETENTION, MAX_NAME_LEN,
+};
 pub use sweep::{SweepTotals, Sweeper};

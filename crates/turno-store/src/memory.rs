@@ -4,11 +4,14 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use crate::backend::{Backend, SnapshotPut};
-use crate::error::{Result, StoreError};
+use crate::backend::{
+    check_delete, classify, draft_is_newer, is_poison, next_version, not_in_progress, Backend,
+    Committed, SnapshotPut,
+};
+use crate::error::Result;
 use crate::model::{
-    Claim, Draft, DraftSaved, Enqueued, ForgetReport, KeyRecord, KeyState, Millis, NewItem,
-    QueueCounts, QueueItem, Snapshot, SnapshotMeta, SweepReport,
+    Claim, DeadLetter, Draft, DraftSaved, Enqueued, ForgetReport, KeyRecord, KeyState, Millis,
+    NewItem, QueueCounts, QueueItem, Snapshot, SnapshotMeta, SweepReport,
 };
 
 type Id = (String, String);
@@ -24,6 +27,7 @@ struct Item {
     not_before: Millis,
     lease_until: Option<Millis>,
     lease_token: i64,
+    enqueued_at: Millis,
 }
 
 #[derive(Default)]
@@ -32,8 +36,9 @@ struct Inner {
     drafts: BTreeMap<Id, Draft>,
     keys: BTreeMap<Id, KeyRecord>,
     items: BTreeMap<i64, Item>,
-    /// (queue, key) -> id, for deduplication.
+    /// (queue, key) -> id, for deduplication (queued and dead items).
     item_keys: BTreeMap<Id, i64>,
+    dead: BTreeMap<i64, DeadLetter>,
     next_id: i64,
 }
 
@@ -53,6 +58,15 @@ impl MemoryBackend {
         // A panic while holding the lock cannot leave a half-applied call:
         // every method checks first and mutates last.
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Inner {
+    fn live_snapshot_version(&self, k: &Id, now: Millis) -> Option<u64> {
+        self.snapshots
+            .get(k)
+            .filter(|s| live(s.expires_at, now))
+            .map(|s| s.version)
     }
 }
 
@@ -77,35 +91,45 @@ impl Backend for MemoryBackend {
             .cloned())
     }
 
-    fn snapshot_put(&self, put: SnapshotPut<'_>, now: Millis) -> Result<u64> {
+    fn commit(&self, puts: &[SnapshotPut<'_>], acks: &[i64], now: Millis) -> Result<Committed> {
         let mut g = self.lock();
-        let k = id(put.owner, put.key);
-        let actual = g
-            .snapshots
-            .get(&k)
-            .filter(|s| live(s.expires_at, now))
-            .map(|s| s.version);
-        if actual != put.expected {
-            return Err(StoreError::Conflict {
-                owner: put.owner.into(),
-                key: put.key.into(),
-                expected: put.expected,
-                actual,
-            });
+        // Check every put first (a later put may build on an earlier one of
+        // the same snapshot), then write: all or nothing.
+        let mut seen: BTreeMap<Id, Option<u64>> = BTreeMap::new();
+        let mut versions = Vec::with_capacity(puts.len());
+        for put in puts {
+            let k = id(put.owner, put.key);
+            let actual = match seen.get(&k) {
+                Some(v) => *v,
+                None => g.live_snapshot_version(&k, now),
+            };
+            let version = next_version(put, actual)?;
+            seen.insert(k, Some(version));
+            versions.push(version);
         }
-        let version = actual.unwrap_or(0) + 1;
-        g.snapshots.insert(
-            k,
-            Snapshot {
-                owner: put.owner.into(),
-                key: put.key.into(),
-                version,
-                data: put.data.to_vec(),
-                updated_at: now,
-                expires_at: put.expires_at,
-            },
-        );
-        Ok(version)
+        for (put, &version) in puts.iter().zip(&versions) {
+            g.snapshots.insert(
+                id(put.owner, put.key),
+                Snapshot {
+                    owner: put.owner.into(),
+                    key: put.key.into(),
+                    version,
+                    data: put.data.to_vec(),
+                    updated_at: now,
+                    expires_at: put.expires_at,
+                },
+            );
+        }
+        let mut acked = 0;
+        for i in acks {
+            if let Some(it) = g.items.get_mut(i).filter(|it| it.acked_at.is_none()) {
+                it.acked_at = Some(now);
+                it.payload = Vec::new();
+                it.lease_until = None;
+                acked += 1;
+            }
+        }
+        Ok(Committed { versions, acked })
     }
 
     fn snapshot_delete(
@@ -117,21 +141,8 @@ impl Backend for MemoryBackend {
     ) -> Result<bool> {
         let mut g = self.lock();
         let k = id(owner, key);
-        let actual = g
-            .snapshots
-            .get(&k)
-            .filter(|s| live(s.expires_at, now))
-            .map(|s| s.version);
-        if let Some(e) = expected {
-            if actual != Some(e) {
-                return Err(StoreError::Conflict {
-                    owner: owner.into(),
-                    key: key.into(),
-                    expected,
-                    actual,
-                });
-            }
-        }
+        let actual = g.live_snapshot_version(&k, now);
+        check_delete(owner, key, expected, actual)?;
         Ok(g.snapshots.remove(&k).is_some() && actual.is_some())
     }
 
@@ -152,12 +163,13 @@ impl Backend for MemoryBackend {
     fn draft_save(&self, draft: &Draft, now: Millis) -> Result<DraftSaved> {
         let mut g = self.lock();
         let k = id(&draft.owner, &draft.key);
-        if let Some(old) = g.drafts.get(&k).filter(|d| live(d.expires_at, now)) {
-            if old.version >= draft.version {
-                return Ok(DraftSaved::Stale {
-                    stored: old.version,
-                });
-            }
+        let stored = g
+            .drafts
+            .get(&k)
+            .filter(|d| live(d.expires_at, now))
+            .map(|d| d.version);
+        if let Err(stored) = draft_is_newer(stored, draft.version) {
+            return Ok(DraftSaved::Stale { stored });
         }
         g.drafts.insert(k, draft.clone());
         Ok(DraftSaved::Saved)
@@ -273,16 +285,25 @@ impl Backend for MemoryBackend {
                 not_before: now,
                 lease_until: None,
                 lease_token: 0,
+                enqueued_at: now,
             },
         );
         Ok(Enqueued::New(new))
     }
 
-    fn lease(&self, queue: &str, max: usize, lease: Millis, now: Millis) -> Result<Vec<QueueItem>> {
+    fn lease(
+        &self,
+        queue: &str,
+        max: usize,
+        lease: Millis,
+        max_attempts: u32,
+        now: Millis,
+    ) -> Result<Vec<QueueItem>> {
         let mut g = self.lock();
         let mut out = Vec::new();
+        let mut poison = Vec::new();
         for (&item_id, it) in g.items.iter_mut() {
-            if out.len() >= max {
+            if out.len() + poison.len() >= max {
                 break;
             }
             let deliverable = it.queue == queue
@@ -290,6 +311,10 @@ impl Backend for MemoryBackend {
                 && it.not_before <= now
                 && it.lease_until.is_none_or(|l| l <= now);
             if !deliverable {
+                continue;
+            }
+            if is_poison(it.attempts + 1, max_attempts) {
+                poison.push(item_id);
                 continue;
             }
             it.attempts += 1;
@@ -306,21 +331,24 @@ impl Backend for MemoryBackend {
                 lease_until: now.saturating_add(lease),
             });
         }
-        Ok(out)
-    }
-
-    fn ack(&self, ids: &[i64], now: Millis) -> Result<u64> {
-        let mut g = self.lock();
-        let mut n = 0;
-        for i in ids {
-            if let Some(it) = g.items.get_mut(i).filter(|it| it.acked_at.is_none()) {
-                it.acked_at = Some(now);
-                it.payload = Vec::new();
-                it.lease_until = None;
-                n += 1;
+        for item_id in poison {
+            if let Some(it) = g.items.remove(&item_id) {
+                g.dead.insert(
+                    item_id,
+                    DeadLetter {
+                        id: item_id,
+                        queue: it.queue,
+                        owner: it.owner,
+                        key: it.key,
+                        payload: it.payload,
+                        attempts: it.attempts,
+                        enqueued_at: it.enqueued_at,
+                        dead_at: now,
+                    },
+                );
             }
         }
-        Ok(n)
+        Ok(out)
     }
 
     fn release(&self, item_id: i64, lease_token: i64, not_before: Millis) -> Result<bool> {
@@ -341,7 +369,10 @@ impl Backend for MemoryBackend {
 
     fn queue_counts(&self, queue: &str, now: Millis) -> Result<QueueCounts> {
         let g = self.lock();
-        let mut c = QueueCounts::default();
+        let mut c = QueueCounts {
+            dead: g.dead.values().filter(|d| d.queue == queue).count() as u64,
+            ..QueueCounts::default()
+        };
         for it in g.items.values().filter(|it| it.queue == queue) {
             if it.acked_at.is_some() {
                 c.acked += 1;
@@ -352,6 +383,39 @@ impl Backend for MemoryBackend {
             }
         }
         Ok(c)
+    }
+
+    fn dead_letters(&self, queue: &str, limit: usize) -> Result<Vec<DeadLetter>> {
+        let g = self.lock();
+        Ok(g.dead
+            .values()
+            .filter(|d| d.queue == queue)
+            .take(limit)
+            .cloned()
+            .collect())
+    }
+
+    fn requeue_dead(&self, item_id: i64, now: Millis) -> Result<bool> {
+        let mut g = self.lock();
+        let Some(d) = g.dead.remove(&item_id) else {
+            return Ok(false);
+        };
+        g.items.insert(
+            item_id,
+            Item {
+                queue: d.queue,
+                owner: d.owner,
+                key: d.key,
+                payload: d.payload,
+                acked_at: None,
+                attempts: 0,
+                not_before: now,
+                lease_until: None,
+                lease_token: 0,
+                enqueued_at: d.enqueued_at,
+            },
+        );
+        Ok(true)
     }
 
     fn sweep(&self, now: Millis, dedup_window: Millis) -> Result<SweepReport> {
@@ -403,6 +467,18 @@ impl Backend for MemoryBackend {
             .collect();
         r.queue_items = theirs.len() as u64;
         remove_items(&mut g, &theirs);
+        let dead: Vec<i64> = g
+            .dead
+            .values()
+            .filter(|d| d.owner == owner)
+            .map(|d| d.id)
+            .collect();
+        for i in &dead {
+            if let Some(d) = g.dead.remove(i) {
+                g.item_keys.remove(&(d.queue, d.key));
+            }
+        }
+        r.queue_items += dead.len() as u64;
         Ok(r)
     }
 }
@@ -412,31 +488,5 @@ fn remove_items(g: &mut Inner, ids: &[i64]) {
         if let Some(it) = g.items.remove(i) {
             g.item_keys.remove(&(it.queue, it.key));
         }
-    }
-}
-
-/// The IETF draft's decision for a key that is live: a different request
-/// first (422), then in progress (409), else the stored result.
-pub(crate) fn classify(
-    stored_fp: &[u8],
-    state: KeyState,
-    result: Option<&[u8]>,
-    fingerprint: &[u8],
-) -> Claim {
-    if stored_fp != fingerprint {
-        Claim::FingerprintMismatch
-    } else {
-        match state {
-            KeyState::InProgress => Claim::InProgress,
-            KeyState::Completed => Claim::Completed(result.unwrap_or_default().to_vec()),
-        }
-    }
-}
-
-pub(crate) fn not_in_progress(owner: &str, key: &str, completed: bool) -> StoreError {
-    StoreError::NotInProgress {
-        owner: owner.into(),
-        key: key.into(),
-        state: if completed { "completed" } else { "absent" },
     }
 }

@@ -185,6 +185,76 @@ pub struct QueueCounts {
     pub leased: u64,
     /// Acknowledged and still remembered for deduplication.
     pub acked: u64,
+    /// Moved to the dead letters after too many deliveries (see
+    /// [`Store::dead_letters`](crate::Store::dead_letters)).
+    pub dead: u64,
+}
+
+/// A queue item that was delivered the store's maximum number of times
+/// without an acknowledgement (a poison item: its handler fails on it
+/// every time) and so is not delivered again. Kept, with its payload,
+/// until requeued ([`Store::requeue_dead`](crate::Store::requeue_dead)) or
+/// forgotten; a sweep never removes it. Its key stays taken: an enqueue of
+/// the same key is a duplicate of the dead letter.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeadLetter {
+    /// The item's id (the same as when it was queued).
+    pub id: i64,
+    /// Its queue.
+    pub queue: String,
+    /// Its owner.
+    pub owner: String,
+    /// Its deduplication key.
+    pub key: String,
+    /// The payload.
+    pub payload: Vec<u8>,
+    /// How many times it was delivered.
+    pub attempts: u32,
+    /// When it was enqueued.
+    pub enqueued_at: Millis,
+    /// When it was moved to the dead letters.
+    pub dead_at: Millis,
+}
+
+/// A snapshot put to commit together with queue acknowledgements
+/// ([`Store::commit`](crate::Store::commit),
+/// [`Delivery::ack_with_snapshot`](crate::Delivery::ack_with_snapshot)).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SnapshotWrite {
+    /// See [`Snapshot::owner`].
+    pub owner: String,
+    /// See [`Snapshot::key`].
+    pub key: String,
+    /// The version the writer read (`None`: it must not exist). The new
+    /// version is `expected + 1` (1 when `None`).
+    pub expected: Option<u64>,
+    /// The payload.
+    pub data: Vec<u8>,
+    /// A time to live from the commit, if any.
+    pub ttl: Option<std::time::Duration>,
+}
+
+impl SnapshotWrite {
+    /// A put of `data` over version `expected`, with no expiry.
+    pub fn new(
+        owner: impl Into<String>,
+        key: impl Into<String>,
+        expected: Option<u64>,
+        data: impl Into<Vec<u8>>,
+    ) -> Self {
+        SnapshotWrite {
+            owner: owner.into(),
+            key: key.into(),
+            expected,
+            data: data.into(),
+            ttl: None,
+        }
+    }
+
+    /// The version this write creates.
+    pub fn new_version(&self) -> u64 {
+        self.expected.unwrap_or(0) + 1
+    }
 }
 
 /// What a sweep removed.
@@ -196,7 +266,8 @@ pub struct SweepReport {
     pub drafts: u64,
     /// Idempotency keys past their retention window.
     pub keys: u64,
-    /// Acknowledged queue items past the dedup window.
+    /// Acknowledged queue items past the dedup window (never dead
+    /// letters).
     pub queue_items: u64,
 }
 
@@ -209,7 +280,7 @@ pub struct ForgetReport {
     pub drafts: u64,
     /// Idempotency keys removed.
     pub keys: u64,
-    /// Queue items removed (queued, leased or acknowledged).
+    /// Queue items removed (queued, leased, acknowledged or dead letters).
     pub queue_items: u64,
     /// SQLite: the write-ahead log was checkpointed and truncated, so the
     /// owner's bytes are gone from every database file. `false` when another

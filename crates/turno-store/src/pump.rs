@@ -17,12 +17,23 @@
 //! (the store's lease query skips acknowledged rows, and acknowledgement is
 //! durable when the commit returns). The pump never has two deliveries of
 //! one key in flight: an item whose lease ran out while it still waited in
-//! the mailbox is not sent a second time. What at-least-once leaves is one
-//! window: the process dies after the turn handled an item and before the
-//! ack committed. That item comes back with [`Delivery::attempt`] > 1 and
-//! the same [`Delivery::key`], so an actor whose effects must happen once
-//! keeps the keys it has applied in its own (persisted) state and skips a
-//! key it has seen.
+//! the mailbox is not sent a second time. With a plain [`Delivery::ack`],
+//! at-least-once leaves one window: the process dies after the turn
+//! handled an item and before the ack committed, and the item comes back
+//! (with [`Delivery::attempt`] > 1 and the same [`Delivery::key`]). An
+//! actor whose state lives in a store snapshot closes that window with
+//! [`Delivery::ack_with_snapshot`]: its new state and the item's
+//! acknowledgement commit in **one transaction** ([`Store::commit`]). After
+//! any crash either both are on disk (the item is never delivered again)
+//! or neither is (the item is delivered again to an actor restored from
+//! the snapshot before it), so each item changes the stored state exactly
+//! once. `tests/effectively_once.rs` kills a process with SIGKILL between
+//! the turn and that commit, and shows it.
+//!
+//! **Poison items.** An item whose handler never acknowledges it (it
+//! panics every time, say) is delivered [`Store::max_attempts`] times and
+//! then moves to the store's dead letters ([`Store::dead_letters`]), where
+//! it is counted and kept until requeued or forgotten.
 //!
 //! **Backpressure.** The pump holds at most the mailbox's capacity of
 //! leased, unacknowledged items, and sends with
@@ -44,12 +55,20 @@ use turno::{Addr, Verdict};
 #[cfg(doc)]
 use turno::Policy;
 
-use crate::model::QueueItem;
+use crate::error::StoreError;
+use crate::model::{QueueItem, SnapshotWrite};
 use crate::store::Store;
 
 enum Done {
-    Ack { id: i64, key: String },
+    Ack(Ack),
     Release { item: QueueItem, delay: Duration },
+}
+
+/// An acknowledgement waiting for its commit, with the snapshot put that
+/// must commit with it.
+struct Ack {
+    item: QueueItem,
+    write: Option<SnapshotWrite>,
 }
 
 /// One queue item, delivered to an actor as (part of) its message. Call
@@ -106,10 +125,30 @@ impl Delivery {
     /// is never delivered again.
     pub fn ack(mut self) {
         if let Some(item) = self.item.take() {
-            let _ = self.done.send(Done::Ack {
-                id: item.id,
-                key: item.key,
-            });
+            let _ = self.done.send(Done::Ack(Ack { item, write: None }));
+        }
+    }
+
+    /// Handled, and this is the actor's state after it: the pump commits
+    /// the snapshot put and the acknowledgement in one transaction
+    /// ([`Store::commit`]), off the turn. Either both reach the disk or
+    /// neither does, so after a crash the item is delivered again exactly
+    /// when the state it produced was lost with the process: each item
+    /// changes the stored state once.
+    ///
+    /// `write.expected` is the version the actor's state was restored from
+    /// or last wrote (the new version is `expected + 1`); the pump commits
+    /// in the order of the acks, so an actor may write again before the
+    /// previous commit returned. If the put conflicts (someone else wrote
+    /// that snapshot), nothing of this delivery is committed: the item is
+    /// released to be delivered again, and [`PumpStats::conflicts`] counts
+    /// it. A snapshot written this way should have no other writer.
+    pub fn ack_with_snapshot(mut self, write: SnapshotWrite) {
+        if let Some(item) = self.item.take() {
+            let _ = self.done.send(Done::Ack(Ack {
+                item,
+                write: Some(write),
+            }));
         }
     }
 
@@ -132,7 +171,7 @@ impl Drop for Delivery {
     }
 }
 
-/// The hook told of committed acknowledgements (their keys).
+/// The hooks told of acknowledgements (their keys).
 type OnAcked = Box<dyn FnMut(&[String]) + Send>;
 
 /// How a [`Pump`] runs.
@@ -141,6 +180,7 @@ pub struct PumpConfig {
     batch: usize,
     poll: Duration,
     on_acked: Option<OnAcked>,
+    before_commit: Option<OnAcked>,
 }
 
 impl std::fmt::Debug for PumpConfig {
@@ -160,6 +200,7 @@ impl Default for PumpConfig {
             batch: 64,
             poll: Duration::from_millis(50),
             on_acked: None,
+            before_commit: None,
         }
     }
 }
@@ -192,6 +233,15 @@ impl PumpConfig {
         self.on_acked = Some(Box::new(f));
         self
     }
+
+    /// Called on the pump thread with the keys of each batch of
+    /// acknowledgements just before their commit: the actor has handled
+    /// them, the store does not know yet. (The crash tests kill the process
+    /// here.)
+    pub fn before_commit(mut self, f: impl FnMut(&[String]) + Send + 'static) -> Self {
+        self.before_commit = Some(Box::new(f));
+        self
+    }
 }
 
 /// Counters of a running pump.
@@ -209,6 +259,9 @@ pub struct PumpStats {
     pub duplicates_skipped: AtomicU64,
     /// Store calls that failed (retried at the next poll).
     pub errors: AtomicU64,
+    /// Deliveries acknowledged with a snapshot put that conflicted: nothing
+    /// of them was committed and they were released for redelivery.
+    pub conflicts: AtomicU64,
 }
 
 /// A thread delivering a durable queue into an actor. See the
@@ -296,8 +349,8 @@ struct Runner<M, F> {
     stats: Arc<PumpStats>,
     /// Key -> id of every item sent and not yet settled in the store.
     in_flight: HashMap<String, i64>,
-    /// Acknowledged by the actor, not yet committed: (id, key).
-    acks: Vec<(i64, String)>,
+    /// Acknowledged by the actor, not yet committed, in order.
+    acks: Vec<Ack>,
 }
 
 impl<M: Send + 'static, F: Fn(Delivery) -> M> Runner<M, F> {
@@ -381,7 +434,7 @@ impl<M: Send + 'static, F: Fn(Delivery) -> M> Runner<M, F> {
 
     fn settle(&mut self, d: Done) {
         match d {
-            Done::Ack { id, key } => self.acks.push((id, key)),
+            Done::Ack(a) => self.acks.push(a),
             Done::Release { item, delay } => {
                 self.in_flight.remove(&item.key);
                 self.stats.released.fetch_add(1, Ordering::Relaxed);
@@ -397,18 +450,35 @@ impl<M: Send + 'static, F: Fn(Delivery) -> M> Runner<M, F> {
         if self.acks.is_empty() {
             return;
         }
-        let ids: Vec<i64> = self.acks.iter().map(|(id, _)| *id).collect();
-        match self.store.ack(&ids) {
-            Ok(_) => {
-                let keys: Vec<String> = self.acks.drain(..).map(|(_, k)| k).collect();
-                for k in &keys {
-                    self.in_flight.remove(k);
-                }
-                self.stats
-                    .acked
-                    .fetch_add(keys.len() as u64, Ordering::Relaxed);
-                if let Some(f) = self.cfg.on_acked.as_mut() {
-                    f(&keys);
+        if let Some(f) = self.cfg.before_commit.as_mut() {
+            let keys: Vec<String> = self.acks.iter().map(|a| a.item.key.clone()).collect();
+            f(&keys);
+        }
+        match commit(&self.store, &self.acks) {
+            Ok(()) => {
+                let acks = std::mem::take(&mut self.acks);
+                self.committed(acks);
+            }
+            Err(StoreError::Conflict { .. }) => {
+                // One put of the batch is stale, and the whole batch rolled
+                // back: commit each delivery alone, so that only the
+                // conflicting ones (and those built on them) are refused.
+                for a in std::mem::take(&mut self.acks) {
+                    match commit(&self.store, std::slice::from_ref(&a)) {
+                        Ok(()) => self.committed(vec![a]),
+                        Err(StoreError::Conflict { .. }) => {
+                            self.stats.conflicts.fetch_add(1, Ordering::Relaxed);
+                            self.settle(Done::Release {
+                                item: a.item,
+                                delay: Duration::ZERO,
+                            });
+                        }
+                        // Kept for the next round, in order.
+                        Err(_) => {
+                            self.stats.errors.fetch_add(1, Ordering::Relaxed);
+                            self.acks.push(a);
+                        }
+                    }
                 }
             }
             Err(_) => {
@@ -419,4 +489,24 @@ impl<M: Send + 'static, F: Fn(Delivery) -> M> Runner<M, F> {
             }
         }
     }
+
+    fn committed(&mut self, acks: Vec<Ack>) {
+        let keys: Vec<String> = acks.into_iter().map(|a| a.item.key).collect();
+        for k in &keys {
+            self.in_flight.remove(k);
+        }
+        self.stats
+            .acked
+            .fetch_add(keys.len() as u64, Ordering::Relaxed);
+        if let Some(f) = self.cfg.on_acked.as_mut() {
+            f(&keys);
+        }
+    }
+}
+
+/// The acks and their snapshot puts, in one transaction.
+fn commit(store: &Store, acks: &[Ack]) -> crate::Result<()> {
+    let ids: Vec<i64> = acks.iter().map(|a| a.item.id).collect();
+    let writes: Vec<SnapshotWrite> = acks.iter().filter_map(|a| a.write.clone()).collect();
+    store.commit(&writes, &ids).map(|_| ())
 }

@@ -24,16 +24,19 @@ use std::time::Duration;
 
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
-use crate::backend::{Backend, SnapshotPut};
+use crate::backend::{
+    check_delete, classify, draft_is_newer, is_poison, key_state, next_version, not_in_progress,
+    Backend, Committed, SnapshotPut,
+};
 use crate::error::{Result, StoreError};
-use crate::memory::{classify, not_in_progress};
 use crate::model::{
-    Claim, Draft, DraftSaved, Enqueued, ForgetReport, KeyRecord, KeyState, Millis, NewItem,
+    Claim, DeadLetter, Draft, DraftSaved, Enqueued, ForgetReport, KeyRecord, Millis, NewItem,
     QueueCounts, QueueItem, Snapshot, SnapshotMeta, SweepReport,
 };
 
-/// The schema version this code writes (in `PRAGMA user_version`).
-const SCHEMA_VERSION: i64 = 1;
+/// The schema version this code writes (in `PRAGMA user_version`). 2 added
+/// `turno_dead`; a version-1 file is upgraded on open.
+const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS turno_snapshots (
@@ -59,6 +62,12 @@ CREATE TABLE IF NOT EXISTS turno_queue (
     UNIQUE (queue, key));
 CREATE INDEX IF NOT EXISTS turno_queue_ready ON turno_queue (queue, id) WHERE acked_at IS NULL;
 CREATE INDEX IF NOT EXISTS turno_queue_owner ON turno_queue (owner);
+CREATE TABLE IF NOT EXISTS turno_dead (
+    id INTEGER PRIMARY KEY, queue TEXT NOT NULL, owner TEXT NOT NULL, key TEXT NOT NULL,
+    payload BLOB NOT NULL, attempts INTEGER NOT NULL, enqueued_at INTEGER NOT NULL,
+    dead_at INTEGER NOT NULL,
+    UNIQUE (queue, key));
+CREATE INDEX IF NOT EXISTS turno_dead_owner ON turno_dead (owner);
 ";
 
 /// How hard a commit waits for the disk. See the [module docs](self).
@@ -244,16 +253,6 @@ fn live_version(
     Ok(v.map(|v| v as u64))
 }
 
-fn key_state(n: i64) -> Result<KeyState> {
-    match n {
-        0 => Ok(KeyState::InProgress),
-        1 => Ok(KeyState::Completed),
-        other => Err(StoreError::Corrupt(format!(
-            "idempotency key state {other}"
-        ))),
-    }
-}
-
 impl Backend for SqliteBackend {
     fn name(&self) -> &'static str {
         "sqlite"
@@ -279,32 +278,38 @@ impl Backend for SqliteBackend {
             .optional()?)
     }
 
-    fn snapshot_put(&self, put: SnapshotPut<'_>, now: Millis) -> Result<u64> {
+    fn commit(&self, puts: &[SnapshotPut<'_>], acks: &[i64], now: Millis) -> Result<Committed> {
         self.write(|tx| {
-            let actual = live_version(tx, Versioned::Snapshots, put.owner, put.key, now)?;
-            if actual != put.expected {
-                return Err(StoreError::Conflict {
-                    owner: put.owner.into(),
-                    key: put.key.into(),
-                    expected: put.expected,
-                    actual,
-                });
+            let mut versions = Vec::with_capacity(puts.len());
+            for put in puts {
+                let actual = live_version(tx, Versioned::Snapshots, put.owner, put.key, now)?;
+                let version = next_version(put, actual)?;
+                tx.prepare_cached(
+                    "INSERT OR REPLACE INTO turno_snapshots
+                     (owner, key, version, data, updated_at, expires_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                )?
+                .execute(params![
+                    put.owner,
+                    put.key,
+                    version as i64,
+                    put.data,
+                    now,
+                    put.expires_at
+                ])?;
+                versions.push(version);
             }
-            let version = actual.unwrap_or(0) + 1;
-            tx.prepare_cached(
-                "INSERT OR REPLACE INTO turno_snapshots
-                 (owner, key, version, data, updated_at, expires_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            )?
-            .execute(params![
-                put.owner,
-                put.key,
-                version as i64,
-                put.data,
-                now,
-                put.expires_at
-            ])?;
-            Ok(version)
+            let mut acked = 0;
+            if !acks.is_empty() {
+                let mut stmt = tx.prepare_cached(
+                    "UPDATE turno_queue SET acked_at = ?2, payload = X'', lease_until = NULL
+                     WHERE id = ?1 AND acked_at IS NULL",
+                )?;
+                for id in acks {
+                    acked += stmt.execute(params![id, now])? as u64;
+                }
+            }
+            Ok(Committed { versions, acked })
         })
     }
 
@@ -317,14 +322,7 @@ impl Backend for SqliteBackend {
     ) -> Result<bool> {
         self.write(|tx| {
             let actual = live_version(tx, Versioned::Snapshots, owner, key, now)?;
-            if expected.is_some() && actual != expected {
-                return Err(StoreError::Conflict {
-                    owner: owner.into(),
-                    key: key.into(),
-                    expected,
-                    actual,
-                });
-            }
+            check_delete(owner, key, expected, actual)?;
             tx.prepare_cached("DELETE FROM turno_snapshots WHERE owner = ?1 AND key = ?2")?
                 .execute(params![owner, key])?;
             Ok(actual.is_some())
@@ -350,10 +348,9 @@ impl Backend for SqliteBackend {
 
     fn draft_save(&self, d: &Draft, now: Millis) -> Result<DraftSaved> {
         self.write(|tx| {
-            if let Some(stored) = live_version(tx, Versioned::Drafts, &d.owner, &d.key, now)? {
-                if stored >= d.version {
-                    return Ok(DraftSaved::Stale { stored });
-                }
+            let stored = live_version(tx, Versioned::Drafts, &d.owner, &d.key, now)?;
+            if let Err(stored) = draft_is_newer(stored, d.version) {
+                return Ok(DraftSaved::Stale { stored });
             }
             tx.prepare_cached(
                 "INSERT OR REPLACE INTO turno_drafts
@@ -537,23 +534,36 @@ impl Backend for SqliteBackend {
 
     fn enqueue(&self, item: NewItem<'_>, now: Millis) -> Result<Enqueued> {
         self.write(|tx| {
+            // A dead letter keeps its key taken.
             let n = tx
                 .prepare_cached(
                     "INSERT INTO turno_queue (queue, owner, key, payload, not_before, enqueued_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?5) ON CONFLICT (queue, key) DO NOTHING",
+                     SELECT ?1, ?2, ?3, ?4, ?5, ?5 WHERE NOT EXISTS
+                         (SELECT 1 FROM turno_dead WHERE queue = ?1 AND key = ?3)
+                     ON CONFLICT (queue, key) DO NOTHING",
                 )?
                 .execute(params![item.queue, item.owner, item.key, item.payload, now])?;
             if n == 1 {
                 return Ok(Enqueued::New(tx.last_insert_rowid()));
             }
             let id: i64 = tx
-                .prepare_cached("SELECT id FROM turno_queue WHERE queue = ?1 AND key = ?2")?
+                .prepare_cached(
+                    "SELECT id FROM turno_queue WHERE queue = ?1 AND key = ?2
+                     UNION ALL SELECT id FROM turno_dead WHERE queue = ?1 AND key = ?2",
+                )?
                 .query_row(params![item.queue, item.key], |r| r.get(0))?;
             Ok(Enqueued::Duplicate(id))
         })
     }
 
-    fn lease(&self, queue: &str, max: usize, lease: Millis, now: Millis) -> Result<Vec<QueueItem>> {
+    fn lease(
+        &self,
+        queue: &str,
+        max: usize,
+        lease: Millis,
+        max_attempts: u32,
+        now: Millis,
+    ) -> Result<Vec<QueueItem>> {
         let token = fastrand::i64(..);
         let until = now.saturating_add(lease);
         self.write(|tx| {
@@ -577,23 +587,25 @@ impl Backend for SqliteBackend {
                     lease_until: until,
                 })
             })?;
-            let mut items: Vec<QueueItem> = rows.collect::<rusqlite::Result<_>>()?;
+            let leased: Vec<QueueItem> = rows.collect::<rusqlite::Result<_>>()?;
+            drop(stmt);
+            let (poison, mut items): (Vec<QueueItem>, Vec<QueueItem>) = leased
+                .into_iter()
+                .partition(|i| is_poison(i.attempt, max_attempts));
+            for p in &poison {
+                // This lease counted one attempt that was never delivered.
+                tx.prepare_cached(
+                    "INSERT INTO turno_dead
+                     (id, queue, owner, key, payload, attempts, enqueued_at, dead_at)
+                     SELECT id, queue, owner, key, payload, attempts - 1, enqueued_at, ?2
+                     FROM turno_queue WHERE id = ?1",
+                )?
+                .execute(params![p.id, now])?;
+                tx.prepare_cached("DELETE FROM turno_queue WHERE id = ?1")?
+                    .execute([p.id])?;
+            }
             items.sort_by_key(|i| i.id);
             Ok(items)
-        })
-    }
-
-    fn ack(&self, ids: &[i64], now: Millis) -> Result<u64> {
-        self.write(|tx| {
-            let mut stmt = tx.prepare_cached(
-                "UPDATE turno_queue SET acked_at = ?2, payload = X'', lease_until = NULL
-                 WHERE id = ?1 AND acked_at IS NULL",
-            )?;
-            let mut n = 0;
-            for id in ids {
-                n += stmt.execute(params![id, now])? as u64;
-            }
-            Ok(n)
         })
     }
 
@@ -612,19 +624,57 @@ impl Backend for SqliteBackend {
 
     fn queue_counts(&self, queue: &str, now: Millis) -> Result<QueueCounts> {
         let conn = self.conn();
-        let (ready, leased, acked): (i64, i64, i64) = conn.query_row(
+        let (ready, leased, acked, dead): (i64, i64, i64, i64) = conn.query_row(
             "SELECT
                 COALESCE(SUM(acked_at IS NULL AND (lease_until IS NULL OR lease_until <= ?2)), 0),
                 COALESCE(SUM(acked_at IS NULL AND lease_until > ?2), 0),
-                COALESCE(SUM(acked_at IS NOT NULL), 0)
+                COALESCE(SUM(acked_at IS NOT NULL), 0),
+                (SELECT COUNT(*) FROM turno_dead WHERE queue = ?1)
              FROM turno_queue WHERE queue = ?1",
             params![queue, now],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
         )?;
         Ok(QueueCounts {
             ready: ready as u64,
             leased: leased as u64,
             acked: acked as u64,
+            dead: dead as u64,
+        })
+    }
+
+    fn dead_letters(&self, queue: &str, limit: usize) -> Result<Vec<DeadLetter>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT id, owner, key, payload, attempts, enqueued_at, dead_at FROM turno_dead
+             WHERE queue = ?1 ORDER BY id LIMIT ?2",
+        )?;
+        let limit = limit.min(i64::MAX as usize) as i64;
+        let rows = stmt.query_map(params![queue, limit], |r| {
+            Ok(DeadLetter {
+                id: r.get(0)?,
+                queue: queue.into(),
+                owner: r.get(1)?,
+                key: r.get(2)?,
+                payload: r.get(3)?,
+                attempts: r.get::<_, i64>(4)? as u32,
+                enqueued_at: r.get(5)?,
+                dead_at: r.get(6)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    fn requeue_dead(&self, id: i64, now: Millis) -> Result<bool> {
+        self.write(|tx| {
+            let n = tx.execute(
+                "INSERT INTO turno_queue
+                 (id, queue, owner, key, payload, attempts, not_before, enqueued_at)
+                 SELECT id, queue, owner, key, payload, 0, ?2, enqueued_at
+                 FROM turno_dead WHERE id = ?1",
+                params![id, now],
+            )?;
+            tx.execute("DELETE FROM turno_dead WHERE id = ?1", [id])?;
+            Ok(n == 1)
         })
     }
 
@@ -652,7 +702,8 @@ impl Backend for SqliteBackend {
                     as u64,
                 drafts: tx.execute("DELETE FROM turno_drafts WHERE owner = ?1", [owner])? as u64,
                 keys: tx.execute("DELETE FROM turno_keys WHERE owner = ?1", [owner])? as u64,
-                queue_items: tx.execute("DELETE FROM turno_queue WHERE owner = ?1", [owner])?
+                queue_items: (tx.execute("DELETE FROM turno_queue WHERE owner = ?1", [owner])?
+                    + tx.execute("DELETE FROM turno_dead WHERE owner = ?1", [owner])?)
                     as u64,
                 files_scrubbed: false,
             })

@@ -9,8 +9,8 @@ use crate::backend::{Backend, SnapshotPut};
 use crate::error::{Result, StoreError};
 use crate::memory::MemoryBackend;
 use crate::model::{
-    Claim, Draft, DraftSaved, Enqueued, ForgetReport, KeyRecord, Millis, NewItem, QueueCounts,
-    QueueItem, Snapshot, SnapshotMeta, SweepReport,
+    Claim, DeadLetter, Draft, DraftSaved, Enqueued, ForgetReport, KeyRecord, Millis, NewItem,
+    QueueCounts, QueueItem, Snapshot, SnapshotMeta, SnapshotWrite, SweepReport,
 };
 use crate::sqlite::SqliteBackend;
 
@@ -65,6 +65,11 @@ pub(crate) fn ms(d: Duration) -> Millis {
 /// draft's example value).
 pub const DEFAULT_RETENTION: Duration = Duration::from_secs(24 * 60 * 60);
 
+/// How many times a queue item is delivered without an acknowledgement
+/// before it moves to the dead letters, unless configured
+/// ([`Store::with_max_attempts`]).
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 10;
+
 /// Longest owner, key or queue name accepted, in bytes.
 pub const MAX_NAME_LEN: usize = 512;
 
@@ -97,6 +102,7 @@ pub struct Store {
     clock: Arc<dyn Clock>,
     retention: Duration,
     dedup_window: Duration,
+    max_attempts: u32,
 }
 
 impl std::fmt::Debug for Store {
@@ -105,6 +111,7 @@ impl std::fmt::Debug for Store {
             .field("backend", &self.backend.name())
             .field("retention", &self.retention)
             .field("dedup_window", &self.dedup_window)
+            .field("max_attempts", &self.max_attempts)
             .finish()
     }
 }
@@ -133,6 +140,7 @@ impl Store {
             clock: Arc::new(SystemClock),
             retention: DEFAULT_RETENTION,
             dedup_window: DEFAULT_RETENTION,
+            max_attempts: DEFAULT_MAX_ATTEMPTS,
         }
     }
 
@@ -179,6 +187,20 @@ impl Store {
         self
     }
 
+    /// The dead-letter cap: an item delivered this many times without an
+    /// acknowledgement is not delivered again but moved to the dead letters
+    /// ([`Store::dead_letters`]), counted in [`QueueCounts::dead`]. Default
+    /// [`DEFAULT_MAX_ATTEMPTS`]; at least 1.
+    pub fn with_max_attempts(mut self, n: u32) -> Self {
+        self.max_attempts = n.max(1);
+        self
+    }
+
+    /// The dead-letter cap (see [`Store::with_max_attempts`]).
+    pub fn max_attempts(&self) -> u32 {
+        self.max_attempts
+    }
+
     /// The published retention window.
     pub fn retention(&self) -> Duration {
         self.retention
@@ -222,16 +244,58 @@ impl Store {
         check_name("owner", owner)?;
         check_name("key", key)?;
         let now = self.now();
-        self.backend.snapshot_put(
-            SnapshotPut {
-                owner,
-                key,
-                expected,
-                data,
-                expires_at: ttl.map(|t| now.saturating_add(ms(t))),
-            },
-            now,
-        )
+        let put = SnapshotPut {
+            owner,
+            key,
+            expected,
+            data,
+            expires_at: ttl.map(|t| now.saturating_add(ms(t))),
+        };
+        let done = self.backend.commit(&[put], &[], now)?;
+        done.versions
+            .first()
+            .copied()
+            .ok_or_else(|| StoreError::Database("the backend returned no version".into()))
+    }
+
+    /// Snapshot puts and queue acknowledgements in **one transaction**: all
+    /// of it commits, or (on any error, such as a [`StoreError::Conflict`]
+    /// of one put) none of it. Returns the new version of each write, in
+    /// order. This is how an actor fed by a durable queue is effectively
+    /// once across crashes: the state that an item changed and the item's
+    /// acknowledgement are on disk together or not at all (see
+    /// [`Delivery::ack_with_snapshot`](crate::Delivery::ack_with_snapshot)).
+    ///
+    /// ```
+    /// use turno_store::{SnapshotWrite, Store};
+    ///
+    /// let store = Store::memory();
+    /// store.enqueue("q", "ann", "evt-1", b"+1").unwrap();
+    /// let item = store.lease("q", 1, std::time::Duration::from_secs(30)).unwrap().remove(0);
+    /// let write = SnapshotWrite::new("ann", "counter", None, b"1".to_vec());
+    /// assert_eq!(store.commit(&[write], &[item.id]).unwrap(), vec![1]);
+    /// assert_eq!(store.queue_counts("q").unwrap().acked, 1);
+    /// ```
+    pub fn commit(&self, writes: &[SnapshotWrite], acks: &[i64]) -> Result<Vec<u64>> {
+        for w in writes {
+            check_name("owner", &w.owner)?;
+            check_name("key", &w.key)?;
+        }
+        if writes.is_empty() && acks.is_empty() {
+            return Ok(Vec::new());
+        }
+        let now = self.now();
+        let puts: Vec<SnapshotPut<'_>> = writes
+            .iter()
+            .map(|w| SnapshotPut {
+                owner: &w.owner,
+                key: &w.key,
+                expected: w.expected,
+                data: &w.data,
+                expires_at: w.ttl.map(|t| now.saturating_add(ms(t))),
+            })
+            .collect();
+        Ok(self.backend.commit(&puts, acks, now)?.versions)
     }
 
     /// [`put_snapshot`](Self::put_snapshot) of a value serialized as JSON.
@@ -383,7 +447,9 @@ impl Store {
     /// Leases up to `max` items of `queue`, oldest first: nobody else gets
     /// them for `lease`. Acknowledge each after handling it; an item whose
     /// lease ends unacknowledged (its consumer crashed) is delivered again,
-    /// with a higher [`QueueItem::attempt`]. Consumers on other connections
+    /// with a higher [`QueueItem::attempt`], up to the dead-letter cap
+    /// ([`Store::with_max_attempts`]): an item delivered that many times
+    /// moves to the dead letters instead. Consumers on other connections
     /// skip each other's leased items rather than wait (PostgreSQL: `FOR
     /// UPDATE SKIP LOCKED`). For delivery into an actor, see
     /// [`Pump`](crate::Pump).
@@ -395,7 +461,8 @@ impl Store {
         if max == 0 {
             return Ok(Vec::new());
         }
-        self.backend.lease(queue, max, ms(lease), self.now())
+        self.backend
+            .lease(queue, max, ms(lease), self.max_attempts, self.now())
     }
 
     /// Acknowledges handled items: they will never be delivered again.
@@ -404,7 +471,7 @@ impl Store {
         if ids.is_empty() {
             return Ok(0);
         }
-        self.backend.ack(ids, self.now())
+        Ok(self.backend.commit(&[], ids, self.now())?.acked)
     }
 
     /// Hands a leased item back before its lease ends, deliverable again
@@ -416,6 +483,22 @@ impl Store {
             item.lease_token,
             self.now().saturating_add(ms(delay)),
         )
+    }
+
+    /// The dead letters of `queue` (items delivered
+    /// [`max_attempts`](Self::with_max_attempts) times unacknowledged),
+    /// oldest first, at most `limit`. They are never delivered, swept or
+    /// dropped on their own: requeue them ([`Store::requeue_dead`]) once the
+    /// handler is fixed, or `forget` their owner.
+    pub fn dead_letters(&self, queue: &str, limit: usize) -> Result<Vec<DeadLetter>> {
+        check_name("queue", queue)?;
+        self.backend.dead_letters(queue, limit)
+    }
+
+    /// Puts a dead letter back on its queue, ready now, with its attempts
+    /// reset. False when no dead letter has this id.
+    pub fn requeue_dead(&self, id: i64) -> Result<bool> {
+        self.backend.requeue_dead(id, self.now())
     }
 
     /// How many items `queue` holds, by state.

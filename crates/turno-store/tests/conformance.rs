@@ -7,7 +7,9 @@ use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
 use common::*;
-use turno_store::{Claim, DraftSaved, Enqueued, KeyState, ManualClock, Store, StoreError};
+use turno_store::{
+    Claim, DraftSaved, Enqueued, KeyState, ManualClock, SnapshotWrite, Store, StoreError,
+};
 
 struct Fixture {
     store: Store,
@@ -90,6 +92,8 @@ on_every_backend!(
     queue_concurrent_consumers_disjoint,
     forget_removes_only_that_owner,
     bad_input_is_typed,
+    commit_puts_and_acks_all_or_nothing,
+    poison_items_move_to_the_dead_letters,
 );
 
 fn conflict(r: Result<u64, StoreError>) -> (Option<u64>, Option<u64>) {
@@ -471,4 +475,116 @@ fn bad_input_is_typed(f: Fixture) {
     assert_eq!(what(s.forget("nul\0byte").map(|_| ())), "owner");
     // nothing was written by any of them
     assert!(s.lease("q", 10, Duration::from_secs(1)).unwrap().is_empty());
+}
+
+fn commit_puts_and_acks_all_or_nothing(f: Fixture) {
+    let s = &f.store;
+    let lease = Duration::from_secs(30);
+    for k in ["a", "b", "c"] {
+        s.enqueue("cq", "ann", k, b"+1").unwrap();
+    }
+    let items = s.lease("cq", 3, lease).unwrap();
+    let ids: Vec<i64> = items.iter().map(|i| i.id).collect();
+    // two puts of one snapshot build on each other, one of another, and an ack
+    let w1 = SnapshotWrite::new("ann", "state", None, b"1".to_vec());
+    let w2 = SnapshotWrite::new("ann", "state", Some(1), b"2".to_vec());
+    let other = SnapshotWrite::new("ann", "other", None, b"x".to_vec());
+    assert_eq!(
+        s.commit(&[w1, w2, other], &ids[..1]).unwrap(),
+        vec![1, 2, 1]
+    );
+    assert_eq!(s.get_snapshot("ann", "state").unwrap().unwrap().data, b"2");
+    assert_eq!(s.queue_counts("cq").unwrap().acked, 1);
+    // a stale put anywhere in the batch: nothing of it is written
+    let fresh = SnapshotWrite::new("ann", "state", Some(2), b"3".to_vec());
+    let stale = SnapshotWrite::new("ann", "other", None, b"y".to_vec());
+    let (expected, actual) = conflict(s.commit(&[fresh, stale], &ids[1..]).map(|_| 0));
+    assert_eq!((expected, actual), (None, Some(1)));
+    let state = s.get_snapshot("ann", "state").unwrap().unwrap();
+    assert_eq!((state.version, state.data.as_slice()), (2, &b"2"[..]));
+    assert_eq!(s.get_snapshot("ann", "other").unwrap().unwrap().data, b"x");
+    let c = s.queue_counts("cq").unwrap();
+    assert_eq!((c.acked, c.leased), (1, 2), "the acks rolled back too");
+    // from another connection, the same
+    let again = (f.reopen)();
+    assert_eq!(
+        again.get_snapshot("ann", "state").unwrap().unwrap().version,
+        2
+    );
+    assert_eq!(again.queue_counts("cq").unwrap().acked, 1);
+    // acknowledged ids are skipped, not an error
+    assert_eq!(s.commit(&[], &ids).unwrap(), Vec::<u64>::new());
+    assert_eq!(s.queue_counts("cq").unwrap().acked, 3);
+    assert_eq!(s.ack(&ids).unwrap(), 0);
+    // bad names are typed, before anything is written
+    let bad = SnapshotWrite::new("", "state", Some(2), b"4".to_vec());
+    assert!(matches!(
+        s.commit(&[bad], &[]),
+        Err(StoreError::Invalid { what: "owner", .. })
+    ));
+}
+
+fn poison_items_move_to_the_dead_letters(f: Fixture) {
+    let s = f.store.clone().with_max_attempts(3);
+    let lease = Duration::from_secs(5);
+    s.enqueue("pq", "ann", "poison", b"bad").unwrap();
+    s.enqueue("pq", "bob", "fine", b"ok").unwrap();
+    // delivered 3 times, never acknowledged (its handler fails every time)
+    for attempt in 1..=3 {
+        let got = s.lease("pq", 10, lease).unwrap();
+        let p = got.iter().find(|i| i.key == "poison").expect("delivered");
+        assert_eq!(p.attempt, attempt);
+        if let Some(fine) = got.iter().find(|i| i.key == "fine") {
+            s.ack(&[fine.id]).unwrap();
+        }
+        f.clock.advance(lease);
+    }
+    // the 4th lease does not deliver it: it is a dead letter now
+    assert!(s.lease("pq", 10, lease).unwrap().is_empty());
+    let c = s.queue_counts("pq").unwrap();
+    assert_eq!((c.ready, c.leased, c.acked, c.dead), (0, 0, 1, 1));
+    let dead = s.dead_letters("pq", 10).unwrap();
+    assert_eq!(dead.len(), 1);
+    let d = &dead[0];
+    assert_eq!(
+        (
+            d.key.as_str(),
+            d.owner.as_str(),
+            d.payload.as_slice(),
+            d.attempts
+        ),
+        ("poison", "ann", &b"bad"[..], 3)
+    );
+    assert!(d.dead_at >= d.enqueued_at);
+    // its key stays taken, and sweeping never drops it
+    assert_eq!(
+        s.enqueue("pq", "ann", "poison", b"again").unwrap(),
+        Enqueued::Duplicate(d.id)
+    );
+    f.clock.advance(Duration::from_secs(3 * 24 * 3600));
+    s.sweep().unwrap();
+    assert_eq!(s.queue_counts("pq").unwrap().dead, 1);
+    // requeued, it is delivered again from attempt 1
+    assert!(s.requeue_dead(d.id).unwrap());
+    assert!(!s.requeue_dead(d.id).unwrap(), "only once");
+    let back = s.lease("pq", 10, lease).unwrap();
+    assert_eq!(back.len(), 1);
+    assert_eq!((back[0].id, back[0].attempt), (d.id, 1));
+    assert_eq!(back[0].payload, b"bad");
+    assert_eq!(s.queue_counts("pq").unwrap().dead, 0);
+    // forget takes dead letters too
+    f.clock.advance(lease);
+    for _ in 0..3 {
+        s.lease("pq", 10, lease).unwrap();
+        f.clock.advance(lease);
+    }
+    assert_eq!(s.queue_counts("pq").unwrap().dead, 1);
+    assert_eq!(s.forget("ann").unwrap().queue_items, 1);
+    assert_eq!(s.queue_counts("pq").unwrap().dead, 0);
+    assert!(s.dead_letters("pq", 10).unwrap().is_empty());
+    // and after that the key is free
+    assert!(matches!(
+        s.enqueue("pq", "ann", "poison", b"new").unwrap(),
+        Enqueued::New(_)
+    ));
 }

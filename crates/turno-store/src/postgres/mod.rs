@@ -33,11 +33,13 @@ use postgres::{Client, NoTls, Row, Statement, Transaction};
 
 pub use cluster::TempCluster;
 
-use crate::backend::{Backend, SnapshotPut};
+use crate::backend::{
+    check_delete, classify, conflict, is_poison, key_state, next_version, not_in_progress, Backend,
+    Committed, SnapshotPut,
+};
 use crate::error::{Result, StoreError};
-use crate::memory::{classify, not_in_progress};
 use crate::model::{
-    Claim, Draft, DraftSaved, Enqueued, ForgetReport, KeyRecord, KeyState, Millis, NewItem,
+    Claim, DeadLetter, Draft, DraftSaved, Enqueued, ForgetReport, KeyRecord, Millis, NewItem,
     QueueCounts, QueueItem, Snapshot, SnapshotMeta, SweepReport,
 };
 
@@ -63,6 +65,12 @@ CREATE TABLE IF NOT EXISTS turno_queue (
     UNIQUE (queue, key));
 CREATE INDEX IF NOT EXISTS turno_queue_ready ON turno_queue (queue, id) WHERE acked_at IS NULL;
 CREATE INDEX IF NOT EXISTS turno_queue_owner ON turno_queue (owner);
+CREATE TABLE IF NOT EXISTS turno_dead (
+    id BIGINT PRIMARY KEY, queue TEXT NOT NULL, owner TEXT NOT NULL, key TEXT NOT NULL,
+    payload BYTEA NOT NULL, attempts INTEGER NOT NULL, enqueued_at BIGINT NOT NULL,
+    dead_at BIGINT NOT NULL,
+    UNIQUE (queue, key));
+CREATE INDEX IF NOT EXISTS turno_dead_owner ON turno_dead (owner);
 ";
 
 /// Serializes concurrent schema creation (CREATE ... IF NOT EXISTS races
@@ -260,13 +268,53 @@ fn ver(v: i64) -> u64 {
     v as u64
 }
 
-fn key_state(n: i16) -> Result<KeyState> {
-    match n {
-        0 => Ok(KeyState::InProgress),
-        1 => Ok(KeyState::Completed),
-        other => Err(StoreError::Corrupt(format!(
-            "idempotency key state {other}"
-        ))),
+fn pg_key_state(n: i16) -> Result<crate::model::KeyState> {
+    key_state(n.into())
+}
+
+/// One snapshot put inside a transaction: the version check, then the
+/// write that checks it again on its own.
+fn put_one(t: &mut Tx<'_, '_>, put: &SnapshotPut<'_>, now: Millis) -> Result<u64> {
+    // Lock the row (if any) so the conflict report is accurate.
+    let actual: Option<u64> = t
+        .opt(
+            "SELECT version FROM turno_snapshots WHERE owner = $1 AND key = $2
+             AND (expires_at IS NULL OR expires_at > $3) FOR UPDATE",
+            &[&put.owner, &put.key, &now],
+        )?
+        .map(|r| ver(r.get(0)));
+    next_version(put, actual)?;
+    t.between();
+    let row = match put.expected {
+        None => t.opt(
+            "INSERT INTO turno_snapshots (owner, key, version, data, updated_at, expires_at)
+             VALUES ($1, $2, 1, $3, $4, $5)
+             ON CONFLICT (owner, key) DO UPDATE SET version = 1, data = EXCLUDED.data,
+                 updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at
+             WHERE turno_snapshots.expires_at IS NOT NULL
+                 AND turno_snapshots.expires_at <= $4
+             RETURNING version",
+            &[&put.owner, &put.key, &put.data, &now, &put.expires_at],
+        )?,
+        Some(v) => t.opt(
+            "UPDATE turno_snapshots SET version = version + 1, data = $4,
+                 updated_at = $5, expires_at = $6
+             WHERE owner = $1 AND key = $2 AND version = $3
+                 AND (expires_at IS NULL OR expires_at > $5)
+             RETURNING version",
+            &[
+                &put.owner,
+                &put.key,
+                &(v as i64),
+                &put.data,
+                &now,
+                &put.expires_at,
+            ],
+        )?,
+    };
+    match row {
+        Some(r) => Ok(ver(r.get(0))),
+        None => Err(conflict(put.owner, put.key, put.expected, None)),
     }
 }
 
@@ -293,51 +341,23 @@ impl Backend for PgBackend {
         })
     }
 
-    fn snapshot_put(&self, put: SnapshotPut<'_>, now: Millis) -> Result<u64> {
+    fn commit(&self, puts: &[SnapshotPut<'_>], acks: &[i64], now: Millis) -> Result<Committed> {
         self.tx(|t| {
-            // Lock the row (if any) so the conflict report is accurate; the
-            // writes below check the version again on their own.
-            let actual: Option<u64> = t
-                .opt(
-                    "SELECT version FROM turno_snapshots WHERE owner = $1 AND key = $2
-                     AND (expires_at IS NULL OR expires_at > $3) FOR UPDATE",
-                    &[&put.owner, &put.key, &now],
+            let mut versions = Vec::with_capacity(puts.len());
+            for put in puts {
+                versions.push(put_one(t, put, now)?);
+            }
+            let acked = if acks.is_empty() {
+                0
+            } else {
+                t.between();
+                t.exec(
+                    "UPDATE turno_queue SET acked_at = $2, payload = '\\x', lease_until = NULL
+                     WHERE id = ANY($1) AND acked_at IS NULL",
+                    &[&acks, &now],
                 )?
-                .map(|r| ver(r.get(0)));
-            let conflict = |actual| StoreError::Conflict {
-                owner: put.owner.into(),
-                key: put.key.into(),
-                expected: put.expected,
-                actual,
             };
-            if actual != put.expected {
-                return Err(conflict(actual));
-            }
-            t.between();
-            let row = match put.expected {
-                None => t.opt(
-                    "INSERT INTO turno_snapshots (owner, key, version, data, updated_at, expires_at)
-                     VALUES ($1, $2, 1, $3, $4, $5)
-                     ON CONFLICT (owner, key) DO UPDATE SET version = 1, data = EXCLUDED.data,
-                         updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at
-                     WHERE turno_snapshots.expires_at IS NOT NULL
-                         AND turno_snapshots.expires_at <= $4
-                     RETURNING version",
-                    &[&put.owner, &put.key, &put.data, &now, &put.expires_at],
-                )?,
-                Some(v) => t.opt(
-                    "UPDATE turno_snapshots SET version = version + 1, data = $4,
-                         updated_at = $5, expires_at = $6
-                     WHERE owner = $1 AND key = $2 AND version = $3
-                         AND (expires_at IS NULL OR expires_at > $5)
-                     RETURNING version",
-                    &[&put.owner, &put.key, &(v as i64), &put.data, &now, &put.expires_at],
-                )?,
-            };
-            match row {
-                Some(r) => Ok(ver(r.get(0))),
-                None => Err(conflict(None)),
-            }
+            Ok(Committed { versions, acked })
         })
     }
 
@@ -356,14 +376,7 @@ impl Backend for PgBackend {
                     &[&owner, &key, &now],
                 )?
                 .map(|r| ver(r.get(0)));
-            if expected.is_some() && actual != expected {
-                return Err(StoreError::Conflict {
-                    owner: owner.into(),
-                    key: key.into(),
-                    expected,
-                    actual,
-                });
-            }
+            check_delete(owner, key, expected, actual)?;
             t.exec(
                 "DELETE FROM turno_snapshots WHERE owner = $1 AND key = $2",
                 &[&owner, &key],
@@ -485,7 +498,7 @@ impl Backend for PgBackend {
                 Some(r) => {
                     let fp: Vec<u8> = r.get(0);
                     let result: Option<Vec<u8>> = r.get(2);
-                    Ok(classify(&fp, key_state(r.get(1))?, result.as_deref(), fingerprint))
+                    Ok(classify(&fp, pg_key_state(r.get(1))?, result.as_deref(), fingerprint))
                 }
                 // Deleted between the two statements (a concurrent forget or
                 // abandon): roll back and decide again.
@@ -553,7 +566,7 @@ impl Backend for PgBackend {
                     owner: owner.into(),
                     key: key.into(),
                     fingerprint: r.get(0),
-                    state: key_state(r.get(1))?,
+                    state: pg_key_state(r.get(1))?,
                     result: r.get(2),
                     created_at: r.get(3),
                     expires_at: r.get(4),
@@ -565,16 +578,20 @@ impl Backend for PgBackend {
 
     fn enqueue(&self, item: NewItem<'_>, now: Millis) -> Result<Enqueued> {
         self.tx(|t| {
+            // A dead letter keeps its key taken.
             if let Some(r) = t.opt(
                 "INSERT INTO turno_queue (queue, owner, key, payload, not_before, enqueued_at)
-                 VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT (queue, key) DO NOTHING
+                 SELECT $1, $2, $3, $4, $5, $5 WHERE NOT EXISTS
+                     (SELECT 1 FROM turno_dead WHERE queue = $1 AND key = $3)
+                 ON CONFLICT (queue, key) DO NOTHING
                  RETURNING id",
                 &[&item.queue, &item.owner, &item.key, &item.payload, &now],
             )? {
                 return Ok(Enqueued::New(r.get(0)));
             }
             match t.opt(
-                "SELECT id FROM turno_queue WHERE queue = $1 AND key = $2",
+                "SELECT id FROM turno_queue WHERE queue = $1 AND key = $2
+                 UNION ALL SELECT id FROM turno_dead WHERE queue = $1 AND key = $2",
                 &[&item.queue, &item.key],
             )? {
                 Some(r) => Ok(Enqueued::Duplicate(r.get(0))),
@@ -585,7 +602,14 @@ impl Backend for PgBackend {
         })
     }
 
-    fn lease(&self, queue: &str, max: usize, lease: Millis, now: Millis) -> Result<Vec<QueueItem>> {
+    fn lease(
+        &self,
+        queue: &str,
+        max: usize,
+        lease: Millis,
+        max_attempts: u32,
+        now: Millis,
+    ) -> Result<Vec<QueueItem>> {
         let token = fastrand::i64(..);
         let until = now.saturating_add(lease);
         self.tx(|t| {
@@ -598,7 +622,7 @@ impl Backend for PgBackend {
                  RETURNING id, owner, key, payload, attempts",
                 &[&until, &token, &queue, &now, &(max as i64)],
             )?;
-            let mut items: Vec<QueueItem> = rows
+            let (poison, mut items): (Vec<QueueItem>, Vec<QueueItem>) = rows
                 .into_iter()
                 .map(|r| QueueItem {
                     id: r.get(0),
@@ -610,19 +634,21 @@ impl Backend for PgBackend {
                     lease_token: token,
                     lease_until: until,
                 })
-                .collect();
+                .partition(|i| is_poison(i.attempt, max_attempts));
+            if !poison.is_empty() {
+                // This lease counted one attempt that was never delivered.
+                let ids: Vec<i64> = poison.iter().map(|p| p.id).collect();
+                t.exec(
+                    "WITH moved AS (DELETE FROM turno_queue WHERE id = ANY($1) RETURNING *)
+                     INSERT INTO turno_dead
+                         (id, queue, owner, key, payload, attempts, enqueued_at, dead_at)
+                     SELECT id, queue, owner, key, payload, attempts - 1, enqueued_at, $2
+                     FROM moved",
+                    &[&ids, &now],
+                )?;
+            }
             items.sort_by_key(|i| i.id);
             Ok(items)
-        })
-    }
-
-    fn ack(&self, ids: &[i64], now: Millis) -> Result<u64> {
-        self.tx(|t| {
-            t.exec(
-                "UPDATE turno_queue SET acked_at = $2, payload = '\\x', lease_until = NULL
-                 WHERE id = ANY($1) AND acked_at IS NULL",
-                &[&ids, &now],
-            )
         })
     }
 
@@ -644,7 +670,8 @@ impl Backend for PgBackend {
                     "SELECT
                     COUNT(*) FILTER (WHERE acked_at IS NULL AND (lease_until IS NULL OR lease_until <= $2)),
                     COUNT(*) FILTER (WHERE acked_at IS NULL AND lease_until > $2),
-                    COUNT(*) FILTER (WHERE acked_at IS NOT NULL)
+                    COUNT(*) FILTER (WHERE acked_at IS NOT NULL),
+                    (SELECT COUNT(*) FROM turno_dead WHERE queue = $1)
                  FROM turno_queue WHERE queue = $1",
                     &[&queue, &now],
                 )?
@@ -653,7 +680,44 @@ impl Backend for PgBackend {
                 ready: r.get::<_, i64>(0) as u64,
                 leased: r.get::<_, i64>(1) as u64,
                 acked: r.get::<_, i64>(2) as u64,
+                dead: r.get::<_, i64>(3) as u64,
             })
+        })
+    }
+
+    fn dead_letters(&self, queue: &str, limit: usize) -> Result<Vec<DeadLetter>> {
+        let limit = limit.min(i64::MAX as usize) as i64;
+        self.tx(|t| {
+            Ok(t.query(
+                "SELECT id, owner, key, payload, attempts, enqueued_at, dead_at FROM turno_dead
+                 WHERE queue = $1 ORDER BY id LIMIT $2",
+                &[&queue, &limit],
+            )?
+            .into_iter()
+            .map(|r| DeadLetter {
+                id: r.get(0),
+                queue: queue.into(),
+                owner: r.get(1),
+                key: r.get(2),
+                payload: r.get(3),
+                attempts: r.get::<_, i32>(4) as u32,
+                enqueued_at: r.get(5),
+                dead_at: r.get(6),
+            })
+            .collect())
+        })
+    }
+
+    fn requeue_dead(&self, id: i64, now: Millis) -> Result<bool> {
+        self.tx(|t| {
+            let n = t.exec(
+                "WITH moved AS (DELETE FROM turno_dead WHERE id = $1 RETURNING *)
+                 INSERT INTO turno_queue
+                     (id, queue, owner, key, payload, attempts, not_before, enqueued_at)
+                 SELECT id, queue, owner, key, payload, 0, $2, enqueued_at FROM moved",
+                &[&id, &now],
+            )?;
+            Ok(n == 1)
         })
     }
 
@@ -681,7 +745,8 @@ impl Backend for PgBackend {
             let drafts = t.exec("DELETE FROM turno_drafts WHERE owner = $1", &[&owner])?;
             t.between();
             let keys = t.exec("DELETE FROM turno_keys WHERE owner = $1", &[&owner])?;
-            let queue_items = t.exec("DELETE FROM turno_queue WHERE owner = $1", &[&owner])?;
+            let queue_items = t.exec("DELETE FROM turno_queue WHERE owner = $1", &[&owner])?
+                + t.exec("DELETE FROM turno_dead WHERE owner = $1", &[&owner])?;
             Ok(ForgetReport {
                 snapshots,
                 drafts,
