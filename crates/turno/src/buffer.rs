@@ -14,6 +14,13 @@
 //! | [`Policy::Suspend`] | the producer must wait (or, for an actor, is muted) | [`Offer::Full`] |
 //! | [`Policy::Unbounded`] | never full: memory grows without limit | always [`Offer::Enqueued`] |
 //!
+//! The policy is split from the storage: [`Policy::decide`] is a pure
+//! function of the queue's length and its policy that returns a
+//! [`Decision`] (admit, evict the oldest then admit, drop the incoming
+//! element, reject it, or suspend the producer), and [`Buffer`] is the
+//! store that applies it. A queue kept elsewhere (a lock-free lane, say)
+//! can reuse the same decision without this store.
+//!
 //! The buffer is single-threaded on purpose: mailboxes and streams wrap it
 //! in their own lock and add their own wake-up logic, so the policy logic is
 //! written (and tested) once.
@@ -106,6 +113,46 @@ impl Policy {
         }
     }
 
+    /// What an offer to a queue holding `len` elements must do under this
+    /// policy. Pure: it looks at nothing but its arguments, so any store
+    /// can apply it.
+    ///
+    /// A queue is full when `len` reaches the capacity (a queue pushed past
+    /// it by [`Buffer::force`] is full too). Under [`Policy::KeepNewest`] a
+    /// full queue with nothing in it (capacity 0) has no oldest element to
+    /// evict, so the incoming one is dropped.
+    ///
+    /// ```
+    /// use turno::buffer::{Decision, Policy};
+    ///
+    /// assert_eq!(Policy::KeepNewest(2).decide(1), Decision::Admit);
+    /// assert_eq!(Policy::KeepNewest(2).decide(2), Decision::EvictOldestThenAdmit);
+    /// assert_eq!(Policy::KeepNewest(0).decide(0), Decision::DropIncoming);
+    /// assert_eq!(Policy::KeepOldest(2).decide(2), Decision::DropIncoming);
+    /// assert_eq!(Policy::Reject(2).decide(3), Decision::Reject);
+    /// assert_eq!(Policy::Suspend(2).decide(2), Decision::Suspend);
+    /// assert_eq!(Policy::Unbounded.decide(usize::MAX), Decision::Admit);
+    /// ```
+    pub const fn decide(&self, len: usize) -> Decision {
+        let cap = match *self {
+            Policy::KeepNewest(n)
+            | Policy::KeepOldest(n)
+            | Policy::Reject(n)
+            | Policy::Suspend(n) => n,
+            Policy::Unbounded => return Decision::Admit,
+        };
+        if len < cap {
+            return Decision::Admit;
+        }
+        match *self {
+            Policy::KeepNewest(_) if len > 0 => Decision::EvictOldestThenAdmit,
+            Policy::KeepNewest(_) | Policy::KeepOldest(_) => Decision::DropIncoming,
+            Policy::Reject(_) => Decision::Reject,
+            Policy::Suspend(_) => Decision::Suspend,
+            Policy::Unbounded => Decision::Admit,
+        }
+    }
+
     /// Checks that the policy makes sense for a queue that must hold at
     /// least one element (a mailbox): a bounded capacity of 0 is refused.
     pub fn validate(&self) -> Result<(), PolicyError> {
@@ -123,6 +170,26 @@ impl fmt::Display for Policy {
             None => f.write_str("unbounded"),
         }
     }
+}
+
+/// What one offer must do, as [`Policy::decide`] works it out. Each
+/// decision maps onto one [`Offer`] verdict when a [`Buffer`] applies it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Decision {
+    /// There is room: queue the incoming element ([`Offer::Enqueued`]).
+    Admit,
+    /// Full under [`Policy::KeepNewest`]: push the oldest queued element
+    /// out, then queue the incoming one ([`Offer::Evicted`]).
+    EvictOldestThenAdmit,
+    /// Full under [`Policy::KeepOldest`] (or keep-newest with nothing to
+    /// evict): the incoming element is lost ([`Offer::Dropped`]).
+    DropIncoming,
+    /// Full under [`Policy::Reject`]: hand the element back
+    /// ([`Offer::Rejected`]).
+    Reject,
+    /// Full under [`Policy::Suspend`]: hand the element back, the producer
+    /// waits for room ([`Offer::Full`]).
+    Suspend,
 }
 
 /// A policy that cannot be used where it was given.
@@ -236,12 +303,10 @@ impl<T> Buffer<T> {
         self.items.is_empty()
     }
 
-    /// True when an offer would trigger the policy.
+    /// True when an offer would trigger the policy (any decision but
+    /// [`Decision::Admit`]).
     pub fn is_full(&self) -> bool {
-        match self.policy.capacity() {
-            Some(cap) => self.items.len() >= cap,
-            None => false,
-        }
+        self.decision() != Decision::Admit
     }
 
     /// Free slots, `None` when unbounded. Never negative: a buffer pushed
@@ -269,37 +334,36 @@ impl<T> Buffer<T> {
         self.attempt(item)
     }
 
+    /// What the next offer would do, given what is queued now.
+    pub fn decision(&self) -> Decision {
+        self.policy.decide(self.items.len())
+    }
+
     fn attempt(&mut self, item: T) -> Offer<T> {
         self.stats.attempts += 1;
-        if !self.is_full() {
-            return self.push(item);
-        }
-        match self.policy {
-            Policy::KeepNewest(_) => match self.items.pop_front() {
+        match self.decision() {
+            Decision::Admit => self.push(item),
+            Decision::EvictOldestThenAdmit => match self.items.pop_front() {
                 Some(oldest) => {
                     self.items.push_back(item);
                     self.stats.dropped += 1;
                     Offer::Evicted(oldest)
                 }
-                // Capacity 0: nothing to evict, the element itself is lost.
-                None => {
-                    self.stats.dropped += 1;
-                    Offer::Dropped(item)
-                }
+                // `decide` evicts only from a non-empty queue.
+                None => unreachable!("evict-oldest decided for an empty queue"),
             },
-            Policy::KeepOldest(_) => {
+            Decision::DropIncoming => {
                 self.stats.dropped += 1;
                 Offer::Dropped(item)
             }
-            Policy::Reject(_) => {
+            Decision::Reject => {
                 self.stats.rejected += 1;
                 Offer::Rejected(item)
             }
-            Policy::Suspend(_) => {
+            Decision::Suspend => {
                 self.stats.refused_full += 1;
                 Offer::Full(item)
             }
-            Policy::Unbounded => unreachable!("an unbounded buffer is never full"),
         }
     }
 
@@ -424,6 +488,58 @@ mod tests {
         let mut b = Buffer::new(Policy::KeepNewest(0));
         assert_eq!(b.offer(7), Offer::Dropped(7));
         assert!(b.is_empty());
+    }
+
+    #[test]
+    fn decide_admits_below_capacity_whatever_the_policy() {
+        for p in [
+            Policy::KeepNewest(3),
+            Policy::KeepOldest(3),
+            Policy::Reject(3),
+            Policy::Suspend(3),
+        ] {
+            for len in 0..3 {
+                assert_eq!(p.decide(len), Decision::Admit, "{p} at {len}");
+            }
+        }
+        assert_eq!(Policy::Unbounded.decide(0), Decision::Admit);
+        assert_eq!(Policy::Unbounded.decide(usize::MAX), Decision::Admit);
+    }
+
+    #[test]
+    fn decide_at_and_past_capacity_follows_the_policy() {
+        for len in [3, 4, 100] {
+            assert_eq!(
+                Policy::KeepNewest(3).decide(len),
+                Decision::EvictOldestThenAdmit
+            );
+            assert_eq!(Policy::KeepOldest(3).decide(len), Decision::DropIncoming);
+            assert_eq!(Policy::Reject(3).decide(len), Decision::Reject);
+            assert_eq!(Policy::Suspend(3).decide(len), Decision::Suspend);
+        }
+    }
+
+    #[test]
+    fn decide_at_capacity_zero_never_evicts_from_nothing() {
+        assert_eq!(Policy::KeepNewest(0).decide(0), Decision::DropIncoming);
+        assert_eq!(Policy::KeepOldest(0).decide(0), Decision::DropIncoming);
+        assert_eq!(Policy::Reject(0).decide(0), Decision::Reject);
+        assert_eq!(Policy::Suspend(0).decide(0), Decision::Suspend);
+    }
+
+    #[test]
+    fn the_store_applies_the_decision_it_was_given() {
+        let mut b = Buffer::new(Policy::Suspend(1));
+        assert_eq!(b.decision(), Decision::Admit);
+        assert!(!b.is_full());
+        let _ = b.offer(1);
+        assert_eq!(b.decision(), Decision::Suspend);
+        assert!(b.is_full());
+        let _ = b.force(2);
+        assert_eq!(b.decision(), Decision::Suspend);
+        assert_eq!(b.take(), Some(1));
+        assert_eq!(b.take(), Some(2));
+        assert_eq!(b.decision(), Decision::Admit);
     }
 
     #[test]

@@ -24,7 +24,7 @@ use event_listener::Event;
 
 use crate::addr::ActorId;
 use crate::ask::RequestId;
-use crate::buffer::{Buffer, BufferStats, Offer, Policy};
+use crate::buffer::{Buffer, BufferStats, Decision, Offer, Policy};
 use crate::metrics::MailboxMetrics;
 use crate::shared::SystemShared;
 use crate::supervision::ExitReason;
@@ -266,7 +266,7 @@ impl<M: Send + 'static> Mailbox<M> {
         let offer = match muting_sender {
             // An actor sender is never refused by a suspend mailbox: its
             // message goes in (the overshoot) and it is muted instead.
-            Some(sender) if matches!(self.policy, Policy::Suspend(_)) && st.user.is_full() => {
+            Some(sender) if st.user.decision() == Decision::Suspend => {
                 if !st.muted.contains(&sender) {
                     st.muted.push(sender);
                     muted = true;

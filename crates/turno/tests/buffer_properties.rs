@@ -3,11 +3,18 @@
 //! delivery preserves offer order.
 
 use proptest::prelude::*;
-use turno::buffer::{Buffer, Offer, Policy};
+use turno::buffer::{Buffer, Decision, Offer, Policy};
 
 #[derive(Debug, Clone)]
 enum Op {
     Offer,
+    Take,
+}
+
+#[derive(Debug, Clone)]
+enum StoreOp {
+    Offer,
+    Force,
     Take,
 }
 
@@ -103,5 +110,65 @@ proptest! {
         }
         let kept: Vec<u32> = std::iter::from_fn(|| b.take()).collect();
         prop_assert_eq!(kept, (0..n.min(cap as u32)).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn the_store_does_what_the_pure_decision_says(
+        policy in policy(),
+        ops in prop::collection::vec(
+            prop_oneof![4 => Just(StoreOp::Offer), 1 => Just(StoreOp::Force), 2 => Just(StoreOp::Take)],
+            0..200,
+        ),
+    ) {
+        let mut b = Buffer::new(policy);
+        for (next, op) in (0u32..).zip(ops) {
+            let len = b.len();
+            match op {
+                StoreOp::Offer => {
+                    let decided = policy.decide(len);
+                    prop_assert_eq!(b.decision(), decided);
+                    prop_assert_eq!(b.is_full(), decided != Decision::Admit);
+                    let offer = b.offer(next);
+                    match (decided, offer) {
+                        (Decision::Admit, Offer::Enqueued { .. }) => prop_assert_eq!(b.len(), len + 1),
+                        (Decision::EvictOldestThenAdmit, Offer::Evicted(_)) => prop_assert_eq!(b.len(), len),
+                        (Decision::DropIncoming, Offer::Dropped(e))
+                        | (Decision::Reject, Offer::Rejected(e))
+                        | (Decision::Suspend, Offer::Full(e)) => {
+                            prop_assert_eq!(e, next);
+                            prop_assert_eq!(b.len(), len);
+                        }
+                        (d, o) => prop_assert!(false, "decided {:?} but the store said {:?}", d, o),
+                    }
+                }
+                StoreOp::Force => {
+                    prop_assert!(b.force(next).is_queued());
+                    prop_assert_eq!(b.len(), len + 1);
+                }
+                StoreOp::Take => {
+                    let _ = b.take();
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_decision_admits_exactly_below_capacity_and_is_monotone(policy in policy(), len in 0usize..20) {
+        let d = policy.decide(len);
+        match policy.capacity() {
+            None => prop_assert_eq!(d, Decision::Admit),
+            Some(cap) => {
+                prop_assert_eq!(d == Decision::Admit, len < cap);
+                // Once full, a longer queue is full the same way (except that
+                // keep-newest evicts once there is something to evict).
+                let later = policy.decide(len + 1);
+                if d != Decision::Admit && d != Decision::DropIncoming {
+                    prop_assert_eq!(later, d);
+                }
+                if d != Decision::Admit {
+                    prop_assert_ne!(later, Decision::Admit);
+                }
+            }
+        }
     }
 }
