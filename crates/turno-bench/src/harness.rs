@@ -94,6 +94,7 @@ impl Harness {
 
     /// Records a measurement taken elsewhere (a peer timed in its own
     /// process, like XState on Node): `n` operations in `secs` (median).
+    #[cfg_attr(not(feature = "chart"), allow(dead_code))]
     pub fn record(&mut self, bench: &str, imp: &str, n: u64, secs: f64) {
         let m = Measurement {
             bench: bench.to_string(),

@@ -19,10 +19,13 @@
 //! Build with `--release`.
 
 mod actors;
+#[cfg(feature = "chart")]
 mod chart;
 mod harness;
+#[cfg(feature = "store")]
 mod store;
 mod stream;
+#[cfg(feature = "wizard")]
 mod wizard;
 
 use clap::Parser;
@@ -64,7 +67,8 @@ pub struct Args {
     /// Producer threads for the multi-producer cases.
     #[arg(long, default_value_t = 4)]
     pub producers: usize,
-    /// Only cases or implementations whose name contains this.
+    /// Only cases or implementations whose name contains this (`=NAME`:
+    /// exactly this implementation, e.g. `=turno` without `turno-1t`).
     #[arg(long)]
     pub only: Option<String>,
     /// Timed runs per measurement (after one warm-up).
@@ -79,7 +83,10 @@ impl Args {
     /// True when a case/implementation passes `--only`.
     pub fn selected(&self, bench: &str, imp: &str) -> bool {
         match &self.only {
-            Some(s) => bench.contains(s.as_str()) || imp.contains(s.as_str()),
+            Some(s) => match s.strip_prefix('=') {
+                Some(exact) => imp == exact,
+                None => bench.contains(s.as_str()) || imp.contains(s.as_str()),
+            },
             None => true,
         }
     }
@@ -96,12 +103,21 @@ fn main() {
             return;
         }
         "stream" => stream::run(&args, &mut h),
+        #[cfg(feature = "store")]
         "store" => store::run(&args, &mut h),
+        #[cfg(feature = "wizard")]
         "wizard" => {
             wizard::run(&args);
             return;
         }
+        #[cfg(feature = "chart")]
         "chart" => chart::run(&args, &mut h),
+        #[cfg(not(feature = "store"))]
+        "store" => not_built("store"),
+        #[cfg(not(feature = "wizard"))]
+        "wizard" => not_built("wizard"),
+        #[cfg(not(feature = "chart"))]
+        "chart" => not_built("chart"),
         other if actors::run(other, &args, &mut h) => {}
         other => {
             eprintln!("unknown bench {other:?}; `turno-bench list` shows them");
@@ -109,4 +125,13 @@ fn main() {
         }
     }
     h.finish();
+}
+
+/// A bench whose feature this binary was built without.
+#[allow(dead_code)]
+fn not_built(feature: &str) -> ! {
+    eprintln!(
+        "turno-bench was built without the {feature:?} feature (see crates/turno-bench/Cargo.toml)"
+    );
+    std::process::exit(2);
 }

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use crossbeam_channel::bounded;
 use stakker::{actor, call, ret_nop, Stakker, CX};
 
-use super::{enq, n_or, run_with_peers, tokio_rt, wait, Countdown, Turno};
+use super::{enq, n_or, run_with_peers, tokio_rt, wait, Countdown, TokioRt, Turno};
 use crate::harness::Harness;
 use crate::Args;
 
@@ -349,7 +349,7 @@ mod ax {
     }
 }
 
-fn actix_impl(h: &mut Harness, quota: u64) {
+fn actix_impl(h: &mut Harness, _imp: &str, quota: u64) {
     use actix::Actor as _;
     let sys = actix_rt::System::new();
     h.measure(BENCH, "actix", total(quota), || {
@@ -494,7 +494,7 @@ mod rc {
     }
 }
 
-fn ractor_impl(h: &mut Harness, quota: u64) {
+fn ractor_impl(h: &mut Harness, _imp: &str, quota: u64) {
     let rt = tokio_rt();
     h.measure(BENCH, "ractor", total(quota), || {
         let (report, rx) = Report::new();
@@ -617,7 +617,7 @@ mod km {
     }
 }
 
-fn kameo_impl(h: &mut Harness, quota: u64) {
+fn kameo_impl(h: &mut Harness, _imp: &str, quota: u64) {
     use kameo::actor::Spawn;
     let rt = tokio_rt();
     h.measure(BENCH, "kameo", total(quota), || {
@@ -722,7 +722,7 @@ impl SCons {
     }
 }
 
-fn stakker_impl(h: &mut Harness, quota: u64) {
+fn stakker_impl(h: &mut Harness, _imp: &str, quota: u64) {
     let mut s = Stakker::new(std::time::Instant::now());
     let out = Rc::new(Cell::new(0));
     h.measure(BENCH, "stakker", total(quota), || {
@@ -762,10 +762,10 @@ enum BaseCons {
     Exit,
 }
 
-fn tokio_impl(h: &mut Harness, quota: u64) {
+fn tokio_impl(h: &mut Harness, imp: &str, quota: u64) {
     use tokio::sync::mpsc;
-    let rt = tokio_rt();
-    h.measure(BENCH, "tokio", total(quota), || {
+    let rt = TokioRt::new(imp);
+    h.measure(BENCH, imp, total(quota), || {
         let (report, rx) = Report::new();
         rt.block_on(async {
             let (mgr_tx, mut mgr_rx) = mpsc::channel::<BaseMgr>(1024);
@@ -835,7 +835,7 @@ fn tokio_impl(h: &mut Harness, quota: u64) {
 
 // ---------------------------------------------------------------- crossbeam
 
-fn crossbeam_impl(h: &mut Harness, quota: u64) {
+fn crossbeam_impl(h: &mut Harness, _imp: &str, quota: u64) {
     h.measure(BENCH, "crossbeam", total(quota), || {
         let (report, rx) = Report::new();
         let (mgr_tx, mgr_rx) = bounded::<BaseMgr>(1024);

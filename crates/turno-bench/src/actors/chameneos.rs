@@ -15,7 +15,7 @@ use std::sync::Arc;
 use crossbeam_channel::bounded;
 use stakker::{actor, call, ret_nop, Stakker, CX};
 
-use super::{enq, n_or, run_with_peers, tokio_rt, wait, Countdown, Turno};
+use super::{enq, n_or, run_with_peers, tokio_rt, wait, Countdown, TokioRt, Turno};
 use crate::harness::Harness;
 use crate::Args;
 
@@ -274,7 +274,7 @@ mod ax {
     }
 }
 
-fn actix_impl(h: &mut Harness, n: u64) {
+fn actix_impl(h: &mut Harness, _imp: &str, n: u64) {
     use actix::Actor as _;
     let sys = actix_rt::System::new();
     h.measure(BENCH, "actix", n, || {
@@ -393,7 +393,7 @@ mod rc {
     }
 }
 
-fn ractor_impl(h: &mut Harness, n: u64) {
+fn ractor_impl(h: &mut Harness, _imp: &str, n: u64) {
     let rt = tokio_rt();
     h.measure(BENCH, "ractor", n, || {
         let (report, rx) = Report::new();
@@ -485,7 +485,7 @@ mod km {
     }
 }
 
-fn kameo_impl(h: &mut Harness, n: u64) {
+fn kameo_impl(h: &mut Harness, _imp: &str, n: u64) {
     use kameo::actor::Spawn;
     let rt = tokio_rt();
     h.measure(BENCH, "kameo", n, || {
@@ -571,7 +571,7 @@ impl SCham {
     }
 }
 
-fn stakker_impl(h: &mut Harness, n: u64) {
+fn stakker_impl(h: &mut Harness, _imp: &str, n: u64) {
     let mut s = Stakker::new(std::time::Instant::now());
     let meetings = Rc::new(Cell::new(0));
     h.measure(BENCH, "stakker", n, || {
@@ -606,10 +606,10 @@ enum Base<S> {
     Exit,
 }
 
-fn tokio_impl(h: &mut Harness, n: u64) {
+fn tokio_impl(h: &mut Harness, imp: &str, n: u64) {
     use tokio::sync::mpsc;
-    let rt = tokio_rt();
-    h.measure(BENCH, "tokio", n, || {
+    let rt = TokioRt::new(imp);
+    h.measure(BENCH, imp, n, || {
         let (report, rx) = Report::new();
         rt.block_on(async {
             let (mall_tx, mut mall_rx) = mpsc::channel::<(usize, u8)>(1024);
@@ -669,7 +669,7 @@ fn tokio_impl(h: &mut Harness, n: u64) {
 
 // ---------------------------------------------------------------- crossbeam
 
-fn crossbeam_impl(h: &mut Harness, n: u64) {
+fn crossbeam_impl(h: &mut Harness, _imp: &str, n: u64) {
     h.measure(BENCH, "crossbeam", n, || {
         let (report, rx) = Report::new();
         let (mall_tx, mall_rx) = bounded::<(usize, u8)>(1024);

@@ -15,7 +15,7 @@ use std::rc::Rc;
 use crossbeam_channel::{bounded, Sender};
 use stakker::{actor, call, ret_nop, Stakker, CX};
 
-use super::{enq, n_or, run_with_peers, stop_ractor, tokio_rt, wait, Turno};
+use super::{enq, n_or, run_with_peers, stop_ractor, tokio_rt, wait, TokioRt, Turno};
 use crate::harness::Harness;
 use crate::Args;
 
@@ -180,7 +180,7 @@ mod ax {
     }
 }
 
-fn actix_impl(h: &mut Harness, n: u64) {
+fn actix_impl(h: &mut Harness, _imp: &str, n: u64) {
     use actix::Actor as _;
     let sys = actix_rt::System::new();
     let producer = sys.block_on(async {
@@ -285,7 +285,7 @@ mod rc {
     }
 }
 
-fn ractor_impl(h: &mut Harness, n: u64) {
+fn ractor_impl(h: &mut Harness, _imp: &str, n: u64) {
     let rt = tokio_rt();
     let (counter, producer, hs) = rt.block_on(async {
         let (counter, h1) = ractor::Actor::spawn(None, rc::Counter, ())
@@ -347,7 +347,7 @@ mod km {
     }
 }
 
-fn kameo_impl(h: &mut Harness, n: u64) {
+fn kameo_impl(h: &mut Harness, _imp: &str, n: u64) {
     use kameo::actor::Spawn;
     let rt = tokio_rt();
     let (counter, producer) = rt.block_on(async {
@@ -408,7 +408,7 @@ impl SProducer {
     }
 }
 
-fn stakker_impl(h: &mut Harness, n: u64) {
+fn stakker_impl(h: &mut Harness, _imp: &str, n: u64) {
     let mut s = Stakker::new(std::time::Instant::now());
     let out = Rc::new(Cell::new(0));
     let producer = actor!(s, SProducer::init(out.clone()), ret_nop!());
@@ -429,9 +429,9 @@ enum Base<R> {
     Get(R),
 }
 
-fn tokio_impl(h: &mut Harness, n: u64) {
+fn tokio_impl(h: &mut Harness, imp: &str, n: u64) {
     use tokio::sync::{mpsc, oneshot};
-    let rt = tokio_rt();
+    let rt = TokioRt::new(imp);
     let (ctx, mut inbox) = mpsc::channel::<Base<oneshot::Sender<u64>>>(1024);
     rt.spawn(async move {
         let mut c = 0u64;
@@ -455,7 +455,7 @@ fn tokio_impl(h: &mut Harness, n: u64) {
             let _ = done.send(rx.await.expect("count"));
         }
     });
-    h.measure(BENCH, "tokio", n, || {
+    h.measure(BENCH, imp, n, || {
         let (tx, rx) = bounded(1);
         assert!(ptx.blocking_send((n, tx)).is_ok());
         assert_eq!(wait(&rx), n);
@@ -466,7 +466,7 @@ fn tokio_impl(h: &mut Harness, n: u64) {
 
 // ---------------------------------------------------------------- crossbeam
 
-fn crossbeam_impl(h: &mut Harness, n: u64) {
+fn crossbeam_impl(h: &mut Harness, _imp: &str, n: u64) {
     let (ctx, inbox) = bounded::<Base<Sender<u64>>>(1024);
     let counter = std::thread::spawn(move || {
         let mut c = 0u64;

@@ -16,7 +16,7 @@ use turno::System;
 
 use crossbeam_channel::{bounded, Sender};
 
-use super::{n_or, not_applicable, tokio_rt, wait, Turno};
+use super::{n_or, not_applicable, tokio_rt, wait, TokioRt, Turno};
 use crate::harness::Harness;
 use crate::Args;
 
@@ -38,7 +38,7 @@ pub fn run(args: &Args, h: &mut Harness) {
         n: per * p,
         sum: p * per * (per + 1) / 2,
     };
-    for imp in ["turno", "turno-1t"] {
+    for imp in ["turno", "turno-1t", "turno-tuned"] {
         if args.selected(BENCH, imp) {
             turno_impl(h, imp, job);
         }
@@ -49,17 +49,18 @@ pub fn run(args: &Args, h: &mut Harness) {
         "turno-det",
         "one thread: producers blocked on a full mailbox would wait forever",
     );
-    type Impl = (&'static str, fn(&mut Harness, Job));
-    let peers: [Impl; 5] = [
+    type Impl = (&'static str, fn(&mut Harness, &str, Job));
+    let peers: [Impl; 6] = [
         ("actix", actix_impl),
         ("ractor", ractor_impl),
         ("kameo", kameo_impl),
-        ("tokio", tokio_impl),
+        ("tokio-ct", tokio_impl),
+        ("tokio-mt", tokio_impl),
         ("crossbeam", crossbeam_impl),
     ];
     for (imp, f) in peers {
         if args.selected(BENCH, imp) {
-            f(h, job);
+            f(h, imp, job);
         }
     }
     not_applicable(
@@ -180,7 +181,7 @@ mod ax {
     }
 }
 
-fn actix_impl(h: &mut Harness, job: Job) {
+fn actix_impl(h: &mut Harness, _imp: &str, job: Job) {
     use actix::Actor as _;
     let sys = actix_rt::System::new();
     h.measure(BENCH, "actix (unbounded)", job.n, || {
@@ -228,7 +229,7 @@ mod rc {
     }
 }
 
-fn ractor_impl(h: &mut Harness, job: Job) {
+fn ractor_impl(h: &mut Harness, _imp: &str, job: Job) {
     let rt = tokio_rt();
     h.measure(BENCH, "ractor (unbounded)", job.n, || {
         let (tx, rx) = bounded(1);
@@ -268,7 +269,7 @@ mod km {
     }
 }
 
-fn kameo_impl(h: &mut Harness, job: Job) {
+fn kameo_impl(h: &mut Harness, _imp: &str, job: Job) {
     use kameo::actor::Spawn;
     let rt = tokio_rt();
     h.measure(BENCH, "kameo", job.n, || {
@@ -291,9 +292,9 @@ fn kameo_impl(h: &mut Harness, job: Job) {
 
 // ---------------------------------------------------------------- tokio
 
-fn tokio_impl(h: &mut Harness, job: Job) {
-    let rt = tokio_rt();
-    h.measure(BENCH, "tokio", job.n, || {
+fn tokio_impl(h: &mut Harness, imp: &str, job: Job) {
+    let rt = TokioRt::new(imp);
+    h.measure(BENCH, imp, job.n, || {
         let (tx, rx) = bounded(1);
         let (mtx, mut inbox) = tokio::sync::mpsc::channel::<u64>(CAPACITY);
         let mut sum = Sum::new(job.n, tx);
@@ -311,7 +312,7 @@ fn tokio_impl(h: &mut Harness, job: Job) {
 
 // ---------------------------------------------------------------- crossbeam
 
-fn crossbeam_impl(h: &mut Harness, job: Job) {
+fn crossbeam_impl(h: &mut Harness, _imp: &str, job: Job) {
     h.measure(BENCH, "crossbeam", job.n, || {
         let (tx, rx) = bounded(1);
         let (mtx, inbox) = bounded::<u64>(CAPACITY);

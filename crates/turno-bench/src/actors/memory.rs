@@ -134,6 +134,7 @@ fn measure<T>(args: &Args, imp: &str, k: u64, spawn: impl FnOnce(u64) -> T) {
 /// Live heap bytes per item kept by `spawn(k)` (for benches outside this
 /// module, such as `chart`): counted like [`measure`], returned instead of
 /// printed.
+#[cfg_attr(not(feature = "chart"), allow(dead_code))]
 pub fn measure_bytes<T>(k: u64, spawn: impl FnOnce(u64) -> T) -> Option<f64> {
     COUNTING.store(true, Ordering::SeqCst);
     let before = live();

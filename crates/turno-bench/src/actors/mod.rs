@@ -14,16 +14,22 @@
 //!
 //! The implementations, for every bench where they apply:
 //!
-//! - `turno`: [`ThreadedSystem`] with the default threads (the available
-//!   parallelism), metrics and trace off;
-//! - `turno-1t`: [`ThreadedSystem`] on one worker thread;
-//! - `turno-det`: [`DetSystem`] (metrics off), driven by `run_until_idle`;
+//! - `turno`: exactly what a user gets from [`ThreadedSystem::new`] (the
+//!   available parallelism, metrics on, no trace, batch 32);
+//! - `turno-1t`: the same on one worker thread (`threads(1)`);
+//! - `turno-det`: [`DetSystem`] as `DetSystem::new` builds it (metrics on,
+//!   no trace), driven by `run_until_idle`;
+//! - `turno-tuned`: a labelled tuned configuration, `metrics(false)` on the
+//!   default threads (the figure to compare with `turno`: metrics that
+//!   nobody records must cost nothing);
 //! - `actix`: actors on one `actix_rt::System` (actix's model: an arbiter is
 //!   one thread), `do_send`;
 //! - `ractor`, `kameo`: on a tokio multi-thread runtime (default workers);
 //!   `cast` and `tell(..).await` (kameo's default bounded mailbox of 64);
 //! - `stakker`: single-threaded, `call!`, driven by `Stakker::run`;
-//! - `tokio`: one task per actor, `mpsc::channel(1024)` as the mailbox;
+//! - `tokio-ct`, `tokio-mt`: one task per actor, `mpsc::channel(1024)` as
+//!   the mailbox, on a current-thread runtime (driven by one thread of its
+//!   own) and on the multi-thread runtime (default workers);
 //! - `crossbeam`: one OS thread per actor, `crossbeam_channel::bounded(1024)`.
 //!
 //! Every run checks its result (counts, sums, who holds the token) and
@@ -90,8 +96,9 @@ pub fn run(bench: &str, args: &Args, h: &mut Harness) -> bool {
 }
 
 /// One implementation of a bench: its name and the function measuring it
-/// with the bench's size parameter.
-pub type Impl = (&'static str, fn(&mut Harness, u64));
+/// (given that name, which picks the flavour where there are several, and
+/// the bench's size parameter).
+pub type Impl = (&'static str, fn(&mut Harness, &str, u64));
 
 /// Runs turno's implementations, then the peers, each if `--only` selects it.
 pub fn run_impls(
@@ -109,14 +116,15 @@ pub fn run_impls(
     }
     for &(imp, f) in peers {
         if args.selected(bench, imp) {
-            f(h, size);
+            f(h, imp, size);
         }
     }
 }
 
-/// Runs turno's implementations and the six peers every bench has, whose
+/// Runs turno's implementations and the peers every bench has, whose
 /// functions the calling module names `actix_impl`, `ractor_impl`,
-/// `kameo_impl`, `stakker_impl`, `tokio_impl` and `crossbeam_impl`.
+/// `kameo_impl`, `stakker_impl`, `tokio_impl` (both flavours) and
+/// `crossbeam_impl`.
 macro_rules! run_with_peers {
     ($args:expr, $h:expr, $bench:expr, $size:expr) => {
         $crate::actors::run_impls(
@@ -128,12 +136,13 @@ macro_rules! run_with_peers {
             &[
                 (
                     "actix",
-                    actix_impl as fn(&mut $crate::harness::Harness, u64),
+                    actix_impl as fn(&mut $crate::harness::Harness, &str, u64),
                 ),
                 ("ractor", ractor_impl),
                 ("kameo", kameo_impl),
                 ("stakker", stakker_impl),
-                ("tokio", tokio_impl),
+                ("tokio-ct", tokio_impl),
+                ("tokio-mt", tokio_impl),
                 ("crossbeam", crossbeam_impl),
             ],
         )
@@ -157,8 +166,8 @@ pub fn stop_ractor(
     });
 }
 
-/// The three turno implementations.
-pub const TURNO: [&str; 3] = ["turno", "turno-1t", "turno-det"];
+/// The turno implementations (see the [module docs](self)).
+pub const TURNO: [&str; 4] = ["turno", "turno-1t", "turno-det", "turno-tuned"];
 
 /// A turno system of either scheduler, so that one bench body serves all
 /// three turno implementations.
@@ -173,16 +182,13 @@ impl Turno {
     /// The system for one of [`TURNO`].
     pub fn new(imp: &str) -> Turno {
         match imp {
-            "turno" => Turno::Threaded(ThreadedSystem::builder().metrics(false).build()),
-            "turno-1t" => {
-                Turno::Threaded(ThreadedSystem::builder().threads(1).metrics(false).build())
-            }
+            "turno" => Turno::Threaded(ThreadedSystem::new()),
+            "turno-1t" => Turno::Threaded(ThreadedSystem::builder().threads(1).build()),
+            "turno-tuned" => Turno::Threaded(ThreadedSystem::builder().metrics(false).build()),
+            // `DetSystem::new(seed)` but for the step limit, which a bench
+            // of millions of turns must lift.
             "turno-det" => Turno::Det(Box::new(
-                DetSystem::builder()
-                    .seed(1)
-                    .metrics(false)
-                    .step_limit(u64::MAX)
-                    .build(),
+                DetSystem::builder().seed(1).step_limit(u64::MAX).build(),
             )),
             other => panic!("not a turno implementation: {other}"),
         }
@@ -239,12 +245,92 @@ pub fn wait<T>(rx: &Receiver<T>) -> T {
 }
 
 /// A tokio multi-thread runtime with the default number of workers (the
-/// runtime for the `tokio`, `ractor` and `kameo` implementations).
+/// runtime for the `ractor` and `kameo` implementations).
 pub fn tokio_rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("tokio runtime")
+}
+
+/// The runtime of the `tokio-ct` / `tokio-mt` implementations: a
+/// current-thread runtime driven by a thread of its own (so the bench's
+/// thread can send into it and wait, as it does with every other
+/// implementation), or the multi-thread runtime.
+pub struct TokioRt {
+    rt: Option<Arc<tokio::runtime::Runtime>>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    driver: Option<std::thread::JoinHandle<()>>,
+}
+
+impl TokioRt {
+    /// The flavour `imp` names: `*-ct` current-thread, else multi-thread.
+    pub fn new(imp: &str) -> TokioRt {
+        if !imp.ends_with("-ct") {
+            return TokioRt {
+                rt: Some(Arc::new(tokio_rt())),
+                stop: None,
+                driver: None,
+            };
+        }
+        let rt = Arc::new(
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("tokio runtime"),
+        );
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let driving = rt.clone();
+        let driver = std::thread::spawn(move || {
+            let _ = driving.block_on(stopped);
+        });
+        TokioRt {
+            rt: Some(rt),
+            stop: Some(stop),
+            driver: Some(driver),
+        }
+    }
+
+    fn rt(&self) -> &tokio::runtime::Runtime {
+        self.rt.as_ref().expect("running")
+    }
+
+    /// Spawns a task on the runtime.
+    pub fn spawn<F>(&self, f: F) -> tokio::task::JoinHandle<F::Output>
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.rt().spawn(f)
+    }
+
+    /// Runs a future to completion on the calling thread.
+    pub fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
+        self.rt().block_on(f)
+    }
+
+    /// Stops the driver (current-thread) and shuts the runtime down.
+    pub fn shutdown_timeout(mut self, timeout: Duration) {
+        self.close(timeout);
+    }
+
+    fn close(&mut self, timeout: Duration) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(d) = self.driver.take() {
+            let _ = d.join();
+        }
+        if let Some(rt) = self.rt.take().and_then(|rt| Arc::try_unwrap(rt).ok()) {
+            rt.shutdown_timeout(timeout);
+        }
+    }
+}
+
+impl Drop for TokioRt {
+    fn drop(&mut self) {
+        self.close(Duration::from_secs(5));
+    }
 }
 
 /// `--n` or the bench's default.

@@ -1,7 +1,8 @@
-//! `pingpong`: two actors bounce a counter `n` times (a round trip is one
-//! message each way). The actors are spawned once per implementation; a run
-//! sends `Start(n)` to ping, which answers on a channel after the `n`th
-//! reply; the count is checked.
+//! `pingpong`: two actors bounce a counter; `--n` counts **messages** (a
+//! round trip is two: one each way), and so does the reported rate. The
+//! actors are spawned once per implementation; a run sends `Start(n / 2)`
+//! to ping, which answers on a channel after that many replies; the count
+//! is checked.
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -9,19 +10,20 @@ use std::rc::Rc;
 use crossbeam_channel::{bounded, Sender};
 use stakker::{actor, call, ret_nop, Stakker, CX};
 
-use super::{enq, n_or, run_with_peers, stop_ractor, tokio_rt, wait, Turno};
+use super::{enq, n_or, run_with_peers, stop_ractor, tokio_rt, wait, TokioRt, Turno};
 use crate::harness::Harness;
 use crate::Args;
 
 const BENCH: &str = "pingpong";
 
-/// Default round trips per run.
-pub const DEFAULT_N: u64 = 200_000;
+/// Default messages per run (half as many round trips).
+pub const DEFAULT_N: u64 = 400_000;
 
-/// Runs every implementation.
+/// Runs every implementation. Each is given the round trips, and reports
+/// twice as many messages.
 pub fn run(args: &Args, h: &mut Harness) {
-    let n = n_or(args, DEFAULT_N);
-    run_with_peers!(args, h, BENCH, n);
+    let trips = n_or(args, DEFAULT_N).div_ceil(2);
+    run_with_peers!(args, h, BENCH, trips);
 }
 
 // ---------------------------------------------------------------- turno
@@ -88,7 +90,7 @@ fn turno_impl(h: &mut Harness, imp: &str, n: u64) {
         done: None,
     });
     assert!(pong.try_send(PongMsg::Init(ping.clone())).is_enqueued());
-    h.measure(BENCH, imp, n, || {
+    h.measure(BENCH, imp, 2 * n, || {
         let (tx, rx) = bounded(1);
         assert!(ping.try_send(PingMsg::Start(n, tx)).is_enqueued());
         assert_eq!(sys.wait(&rx), n);
@@ -153,7 +155,7 @@ mod ax {
     }
 }
 
-fn actix_impl(h: &mut Harness, n: u64) {
+fn actix_impl(h: &mut Harness, _imp: &str, n: u64) {
     use actix::{Actor as _, AsyncContext as _};
     let sys = actix_rt::System::new();
     let ping = sys.block_on(async {
@@ -169,7 +171,7 @@ fn actix_impl(h: &mut Harness, n: u64) {
             }
         })
     });
-    h.measure(BENCH, "actix", n, || {
+    h.measure(BENCH, "actix", 2 * n, || {
         sys.block_on(async {
             let (tx, rx) = tokio::sync::oneshot::channel();
             ping.do_send(ax::Start(n, tx));
@@ -262,7 +264,7 @@ mod rc {
     }
 }
 
-fn ractor_impl(h: &mut Harness, n: u64) {
+fn ractor_impl(h: &mut Harness, _imp: &str, n: u64) {
     let rt = tokio_rt();
     let (ping, pong, hs) = rt.block_on(async {
         let (pong, h1) = ractor::Actor::spawn(None, rc::Pong, ())
@@ -274,7 +276,7 @@ fn ractor_impl(h: &mut Harness, n: u64) {
         assert!(pong.cast(rc::PongMsg::Init(ping.clone())).is_ok());
         (ping, pong, [h1, h2])
     });
-    h.measure(BENCH, "ractor", n, || {
+    h.measure(BENCH, "ractor", 2 * n, || {
         let (tx, rx) = bounded(1);
         assert!(ping.cast(rc::PingMsg::Start(n, tx)).is_ok());
         assert_eq!(wait(&rx), n);
@@ -338,7 +340,7 @@ mod km {
     }
 }
 
-fn kameo_impl(h: &mut Harness, n: u64) {
+fn kameo_impl(h: &mut Harness, _imp: &str, n: u64) {
     use kameo::actor::Spawn;
     let rt = tokio_rt();
     let (ping, pong) = rt.block_on(async {
@@ -351,7 +353,7 @@ fn kameo_impl(h: &mut Harness, n: u64) {
         assert!(pong.tell(km::Init(ping.clone())).await.is_ok());
         (ping, pong)
     });
-    h.measure(BENCH, "kameo", n, || {
+    h.measure(BENCH, "kameo", 2 * n, || {
         let (tx, rx) = bounded(1);
         assert!(ping.tell(km::Start(n, tx)).blocking_send().is_ok());
         assert_eq!(wait(&rx), n);
@@ -408,12 +410,12 @@ impl SPong {
     }
 }
 
-fn stakker_impl(h: &mut Harness, n: u64) {
+fn stakker_impl(h: &mut Harness, _imp: &str, n: u64) {
     let mut s = Stakker::new(std::time::Instant::now());
     let out = Rc::new(Cell::new(0));
     let ping = actor!(s, SPing::init(out.clone()), ret_nop!());
     s.run(std::time::Instant::now(), false);
-    h.measure(BENCH, "stakker", n, || {
+    h.measure(BENCH, "stakker", 2 * n, || {
         out.set(0);
         call!([ping], start(n));
         s.run(std::time::Instant::now(), false);
@@ -423,9 +425,9 @@ fn stakker_impl(h: &mut Harness, n: u64) {
 
 // ---------------------------------------------------------------- tokio
 
-fn tokio_impl(h: &mut Harness, n: u64) {
+fn tokio_impl(h: &mut Harness, imp: &str, n: u64) {
     use tokio::sync::mpsc;
-    let rt = tokio_rt();
+    let rt = TokioRt::new(imp);
     let (ping_tx, mut ping_rx) = mpsc::channel::<PingBase>(1024);
     let (pong_tx, mut pong_rx) = mpsc::channel::<u64>(1024);
     let back = ping_tx.clone();
@@ -453,7 +455,7 @@ fn tokio_impl(h: &mut Harness, n: u64) {
             }
         }
     });
-    h.measure(BENCH, "tokio", n, || {
+    h.measure(BENCH, imp, 2 * n, || {
         let (tx, rx) = bounded(1);
         assert!(ping_tx.blocking_send(PingBase::Start(n, tx)).is_ok());
         assert_eq!(wait(&rx), n);
@@ -472,7 +474,7 @@ enum PingBase {
 
 // ---------------------------------------------------------------- crossbeam
 
-fn crossbeam_impl(h: &mut Harness, n: u64) {
+fn crossbeam_impl(h: &mut Harness, _imp: &str, n: u64) {
     let (ping_tx, ping_rx) = bounded::<PingBase>(1024);
     let (pong_tx, pong_rx) = bounded::<u64>(1024);
     let back = ping_tx.clone();
@@ -500,7 +502,7 @@ fn crossbeam_impl(h: &mut Harness, n: u64) {
             }
         }
     });
-    h.measure(BENCH, "crossbeam", n, || {
+    h.measure(BENCH, "crossbeam", 2 * n, || {
         let (tx, rx) = bounded(1);
         ping_tx.send(PingBase::Start(n, tx)).expect("ping alive");
         assert_eq!(wait(&rx), n);

@@ -10,7 +10,7 @@ use std::rc::Rc;
 use crossbeam_channel::{bounded, Sender};
 use stakker::{actor, call, ret_nop, Stakker, CX};
 
-use super::{enq, n_or, run_with_peers, stop_ractor, tokio_rt, wait, Turno};
+use super::{enq, n_or, run_with_peers, stop_ractor, tokio_rt, wait, TokioRt, Turno};
 use crate::harness::Harness;
 use crate::Args;
 
@@ -124,7 +124,7 @@ mod ax {
     }
 }
 
-fn actix_impl(h: &mut Harness, n: u64) {
+fn actix_impl(h: &mut Harness, _imp: &str, n: u64) {
     use actix::Actor as _;
     let sys = actix_rt::System::new();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
@@ -201,7 +201,7 @@ mod rc {
     }
 }
 
-fn ractor_impl(h: &mut Harness, n: u64) {
+fn ractor_impl(h: &mut Harness, _imp: &str, n: u64) {
     let rt = tokio_rt();
     let (tx, rx) = bounded(1);
     let (nodes, handles): (Vec<_>, Vec<_>) = rt.block_on(async {
@@ -267,7 +267,7 @@ mod km {
     }
 }
 
-fn kameo_impl(h: &mut Harness, n: u64) {
+fn kameo_impl(h: &mut Harness, _imp: &str, n: u64) {
     use kameo::actor::Spawn;
     let rt = tokio_rt();
     let (tx, rx) = bounded(1);
@@ -330,7 +330,7 @@ impl SNode {
     }
 }
 
-fn stakker_impl(h: &mut Harness, n: u64) {
+fn stakker_impl(h: &mut Harness, _imp: &str, n: u64) {
     let mut s = Stakker::new(std::time::Instant::now());
     let out = Rc::new(Cell::new(usize::MAX));
     let nodes: Vec<_> = (0..NODES)
@@ -351,9 +351,9 @@ fn stakker_impl(h: &mut Harness, n: u64) {
 
 // ---------------------------------------------------------------- tokio
 
-fn tokio_impl(h: &mut Harness, n: u64) {
+fn tokio_impl(h: &mut Harness, imp: &str, n: u64) {
     use tokio::sync::mpsc;
-    let rt = tokio_rt();
+    let rt = TokioRt::new(imp);
     let (done, rx) = bounded(1);
     let (txs, rxs): (Vec<_>, Vec<_>) = (0..NODES).map(|_| mpsc::channel::<u64>(1024)).unzip();
     for (index, mut inbox) in rxs.into_iter().enumerate() {
@@ -374,7 +374,7 @@ fn tokio_impl(h: &mut Harness, n: u64) {
             }
         });
     }
-    h.measure(BENCH, "tokio", n, || {
+    h.measure(BENCH, imp, n, || {
         assert!(txs[0].blocking_send(n).is_ok());
         assert_eq!(wait(&rx), expected(n));
     });
@@ -384,7 +384,7 @@ fn tokio_impl(h: &mut Harness, n: u64) {
 
 // ---------------------------------------------------------------- crossbeam
 
-fn crossbeam_impl(h: &mut Harness, n: u64) {
+fn crossbeam_impl(h: &mut Harness, _imp: &str, n: u64) {
     // A hop is a thread wake-up here: a tenth of the hops keeps the run short.
     let n = (n / 10).max(1);
     let (done, rx) = bounded(1);

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use crossbeam_channel::bounded;
 use stakker::{actor, call, ret_some_do, Stakker, CX};
 
-use super::{enq, n_or, run_with_peers, tokio_rt, wait, Countdown, Turno};
+use super::{enq, n_or, run_with_peers, tokio_rt, wait, Countdown, TokioRt, Turno};
 use crate::harness::Harness;
 use crate::Args;
 
@@ -81,7 +81,7 @@ mod ax {
     }
 }
 
-fn actix_impl(h: &mut Harness, n: u64) {
+fn actix_impl(h: &mut Harness, _imp: &str, n: u64) {
     use actix::Actor as _;
     let sys = actix_rt::System::new();
     h.measure(BENCH, "actix", n, || {
@@ -136,7 +136,7 @@ mod rc {
     }
 }
 
-fn ractor_impl(h: &mut Harness, n: u64) {
+fn ractor_impl(h: &mut Harness, _imp: &str, n: u64) {
     let rt = tokio_rt();
     h.measure(BENCH, "ractor", n, || {
         let (cd, rx) = Countdown::new(n);
@@ -190,7 +190,7 @@ mod km {
     }
 }
 
-fn kameo_impl(h: &mut Harness, n: u64) {
+fn kameo_impl(h: &mut Harness, _imp: &str, n: u64) {
     use kameo::actor::Spawn;
     let rt = tokio_rt();
     h.measure(BENCH, "kameo", n, || {
@@ -218,7 +218,7 @@ impl SOnce {
     }
 }
 
-fn stakker_impl(h: &mut Harness, n: u64) {
+fn stakker_impl(h: &mut Harness, _imp: &str, n: u64) {
     let mut s = Stakker::new(std::time::Instant::now());
     let stopped = Rc::new(Cell::new(0u64));
     h.measure(BENCH, "stakker", n, || {
@@ -243,10 +243,10 @@ fn stakker_impl(h: &mut Harness, n: u64) {
 
 // ---------------------------------------------------------------- tokio
 
-fn tokio_impl(h: &mut Harness, n: u64) {
+fn tokio_impl(h: &mut Harness, imp: &str, n: u64) {
     use tokio::sync::mpsc;
-    let rt = tokio_rt();
-    h.measure(BENCH, "tokio", n, || {
+    let rt = TokioRt::new(imp);
+    h.measure(BENCH, imp, n, || {
         let (cd, rx) = Countdown::new(n);
         rt.block_on(async {
             for _ in 0..n {
@@ -265,7 +265,7 @@ fn tokio_impl(h: &mut Harness, n: u64) {
 
 // ---------------------------------------------------------------- crossbeam
 
-fn crossbeam_impl(h: &mut Harness, n: u64) {
+fn crossbeam_impl(h: &mut Harness, _imp: &str, n: u64) {
     // At most this many threads alive at once (the OS limits threads).
     const OUTSTANDING: usize = 512;
     h.measure(BENCH, "crossbeam", n, || {
