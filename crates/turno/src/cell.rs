@@ -87,6 +87,8 @@ pub(crate) struct Cell<A: Actor> {
     timers: HashMap<TimerId, A::Msg>,
     asks: Asks<A::Msg>,
     watching: HashMap<ActorId, WatchMap<A::Msg>>,
+    /// Message turns run, for sampling the turn-time metric.
+    turns: u32,
 }
 
 impl<A: Actor> Cell<A> {
@@ -113,6 +115,7 @@ impl<A: Actor> Cell<A> {
             timers: HashMap::new(),
             asks: Asks::default(),
             watching: HashMap::new(),
+            turns: 0,
         };
         Ok((cell, addr))
     }
@@ -180,7 +183,17 @@ impl<A: Actor> Cell<A> {
             what,
         });
         let metrics = &self.addr.mailbox.metrics;
-        let started = metrics.enabled().then(std::time::Instant::now);
+        // Turn time is sampled (see `crate::metrics`): the clock is read on
+        // one message turn in `TURN_SAMPLE`, never on a hook.
+        let sampled = match what {
+            TurnKind::Started | TurnKind::Stopped => false,
+            _ => {
+                let n = self.turns;
+                self.turns = n.wrapping_add(1);
+                n % crate::metrics::TURN_SAMPLE == 0
+            }
+        };
+        let started = (sampled && metrics.enabled()).then(std::time::Instant::now);
         let mut ctx = Context {
             addr: &self.addr,
             stash: &mut self.stash,

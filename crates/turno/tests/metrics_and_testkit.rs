@@ -76,18 +76,72 @@ fn depth_drops_and_turn_time_are_exported() {
     let depth = metric(&snap, MetricKind::Gauge, "turno_mailbox_depth");
     assert_eq!(depth.len(), 1);
     assert_eq!(depth[0].1, format!("{:?}", DebugValue::Gauge(0.0.into())));
-    let turns = metric(&snap, MetricKind::Histogram, "turno_turn_seconds");
-    // The started hook and two messages.
-    assert_eq!(turns.len(), 1);
-    let inner = turns[0]
-        .1
+    // Two message turns: the first is sampled (one in `TURN_SAMPLE`), the
+    // started hook never is.
+    assert_eq!(turn_samples(&snap, "gauge"), 1);
+}
+
+/// How many turn-time samples the histogram of `actor` holds.
+fn turn_samples(
+    snap: &[(
+        metrics_util::CompositeKey,
+        Option<metrics::Unit>,
+        Option<metrics::SharedString>,
+        DebugValue,
+    )],
+    actor: &str,
+) -> usize {
+    let turns = metric(snap, MetricKind::Histogram, "turno_turn_seconds");
+    let Some((_, value)) = turns
+        .iter()
+        .find(|(labels, _)| labels.contains(&("actor".into(), actor.into())))
+    else {
+        return 0;
+    };
+    let inner = value
         .trim_start_matches("Histogram([")
         .trim_end_matches("])");
-    let samples = inner
+    inner
         .split(", ")
-        .filter(|s| s.parse::<f64>().is_ok())
-        .count();
-    assert_eq!(samples, 3, "{turns:?}");
+        .filter(|s| s.parse::<f64>().is_ok_and(|x| x >= 0.0))
+        .count()
+}
+
+struct Quiet;
+impl Actor for Quiet {
+    type Msg = u32;
+    fn handle(&mut self, _: &mut Context<'_, Self>, _: u32) {}
+}
+
+#[test]
+fn turn_time_is_sampled_one_message_turn_in_64() {
+    assert_eq!(turno::metrics::TURN_SAMPLE, 64);
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    metrics::with_local_recorder(&recorder, || {
+        let mut sys = DetSystem::new(1);
+        let busy = sys
+            .spawn(Props::new().name("busy").mailbox(Policy::Unbounded), || {
+                Quiet
+            })
+            .unwrap();
+        // Started, never sent anything: no handle registered, no sample.
+        let _idle = sys.spawn(Props::new().name("idle"), || Quiet).unwrap();
+        for i in 0..130 {
+            assert!(busy.try_send(i).is_enqueued());
+        }
+        sys.run_until_idle().unwrap();
+    });
+    let snap: Vec<_> = snapshotter.snapshot().into_vec();
+    // Message turns 1, 65 and 129 of 130.
+    assert_eq!(turn_samples(&snap, "busy"), 3);
+    assert!(
+        !snap.iter().any(|(k, ..)| k
+            .key()
+            .labels()
+            .any(|l| l.key() == "actor" && l.value() == "idle")),
+        "an actor that handled no message registers no metric"
+    );
 }
 
 /// Asks a pricing service and forwards the answer (or a timeout) to `out`.
