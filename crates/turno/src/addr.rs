@@ -74,6 +74,10 @@ impl<M: Send + 'static> Addr<M> {
 
     /// Sends, waiting asynchronously while a suspend mailbox is full. Other
     /// policies answer at once. Never returns [`Verdict::Full`].
+    ///
+    /// Waiting senders are woken together once the mailbox has drained
+    /// below its low watermark ([`Policy::low_watermark`](crate::Policy::low_watermark)),
+    /// as muted actor senders are: each wake-up then finds room for a batch.
     pub async fn send(&self, msg: M) -> Verdict<M> {
         let mut msg = match self.try_send(msg) {
             Verdict::Full(back) => back,
@@ -93,8 +97,9 @@ impl<M: Send + 'static> Addr<M> {
         }
     }
 
-    /// Sends, blocking the thread while a suspend mailbox is full. Never
-    /// returns [`Verdict::Full`]. Do not call it from the thread that runs
+    /// Sends, blocking the thread while a suspend mailbox is full (woken
+    /// below the low watermark, like [`Addr::send`]). Never returns
+    /// [`Verdict::Full`]. Do not call it from the thread that runs
     /// the receiving actor: nothing would drain the mailbox.
     pub fn send_blocking(&self, msg: M) -> Verdict<M> {
         match self.send_blocking_until(msg, None) {

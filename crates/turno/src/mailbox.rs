@@ -468,19 +468,21 @@ impl<M: Send + 'static> Mailbox<M> {
         };
         let depth = st.user.len();
         let mut unmuted = Vec::new();
-        if let Some(low) = self.policy.low_watermark() {
-            if depth < low && !st.muted.is_empty() {
-                unmuted = std::mem::take(&mut st.muted);
-            }
+        let below_low = self.policy.low_watermark().is_some_and(|low| depth < low);
+        if below_low && !st.muted.is_empty() {
+            unmuted = std::mem::take(&mut st.muted);
         }
         drop(st);
         self.metrics.depth(depth);
-        // A waiting sender registers before re-trying its send, so either it
-        // sees the room made here, or this sees it waiting.
-        if self.waiting_senders.load(Ordering::SeqCst) > 0 {
-            // One slot freed, one more waiter woken (a woken waiter that gives
-            // up passes its notification on).
-            self.space.notify_additional(1);
+        // Outside senders waiting for room are woken like muted actors: all
+        // at once, when the depth is below the low watermark, so that each
+        // wake-up finds room for a batch instead of one slot (one context
+        // switch per message is what made a full suspend mailbox slow). A
+        // waiting sender registers before re-trying its send, so either it
+        // sees the room made here, or this sees it waiting; while it waits
+        // above the watermark, the takes that drain the mailbox come here.
+        if below_low && self.waiting_senders.load(Ordering::SeqCst) > 0 {
+            self.space.notify(usize::MAX);
         }
         Next::User(item, unmuted)
     }
