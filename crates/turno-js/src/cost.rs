@@ -1,7 +1,7 @@
 //! The cost model: how much virtual time executing JavaScript takes.
 //!
-//! boa counts every bytecode instruction it executes (its `fuzz` feature
-//! exposes the counter as `Context::instructions_remaining`; nothing else in
+//! boa counts every bytecode instruction it executes (its `fuzz` feature,
+//! turned on and read by `turno-boa`, exposes the counter; nothing else in
 //! boa 0.22's public API sees execution as it happens). The host reads that
 //! counter whenever JavaScript calls into it and whenever a host call
 //! returns, and moves the virtual clock forward by the instructions executed

@@ -15,7 +15,7 @@
 use boa_engine::{Context, JsResult, JsValue};
 use serde_json::json;
 
-use super::natives::{arg_u32, host_of, JsStackScope};
+use super::support::{arg_u32, host_of, JsStackScope};
 use super::{State, MS};
 
 /// Most `compositor_frame` events per run (an infinite animation over an

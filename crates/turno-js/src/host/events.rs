@@ -19,7 +19,7 @@ use boa_engine::object::builtins::JsArray;
 use boa_engine::{Context, JsResult, JsValue};
 
 use super::fn_name;
-use super::natives::{arg_fn, host_of};
+use super::support::{arg_fn, host_of};
 use crate::Model;
 
 pub(super) fn n_invoke_listener(

@@ -14,7 +14,7 @@ use boa_engine::job::{Job, JobCallback, JobExecutor, PromiseJob};
 use boa_engine::{Context, JsObject, JsResult, JsValue};
 use serde_json::{json, Value};
 
-use super::natives::{arg_fn, host_of, JsStackScope};
+use super::support::{arg_fn, host_of, JsStackScope};
 use super::{fn_name, Host, Stop};
 
 pub(super) enum Micro {

@@ -42,8 +42,11 @@
 //! * `promises.rs`: following the internal slots of promises for the trace.
 //! * `uncaught.rs`: uncaught exceptions and unhandled rejections, reported as
 //!   each runtime reports them.
-//! * `natives.rs`: the `h` object of natives the prelude calls, and what every
-//!   native shares (argument helpers, the JavaScript-stack scope).
+//! * `natives.rs`: the registry: the `h` object of natives the prelude calls
+//!   (each queue's natives live in that queue's file).
+//! * `support.rs`: what every native shares (finding the host, argument
+//!   helpers, the JavaScript-stack scope); a leaf that imports only this
+//!   file, so no sibling imports another through it.
 //! * `run.rs`: one run: engine and prelude setup, the main script, the report
 //!   and the budget errors.
 //!
@@ -58,6 +61,7 @@ mod natives;
 mod node;
 mod promises;
 mod run;
+mod support;
 mod timers;
 mod uncaught;
 
@@ -297,7 +301,7 @@ impl Host {
     /// calls into the host and whenever a host call returns, so every event
     /// is stamped with the time the code reached it.
     pub(super) fn sync_clock(&self, ctx: &Context) {
-        let executed = (usize::MAX - ctx.instructions_remaining()) as u64;
+        let executed = turno_boa::instructions_executed(ctx);
         let Ok(mut st) = self.st.try_borrow_mut() else {
             return;
         };

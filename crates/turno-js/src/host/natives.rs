@@ -1,101 +1,24 @@
-//! The natives the prelude reaches through `h`.
+//! The registry of natives the prelude reaches through `h`.
 //!
 //! [`build_natives`] assembles the `h` object. The natives that belong to
 //! one queue live with it (`timers.rs`, `node.rs`, `html.rs`,
-//! `microtasks.rs`); this file holds the rest (output, clocks, exit, promise
-//! state for `util.inspect`) and what all of them share: finding the host,
-//! reading arguments, and attaching the JavaScript stack to the events they
-//! record.
-
-use std::rc::Rc;
+//! `microtasks.rs`, ...); this file holds the rest (output, clocks, exit,
+//! promise state for `util.inspect`). What all of them share is in
+//! `support.rs`, which imports none of them.
 
 use boa_engine::builtins::promise::PromiseState;
 use boa_engine::object::builtins::{JsArray, JsPromise};
 use boa_engine::object::FunctionObjectBuilder;
-use boa_engine::{
-    js_string, Context, JsNativeError, JsObject, JsResult, JsString, JsValue, NativeFunction,
-};
+use boa_engine::{js_string, Context, JsObject, JsResult, JsString, JsValue, NativeFunction};
 
 use super::compositor::{n_animation, n_cancel_animation};
 use super::events::n_invoke_listener;
 use super::html::{n_cancel_raf, n_post_task, n_raf};
 use super::microtasks::n_queue_microtask;
 use super::node::{n_clear_immediate, n_next_tick, n_set_immediate};
+use super::support::{arg_u32, host_of, JsStackScope};
 use super::timers::{n_clear_timer, n_has_ref, n_ref_timer, n_set_timer};
-use super::{Host, MS};
-
-/// The JavaScript call stack, outermost first, as `name (file:line:col)`;
-/// the prelude's own frames (console.log, setTimeout, ... wrappers) left out.
-fn js_stack(ctx: &Context) -> Vec<String> {
-    let mut frames: Vec<String> = ctx
-        .stack_trace()
-        .filter_map(|f| {
-            let loc = f.position();
-            let path = loc.path.to_string();
-            if path.starts_with("<turno-prelude>") {
-                return None;
-            }
-            let name = if loc.function_name.is_empty() {
-                "<main>".to_string()
-            } else {
-                loc.function_name.to_std_string_escaped()
-            };
-            Some(match loc.position {
-                Some(p) => format!("{name} ({path}:{}:{})", p.line_number(), p.column_number()),
-                None => format!("{name} ({path})"),
-            })
-        })
-        .collect();
-    frames.reverse();
-    frames
-}
-
-/// While alive, events recorded carry the JavaScript stack of the native
-/// call that records them (tracing only).
-pub(super) struct JsStackScope(Rc<Host>, Option<Vec<String>>);
-
-impl JsStackScope {
-    pub(super) fn enter(host: &Rc<Host>, ctx: &Context) -> Self {
-        host.sync_clock(ctx);
-        let mut prev = None;
-        if host.tracing() {
-            let now = js_stack(ctx);
-            prev = host.st.borrow_mut().js_stack.replace(now);
-        }
-        JsStackScope(host.clone(), prev)
-    }
-}
-
-impl Drop for JsStackScope {
-    fn drop(&mut self) {
-        if let Ok(mut st) = self.0.st.try_borrow_mut() {
-            st.js_stack = self.1.take();
-        }
-    }
-}
-
-pub(super) fn host_of(ctx: &Context) -> JsResult<Rc<Host>> {
-    ctx.downcast_job_executor::<Host>().ok_or_else(|| {
-        JsNativeError::error()
-            .with_message("turno-js host missing")
-            .into()
-    })
-}
-
-pub(super) fn arg_fn(args: &[JsValue], i: usize) -> Option<JsObject> {
-    args.get(i)
-        .and_then(JsValue::as_object)
-        .filter(|o| o.is_callable())
-}
-
-pub(super) fn arg_u32(args: &[JsValue], i: usize, ctx: &mut Context) -> JsResult<u32> {
-    let n = args.get(i).cloned().unwrap_or_default().to_number(ctx)?;
-    Ok(if n.is_finite() && n >= 0.0 {
-        n as u32
-    } else {
-        0
-    })
-}
+use super::MS;
 
 fn n_write(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
     let host = host_of(ctx)?;

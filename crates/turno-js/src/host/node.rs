@@ -10,7 +10,7 @@
 use boa_engine::{Context, JsResult, JsValue};
 use serde_json::json;
 
-use super::natives::{arg_fn, arg_u32, host_of, JsStackScope};
+use super::support::{arg_fn, arg_u32, host_of, JsStackScope};
 use super::{args_vec, fn_name, Host, Stop, MS};
 
 pub(super) fn n_set_immediate(

@@ -11,7 +11,7 @@ use boa_engine::object::FunctionObjectBuilder;
 use boa_engine::{Context, JsObject, JsResult, JsString, JsValue, NativeFunction};
 use serde_json::{json, Value};
 
-use super::natives::{host_of, JsStackScope};
+use super::support::{host_of, JsStackScope};
 use super::Host;
 
 /// Most promises the trace follows; beyond that, new ones are counted only.

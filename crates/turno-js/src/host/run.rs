@@ -104,15 +104,14 @@ pub(crate) fn run(
             cancelled_raf: Vec::new(),
         }),
     });
-    let mut ctx = Context::builder()
-        .job_executor(host.clone())
-        .host_hooks(Rc::new(Hooks))
-        .clock(Rc::new(VirtualClock(clock_cell.clone())))
-        .instructions_remaining(usize::MAX)
-        .build()
-        .map_err(|e| JsRunError::Engine(e.to_string()))?;
-    ctx.runtime_limits_mut()
-        .set_loop_iteration_limit(opts.max_loop_iterations);
+    let mut ctx = turno_boa::build(
+        Context::builder()
+            .job_executor(host.clone())
+            .host_hooks(Rc::new(Hooks))
+            .clock(Rc::new(VirtualClock(clock_cell.clone()))),
+        opts.max_loop_iterations,
+    )
+    .map_err(|e| JsRunError::Engine(e.to_string()))?;
 
     // The prelude.
     let natives = build_natives(&mut ctx).map_err(|e| JsRunError::Engine(e.to_string()))?;
@@ -149,11 +148,11 @@ pub(crate) fn run(
     }
 
     // Setting up the host costs the program no time.
-    let setup = (usize::MAX - ctx.instructions_remaining()) as u64;
+    let setup = turno_boa::instructions_executed(&ctx);
     host.st.borrow_mut().instr_seen = setup;
 
     let outcome = run_program(&host, &mut ctx, source, file_name);
-    let instructions = (usize::MAX - ctx.instructions_remaining()) as u64 - setup;
+    let instructions = turno_boa::instructions_executed(&ctx) - setup;
 
     let mut st = host.st.borrow_mut();
     let dropped = st.dropped_jobs;

@@ -9,7 +9,7 @@
 use boa_engine::{Context, JsObject, JsResult, JsValue};
 use serde_json::json;
 
-use super::natives::{arg_fn, arg_u32, host_of, JsStackScope};
+use super::support::{arg_fn, arg_u32, host_of, JsStackScope};
 use super::{args_vec, fn_name, Host, MS};
 use crate::Model;
 

@@ -57,13 +57,8 @@ impl EcmaScript {
 
     /// A fresh engine whose evaluations stop after `limit` loop iterations.
     pub fn with_loop_limit(limit: u64) -> Result<Self, EvalError> {
-        let mut ctx = Context::builder()
-            // boa's `fuzz` feature (on for the workspace's one boa) counts
-            // instructions down from this budget; the loop limit is the guard.
-            .instructions_remaining(usize::MAX)
-            .build()
+        let mut ctx = turno_boa::build(Context::builder(), limit)
             .map_err(|e| EvalError::new(format!("cannot create the ECMAScript engine: {e}")))?;
-        ctx.runtime_limits_mut().set_loop_iteration_limit(limit);
         let active = ObjectInitializer::new(&mut ctx).build();
         let in_fn = NativeFunction::from_copy_closure_with_captures(
             |_, args, active: &JsObject, ctx| {
