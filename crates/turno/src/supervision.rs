@@ -45,6 +45,36 @@ pub enum Strategy {
     RestForOne,
 }
 
+impl Strategy {
+    /// The children to restart when `failed` fails, given the supervisor's
+    /// children in start order (`siblings`, `failed` among them). Pure: the
+    /// supervision tree calls it with its own children list.
+    ///
+    /// A `failed` that is not among `siblings` restarts alone under
+    /// [`Strategy::RestForOne`] (there is no position to count from).
+    ///
+    /// Generic over the id so that it can be tried on plain numbers:
+    ///
+    /// ```
+    /// use turno::Strategy;
+    ///
+    /// let kids = [1, 2, 3, 4];
+    /// assert_eq!(Strategy::OneForOne.children_to_restart(2, &kids), [2]);
+    /// assert_eq!(Strategy::OneForAll.children_to_restart(2, &kids), kids);
+    /// assert_eq!(Strategy::RestForOne.children_to_restart(2, &kids), [2, 3, 4]);
+    /// ```
+    pub fn children_to_restart<Id: Copy + PartialEq>(self, failed: Id, siblings: &[Id]) -> Vec<Id> {
+        match self {
+            Strategy::OneForOne => vec![failed],
+            Strategy::OneForAll => siblings.to_vec(),
+            Strategy::RestForOne => match siblings.iter().position(|c| *c == failed) {
+                Some(at) => siblings[at..].to_vec(),
+                None => vec![failed],
+            },
+        }
+    }
+}
+
 /// A supervisor's decision about one failure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -197,5 +227,44 @@ mod tests {
         assert_eq!(log.try_restart(&s, t(200)), None);
         // The first restart left the window.
         assert_eq!(log.try_restart(&s, t(1000)), Some(2));
+    }
+
+    fn ids(ns: &[u64]) -> Vec<ActorId> {
+        ns.iter().map(|n| ActorId(*n)).collect()
+    }
+
+    #[test]
+    fn one_for_one_restarts_the_failed_child_alone() {
+        let kids = ids(&[3, 5, 9]);
+        for failed in &kids {
+            assert_eq!(
+                Strategy::OneForOne.children_to_restart(*failed, &kids),
+                [*failed]
+            );
+        }
+    }
+
+    #[test]
+    fn one_for_all_restarts_every_child_in_start_order() {
+        let kids = ids(&[3, 5, 9]);
+        assert_eq!(
+            Strategy::OneForAll.children_to_restart(ActorId(9), &kids),
+            kids
+        );
+        assert_eq!(
+            Strategy::OneForAll.children_to_restart(ActorId(3), &kids),
+            kids
+        );
+    }
+
+    #[test]
+    fn rest_for_one_restarts_the_failed_child_and_those_started_after_it() {
+        let kids = ids(&[3, 5, 9]);
+        let r = |f| Strategy::RestForOne.children_to_restart(ActorId(f), &kids);
+        assert_eq!(r(3), ids(&[3, 5, 9]));
+        assert_eq!(r(5), ids(&[5, 9]));
+        assert_eq!(r(9), ids(&[9]));
+        // Not among the children: nothing to count from, it restarts alone.
+        assert_eq!(r(4), ids(&[4]));
     }
 }

@@ -1,0 +1,175 @@
+//! The engine: what every scheduler shares.
+//!
+//! A scheduler decides *which* actor runs next and *when* timers fire; the
+//! engine decides everything else, identically for both schedulers:
+//!
+//! - running a batch of turns of one actor ([`Engine::run_slot`]) and
+//!   applying their [`Effects`];
+//! - the supervision tree: spawning, failing, restarting, stopping (children
+//!   first), escalating, watching;
+//! - the wait-for graph of muted senders, kept acyclic so muting cannot
+//!   deadlock;
+//! - parking and unparking actors that may not run (muted, failed, busy,
+//!   stopping) without losing a wake-up.
+//!
+//! Every cross-actor operation is a control message to the target actor,
+//! handled by whoever runs that actor; so an actor's cell is only ever touched
+//! by its own runner, and the engine never holds the tree lock while taking a
+//! cell's lock.
+//!
+//! ## Scheduling states
+//!
+//! An actor is *idle* (mailbox `notified` flag clear: the next push wakes
+//! it), *scheduled or running* (flag set, the slot is in a run queue or being
+//! run), or *parked* (flag set, `PARKED` set in the slot's state word: it has
+//! mail it may not handle yet because it is muted, failed, stopping or busy).
+//! The runner that finishes a batch requeues the slot, parks it, or idles it.
+//! Parking and every unblocking (the last unmute, the end of a busy period)
+//! are read-modify-writes of the one state word, so exactly one side
+//! requeues; a control message unparks unconditionally, and the parking
+//! runner looks for control messages again after parking. `tests/sched_loom.rs`
+//! checks this protocol with loom.
+//!
+//! ## Where each part lives
+//!
+//! - `slot.rs`: the slot and its scheduling state word (park, unpark,
+//!   block, unblock): the protocol loom checks.
+//! - `tree.rs`: the supervision tree: register, stop (children first),
+//!   restart, finalize, fail and supervise. Which children a strategy
+//!   restarts is [`Strategy::children_to_restart`](crate::Strategy::children_to_restart).
+//! - `waits.rs`: the wait-for graph of muted senders (mute, release).
+//! - `run.rs`: running a batch of one actor's turns and applying their
+//!   effects.
+
+mod run;
+mod slot;
+mod tree;
+mod waits;
+
+use std::sync::Arc;
+
+use crate::addr::ActorId;
+use crate::context::TimerKey;
+use crate::mailbox::{Control, Signal};
+use crate::shared::SystemShared;
+use crate::supervision::Supervision;
+use crate::sync::Mutex;
+use crate::time::Instant;
+use crate::trace::EventKind;
+
+pub(crate) use crate::ids::ROOT;
+pub(crate) use slot::Slot;
+use tree::Tree;
+
+/// What a scheduler provides to the engine.
+pub(crate) trait Scheduler: Send + Sync + 'static {
+    /// The slot may have work: put it in a run queue. Called at most once
+    /// per idle-to-scheduled transition.
+    fn schedule(&self, slot: Arc<Slot>);
+    /// Deliver `key` to `actor` at `deadline`.
+    fn add_timer(&self, actor: ActorId, key: TimerKey, deadline: Instant);
+    /// Whether `Context::simulate_work` makes the actor busy (virtual time).
+    fn simulates_work(&self) -> bool;
+}
+
+/// Whether the actor just run still exists.
+#[derive(Debug, PartialEq, Eq)]
+enum Flow {
+    Continue,
+    Finalized,
+}
+
+/// See the [module docs](self).
+pub(crate) struct Engine {
+    pub(crate) shared: Arc<SystemShared>,
+    sched: Arc<dyn Scheduler>,
+    tree: Mutex<Tree>,
+    root: Supervision,
+    /// See [`Engine::injected_stale_release`].
+    #[cfg(turno_loom)]
+    pub(crate) stale_release_bug: std::sync::atomic::AtomicBool,
+}
+
+impl Engine {
+    pub(crate) fn new(
+        shared: Arc<SystemShared>,
+        sched: Arc<dyn Scheduler>,
+        root: Supervision,
+    ) -> Self {
+        Engine {
+            shared,
+            sched,
+            tree: Mutex::new(Tree::default()),
+            root,
+            #[cfg(turno_loom)]
+            stale_release_bug: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    fn trace(&self, kind: impl FnOnce() -> EventKind) {
+        self.shared.tracer.emit(&self.shared.clock, kind);
+    }
+
+    // ----- queries ------------------------------------------------------
+
+    pub(crate) fn is_alive(&self, id: ActorId) -> bool {
+        self.tree.lock().nodes.contains_key(&id)
+    }
+
+    pub(crate) fn restarts(&self, id: ActorId) -> u32 {
+        self.tree
+            .lock()
+            .nodes
+            .get(&id)
+            .map_or(0, |n| n.restart_count)
+    }
+
+    pub(crate) fn name(&self, id: ActorId) -> Option<String> {
+        self.tree.lock().nodes.get(&id).map(|n| n.name.to_string())
+    }
+
+    pub(crate) fn children(&self, id: ActorId) -> Vec<ActorId> {
+        self.tree.lock().children(id)
+    }
+
+    pub(crate) fn is_muted(&self, id: ActorId) -> bool {
+        self.slot(id).is_some_and(|s| s.is_muted())
+    }
+
+    pub(crate) fn actor_count(&self) -> usize {
+        self.tree.lock().nodes.len()
+    }
+
+    /// True while `receiver`'s mailbox lists `sender` as muted by it.
+    #[cfg(turno_loom)]
+    pub(crate) fn is_listed(&self, receiver: ActorId, sender: ActorId) -> bool {
+        self.slot(receiver)
+            .is_some_and(|r| r.mailbox.is_muting(sender))
+    }
+
+    pub(crate) fn slot(&self, id: ActorId) -> Option<Arc<Slot>> {
+        self.tree.lock().nodes.get(&id).map(|n| n.slot.clone())
+    }
+
+    /// Sends a control message to `id` and makes sure it will be handled
+    /// even if the actor is parked.
+    pub(crate) fn push_control(&self, id: ActorId, c: Control) {
+        if let Some(slot) = self.slot(id) {
+            Self::control_to(&slot, c);
+        }
+    }
+
+    /// Never takes the target's cell lock (its runner may hold it), only its
+    /// mailbox lock.
+    fn control_to(slot: &Slot, c: Control) {
+        if slot.mailbox.push_control(c) {
+            slot.unpark();
+        }
+    }
+
+    pub(crate) fn push_signal(&self, id: ActorId, s: Signal) {
+        if let Some(slot) = self.slot(id) {
+            slot.mailbox.push_signal(s);
+        }
+    }
+}

@@ -1,0 +1,218 @@
+//! Running one actor: a batch of turns (control messages first), then
+//! requeue, park or idle; and applying a turn's effects in a fixed order.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::slot::{Slot, BUSY};
+use super::tree::Then;
+use super::{Engine, Flow};
+use crate::cell::{AnyCell, Step, TurnOutcome};
+use crate::context::{Effects, TimerKey};
+use crate::mailbox::{Control, Signal};
+use crate::supervision::ExitReason;
+use crate::trace::EventKind;
+
+impl Engine {
+    /// Runs up to `batch` units of work of one actor (control messages
+    /// first), then requeues, parks or idles it. Returns the turns run.
+    pub(crate) fn run_slot(&self, slot: &Arc<Slot>, batch: usize) -> usize {
+        let mut guard = slot.cell.lock();
+        let Some(cell) = guard.as_mut() else {
+            return 0;
+        };
+        let mut ran = 0;
+        let mut flow = Flow::Continue;
+        let mut idle = false;
+        // One effects record for the whole batch: a turn that only sends
+        // leaves it empty and skips `apply` altogether.
+        let mut fx = Effects::default();
+        while ran < batch.max(1) && flow == Flow::Continue {
+            let blocked = slot.blocked();
+            match cell.step(blocked, &mut fx) {
+                Step::Control(c) => {
+                    ran += 1;
+                    flow = self.control(slot, cell.as_mut(), c);
+                }
+                // Marked idle: the next push will wake the actor.
+                Step::Idle => {
+                    idle = true;
+                    break;
+                }
+                // Park it below.
+                Step::Blocked => break,
+                Step::Ran(TurnOutcome::Discarded) => {
+                    ran += 1;
+                    self.release_from(slot, std::mem::take(&mut fx.unmuted));
+                }
+                Step::Ran(TurnOutcome::Handled | TurnOutcome::Failed) => {
+                    ran += 1;
+                    if !fx.is_empty() {
+                        flow = self.apply(slot, cell.as_mut(), std::mem::take(&mut fx));
+                    }
+                }
+            }
+        }
+        if flow == Flow::Finalized {
+            // Dropping the cell drops its address, breaking the
+            // mailbox -> slot -> cell -> mailbox cycle.
+            *guard = None;
+            return ran;
+        }
+        if !idle {
+            self.finish(slot, cell.as_ref());
+        }
+        ran
+    }
+
+    /// After a batch: requeue, park or idle, without losing a wake-up.
+    pub(super) fn finish(&self, slot: &Arc<Slot>, cell: &dyn AnyCell) {
+        if cell.has_control() || (!slot.blocked() && cell.has_work()) {
+            self.sched.schedule(slot.clone());
+            return;
+        }
+        if slot.try_park() {
+            // A control message pushed before `PARKED` was set found nothing
+            // to unpark: look again now that it is set. (Its push and this
+            // look are ordered by the mailbox lock.)
+            if cell.has_control() {
+                slot.unpark();
+            }
+            return;
+        }
+        // Not blocked (only this runner can block it again): idle, unless
+        // work raced in.
+        if !cell.try_idle() {
+            self.sched.schedule(slot.clone());
+        }
+    }
+
+    pub(super) fn control(&self, slot: &Arc<Slot>, cell: &mut dyn AnyCell, c: Control) -> Flow {
+        match c {
+            Control::Start => {
+                let mut fx = Effects::default();
+                let _ = cell.start(&mut fx);
+                self.apply(slot, cell, fx)
+            }
+            Control::Stop(reason) => self.begin_stop(slot, cell, Then::Finalize(reason)),
+            Control::Restart(in_period) => self.begin_stop(slot, cell, Then::Restart(in_period)),
+            Control::ChildFailed { child, error } => {
+                self.supervise(Some((slot, cell)), child, error)
+            }
+            Control::ChildTerminated(child) => {
+                let then = {
+                    let mut tree = self.tree.lock();
+                    let Some(node) = tree.nodes.get_mut(&slot.id) else {
+                        return Flow::Continue;
+                    };
+                    node.children.remove(&child);
+                    if node.children.is_empty() {
+                        node.then.take()
+                    } else {
+                        None
+                    }
+                };
+                match then {
+                    Some(then) => self.complete_stop(slot, cell, then),
+                    None => Flow::Continue,
+                }
+            }
+        }
+    }
+
+    /// Applies a turn's effects in a fixed order: children, timers, watches,
+    /// muting, busy time, stops, self-stop. A failed turn's effects are
+    /// dropped (see below).
+    pub(super) fn apply(&self, slot: &Arc<Slot>, cell: &mut dyn AnyCell, fx: Effects) -> Flow {
+        let id = slot.id;
+        let Effects {
+            spawned,
+            stops,
+            stop_self,
+            timers_set,
+            timers_cancelled,
+            watch,
+            unwatch,
+            muted_by,
+            unmuted,
+            busy_for,
+            failed,
+            ..
+        } = fx;
+        if let Some(error) = failed {
+            // A turn that panicked has no effects but its sends (they are
+            // out already) and the takes it made: children it spawned never
+            // start (their mail becomes dead letters), its timers, watches,
+            // stops and busy time are dropped, and the senders its take
+            // released are released.
+            for s in spawned {
+                let mut orphan = s.cell;
+                let _ = orphan.stop(&mut Effects::default());
+            }
+            self.release_from(slot, unmuted);
+            return self.fail(slot, cell, error);
+        }
+        for s in spawned {
+            self.register(Some(id), s);
+        }
+        for (key, deadline) in timers_set {
+            if let TimerKey::User(timer) = key {
+                self.trace(|| EventKind::TimerSet {
+                    actor: id,
+                    timer: timer.0,
+                    deadline_ns: deadline.as_nanos(),
+                });
+            }
+            self.sched.add_timer(id, key, deadline);
+        }
+        for timer in timers_cancelled {
+            self.trace(|| EventKind::TimerCancel {
+                actor: id,
+                timer: timer.0,
+            });
+        }
+        if !watch.is_empty() || !unwatch.is_empty() {
+            let mut tree = self.tree.lock();
+            for target in watch {
+                if tree.nodes.contains_key(&target) {
+                    let list = tree.watchers.entry(target).or_default();
+                    if !list.contains(&id) {
+                        list.push(id);
+                    }
+                } else {
+                    cell.push_signal(Signal::Terminated {
+                        actor: target,
+                        reason: ExitReason::Stopped,
+                    });
+                }
+            }
+            for target in unwatch {
+                if let Some(list) = tree.watchers.get_mut(&target) {
+                    list.retain(|w| *w != id);
+                }
+            }
+        }
+        for by in muted_by {
+            self.mute(slot, by);
+        }
+        self.release_from(slot, unmuted);
+        if let Some(cost) = busy_for {
+            if self.sched.simulates_work() && !cost.is_zero() {
+                let until = self.shared.clock.now() + cost;
+                slot.busy_until.store(until.as_nanos(), Ordering::SeqCst);
+                slot.block(BUSY);
+                self.sched.add_timer(id, TimerKey::WakeUp, until);
+            }
+        }
+        for target in stops {
+            if target == id {
+                return self.begin_stop(slot, cell, Then::Finalize(ExitReason::Stopped));
+            }
+            self.push_control(target, Control::Stop(ExitReason::Stopped));
+        }
+        if stop_self {
+            return self.begin_stop(slot, cell, Then::Finalize(ExitReason::Stopped));
+        }
+        Flow::Continue
+    }
+}

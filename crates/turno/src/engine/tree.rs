@@ -1,0 +1,364 @@
+//! The supervision tree: who is whose child, registering a spawned actor,
+//! stopping (children first), restarting, finalizing, and a supervisor's
+//! answer to a child's failure.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::slot::{Slot, BUSY, FAILED, STOPPING};
+use super::{Engine, Flow, ROOT};
+use crate::addr::ActorId;
+use crate::cell::AnyCell;
+use crate::context::{Effects, Spawned};
+use crate::mailbox::{Control, Signal};
+use crate::supervision::{Directive, ExitReason, Failure, RestartLog, Supervision};
+use crate::sync::{AtomicU64, Mutex};
+use crate::trace::EventKind;
+
+/// What happens once a stopping actor's children have all stopped.
+#[derive(Clone, Debug)]
+pub(super) enum Then {
+    Finalize(ExitReason),
+    Restart(u32),
+}
+
+pub(super) struct Node {
+    pub(super) slot: Arc<Slot>,
+    pub(super) name: Arc<str>,
+    pub(super) parent: Option<ActorId>,
+    /// Ids grow with spawn order, so this is also start order (restarts keep
+    /// the id and the position), as rest-for-one needs.
+    pub(super) children: BTreeSet<ActorId>,
+    pub(super) supervision: Supervision,
+    pub(super) restarts: RestartLog,
+    /// Receivers whose mailboxes mute this actor.
+    pub(super) waiting_on: Vec<ActorId>,
+    /// Set while waiting for children to stop.
+    pub(super) then: Option<Then>,
+    pub(super) restart_count: u32,
+}
+
+#[derive(Default)]
+pub(super) struct Tree {
+    pub(super) nodes: HashMap<ActorId, Node>,
+    pub(super) root_children: BTreeSet<ActorId>,
+    pub(super) root_restarts: RestartLog,
+    pub(super) watchers: HashMap<ActorId, Vec<ActorId>>,
+}
+
+impl Tree {
+    pub(super) fn children(&self, id: ActorId) -> Vec<ActorId> {
+        if id == ROOT {
+            return self.root_children.iter().copied().collect();
+        }
+        self.nodes
+            .get(&id)
+            .map(|n| n.children.iter().copied().collect())
+            .unwrap_or_default()
+    }
+}
+
+impl Engine {
+    /// Creates and registers a top-level actor (supervised by the root).
+    pub(crate) fn spawn_top<A: crate::Actor>(
+        &self,
+        props: crate::Props,
+        factory: impl FnMut() -> A + Send + 'static,
+    ) -> Result<crate::Addr<A::Msg>, crate::SpawnError> {
+        let (spawned, addr) =
+            crate::cell::Cell::<A>::create(self.shared.clone(), props, Box::new(factory))?;
+        self.register(None, spawned);
+        Ok(addr)
+    }
+
+    /// Registers a spawned actor under `parent` (None: the root) and queues
+    /// its start.
+    pub(crate) fn register(&self, parent: Option<ActorId>, s: Spawned) {
+        let Spawned {
+            id,
+            name,
+            policy,
+            cell,
+            supervision,
+        } = s;
+        let slot = Arc::new_cyclic(|me| Slot {
+            id,
+            cell: Mutex::new(None),
+            mailbox: cell.mailbox_ops(),
+            state: AtomicU64::new(0),
+            busy_until: AtomicU64::new(0),
+            me: me.clone(),
+            sched: self.sched.clone(),
+        });
+        {
+            let mut tree = self.tree.lock();
+            let parent_alive = parent.is_none_or(|p| tree.nodes.contains_key(&p));
+            if !parent_alive {
+                drop(tree);
+                // Spawned by an actor that stopped in the same turn.
+                let mut cell = cell;
+                let _ = cell.stop(&mut Effects::default());
+                return;
+            }
+            match parent {
+                Some(p) => tree.nodes.get_mut(&p).expect("checked").children.insert(id),
+                None => tree.root_children.insert(id),
+            };
+            tree.nodes.insert(
+                id,
+                Node {
+                    slot: slot.clone(),
+                    name: name.clone(),
+                    parent,
+                    children: BTreeSet::new(),
+                    supervision,
+                    restarts: RestartLog::default(),
+                    waiting_on: Vec::new(),
+                    then: None,
+                    restart_count: 0,
+                },
+            );
+        }
+        self.trace(|| EventKind::Spawn {
+            actor: id,
+            name: name.to_string(),
+            parent: Some(parent.unwrap_or(ROOT)),
+            policy: policy.to_string(),
+        });
+        slot.mailbox.set_waker(slot.clone());
+        // The cell is in place before the first wake-up can reach a runner.
+        *slot.cell.lock() = Some(cell);
+        slot.mailbox.push_control(Control::Start);
+    }
+
+    /// Stops the children first; then finalizes or restarts.
+    pub(super) fn begin_stop(&self, slot: &Arc<Slot>, cell: &mut dyn AnyCell, then: Then) -> Flow {
+        let children = {
+            let mut tree = self.tree.lock();
+            let Some(node) = tree.nodes.get_mut(&slot.id) else {
+                return Flow::Continue;
+            };
+            if node.then.is_some() {
+                // Already stopping: a stop overrides a restart, never the reverse.
+                if matches!(then, Then::Finalize(_)) {
+                    node.then = Some(then);
+                }
+                return Flow::Continue;
+            }
+            if node.children.is_empty() {
+                None
+            } else {
+                node.then = Some(then.clone());
+                Some(node.children.iter().copied().collect::<Vec<_>>())
+            }
+        };
+        match children {
+            None => self.complete_stop(slot, cell, then),
+            Some(children) => {
+                slot.block(STOPPING);
+                for c in children.into_iter().rev() {
+                    self.push_control(c, Control::Stop(ExitReason::Stopped));
+                }
+                Flow::Continue
+            }
+        }
+    }
+
+    pub(super) fn complete_stop(
+        &self,
+        slot: &Arc<Slot>,
+        cell: &mut dyn AnyCell,
+        then: Then,
+    ) -> Flow {
+        // Its own runner: nothing to unpark.
+        slot.state.fetch_and(!STOPPING, Ordering::SeqCst);
+        match then {
+            Then::Finalize(reason) => self.finalize(slot, cell, reason),
+            Then::Restart(in_period) => {
+                self.restart_now(slot, cell, in_period);
+                Flow::Continue
+            }
+        }
+    }
+
+    pub(super) fn restart_now(
+        &self,
+        slot: &Arc<Slot>,
+        cell: &mut dyn AnyCell,
+        restarts_in_period: u32,
+    ) {
+        let mut fx = Effects::default();
+        cell.reset(&mut fx);
+        slot.state.fetch_and(!(FAILED | BUSY), Ordering::SeqCst);
+        slot.busy_until.store(0, Ordering::SeqCst);
+        if let Some(node) = self.tree.lock().nodes.get_mut(&slot.id) {
+            node.restart_count += 1;
+        }
+        self.trace(|| EventKind::Restart {
+            actor: slot.id,
+            restarts_in_period,
+        });
+        // Children spawned by a replaced instance's `stopped` hook.
+        for s in fx.spawned {
+            self.register(Some(slot.id), s);
+        }
+        Self::control_to(slot, Control::Start);
+    }
+
+    /// The actor stops for good: hook, mailbox closed, watchers and parent told.
+    pub(super) fn finalize(
+        &self,
+        slot: &Arc<Slot>,
+        cell: &mut dyn AnyCell,
+        reason: ExitReason,
+    ) -> Flow {
+        let id = slot.id;
+        let mut fx = Effects::default();
+        let unmuted = cell.stop(&mut fx);
+        let (parent, watchers) = {
+            let mut tree = self.tree.lock();
+            let node = tree.nodes.remove(&id);
+            let parent = node.as_ref().and_then(|n| n.parent);
+            if parent.is_none() {
+                tree.root_children.remove(&id);
+            }
+            (parent, tree.watchers.remove(&id).unwrap_or_default())
+        };
+        self.release_from(slot, unmuted);
+        self.trace(|| EventKind::Stop {
+            actor: id,
+            reason: reason.to_string(),
+        });
+        for w in watchers {
+            self.push_signal(
+                w,
+                Signal::Terminated {
+                    actor: id,
+                    reason: reason.clone(),
+                },
+            );
+        }
+        if let Some(p) = parent {
+            self.push_control(p, Control::ChildTerminated(id));
+        }
+        // Children spawned by the `stopped` hook have no parent to run under.
+        for s in fx.spawned {
+            let mut orphan = s.cell;
+            let _ = orphan.stop(&mut Effects::default());
+        }
+        Flow::Finalized
+    }
+
+    pub(super) fn fail(&self, slot: &Arc<Slot>, cell: &mut dyn AnyCell, error: String) -> Flow {
+        slot.block(FAILED);
+        cell.fail();
+        self.trace(|| EventKind::Fail {
+            actor: slot.id,
+            error: error.clone(),
+        });
+        let parent = self.tree.lock().nodes.get(&slot.id).and_then(|n| n.parent);
+        match parent {
+            Some(p) => {
+                self.push_control(
+                    p,
+                    Control::ChildFailed {
+                        child: slot.id,
+                        error,
+                    },
+                );
+                Flow::Continue
+            }
+            None => self.supervise(None, slot.id, error),
+        }
+    }
+
+    /// The supervisor (`None`: the root) decides about `child`'s failure.
+    pub(super) fn supervise(
+        &self,
+        sup: Option<(&Arc<Slot>, &mut dyn AnyCell)>,
+        child: ActorId,
+        error: String,
+    ) -> Flow {
+        let sup_id = sup.as_ref().map(|(s, _)| s.id);
+        let decision = {
+            let mut tree = self.tree.lock();
+            let child_failed = tree
+                .nodes
+                .get(&child)
+                .is_some_and(|n| n.slot.is_failed() && n.then.is_none());
+            if !child_failed {
+                return Flow::Continue; // stopped or restarted meanwhile
+            }
+            let supervision = match sup_id {
+                Some(s) => match tree.nodes.get(&s) {
+                    Some(n) => n.supervision.clone(),
+                    None => return Flow::Continue,
+                },
+                None => self.root.clone(),
+            };
+            let failure = Failure {
+                actor: child,
+                message: error.clone(),
+            };
+            match supervision.decide(&failure) {
+                Directive::Stop => Decision::Stop,
+                Directive::Escalate => Decision::Escalate,
+                Directive::Restart => {
+                    let now = self.shared.clock.now();
+                    let log = match sup_id {
+                        Some(s) => &mut tree.nodes.get_mut(&s).expect("checked").restarts,
+                        None => &mut tree.root_restarts,
+                    };
+                    match log.try_restart(&supervision, now) {
+                        None => Decision::Escalate,
+                        Some(in_period) => {
+                            let siblings = tree.children(sup_id.unwrap_or(ROOT));
+                            let targets =
+                                supervision.strategy().children_to_restart(child, &siblings);
+                            Decision::Restart(targets, in_period)
+                        }
+                    }
+                }
+            }
+        };
+        match decision {
+            Decision::Stop => {
+                self.push_control(child, Control::Stop(ExitReason::Failed(error)));
+                Flow::Continue
+            }
+            Decision::Restart(targets, in_period) => {
+                for t in targets {
+                    self.push_control(t, Control::Restart(in_period));
+                }
+                Flow::Continue
+            }
+            Decision::Escalate => {
+                self.trace(|| EventKind::Escalate {
+                    actor: sup_id.unwrap_or(ROOT),
+                    child,
+                });
+                match sup {
+                    Some((slot, cell)) => self.fail(
+                        slot,
+                        cell,
+                        format!("child {child} failed and could not be restarted: {error}"),
+                    ),
+                    // The root cannot escalate: the child stops.
+                    None => {
+                        self.push_control(child, Control::Stop(ExitReason::Failed(error)));
+                        Flow::Continue
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What a supervisor does about one failure, worked out under the tree
+/// lock and carried out after it is released.
+enum Decision {
+    Stop,
+    Escalate,
+    Restart(Vec<ActorId>, u32),
+}
