@@ -46,7 +46,8 @@ use tokio::sync::oneshot;
 use crate::actor::Actor;
 use crate::addr::Addr;
 use crate::ask::{self, Pending, ReplyPort, ReplyTo, RequestId, Response};
-use crate::context::{Context, TimerKey};
+use crate::context::Context;
+use crate::effects::TimerKey;
 use crate::mailbox::Verdict;
 use crate::trace::EventKind;
 

@@ -15,7 +15,8 @@ use crate::actor::{Actor, Props};
 use crate::addr::{ActorId, Addr};
 use crate::ask::RequestId;
 use crate::ask::{Asks, StaleReason};
-use crate::context::{Context, Effects, Spawned, WatchMap};
+use crate::context::{Context, WatchMap};
+use crate::effects::{Effects, Spawned};
 use crate::mailbox::{Control, Envelope, Mailbox, MailboxOps, Next, Signal};
 use crate::shared::SystemShared;
 use crate::stash::Stash;
@@ -39,13 +40,12 @@ pub(crate) enum Step {
 /// What one consumed unit of work came to.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum TurnOutcome {
-    /// A handler ran to completion.
+    /// A handler ran (whether it panicked is in the turn's effects:
+    /// [`Effects::failed`] is the one record of a failed turn).
     Handled,
     /// A message was consumed without a handler call (stale reply, cancelled
     /// timer).
     Discarded,
-    /// The handler panicked: the actor has failed.
-    Failed,
 }
 
 /// A cell as a scheduler sees it.
@@ -57,7 +57,7 @@ pub(crate) trait AnyCell: Send {
     /// Marks the actor idle unless work is waiting.
     fn try_idle(&self) -> bool;
     /// Runs the `started` hook, building an instance first if needed.
-    fn start(&mut self, fx: &mut Effects) -> Result<(), String>;
+    fn start(&mut self, fx: &mut Effects);
     /// Takes the next unit of work under one mailbox lock: a control
     /// message is returned to the engine; otherwise, unless `blocked`, a
     /// signal, re-delivery or message is handled.
@@ -163,10 +163,10 @@ impl<A: Actor> Cell<A> {
         what: TurnKind,
         fx: &mut Effects,
         f: impl FnOnce(&mut A, &mut Context<'_, A>),
-    ) -> Result<(), String> {
+    ) {
         let actor_id = self.addr.id();
         let Some(actor) = self.actor.as_mut() else {
-            return Ok(());
+            return;
         };
         let shared = &self.addr.mailbox.shared;
         #[cfg(feature = "tracing")]
@@ -213,19 +213,16 @@ impl<A: Actor> Cell<A> {
             actor: actor_id,
             ok,
         });
-        if let Err(e) = &result {
+        if let Err(e) = result {
             #[cfg(feature = "tracing")]
             tracing::error!(target: "turno", error = %e, "turn panicked: actor failed");
-            fx.failed = Some(e.clone());
+            fx.record_failure(e);
         }
-        result
     }
 
     fn handle(&mut self, what: TurnKind, msg: A::Msg, fx: &mut Effects) -> TurnOutcome {
-        match self.run(what, fx, |a, ctx| a.handle(ctx, msg)) {
-            Ok(()) => TurnOutcome::Handled,
-            Err(_) => TurnOutcome::Failed,
-        }
+        self.run(what, fx, |a, ctx| a.handle(ctx, msg));
+        TurnOutcome::Handled
     }
 
     fn stale(&mut self, request: RequestId, reason: StaleReason) -> TurnOutcome {
@@ -276,7 +273,7 @@ impl<A: Actor> AnyCell for Cell<A> {
         self.addr.mailbox.try_idle(self.stash.has_redelivery())
     }
 
-    fn start(&mut self, fx: &mut Effects) -> Result<(), String> {
+    fn start(&mut self, fx: &mut Effects) {
         if self.actor.is_none() {
             let factory = &mut self.factory;
             let quiet = crate::panics::Quiet::enter(!self.addr.mailbox.shared.print_panics);
@@ -294,8 +291,8 @@ impl<A: Actor> AnyCell for Cell<A> {
                         error = %e,
                         "factory panicked: actor failed"
                     );
-                    fx.failed = Some(e.clone());
-                    return Err(e);
+                    fx.record_failure(e);
+                    return;
                 }
             }
         }
@@ -362,7 +359,7 @@ impl<A: Actor> AnyCell for Cell<A> {
     fn reset(&mut self, fx: &mut Effects) {
         if self.actor.is_some() {
             // A healthy instance replaced because a sibling failed.
-            let _ = self.run(TurnKind::Stopped, fx, |a, ctx| a.stopped(ctx));
+            self.run(TurnKind::Stopped, fx, |a, ctx| a.stopped(ctx));
             fx.failed = None;
             self.actor = None;
         }
@@ -378,7 +375,7 @@ impl<A: Actor> AnyCell for Cell<A> {
 
     fn stop(&mut self, fx: &mut Effects) -> Vec<ActorId> {
         if self.actor.is_some() {
-            let _ = self.run(TurnKind::Stopped, fx, |a, ctx| a.stopped(ctx));
+            self.run(TurnKind::Stopped, fx, |a, ctx| a.stopped(ctx));
             fx.failed = None;
         }
         self.actor = None;

@@ -14,76 +14,15 @@ use std::time::Duration;
 use crate::actor::{Actor, Props, SpawnError};
 use crate::addr::{ActorId, Addr};
 use crate::ask::{self, Asks, Pending, ReplyTo, RequestId, Response, StaleReason};
-use crate::cell::{AnyCell, Cell};
-use crate::mailbox::{Verdict, VerdictKind};
+use crate::cell::Cell;
+use crate::effects::{Effects, TimerKey};
+use crate::mailbox::Verdict;
 use crate::shared::SystemShared;
 use crate::stash::{Stash, StashFull};
-use crate::supervision::{ExitReason, Supervision};
+use crate::supervision::ExitReason;
 use crate::time::Instant;
 use crate::timer::TimerId;
 use crate::trace::EventKind;
-
-/// What a timer entry in the scheduler's heap stands for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum TimerKey {
-    User(TimerId),
-    Ask(RequestId),
-    /// The end of a simulated busy period.
-    WakeUp,
-}
-
-/// A child created during a turn, registered by the scheduler at turn end.
-pub(crate) struct Spawned {
-    pub(crate) id: ActorId,
-    pub(crate) name: Arc<str>,
-    pub(crate) policy: crate::Policy,
-    pub(crate) cell: Box<dyn AnyCell>,
-    pub(crate) supervision: Supervision,
-}
-
-/// The effects of one turn, other than sends.
-#[derive(Default)]
-pub(crate) struct Effects {
-    pub(crate) spawned: Vec<Spawned>,
-    pub(crate) stops: Vec<ActorId>,
-    pub(crate) stop_self: bool,
-    pub(crate) timers_set: Vec<(TimerKey, Instant)>,
-    pub(crate) timers_cancelled: Vec<TimerId>,
-    pub(crate) watch: Vec<ActorId>,
-    pub(crate) unwatch: Vec<ActorId>,
-    pub(crate) muted_by: Vec<ActorId>,
-    pub(crate) unmuted: Vec<ActorId>,
-    pub(crate) busy_for: Option<Duration>,
-    pub(crate) asks: Vec<(RequestId, ActorId)>,
-    pub(crate) stashed: usize,
-    pub(crate) unstashed: usize,
-    /// Every send with its verdict, kept only for the test kit.
-    pub(crate) sent: Option<Vec<(ActorId, VerdictKind)>>,
-    pub(crate) failed: Option<String>,
-}
-
-impl Effects {
-    /// True when the turn did nothing the scheduler must apply (a turn that
-    /// only sent messages): the common case, which then costs nothing more.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.spawned.is_empty()
-            && self.stops.is_empty()
-            && !self.stop_self
-            && self.timers_set.is_empty()
-            && self.timers_cancelled.is_empty()
-            && self.watch.is_empty()
-            && self.unwatch.is_empty()
-            && self.muted_by.is_empty()
-            && self.unmuted.is_empty()
-            && self.busy_for.is_none()
-            && self.failed.is_none()
-    }
-
-    /// The test kit records sends and asks; schedulers do not.
-    fn recording(&self) -> bool {
-        self.sent.is_some()
-    }
-}
 
 /// Maps a watched actor's termination into the watcher's message.
 pub(crate) type WatchMap<M> = Box<dyn Fn(ActorId, ExitReason) -> M + Send>;

@@ -39,8 +39,6 @@
 //! assert_eq!(sys.now().since_start(), ms(25));
 //! ```
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -49,13 +47,13 @@ use crate::actor::{Actor, Props};
 use crate::addr::ActorId;
 #[cfg(turno_loom)]
 use crate::addr::Addr;
-use crate::context::TimerKey;
+use crate::effects::TimerKey;
 use crate::engine::{Engine, Scheduler, Slot};
-use crate::mailbox::Signal;
 use crate::shared::{shared_builder_methods, SystemConfig, SystemShared};
 use crate::sync::Mutex;
 use crate::system::{ShutdownReport, ShutdownTimeout, System};
 use crate::time::{Clock, Instant};
+use crate::timer::TimerHeap;
 
 pub use crate::ids::ROOT;
 
@@ -75,20 +73,12 @@ pub struct StepLimit {
     pub at: Instant,
 }
 
-#[derive(PartialEq, Eq, PartialOrd, Ord)]
-struct TimerEntry {
-    deadline: Instant,
-    seq: u64,
-    actor: ActorId,
-    key: TimerKey,
-}
-
 /// The deterministic run queue and timer heap: one thread touches them, the
 /// locks only satisfy `Sync`.
 #[derive(Default)]
 struct DetQueue {
     ready: Mutex<Vec<Arc<Slot>>>,
-    timers: Mutex<(BinaryHeap<Reverse<TimerEntry>>, u64)>,
+    timers: Mutex<TimerHeap>,
 }
 
 impl Scheduler for DetQueue {
@@ -97,15 +87,7 @@ impl Scheduler for DetQueue {
     }
 
     fn add_timer(&self, actor: ActorId, key: TimerKey, deadline: Instant) {
-        let mut t = self.timers.lock();
-        t.1 += 1;
-        let seq = t.1;
-        t.0.push(Reverse(TimerEntry {
-            deadline,
-            seq,
-            actor,
-            key,
-        }));
+        self.timers.lock().push(actor, key, deadline);
     }
 
     fn simulates_work(&self) -> bool {
@@ -187,12 +169,7 @@ impl DetSystem {
 
     /// The deadline of the next pending timer, if any.
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.queue
-            .timers
-            .lock()
-            .0
-            .peek()
-            .map(|Reverse(t)| t.deadline)
+        self.queue.timers.lock().next_deadline()
     }
 
     /// Flushes the trace sink.
@@ -243,16 +220,10 @@ impl DetSystem {
     fn fire_due(&mut self, at: Instant) -> bool {
         let mut fired = false;
         loop {
-            let next = {
-                let mut timers = self.queue.timers.lock();
-                match timers.0.peek() {
-                    Some(Reverse(t)) if t.deadline <= at => timers.0.pop().map(|r| r.0),
-                    _ => None,
-                }
-            };
+            let next = self.queue.timers.lock().pop_due(at);
             match next {
                 Some(t) => {
-                    self.fire(t);
+                    self.engine.fire_timer(t);
                     fired = true;
                 }
                 None => return fired,
@@ -271,47 +242,25 @@ impl DetSystem {
     pub fn advance_to(&mut self, target: Instant) -> Result<u64, StepLimit> {
         let mut steps = self.run_until_idle()?;
         loop {
-            let due: Vec<TimerEntry> = {
+            let due: Vec<_> = {
                 let mut timers = self.queue.timers.lock();
-                let Some(Reverse(next)) = timers.0.peek() else {
+                let Some(deadline) = timers.next_deadline() else {
                     break;
                 };
-                if next.deadline > target {
+                if deadline > target {
                     break;
                 }
-                let deadline = next.deadline;
-                let mut due = Vec::new();
-                while timers
-                    .0
-                    .peek()
-                    .is_some_and(|Reverse(t)| t.deadline == deadline)
-                {
-                    due.push(timers.0.pop().expect("peeked").0);
-                }
-                due
+                // The earliest deadline: everything due by it is due at it.
+                std::iter::from_fn(|| timers.pop_due(deadline)).collect()
             };
             self.shared().clock.advance_to(due[0].deadline);
             for t in due {
-                self.fire(t);
+                self.engine.fire_timer(t);
             }
             steps += self.run_until_idle()?;
         }
         self.shared().clock.advance_to(target);
         Ok(steps)
-    }
-
-    fn fire(&self, t: TimerEntry) {
-        match t.key {
-            TimerKey::User(timer) => self.engine.push_signal(t.actor, Signal::Timer(timer)),
-            TimerKey::Ask(request) => self
-                .engine
-                .push_signal(t.actor, Signal::AskTimeout(request)),
-            TimerKey::WakeUp => {
-                if let Some(slot) = self.engine.slot(t.actor) {
-                    slot.end_busy(t.deadline);
-                }
-            }
-        }
     }
 }
 

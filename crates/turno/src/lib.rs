@@ -59,6 +59,7 @@ pub mod buffer;
 mod cell;
 mod context;
 pub mod deterministic;
+mod effects;
 mod engine;
 mod ids;
 mod mailbox;

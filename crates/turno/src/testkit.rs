@@ -36,7 +36,7 @@ use crate::addr::{ActorId, Addr};
 use crate::ask::RequestId;
 use crate::buffer::Policy;
 use crate::cell::{AnyCell, Cell, Step, TurnOutcome};
-use crate::context::{Effects, TimerKey};
+use crate::effects::{Effects, TimerKey};
 use crate::mailbox::{Envelope, Mailbox, Signal, VerdictKind};
 use crate::shared::SystemShared;
 use crate::time::{Clock, Instant};
@@ -175,7 +175,7 @@ impl<A: Actor> TestKit<A> {
     /// Runs the `started` hook.
     pub fn start(&mut self) -> TurnEffects {
         let mut fx = Self::effects();
-        let _ = self.cell.start(&mut fx);
+        self.cell.start(&mut fx);
         TurnEffects::from_effects(fx)
     }
 
@@ -192,9 +192,7 @@ impl<A: Actor> TestKit<A> {
     pub fn run_next(&mut self) -> Option<TurnEffects> {
         let mut fx = Self::effects();
         match self.cell.step(false, &mut fx) {
-            Step::Ran(TurnOutcome::Handled | TurnOutcome::Failed) => {
-                Some(TurnEffects::from_effects(fx))
-            }
+            Step::Ran(TurnOutcome::Handled) => Some(TurnEffects::from_effects(fx)),
             // The kit never queues control messages.
             Step::Control(_) | Step::Ran(TurnOutcome::Discarded) | Step::Idle | Step::Blocked => {
                 None

@@ -41,8 +41,6 @@
 //! ```
 
 use std::cell::RefCell;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
@@ -52,12 +50,12 @@ use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use parking_lot::{Condvar, Mutex};
 
 use crate::addr::ActorId;
-use crate::context::TimerKey;
+use crate::effects::TimerKey;
 use crate::engine::{Engine, Scheduler, Slot, ROOT};
-use crate::mailbox::Signal;
 use crate::shared::{shared_builder_methods, SystemConfig};
 use crate::system::System;
 use crate::time::{Clock, Instant};
+use crate::timer::TimerHeap;
 
 /// Default turns per scheduling of one actor.
 pub const DEFAULT_BATCH: usize = 32;
@@ -79,14 +77,6 @@ struct Local {
     lifo_run: u32,
 }
 
-#[derive(PartialEq, Eq, PartialOrd, Ord)]
-struct TimerEntry {
-    deadline: Instant,
-    seq: u64,
-    actor: ActorId,
-    key: TimerKey,
-}
-
 /// Run queues, sleepers, timers: the scheduler half shared with the engine.
 struct Core {
     system: usize,
@@ -99,7 +89,7 @@ struct Core {
     pending: AtomicUsize,
     idle_lock: Mutex<()>,
     idle_cv: Condvar,
-    timers: Mutex<(BinaryHeap<Reverse<TimerEntry>>, u64)>,
+    timers: Mutex<TimerHeap>,
     timer_cv: Condvar,
     shutdown: AtomicBool,
     batch: usize,
@@ -189,17 +179,7 @@ impl Scheduler for Core {
     }
 
     fn add_timer(&self, actor: ActorId, key: TimerKey, deadline: Instant) {
-        let mut t = self.timers.lock();
-        t.1 += 1;
-        let seq = t.1;
-        let earliest = t.0.peek().is_none_or(|Reverse(e)| deadline < e.deadline);
-        t.0.push(Reverse(TimerEntry {
-            deadline,
-            seq,
-            actor,
-            key,
-        }));
-        if earliest {
+        if self.timers.lock().push(actor, key, deadline) {
             self.timer_cv.notify_one();
         }
     }
@@ -244,7 +224,7 @@ impl ThreadedBuilder {
             pending: AtomicUsize::new(0),
             idle_lock: Mutex::new(()),
             idle_cv: Condvar::new(),
-            timers: Mutex::new((BinaryHeap::new(), 0)),
+            timers: Mutex::new(TimerHeap::default()),
             timer_cv: Condvar::new(),
             shutdown: AtomicBool::new(false),
             batch: self.batch,
@@ -318,20 +298,14 @@ fn timer_thread(core: Arc<Core>, engine: Arc<Engine>) {
         if core.shutdown.load(Ordering::SeqCst) {
             return;
         }
-        let next = timers.0.peek().map(|Reverse(t)| t.deadline);
-        match next {
+        match timers.next_deadline() {
             None => {
                 core.timer_cv.wait(&mut timers);
             }
             Some(deadline) if deadline <= clock.now() => {
-                let Reverse(t) = timers.0.pop().expect("peeked");
+                let t = timers.pop_due(deadline).expect("the earliest is due");
                 drop(timers);
-                match t.key {
-                    TimerKey::User(id) => engine.push_signal(t.actor, Signal::Timer(id)),
-                    TimerKey::Ask(id) => engine.push_signal(t.actor, Signal::AskTimeout(id)),
-                    // Busy periods are not simulated on real time.
-                    TimerKey::WakeUp => {}
-                }
+                engine.fire_timer(t);
                 timers = core.timers.lock();
             }
             Some(deadline) => {

@@ -49,12 +49,13 @@ mod waits;
 use std::sync::Arc;
 
 use crate::addr::ActorId;
-use crate::context::TimerKey;
+use crate::effects::TimerKey;
 use crate::mailbox::{Control, Signal};
 use crate::shared::SystemShared;
 use crate::supervision::Supervision;
 use crate::sync::Mutex;
 use crate::time::Instant;
+use crate::timer::TimerEntry;
 use crate::trace::EventKind;
 
 pub(crate) use crate::ids::ROOT;
@@ -149,6 +150,22 @@ impl Engine {
 
     pub(crate) fn slot(&self, id: ActorId) -> Option<Arc<Slot>> {
         self.tree.lock().nodes.get(&id).map(|n| n.slot.clone())
+    }
+
+    /// Delivers a due timer: the one firing function of both schedulers.
+    /// A user timer or an ask deadline becomes a system-lane signal; the
+    /// end of a simulated busy period unblocks the slot (only the
+    /// deterministic scheduler sets those: see [`Scheduler::simulates_work`]).
+    pub(crate) fn fire_timer(&self, t: TimerEntry) {
+        match t.key {
+            TimerKey::User(timer) => self.push_signal(t.actor, Signal::Timer(timer)),
+            TimerKey::Ask(request) => self.push_signal(t.actor, Signal::AskTimeout(request)),
+            TimerKey::WakeUp => {
+                if let Some(slot) = self.slot(t.actor) {
+                    slot.end_busy(t.deadline);
+                }
+            }
+        }
     }
 
     /// Sends a control message to `id` and makes sure it will be handled

@@ -8,7 +8,7 @@ use super::slot::{Slot, BUSY};
 use super::tree::Then;
 use super::{Engine, Flow};
 use crate::cell::{AnyCell, Step, TurnOutcome};
-use crate::context::{Effects, TimerKey};
+use crate::effects::{Effects, TimerKey};
 use crate::mailbox::{Control, Signal};
 use crate::supervision::ExitReason;
 use crate::trace::EventKind;
@@ -45,7 +45,8 @@ impl Engine {
                     ran += 1;
                     self.release_from(slot, std::mem::take(&mut fx.unmuted));
                 }
-                Step::Ran(TurnOutcome::Handled | TurnOutcome::Failed) => {
+                // Failed or not: a failure is in `fx.failed`, which `apply` reads.
+                Step::Ran(TurnOutcome::Handled) => {
                     ran += 1;
                     if !fx.is_empty() {
                         flow = self.apply(slot, cell.as_mut(), std::mem::take(&mut fx));
@@ -91,7 +92,7 @@ impl Engine {
         match c {
             Control::Start => {
                 let mut fx = Effects::default();
-                let _ = cell.start(&mut fx);
+                cell.start(&mut fx);
                 self.apply(slot, cell, fx)
             }
             Control::Stop(reason) => self.begin_stop(slot, cell, Then::Finalize(reason)),

@@ -10,7 +10,7 @@ use super::slot::{Slot, BUSY, FAILED, STOPPING};
 use super::{Engine, Flow, ROOT};
 use crate::addr::ActorId;
 use crate::cell::AnyCell;
-use crate::context::{Effects, Spawned};
+use crate::effects::{Effects, Spawned};
 use crate::mailbox::{Control, Signal};
 use crate::supervision::{Directive, ExitReason, Failure, RestartLog, Supervision};
 use crate::sync::{AtomicU64, Mutex};
