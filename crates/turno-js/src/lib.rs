@@ -83,16 +83,27 @@
 //!   (Node 20 ignores `passive`, and so does the node model).
 //! * **HTML model.** A minimal `window`/`document` (an element tree without
 //!   layout, `KeyboardEvent`/`MouseEvent` for scripted input, `animate()`
-//!   for the compositor lane), no workers yet. Where the standard leaves
+//!   for the compositor lane), dedicated workers (below). Where the standard leaves
 //!   the order of task sources open, [`Browser::Chromium`] does what
 //!   Chromium does (input first; a zero-delay timer posted at once; a
-//!   delayed timer queued after the task in which it came due) and
+//!   delayed timer queued after the task in which it came due; a
+//!   `MessagePort`'s messages one task at a time, the next queued when the
+//!   previous dispatch is over) and
 //!   [`Browser::Spec`] runs tasks in the order they became runnable, with a
 //!   note. Frames are at exactly k/60 s; a real browser's frames
 //!   follow the display, so rAF against timers is noted as timing-dependent.
 //!   An uncaught error is reported and the page keeps running; the exit code
 //!   is then 1. A string handler for `setTimeout` is evaluated as script
 //!   text (indirect `eval`) when the timer fires.
+//! * **Workers** (html model). `new Worker(url)` loads `url` relative to
+//!   [`RunOptions::base_dir`] and runs it as a second event loop with its own
+//!   realm, queues and virtual clock (its script 1 ms after creation);
+//!   `postMessage` goes both ways as tasks with structured-clone semantics
+//!   (`DataCloneError` thrown to the sender), `terminate()` and `close()` end
+//!   it, and every trace event names its `loop`. The loops run as a
+//!   discrete-event simulation, so a busy worker delays nothing on the page.
+//!   The model and where it differs from a browser: `docs/js-workers.md`.
+//!   The node model has no `worker_threads`.
 //! * **Date.now()** starts at 2024-01-01T00:00:00Z and follows virtual time;
 //!   `performance.now()` is virtual milliseconds since the start.
 //!
@@ -174,8 +185,9 @@ pub struct RunOptions {
     /// Scripted user input (html model), delivered at its virtual times as
     /// tasks from the user-interaction task source.
     pub input: Vec<InputEvent>,
-    /// Where `new Worker(url)` looks for a relative `url` (usually the
-    /// program's directory); without it only `blob:` URLs load.
+    /// Where `new Worker(url)` (html model) resolves `url`, a path that must
+    /// stay below it (the CLI gives the program's directory); without it no
+    /// worker script loads, and the `Worker` gets an `error` event.
     pub base_dir: Option<PathBuf>,
     /// Most host steps (callbacks, microtasks, ticks, the main script) before
     /// the run is stopped with [`JsRunError::StepBudget`].

@@ -1,13 +1,16 @@
 // The host prelude of turno-js: the JavaScript half of the host.
 //
-// It is evaluated once, before the user's program, as a function expression
-// and called with `h`, an object of native (Rust) functions, and `model`
-// ("node" or "html"). Everything it defines is reached through the globals it
+// It is evaluated once per event loop, before the loop's script, as a
+// function expression and called with `h`, an object of native (Rust)
+// functions, `model` ("node" or "html"), `scope` ("main" for the program's
+// own loop, "worker" for a dedicated worker's), the loop's id, its parent
+// loop's id and (workers) the name given to `new Worker`, and the html
+// model's browser profile ("chromium" or "spec"). Everything it defines is reached through the globals it
 // installs (console, timers, process, MessageChannel, ...); `h` itself is never
 // made global. Scheduling decisions (which queue, which time) are all made on
 // the Rust side; this file only adapts the web/Node API shapes to them and
 // implements Node's `util.inspect` formatting for console.log.
-(function (h, model) {
+(function (h, model, scope, loopId, parentLoop, workerName, browser) {
   'use strict';
 
   // ---------------------------------------------------------------------
@@ -644,6 +647,7 @@
   }
 
   let deliverInput = null;
+  let deliverMessage = null;
   def('queueMicrotask', function queueMicrotask(cb) { checkCallback(cb); h.queueMicrotask(cb); });
 
   // ---------------------------------------------------------------------
@@ -935,70 +939,129 @@
   }
 
 
-  // structuredClone (the HTML Standard's StructuredSerialize/Deserialize
-  // for the types a program can make here): primitives, wrappers, Date,
-  // RegExp, ArrayBuffer and views, Map, Set, Array, Error and plain objects
-  // (own enumerable string keys; prototypes are not kept), with shared and
-  // circular references preserved; anything else is a DataCloneError.
-  function structuredCloneImpl(value) {
+  // The HTML Standard's StructuredSerialize / StructuredDeserialize for the
+  // types a program can make here: primitives, wrappers, Date, RegExp,
+  // ArrayBuffer and views, Map, Set, Array, Error and plain objects (own
+  // enumerable string keys; prototypes are not kept), with shared and
+  // circular references preserved; anything else is a DataCloneError,
+  // thrown where the value is serialized (`prefix` names the operation, as
+  // Chromium's message does). The serialized form is a JSON string, so it
+  // can cross to another loop's realm (workers), where
+  // `structuredDeserialize` rebuilds it from that realm's own intrinsics.
+  // A value is a tag and a payload: ['u'] undefined, ['z'] null, ['b', x],
+  // ['s', x], ['n', x] (NaN, ±Infinity and -0 as strings), ['i', digits]
+  // BigInt, ['r', k] the k-th object record.
+  function structuredSerialize(value, prefix) {
     const memory = new Map();
+    const records = [];
     const fail = (v) => {
       let shown;
       try { shown = typeof v === 'symbol' ? v.toString() : typeof v === 'function' ? (v.name ? `function ${v.name}` : 'function') : '#<Object>'; } catch (_) { shown = 'value'; }
-      throw new DOMExceptionCtor(`${shown} could not be cloned.`, 'DataCloneError');
+      throw new DOMExceptionCtor(`${prefix}${shown} could not be cloned.`, 'DataCloneError');
     };
-    const clone = (v) => {
-      if (typeof v === 'symbol' || typeof v === 'function') fail(v);
-      if (v === null || typeof v !== 'object') return v;
-      if (memory.has(v)) return memory.get(v);
-      let out;
+    const num = (n) => (Object.is(n, -0) ? '-0' : Number.isFinite(n) ? n : String(n));
+    const ser = (v) => {
+      switch (typeof v) {
+        case 'undefined': return ['u'];
+        case 'boolean': return ['b', v];
+        case 'string': return ['s', v];
+        case 'number': return ['n', num(v)];
+        case 'bigint': return ['i', String(v)];
+        case 'symbol': case 'function': return fail(v);
+        default: break;
+      }
+      if (v === null) return ['z'];
+      if (memory.has(v)) return ['r', memory.get(v)];
+      const k = records.length;
+      memory.set(v, k);
+      records.push(null);
+      const entries = () => Object.keys(v).map((key) => [key, ser(v[key])]);
       const tag = Object.prototype.toString.call(v);
-      if (v instanceof Boolean) out = new Boolean(v.valueOf());
-      else if (v instanceof Number) out = new Number(v.valueOf());
-      else if (v instanceof String) out = new String(v.valueOf());
-      else if (tag === '[object Date]') out = new Date(v.getTime());
-      else if (v instanceof RegExp) out = new RegExp(v.source, v.flags);
-      else if (v instanceof ArrayBuffer) out = v.slice(0);
+      let rec;
+      if (v instanceof Boolean) rec = ['B', v.valueOf()];
+      else if (v instanceof Number) rec = ['N', num(v.valueOf())];
+      else if (v instanceof String) rec = ['S', v.valueOf()];
+      else if (tag === '[object Date]') rec = ['D', num(v.getTime())];
+      else if (v instanceof RegExp) rec = ['R', v.source, v.flags];
+      else if (v instanceof ArrayBuffer) rec = ['A', Array.from(new Uint8Array(v))];
       else if (ArrayBuffer.isView(v)) {
-        const buf = clone(v.buffer);
-        out = v instanceof DataView ? new DataView(buf, v.byteOffset, v.byteLength) : new v.constructor(buf, v.byteOffset, v.length);
+        const kind = v instanceof DataView ? 'DataView' : v.constructor.name;
+        rec = ['V', kind, ser(v.buffer), v.byteOffset, v instanceof DataView ? v.byteLength : v.length];
       } else if (v instanceof Map) {
-        out = new Map();
-        memory.set(v, out);
-        for (const [k, x] of v) out.set(clone(k), clone(x));
-        return out;
+        rec = ['M', []];
+        records[k] = rec;
+        for (const [x, y] of v) rec[1].push([ser(x), ser(y)]);
+        return ['r', k];
       } else if (v instanceof Set) {
-        out = new Set();
-        memory.set(v, out);
-        for (const x of v) out.add(clone(x));
-        return out;
+        rec = ['T', []];
+        records[k] = rec;
+        for (const x of v) rec[1].push(ser(x));
+        return ['r', k];
       } else if (v instanceof Error) {
         const names = ['Error', 'EvalError', 'RangeError', 'ReferenceError', 'SyntaxError', 'TypeError', 'URIError'];
-        const name = names.includes(v.name) ? v.name : 'Error';
-        out = new globalThis[name](v.message);
-        memory.set(v, out);
-        return out;
+        rec = ['E', names.includes(v.name) ? v.name : 'Error', String(v.message)];
       } else if (Array.isArray(v)) {
-        out = new Array(v.length);
-        memory.set(v, out);
-        for (const k of Object.keys(v)) out[k] = clone(v[k]);
-        return out;
+        rec = ['a', v.length, null];
+        records[k] = rec;
+        rec[2] = entries();
+        return ['r', k];
       } else if (v instanceof Promise || v instanceof WeakMap || v instanceof WeakSet || v instanceof EventTarget || v instanceof Event) {
         fail(v);
       } else {
-        out = {};
-        memory.set(v, out);
-        for (const k of Object.keys(v)) out[k] = clone(v[k]);
-        return out;
+        rec = ['o', null];
+        records[k] = rec;
+        rec[1] = entries();
+        return ['r', k];
       }
-      memory.set(v, out);
+      records[k] = rec;
+      return ['r', k];
+    };
+    const root = ser(value);
+    return JSON.stringify([root, records]);
+  }
+  function structuredDeserialize(text) {
+    const [root, records] = JSON.parse(text);
+    const made = new Map();
+    const num = (n) => (typeof n === 'number' ? n : Number(n));
+    const de = (x) => {
+      switch (x[0]) {
+        case 'u': return undefined;
+        case 'z': return null;
+        case 'b': case 's': return x[1];
+        case 'n': return num(x[1]);
+        case 'i': return BigInt(x[1]);
+        default: break;
+      }
+      const k = x[1];
+      if (made.has(k)) return made.get(k);
+      const rec = records[k];
+      let out;
+      switch (rec[0]) {
+        case 'B': out = new Boolean(rec[1]); break;
+        case 'N': out = new Number(num(rec[1])); break;
+        case 'S': out = new String(rec[1]); break;
+        case 'D': out = new Date(num(rec[1])); break;
+        case 'R': out = new RegExp(rec[1], rec[2]); break;
+        case 'A': out = new Uint8Array(rec[1]).buffer; break;
+        case 'V': {
+          const buf = de(rec[2]);
+          out = rec[1] === 'DataView' ? new DataView(buf, rec[3], rec[4]) : new globalThis[rec[1]](buf, rec[3], rec[4]);
+          break;
+        }
+        case 'E': out = new globalThis[rec[1]](rec[2]); break;
+        case 'M': out = new Map(); made.set(k, out); for (const [a, b] of rec[1]) out.set(de(a), de(b)); return out;
+        case 'T': out = new Set(); made.set(k, out); for (const a of rec[1]) out.add(de(a)); return out;
+        case 'a': out = new Array(rec[1]); made.set(k, out); for (const [key, v] of rec[2]) out[key] = de(v); return out;
+        default: out = {}; made.set(k, out); for (const [key, v] of rec[1]) out[key] = de(v); return out;
+      }
+      made.set(k, out);
       return out;
     };
-    return clone(value);
+    return de(root);
   }
   def('structuredClone', function structuredClone(value) {
     if (arguments.length === 0) throw new TypeError(model === 'node' ? 'The "value" argument must be specified' : "Failed to execute 'structuredClone' on 'Window': 1 argument required, but only 0 present.");
-    return structuredCloneImpl(value);
+    return structuredDeserialize(structuredSerialize(value, ''));
   });
 
   def('Event', Event);
@@ -1071,7 +1134,8 @@
     });
     def('performance', { now: () => h.now() });
   } else {
-    def('window', globalThis);
+    const isWorker = scope === 'worker';
+    if (!isWorker) def('window', globalThis);
     def('self', globalThis);
     // A string handler is compiled as script text when the timer fires.
     const handler = (cb) => {
@@ -1083,8 +1147,12 @@
     def('setInterval', function setInterval(cb, ms, ...args) { return h.setTimer(handler(cb), args, ms, true); });
     def('clearTimeout', function clearTimeout(id) { h.clearTimer(Number(id)); });
     def('clearInterval', function clearInterval(id) { h.clearTimer(Number(id)); });
-    def('requestAnimationFrame', function requestAnimationFrame(cb) { checkCallback(cb); return h.raf(cb); });
-    def('cancelAnimationFrame', function cancelAnimationFrame(id) { h.cancelRaf(Number(id)); });
+    // Workers have no rendering steps here (Chromium gives dedicated
+    // workers requestAnimationFrame for OffscreenCanvas; this does not).
+    if (!isWorker) {
+      def('requestAnimationFrame', function requestAnimationFrame(cb) { checkCallback(cb); return h.raf(cb); });
+      def('cancelAnimationFrame', function cancelAnimationFrame(id) { h.cancelRaf(Number(id)); });
+    }
     def('performance', { now: () => h.now(), timeOrigin: 0 });
 
     // A minimal window and document (no DOM tree, no layout): what pages
@@ -1204,8 +1272,12 @@
       }
     }
     const document = new Document();
-    def('document', document);
-    for (const [n, v] of [['UIEvent', UIEvent], ['KeyboardEvent', KeyboardEvent], ['MouseEvent', MouseEvent], ['MessageEvent', MessageEvent], ['Node', Node], ['Element', Element], ['HTMLElement', Element], ['Document', Document]]) def(n, v);
+    if (isWorker) {
+      def('MessageEvent', MessageEvent);
+    } else {
+      def('document', document);
+      for (const [n, v] of [['UIEvent', UIEvent], ['KeyboardEvent', KeyboardEvent], ['MouseEvent', MouseEvent], ['MessageEvent', MessageEvent], ['Node', Node], ['Element', Element], ['HTMLElement', Element], ['Document', Document]]) def(n, v);
+    }
 
     // Scripted input: the host calls this as a task of the user-interaction
     // task source; the event is trusted and dispatched from the host.
@@ -1236,7 +1308,7 @@
     class MessagePort extends EventTarget {
       constructor() {
         super();
-        portState.set(this, { other: null, started: false, closed: false, queue: [] });
+        portState.set(this, { other: null, started: false, closed: false, queue: [], inbox: [], delivering: false });
       }
       start() {
         const s = portState.get(this);
@@ -1256,13 +1328,39 @@
       }
     }
     const portState = new WeakMap();
+    // The spec profile: a task per message, queued when it is posted.
+    // Chromium (checked against it by h19 and h22): a port's messages
+    // reach it one task at a time; the first to an idle port gets a task at
+    // once, and the task for the next one is queued only when a message's
+    // dispatch (listeners and their microtasks) is over, so tasks queued
+    // meanwhile (a zero-delay timer) run before the port's later messages.
     function postTo(port, data) {
-      h.postTask(function deliverMessage() {
-        if (portState.get(port).closed) return;
-        const ev = new MessageEvent('message', { data });
-        evState(ev).trusted = true;
-        dispatch(port, ev, true);
-      }, [], 'posted-message');
+      const s = portState.get(port);
+      if (browser !== 'chromium') {
+        h.postTask(function deliverMessage() { if (!s.closed) fireMessage(port, data); }, [], 'posted-message');
+        return;
+      }
+      s.inbox.push(data);
+      if (!s.delivering) {
+        s.delivering = true;
+        h.postTask(function deliverMessage() { deliverNext(port); }, [], 'posted-message');
+      }
+    }
+    function deliverNext(port) {
+      const s = portState.get(port);
+      const data = s.inbox.shift();
+      if (!s.closed) fireMessage(port, data);
+      if (s.inbox.length > 0 && !s.closed) {
+        h.postTask(function deliverMessage() { deliverNext(port); }, [], 'posted-message');
+      } else {
+        s.delivering = false;
+        if (s.closed) s.inbox = [];
+      }
+    }
+    function fireMessage(port, data) {
+      const ev = new MessageEvent('message', { data });
+      evState(ev).trusted = true;
+      dispatch(port, ev, true);
     }
     defineEventHandler(MessagePort.prototype, 'message');
     // Setting onmessage starts the port (the HTML Standard's implicit start()).
@@ -1285,6 +1383,78 @@
     }
     def('MessageChannel', MessageChannel);
     def('MessagePort', MessagePort);
+
+    // Dedicated workers (host/workers.rs): each runs its own event loop on
+    // its own virtual clock; `postMessage` serializes the data here (a
+    // DataCloneError is thrown to the caller) and the receiving loop
+    // deserializes it into its own realm and dispatches a MessageEvent from
+    // a task of the posted-message task source, one task per message.
+    const messageFrom = (text) => {
+      const ev = new MessageEvent('message', { data: structuredDeserialize(text) });
+      evState(ev).trusted = true;
+      return ev;
+    };
+    if (!isWorker) {
+      const workers = new Map();
+      const workerState = new WeakMap();
+      class Worker extends EventTarget {
+        constructor(url, options) {
+          super();
+          if (arguments.length === 0) throw new TypeError("Failed to construct 'Worker': 1 argument required, but only 0 present.");
+          const name = options && options.name !== undefined ? String(options.name) : '';
+          const r = h.workerCreate(String(url), name);
+          const ok = typeof r === 'number';
+          workerState.set(this, { id: ok ? r : 0, terminated: !ok });
+          if (ok) {
+            workers.set(r, this);
+          } else {
+            // The script could not be fetched: `error` (a plain Event) at
+            // the worker, from a task, as a browser fires it.
+            const target = this;
+            h.postTask(function workerScriptError() {
+              const ev = new Event('error');
+              evState(ev).trusted = true;
+              dispatch(target, ev, true);
+            }, [], 'networking');
+          }
+        }
+        postMessage(data) {
+          const s = workerState.get(this);
+          const text = structuredSerialize(data, "Failed to execute 'postMessage' on 'Worker': ");
+          if (!s.terminated) h.workerPost(s.id, s.id, text);
+        }
+        terminate() {
+          const s = workerState.get(this);
+          if (s.terminated) return;
+          s.terminated = true;
+          workers.delete(s.id);
+          h.workerEnd(s.id, 'terminate');
+        }
+      }
+      defineEventHandler(Worker.prototype, 'message');
+      defineEventHandler(Worker.prototype, 'error');
+      def('Worker', Worker);
+      deliverMessage = function deliverMessage(id, text) {
+        const w = workers.get(id);
+        // Terminated: Chromium's worker object drops what was on its way.
+        if (w !== undefined) dispatch(w, messageFrom(text), true);
+      };
+    } else {
+      def('name', workerName);
+      def('postMessage', function postMessage(data) {
+        const text = structuredSerialize(data, "Failed to execute 'postMessage' on 'DedicatedWorkerGlobalScope': ");
+        h.workerPost(parentLoop, loopId, text);
+      });
+      let closing = false;
+      def('close', function close() {
+        if (closing) return;
+        closing = true;
+        h.workerEnd(loopId, 'close');
+      });
+      deliverMessage = function deliverMessage(id, text) {
+        dispatch(globalThis, messageFrom(text), true);
+      };
+    }
   }
-  return { inspect, format, deliverInput };
+  return { inspect, format, deliverInput, deliverMessage };
 })

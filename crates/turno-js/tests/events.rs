@@ -147,3 +147,31 @@ fn a_budget_reached_inside_a_host_dispatched_listener_stops_the_run() {
     assert!(matches!(e, JsRunError::StepBudget { .. }), "{e}");
     assert_eq!(e.partial_report().unwrap().stdout_lines(), ["listener"]);
 }
+
+/// A port's messages: one task at a time in the Chromium profile (the task
+/// for the next message queued after the previous dispatch; checked against
+/// Chromium by `h22_port_messages_one_task_each`), one task per message,
+/// queued when posted, in the spec profile.
+#[test]
+fn port_messages_chain_in_chromium_and_not_in_spec() {
+    let src = "const ch = new MessageChannel();\n\
+               ch.port1.onmessage = (e) => console.log('message', e.data);\n\
+               ch.port2.postMessage('a');\n\
+               setTimeout(() => console.log('timeout 1'), 0);\n\
+               ch.port2.postMessage('b');\n\
+               setTimeout(() => console.log('timeout 2'), 0);";
+    let chromium = run(src, "p.js", &RunOptions::new(Model::Html)).unwrap();
+    assert_eq!(
+        chromium.stdout_lines(),
+        ["message a", "timeout 1", "timeout 2", "message b"]
+    );
+    let spec = RunOptions {
+        browser: turno_js::Browser::Spec,
+        ..RunOptions::new(Model::Html)
+    };
+    let spec = run(src, "p.js", &spec).unwrap();
+    assert_eq!(
+        spec.stdout_lines(),
+        ["message a", "timeout 1", "message b", "timeout 2"]
+    );
+}

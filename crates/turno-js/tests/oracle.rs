@@ -33,6 +33,8 @@ fn corpus(model: &str) -> Vec<PathBuf> {
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "js"))
+        // `NAME.worker.js` is the worker script of snippet NAME, not a snippet.
+        .filter(|p| !p.to_string_lossy().ends_with(".worker.js"))
         .collect();
     files.sort();
     files
@@ -277,7 +279,9 @@ fn html_corpus_matches_chromium() {
 /// really blocks) or real input, run in headless Chromium through the
 /// DevTools protocol by `tests/browser/drive.mjs` (playwright-core; `npm ci`
 /// in `tests/browser`). A snippet's `NAME.input.json`, if present, is the
-/// scripted input for both sides. Each snippet ends by logging `done`.
+/// scripted input for both sides; its `NAME.worker.js`, if present, the
+/// script of the `new Worker` it creates (served next to the page, read
+/// from the snippet's directory here). Each snippet ends by logging `done`.
 #[test]
 fn html_live_corpus_matches_chromium() {
     assert!(
@@ -300,6 +304,9 @@ fn html_live_corpus_matches_chromium() {
     for f in &files {
         let input = f.with_extension("input.json");
         let mut opts = RunOptions::new(Model::Html);
+        // Workers load `NAME.worker.js` from the snippet's directory, as
+        // drive.mjs serves it to Chromium.
+        opts.base_dir = f.parent().map(Path::to_path_buf);
         let mut cmd = Command::new("node");
         cmd.arg(browser_dir.join("drive.mjs")).arg(f);
         if input.exists() {

@@ -1,6 +1,7 @@
 //! Every trace the explorer writes is read by `turno_trace` as typed events
-//! of known kinds, and reconstructs without a problem: the writer and the
-//! one reader of the family agree on every program of the corpus.
+//! of known kinds, each naming its loop, and reconstructs without a problem:
+//! the writer and the one reader of the family agree on every program of
+//! the corpus (the workers of `html-live` included).
 
 use std::io::Cursor;
 use std::path::Path;
@@ -11,7 +12,11 @@ use turno_trace::{Index, Kind, Reader};
 #[test]
 fn every_corpus_trace_reads_typed() {
     let mut checked = 0;
-    for (dir, model) in [("node", Model::Node), ("html", Model::Html)] {
+    for (dir, model) in [
+        ("node", Model::Node),
+        ("html", Model::Html),
+        ("html-live", Model::Html),
+    ] {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/corpus")
             .join(dir);
@@ -19,6 +24,7 @@ fn every_corpus_trace_reads_typed() {
             .unwrap()
             .map(|e| e.unwrap().path())
             .filter(|p| p.extension().is_some_and(|x| x == "js"))
+            .filter(|p| !p.to_string_lossy().ends_with(".worker.js"))
             .collect();
         files.sort();
         for path in files {
@@ -26,6 +32,7 @@ fn every_corpus_trace_reads_typed() {
             let name = path.file_name().unwrap().to_string_lossy().to_string();
             let opts = RunOptions {
                 trace: true,
+                base_dir: Some(dir.clone()),
                 ..RunOptions::new(model)
             };
             let report = match run(&src, &name, &opts) {
@@ -43,6 +50,11 @@ fn every_corpus_trace_reads_typed() {
                     !matches!(event.kind, Kind::Other(_)),
                     "{name}: kind unknown to turno-trace: {}",
                     event.kind_name()
+                );
+                assert!(
+                    event.loop_id.is_some(),
+                    "{name}: event {} without loop",
+                    event.seq
                 );
             }
             let index = Index::build(Cursor::new(&text)).unwrap();

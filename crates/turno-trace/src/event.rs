@@ -119,6 +119,10 @@ pub struct Event {
     /// into the host, as the writer records them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub js_stack: Option<Vec<String>>,
+    /// `turno-js-trace`: the event loop the event belongs to (0 the page or
+    /// Node's main thread, 1.. dedicated workers in creation order).
+    #[serde(default, rename = "loop", skip_serializing_if = "Option::is_none")]
+    pub loop_id: Option<u32>,
 }
 
 impl Event {
@@ -129,6 +133,7 @@ impl Event {
             t_ns,
             kind,
             js_stack: None,
+            loop_id: None,
         }
     }
 

@@ -70,9 +70,16 @@ impl Queue {
 pub enum TaskSource {
     /// A due timer.
     Timer,
-    /// `MessageChannel`'s posted message.
+    /// `MessageChannel`'s posted message, or a message from another loop
+    /// (a worker or the page).
     PostedMessage,
-    /// The program itself (id 0).
+    /// Scripted user input.
+    UserInteraction,
+    /// DOM manipulation.
+    DomManipulation,
+    /// Fetching (a worker script that could not be loaded).
+    Networking,
+    /// The program itself, or a worker's script (id 0).
     Script,
 }
 
@@ -173,6 +180,13 @@ pub enum JsEvent {
         /// `animation-frame`: the frame it is due for.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         frame_due_ns: Option<u64>,
+        /// `task` carrying a message from another loop: that loop.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        from_loop: Option<u32>,
+        /// `task` carrying a message from another loop: the message's id
+        /// (as in its `message_post`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<u64>,
     },
     /// An entry left its queue to run.
     Dequeue {
@@ -275,6 +289,41 @@ pub enum JsEvent {
     BudgetExhausted {
         /// Which budget.
         message: String,
+    },
+    /// `new Worker(url)` created a worker (recorded in the creating loop).
+    WorkerStart {
+        /// The new worker's loop id.
+        worker: u32,
+        /// The URL as given.
+        url: String,
+        /// The script file it loaded.
+        file: String,
+        /// The `name` option (empty when none).
+        #[serde(default)]
+        name: String,
+    },
+    /// `new Worker(url)` could not load its script.
+    WorkerError {
+        /// The URL as given.
+        url: String,
+        /// Why.
+        message: String,
+    },
+    /// `postMessage` sent a message to another loop.
+    MessagePost {
+        /// The receiving loop.
+        to_loop: u32,
+        /// The message's id, run-wide, from 1.
+        message: u64,
+        /// The worker the message concerns.
+        worker: u32,
+    },
+    /// A worker ended: `terminate()` from its parent, or its own `close()`.
+    WorkerEnd {
+        /// The worker's loop id.
+        worker: u32,
+        /// `"terminate"` or `"close"`.
+        reason: String,
     },
     /// The last event.
     RunEnd {

@@ -332,7 +332,7 @@ fn parse_header(buf: &[u8], line: u64) -> Result<Header, ReadError> {
     })
 }
 
-const ENVELOPE: [&str; 4] = ["seq", "t_ns", "kind", "js_stack"];
+const ENVELOPE: [&str; 5] = ["seq", "t_ns", "kind", "js_stack", "loop"];
 
 fn parse_event(format: Format, buf: &[u8], line: u64) -> Result<Event, ReadError> {
     let mut m = parse_object(buf, line)?;
@@ -355,6 +355,14 @@ fn parse_event(format: Format, buf: &[u8], line: u64) -> Result<Event, ReadError
         Some(v) => Some(
             Vec::<String>::deserialize(v)
                 .map_err(|_| field_err("js_stack", "expected a list of strings".into()))?,
+        ),
+    };
+    let loop_id = match m.remove("loop") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(
+            v.as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .ok_or_else(|| field_err("loop", "expected an unsigned integer".into()))?,
         ),
     };
     let known = match format {
@@ -389,6 +397,7 @@ fn parse_event(format: Format, buf: &[u8], line: u64) -> Result<Event, ReadError
         t_ns,
         kind,
         js_stack,
+        loop_id,
     })
 }
 
@@ -499,5 +508,9 @@ pub const JS_KINDS: &[&str] = &[
     "uncaught",
     "note",
     "budget_exhausted",
+    "worker_start",
+    "worker_error",
+    "message_post",
+    "worker_end",
     "run_end",
 ];

@@ -714,6 +714,12 @@ impl World {
                     NOTES_KEPT,
                 );
             }
+            // The world folds every loop into one view; a reader that wants
+            // a worker's queues apart filters by the envelope's `loop`.
+            J::WorkerStart { .. }
+            | J::WorkerError { .. }
+            | J::MessagePost { .. }
+            | J::WorkerEnd { .. } => {}
             J::RunEnd { exit_code, steps } => js.ended = Some((*exit_code, *steps)),
         }
     }

@@ -167,6 +167,8 @@ fn js_event() -> impl Strategy<Value = JsEvent> {
                 source: Some(TaskSource::Timer),
                 timer: None,
                 frame_due_ns: None,
+                from_loop: None,
+                message: None,
             }
         }),
         (queue(), 0u64..6).prop_map(|(queue, id)| JsEvent::Dequeue {

@@ -117,13 +117,11 @@ impl State {
             } else if self.compositor_frame_count < MAX_COMPOSITOR_FRAMES {
                 self.compositor_frame_count += 1;
                 let main = if busy { "busy" } else { "idle" };
-                if let Some(tr) = self.trace.as_mut() {
-                    tr.push(
-                        t,
-                        "compositor_frame",
-                        json!({"frame_time_ns": t, "animations": active, "main_thread": main, "lane": "compositor"}),
-                    );
-                }
+                self.record(
+                    t,
+                    "compositor_frame",
+                    json!({"frame_time_ns": t, "animations": active, "main_thread": main, "lane": "compositor"}),
+                );
             }
             k += 1;
         }

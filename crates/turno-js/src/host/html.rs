@@ -1,10 +1,12 @@
 //! The HTML model: tasks, posted messages, animation frames and rendering.
 //!
-//! The loop takes the oldest runnable task (due timers become tasks of the
-//! timer source, `MessageChannel` messages are posted-message tasks), runs
-//! it, performs a microtask checkpoint, and at each 60 Hz frame boundary with
-//! `requestAnimationFrame` callbacks pending runs the "update the rendering"
-//! step, with a checkpoint after each callback.
+//! Each step (`html_step`, scheduled with the other loops of the run by
+//! `workers.rs`) takes the next runnable task (due timers become tasks of
+//! the timer source, `MessageChannel` messages and messages from other
+//! loops are posted-message tasks), runs it, performs a microtask
+//! checkpoint, and at each 60 Hz frame boundary with `requestAnimationFrame`
+//! callbacks pending runs the "update the rendering" step, with a checkpoint
+//! after each callback.
 
 use boa_engine::{Context, JsObject, JsResult, JsValue};
 use serde_json::json;
@@ -29,6 +31,12 @@ enum TaskKind {
         a: JsValue,
         b: JsValue,
     },
+    /// A message from another loop (a worker, or the page): the prelude's
+    /// `deliverMessage(worker, data)`.
+    Message {
+        worker: u32,
+        data: boa_engine::JsString,
+    },
 }
 
 pub(super) struct Task {
@@ -36,6 +44,8 @@ pub(super) struct Task {
     id: u64,
     /// When it became runnable (the spec profile's order).
     runnable_ns: u64,
+    /// When it reached the run queue (the Chromium profile's order).
+    queued_ns: u64,
     label: String,
     kind: TaskKind,
 }
@@ -177,6 +187,7 @@ fn task_source(name: &str) -> &'static str {
         "user-interaction" => "user-interaction",
         "dom-manipulation" => "dom-manipulation",
         "timer" => "timer",
+        "networking" => "networking",
         _ => "posted-message",
     }
 }
@@ -217,22 +228,54 @@ impl Host {
             m.extend(x);
         }
         st.ev("enqueue", fields);
+        // A message from another loop reached this one when its sender
+        // posted it, which may lie before tasks queued since (this loop
+        // was busy); everything else reaches the run queue now.
+        let queued_ns = if matches!(kind, TaskKind::Message { .. }) {
+            runnable_ns
+        } else {
+            st.now_ns
+        };
         let task = Task {
             source,
             id,
             runnable_ns,
+            queued_ns,
             label,
             kind,
         };
-        if st.browser == crate::Browser::Spec {
-            let pos = st
-                .tasks
-                .iter()
-                .position(|t| t.runnable_ns > runnable_ns)
-                .unwrap_or(st.tasks.len());
-            st.tasks.insert(pos, task);
+        let pos = if st.browser == crate::Browser::Spec {
+            st.tasks.iter().position(|t| t.runnable_ns > runnable_ns)
         } else {
-            st.tasks.push_back(task);
+            st.tasks.iter().position(|t| t.queued_ns > queued_ns)
+        };
+        let pos = pos.unwrap_or(st.tasks.len());
+        st.tasks.insert(pos, task);
+    }
+
+    /// Messages from other loops whose time has come become tasks of the
+    /// posted-message task source.
+    fn queue_due_arrivals(&self) {
+        loop {
+            let next = {
+                let mut st = self.st.borrow_mut();
+                match st.arrivals.front() {
+                    Some(a) if a.t_ns <= st.now_ns => st.arrivals.pop_front(),
+                    _ => None,
+                }
+            };
+            let Some(a) = next else { break };
+            let label = format!("message from loop {}", a.from);
+            self.queue_task_at(
+                "posted-message",
+                label,
+                TaskKind::Message {
+                    worker: a.worker,
+                    data: a.data,
+                },
+                a.t_ns,
+                json!({"from_loop": a.from, "message": a.message}),
+            );
         }
     }
 
@@ -307,35 +350,24 @@ impl Host {
         st.tasks.pop_front()
     }
 
-    pub(super) fn html_loop(&self, ctx: &mut Context) -> Result<(), Stop> {
-        self.checkpoint(ctx)?;
-        loop {
-            self.queue_due_timers();
-            self.queue_due_input();
-            let task = self.next_task();
-            if let Some(task) = task {
-                self.run_html_task(ctx, task)?;
-                self.checkpoint(ctx)?;
-                self.maybe_render(ctx)?;
-                continue;
-            }
-            if self.maybe_render(ctx)? {
-                continue;
-            }
-            let next_timer = self.next_timer(false).map(|k| k.0);
-            let (raf_due, next_input) = {
-                let st = self.st.borrow();
-                (st.raf_due, st.input.last().map(|p| p.at_ns))
-            };
-            let Some(next) = [next_timer, raf_due, next_input]
-                .into_iter()
-                .flatten()
-                .min()
-            else {
-                return Ok(());
-            };
-            self.advance_to(next)?;
+    /// After the script (the first task): its microtask checkpoint.
+    pub(super) fn html_start(&self, ctx: &mut Context) -> Result<(), Stop> {
+        self.checkpoint(ctx)
+    }
+
+    /// One turn of the loop at the current time (the caller has moved the
+    /// clock to when it starts, see `workers.rs`): the next runnable task
+    /// and its checkpoint, then the rendering step if a frame is due.
+    pub(super) fn html_step(&self, ctx: &mut Context) -> Result<(), Stop> {
+        self.queue_due_timers();
+        self.queue_due_input();
+        self.queue_due_arrivals();
+        if let Some(task) = self.next_task() {
+            self.run_html_task(ctx, task)?;
+            self.checkpoint(ctx)?;
         }
+        self.maybe_render(ctx)?;
+        Ok(())
     }
 
     fn queue_due_timers(&self) {
@@ -408,6 +440,19 @@ impl Host {
                 &JsValue::undefined(),
                 &args,
             ),
+            TaskKind::Message { worker, data } => {
+                let Some(f) = self.st.borrow().deliver_message.clone() else {
+                    return Ok(());
+                };
+                let args = [JsValue::from(worker), JsValue::from(data)];
+                self.call(
+                    ctx,
+                    format!("task: {}", task.label),
+                    &f,
+                    &JsValue::undefined(),
+                    &args,
+                )
+            }
             TaskKind::Input { kind, a, b } => {
                 let Some(f) = self.st.borrow().deliver_input.clone() else {
                     return Ok(());

@@ -16,9 +16,9 @@
 //!   `requestAnimationFrame` callbacks pending run the "update the rendering"
 //!   step (a microtask checkpoint after each rAF callback, as the stack empties).
 //!
-//! Time is virtual: it never moves while JavaScript runs, and jumps to the
-//! next due event when the loop would otherwise wait. Runs are therefore
-//! deterministic.
+//! Time is virtual: it moves while JavaScript runs by the cost model
+//! (`cost.rs`), and jumps to the next due event when the loop would
+//! otherwise wait. Runs are therefore deterministic.
 //!
 //! Borrow discipline: the [`State`] is in a `RefCell`; no borrow is ever held
 //! across a call into JavaScript, because JavaScript calls back into natives
@@ -47,8 +47,12 @@
 //! * `support.rs`: what every native shares (finding the host, argument
 //!   helpers, the JavaScript-stack scope); a leaf that imports only this
 //!   file, so no sibling imports another through it.
-//! * `run.rs`: one run: engine and prelude setup, the main script, the report
-//!   and the budget errors.
+//! * `workers.rs`: dedicated workers: the loops of one run (each its own
+//!   `Host` and context) scheduled earliest-step-first, and the messages
+//!   between them.
+//! * `run.rs`: one run: building a loop (engine and prelude setup), the main
+//!   script, the merge of every loop's output and trace, the report and the
+//!   budget errors.
 //!
 //! The JavaScript half of the host (console, `util.inspect`, the Node and web
 //! API shapes) is `../prelude.js`.
@@ -64,6 +68,7 @@ mod run;
 mod support;
 mod timers;
 mod uncaught;
+mod workers;
 
 pub(crate) use run::run;
 
@@ -108,24 +113,40 @@ pub(crate) struct State {
     input: Vec<html::PendingInput>,
     /// The prelude's `deliverInput`.
     deliver_input: Option<JsObject>,
+    /// The prelude's `deliverMessage` (messages from other loops).
+    deliver_message: Option<JsObject>,
     animations: Vec<compositor::Animation>,
     compositor_frame_count: u64,
     /// Picoseconds of virtual time per boa instruction (the cost model).
     cost_picos: u64,
     /// boa's instruction count at the last clock sync.
     instr_seen: u64,
+    /// boa's instruction count once the host was set up.
+    setup_instructions: u64,
     /// Picoseconds owed to the clock, below one nanosecond.
     frac_picos: u64,
     file: String,
     now_ns: u64,
-    steps: u64,
-    max_steps: u64,
+    /// What every loop of the run shares (the step budget, the order of
+    /// records, workers being started and messages in flight).
+    shared: Rc<workers::Shared>,
+    /// This loop: 0 the page (or Node's main thread), 1.. workers in the
+    /// order they were created. Every trace event carries it as `loop`.
+    loop_id: u32,
+    /// `performance.now()` counts from here (a worker's creation time).
+    time_origin_ns: u64,
+    /// Messages from other loops, not yet tasks here, in arrival order.
+    arrivals: VecDeque<workers::Arrival>,
     max_time_ns: u64,
     seq: u64,
-    stdout: String,
-    stderr: String,
+    /// Output as written, with when and in which order across loops.
+    out: Vec<Chunk>,
+    /// The run-wide order of each trace event (see [`workers::Shared::stamp`]).
+    trace_stamps: Vec<u64>,
     notes: Vec<String>,
     uncaught: Vec<UncaughtError>,
+    /// When each of `uncaught` happened (time, stamp), for the merge.
+    uncaught_at: Vec<(u64, u64)>,
     exit_request: Option<i32>,
     /// A stop decided inside a native, for the host frame below it.
     pending_stop: Option<Stop>,
@@ -160,6 +181,14 @@ pub(crate) struct State {
     cleared_immediates: Vec<u32>,
     running_raf: Vec<u32>,
     cancelled_raf: Vec<u32>,
+}
+
+/// A piece of output: its time, its run-wide order, the stream (1, 2).
+pub(crate) struct Chunk {
+    t_ns: u64,
+    stamp: u64,
+    fd: u32,
+    text: String,
 }
 
 /// The host, installed as boa's job executor (so natives and hooks can reach
@@ -207,9 +236,37 @@ impl State {
         if let (Some(js), Value::Object(m)) = (&self.js_stack, &mut fields) {
             m.insert("js_stack".into(), json!(js));
         }
+        self.record(t, kind, fields);
+    }
+
+    /// Appends a trace event at `t` with this loop's id and the next
+    /// run-wide stamp (the merge of all loops' traces sorts by both).
+    fn record(&mut self, t: u64, kind: &str, mut fields: Value) {
+        if self.trace.is_none() {
+            return;
+        }
+        match &mut fields {
+            Value::Object(m) => {
+                m.insert("loop".into(), json!(self.loop_id));
+            }
+            other => *other = json!({"loop": self.loop_id}),
+        }
+        let stamp = self.shared.stamp();
         if let Some(tr) = self.trace.as_mut() {
             tr.push(t, kind, fields);
+            self.trace_stamps.push(stamp);
         }
+    }
+
+    /// Output to stdout (1) or stderr (2), now.
+    fn emit(&mut self, fd: u32, text: &str) {
+        let stamp = self.shared.stamp();
+        self.out.push(Chunk {
+            t_ns: self.now_ns,
+            stamp,
+            fd,
+            text: text.to_string(),
+        });
     }
 }
 
@@ -235,21 +292,17 @@ impl Host {
     fn write(&self, fd: u32, text: &str) {
         let mut st = self.st.borrow_mut();
         let stream = if fd == 2 { "stderr" } else { "stdout" };
-        if fd == 2 {
-            st.stderr.push_str(text);
-        } else {
-            st.stdout.push_str(text);
-        }
+        st.emit(if fd == 2 { 2 } else { 1 }, text);
         st.ev("output", json!({"stream": stream, "text": text}));
     }
 
     fn step(&self) -> Result<(), Stop> {
-        let mut st = self.st.borrow_mut();
-        st.steps += 1;
-        if st.steps > st.max_steps {
-            return Err(Stop::Budget(BudgetKind::Steps));
+        let st = self.st.borrow();
+        if st.shared.take_step() {
+            Ok(())
+        } else {
+            Err(Stop::Budget(BudgetKind::Steps))
         }
-        Ok(())
     }
 
     /// Calls `f` as a host-initiated frame, handling an uncaught exception

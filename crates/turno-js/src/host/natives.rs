@@ -18,6 +18,7 @@ use super::microtasks::n_queue_microtask;
 use super::node::{n_clear_immediate, n_next_tick, n_set_immediate};
 use super::support::{arg_u32, host_of, JsStackScope};
 use super::timers::{n_clear_timer, n_has_ref, n_ref_timer, n_set_timer};
+use super::workers::{n_worker_create, n_worker_end, n_worker_post};
 use super::MS;
 
 fn n_write(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
@@ -37,7 +38,11 @@ fn n_write(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue
 fn n_now(_: &JsValue, _: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
     let host = host_of(ctx)?;
     host.sync_clock(ctx);
-    let ns = host.st.borrow().now_ns;
+    // A worker's `performance.now()` counts from its own creation.
+    let ns = {
+        let st = host.st.borrow();
+        st.now_ns - st.time_origin_ns
+    };
     Ok(JsValue::from(ns as f64 / MS as f64))
 }
 
@@ -79,7 +84,10 @@ fn n_promise_state(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult
 
 pub(super) fn build_natives(ctx: &mut Context) -> JsResult<JsObject> {
     type F = fn(&JsValue, &[JsValue], &mut Context) -> JsResult<JsValue>;
-    let list: [(&str, F, usize); 20] = [
+    let list: [(&str, F, usize); 23] = [
+        ("workerCreate", n_worker_create, 2),
+        ("workerPost", n_worker_post, 3),
+        ("workerEnd", n_worker_end, 2),
         ("animation", n_animation, 4),
         ("cancelAnimation", n_cancel_animation, 1),
         ("invokeListener", n_invoke_listener, 4),

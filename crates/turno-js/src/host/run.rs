@@ -11,13 +11,14 @@ use std::rc::Rc;
 
 use boa_engine::context::time::JsInstant;
 use boa_engine::context::Clock;
-use boa_engine::{js_string, Context, JsValue, Source};
+use boa_engine::{js_string, Context, JsString, JsValue, Source};
 use serde_json::json;
 
 use super::microtasks::Hooks;
 use super::natives::build_natives;
 use super::promises::{install_promise_taps, MAX_TRACKED_PROMISES};
 use super::uncaught::{split_parse_error, SOURCE};
+use super::workers::{run_loops, Loop, Shared, Spawn};
 use super::{BudgetKind, Host, State, Stop, MS};
 use crate::trace::Trace;
 use crate::{JsRunError, Model, RunOptions, RunReport};
@@ -38,39 +39,61 @@ impl Clock for VirtualClock {
     }
 }
 
-/// Runs one program to completion (or to a budget) and builds the report.
-pub(crate) fn run(
-    source: &str,
-    file_name: &str,
+/// Which global scope a loop's prelude builds.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Scope {
+    /// The program's own loop: Node's main thread or the page (`window`).
+    Main,
+    /// A dedicated worker (`self`, `postMessage`, no `document`).
+    Worker,
+}
+
+/// Builds one loop: its state (clock at `t0_ns`), engine and prelude.
+fn new_loop(
     opts: &RunOptions,
-) -> Result<RunReport, JsRunError> {
-    SOURCE.with(|s| *s.borrow_mut() = source.to_string());
+    shared: &Rc<Shared>,
+    loop_id: u32,
+    scope: Scope,
+    file_name: &str,
+    t0_ns: u64,
+    parent_and_name: (u32, &str),
+) -> Result<(Rc<Host>, Context), JsRunError> {
     let model_name = match opts.model {
         Model::Node => "node",
         Model::Html => "html",
     };
-    let clock_cell = Rc::new(std::cell::Cell::new(0u64));
+    let clock_cell = Rc::new(std::cell::Cell::new(t0_ns));
+    let main = scope == Scope::Main;
     let host = Rc::new(Host {
         st: RefCell::new(State {
             model: opts.model,
             browser: opts.browser,
-            input: super::html::pending_input(&opts.input),
+            input: if main {
+                super::html::pending_input(&opts.input)
+            } else {
+                Vec::new()
+            },
             deliver_input: None,
+            deliver_message: None,
             animations: Vec::new(),
             compositor_frame_count: 0,
             cost_picos: opts.cost.picos(),
             instr_seen: 0,
+            setup_instructions: 0,
             frac_picos: 0,
             file: file_name.to_string(),
-            now_ns: 0,
-            steps: 0,
-            max_steps: opts.max_steps,
+            now_ns: t0_ns,
+            shared: shared.clone(),
+            loop_id,
+            time_origin_ns: t0_ns,
+            arrivals: VecDeque::new(),
             max_time_ns: opts.max_virtual_time.as_nanos().min(u64::MAX as u128) as u64,
             seq: 0,
-            stdout: String::new(),
-            stderr: String::new(),
+            out: Vec::new(),
+            trace_stamps: Vec::new(),
             notes: Vec::new(),
             uncaught: Vec::new(),
+            uncaught_at: Vec::new(),
             exit_request: None,
             pending_stop: None,
             trace: opts.trace.then(|| Trace::new(model_name, file_name)),
@@ -125,35 +148,106 @@ pub(crate) fn run(
         .as_object()
         .filter(|o| o.is_callable())
         .ok_or_else(|| JsRunError::Engine("prelude is not a function".into()))?;
+    let scope_name = if main { "main" } else { "worker" };
     let exports = prelude_fn
         .call(
             &JsValue::undefined(),
-            &[natives.into(), JsValue::from(js_string!(model_name))],
+            &[
+                natives.into(),
+                JsValue::from(js_string!(model_name)),
+                JsValue::from(js_string!(scope_name)),
+                JsValue::from(loop_id),
+                JsValue::from(parent_and_name.0),
+                JsValue::from(JsString::from(parent_and_name.1)),
+                JsValue::from(js_string!(match opts.browser {
+                    crate::Browser::Chromium => "chromium",
+                    crate::Browser::Spec => "spec",
+                })),
+            ],
             &mut ctx,
         )
         .map_err(|e| JsRunError::Engine(format!("prelude: {e}")))?;
-    let inspect = exports
-        .as_object()
-        .and_then(|o| o.get(js_string!("inspect"), &mut ctx).ok())
-        .and_then(|v| v.as_object());
-    host.st.borrow_mut().inspect = inspect;
-    let deliver_input = exports
-        .as_object()
-        .and_then(|o| o.get(js_string!("deliverInput"), &mut ctx).ok())
-        .and_then(|v| v.as_object())
-        .filter(|o| o.is_callable());
-    host.st.borrow_mut().deliver_input = deliver_input;
+    let mut export = |name: &str| {
+        exports
+            .as_object()
+            .and_then(|o| o.get(JsString::from(name), &mut ctx).ok())
+            .and_then(|v| v.as_object())
+    };
+    let inspect = export("inspect");
+    let deliver_input = export("deliverInput").filter(|o| o.is_callable());
+    let deliver_message = export("deliverMessage").filter(|o| o.is_callable());
+    {
+        let mut st = host.st.borrow_mut();
+        st.inspect = inspect;
+        st.deliver_input = deliver_input;
+        st.deliver_message = deliver_message;
+    }
     if opts.trace {
         install_promise_taps(&mut ctx).map_err(|e| JsRunError::Engine(e.to_string()))?;
     }
 
     // Setting up the host costs the program no time.
     let setup = turno_boa::instructions_executed(&ctx);
-    host.st.borrow_mut().instr_seen = setup;
+    {
+        let mut st = host.st.borrow_mut();
+        st.instr_seen = setup;
+        st.setup_instructions = setup;
+    }
+    Ok((host, ctx))
+}
 
-    let outcome = run_program(&host, &mut ctx, source, file_name);
-    let instructions = turno_boa::instructions_executed(&ctx) - setup;
+/// Runs one program to completion (or to a budget) and builds the report.
+pub(crate) fn run(
+    source: &str,
+    file_name: &str,
+    opts: &RunOptions,
+) -> Result<RunReport, JsRunError> {
+    SOURCE.with(|s| *s.borrow_mut() = source.to_string());
+    let shared = Rc::new(Shared::new(opts.max_steps, opts.base_dir.clone()));
+    let (host, mut ctx) = new_loop(opts, &shared, 0, Scope::Main, file_name, 0, (0, ""))?;
+    let setup = host.st.borrow().setup_instructions;
 
+    let mut engine_error = None;
+    let (outcome, workers) = match run_script(&host, &mut ctx, source, file_name) {
+        Err(stop) => (Err(stop), Vec::new()),
+        Ok(()) if opts.model == Model::Node => (host.node_loop(&mut ctx), Vec::new()),
+        Ok(()) => {
+            let spawn = |s: Spawn| -> Result<Loop, Stop> {
+                let (h, mut c) = new_loop(
+                    opts,
+                    &shared,
+                    s.loop_id,
+                    Scope::Worker,
+                    &s.file,
+                    s.t_ns,
+                    (s.parent, &s.name),
+                )
+                .map_err(|e| {
+                    engine_error = Some(e);
+                    Stop::Fatal
+                })?;
+                run_script(&h, &mut c, &s.source, &s.file)?;
+                h.html_start(&mut c)?;
+                Ok(Loop {
+                    host: h,
+                    ctx: c,
+                    ended: false,
+                })
+            };
+            match run_loops(host.clone(), &mut ctx, spawn) {
+                Ok(w) => (Ok(()), w),
+                Err((w, stop)) => (Err(stop), w),
+            }
+        }
+    };
+    if let Some(e) = engine_error {
+        return Err(e);
+    }
+    let mut instructions = turno_boa::instructions_executed(&ctx) - setup;
+    for w in &workers {
+        let seen_setup = w.host.st.borrow().setup_instructions;
+        instructions += turno_boa::instructions_executed(&w.ctx) - seen_setup;
+    }
     let mut st = host.st.borrow_mut();
     let dropped = st.dropped_jobs;
     if dropped > 0 {
@@ -166,9 +260,13 @@ pub(crate) fn run(
             "trace follows at most {MAX_TRACKED_PROMISES} promises; {n} more were not followed"
         ));
     }
+    let any_uncaught = !st.uncaught.is_empty()
+        || workers
+            .iter()
+            .any(|w| !w.host.st.borrow().uncaught.is_empty());
     let exit_code = match &outcome {
         Ok(()) => {
-            if st.uncaught.is_empty() {
+            if !any_uncaught {
                 drop(st);
                 let code = exit_code_property(&mut ctx);
                 st = host.st.borrow_mut();
@@ -181,11 +279,14 @@ pub(crate) fn run(
         Err(Stop::Fatal) => 1,
         Err(Stop::Budget(_)) => 1,
     };
-    let now = st.now_ns;
-    let steps = st.steps;
+    let now = workers
+        .iter()
+        .map(|w| w.host.st.borrow().now_ns)
+        .fold(st.now_ns, u64::max);
+    let steps = shared.steps();
     if let Err(Stop::Budget(b)) = &outcome {
         let msg = match b {
-            BudgetKind::Steps => format!("step budget of {} exhausted", st.max_steps),
+            BudgetKind::Steps => format!("step budget of {} exhausted", shared.max_steps()),
             BudgetKind::Time { next_ns } => {
                 format!("virtual-time budget exhausted (next event at {next_ns} ns)")
             }
@@ -193,22 +294,29 @@ pub(crate) fn run(
         };
         st.ev("budget_exhausted", json!({"message": msg}));
     }
+    // The run ends when the last loop does.
+    st.now_ns = now;
     st.ev("run_end", json!({"exit_code": exit_code, "steps": steps}));
+    let frames_rendered = st.frames;
+    drop(st);
+    let mut states: Vec<std::cell::RefMut<'_, State>> = vec![host.st.borrow_mut()];
+    states.extend(workers.iter().map(|w| w.host.st.borrow_mut()));
+    let merged = merge(&mut states);
+    drop(states);
     let report = RunReport {
-        stdout: std::mem::take(&mut st.stdout),
-        stderr: std::mem::take(&mut st.stderr),
+        stdout: merged.stdout,
+        stderr: merged.stderr,
         exit_code,
-        notes: std::mem::take(&mut st.notes),
-        uncaught: std::mem::take(&mut st.uncaught),
-        trace: st.trace.take(),
+        notes: merged.notes,
+        uncaught: merged.uncaught,
+        trace: merged.trace,
         steps,
         end_time_ns: now,
-        frames_rendered: st.frames,
+        frames_rendered,
         instructions,
     };
-    let max_steps = st.max_steps;
-    let max_time_ns = st.max_time_ns;
-    drop(st);
+    let max_steps = shared.max_steps();
+    let max_time_ns = host.st.borrow().max_time_ns;
     match outcome {
         Err(Stop::Budget(BudgetKind::Steps)) => Err(JsRunError::StepBudget {
             file: file_name.to_string(),
@@ -232,6 +340,79 @@ pub(crate) fn run(
     }
 }
 
+/// Everything the loops of a run recorded, as one.
+struct Merged {
+    stdout: String,
+    stderr: String,
+    notes: Vec<String>,
+    uncaught: Vec<crate::UncaughtError>,
+    trace: Option<Trace>,
+}
+
+/// Merges the loops' output and traces in time order (each loop's own
+/// records are already in time order; the run-wide stamp breaks ties in the
+/// order they were made), renumbering the trace's `seq`. With one loop
+/// this is the identity.
+fn merge(states: &mut [std::cell::RefMut<'_, State>]) -> Merged {
+    let mut chunks: Vec<super::Chunk> = states
+        .iter_mut()
+        .flat_map(|st| std::mem::take(&mut st.out))
+        .collect();
+    chunks.sort_by_key(|c| (c.t_ns, c.stamp));
+    let (mut stdout, mut stderr) = (String::new(), String::new());
+    for c in chunks {
+        if c.fd == 2 {
+            stderr.push_str(&c.text);
+        } else {
+            stdout.push_str(&c.text);
+        }
+    }
+    let notes = states
+        .iter_mut()
+        .flat_map(|st| std::mem::take(&mut st.notes))
+        .collect();
+    let mut uncaught: Vec<((u64, u64), crate::UncaughtError)> = Vec::new();
+    for st in states.iter_mut() {
+        let times = std::mem::take(&mut st.uncaught_at);
+        uncaught.extend(times.into_iter().zip(std::mem::take(&mut st.uncaught)));
+    }
+    uncaught.sort_by_key(|(k, _)| *k);
+    let mut trace: Option<Trace> = None;
+    let mut events: Vec<((u64, u64), serde_json::Value)> = Vec::new();
+    for st in states.iter_mut() {
+        let Some(mut t) = st.trace.take() else {
+            continue;
+        };
+        let stamps = std::mem::take(&mut st.trace_stamps);
+        for (e, stamp) in std::mem::take(&mut t.events).into_iter().zip(stamps) {
+            let t_ns = e
+                .get("t_ns")
+                .and_then(serde_json::Value::as_u64)
+                .unwrap_or(0);
+            events.push(((t_ns, stamp), e));
+        }
+        if trace.is_none() {
+            trace = Some(t);
+        }
+    }
+    if let Some(t) = trace.as_mut() {
+        events.sort_by_key(|(k, _)| *k);
+        for (i, (_, mut e)) in events.into_iter().enumerate() {
+            if let Some(m) = e.as_object_mut() {
+                m.insert("seq".into(), serde_json::Value::from(i as u64));
+            }
+            t.events.push(e);
+        }
+    }
+    Merged {
+        stdout,
+        stderr,
+        notes,
+        uncaught: uncaught.into_iter().map(|(_, u)| u).collect(),
+        trace,
+    }
+}
+
 fn exit_code_property(ctx: &mut Context) -> i32 {
     let g = ctx.global_object();
     let Ok(p) = g.get(js_string!("process"), ctx) else {
@@ -244,7 +425,8 @@ fn exit_code_property(ctx: &mut Context) -> i32 {
     }
 }
 
-fn run_program(
+/// Runs a loop's script as its first step (a worker's at its creation).
+fn run_script(
     host: &Rc<Host>,
     ctx: &mut Context,
     source: &str,
@@ -294,9 +476,5 @@ fn run_program(
             }
         }
     }
-    let model = host.st.borrow().model;
-    match model {
-        Model::Node => host.node_loop(ctx),
-        Model::Html => host.html_loop(ctx),
-    }
+    Ok(())
 }

@@ -116,13 +116,15 @@ impl Host {
         }
         text.push_str(&body);
         text.push('\n');
-        st.stderr.push_str(&text);
+        st.emit(2, &text);
         let message =
             message.unwrap_or_else(|| body.lines().next().unwrap_or_default().to_string());
         st.ev(
             "uncaught",
             json!({"message": message, "location": loc.as_ref().map(|(f, l, c)| format!("{f}:{l}:{c}"))}),
         );
+        let at = (st.now_ns, st.shared.stamp());
+        st.uncaught_at.push(at);
         st.uncaught.push(UncaughtError {
             message,
             file: loc.as_ref().map(|l| l.0.clone()),

@@ -12,8 +12,16 @@
 // arrives while it is blocked, as in the explorer. Events are sent without
 // waiting for acknowledgement: Chromium queues them while the main thread is
 // busy.
+//
+// The page is served from 127.0.0.1 (an ephemeral port) together with the
+// snippet's directory, so `new Worker('NAME.worker.js')` loads a worker
+// script that lies next to the snippet, as the explorer does with the
+// program's directory. Playwright reports a dedicated worker's console lines
+// as the page's, so they are collected too, in the order they arrive.
 import { chromium } from 'playwright-core';
 import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { dirname, join, resolve } from 'node:path';
 
 const args = process.argv.slice(2);
 let until = 'done';
@@ -73,11 +81,25 @@ page.on('console', (m) => {
 page.on('pageerror', (e) => { err.push(String(e.message)); });
 const timer = setTimeout(finish, limitMs);
 const html = '<!doctype html><html><head><meta charset="utf-8"></head><body></body></html>';
-await page.setContent(html);
+const root = resolve(dirname(snippetPath));
+const server = createServer((req, res) => {
+  const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+  if (path === '/favicon.ico') { res.writeHead(204); res.end(); return; }
+  if (path === '/') { res.writeHead(200, { 'content-type': 'text/html' }); res.end(html); return; }
+  const file = resolve(join(root, path));
+  let body;
+  try { body = file.startsWith(root + '/') ? readFileSync(file) : null; } catch (_) { body = null; }
+  if (body === null) { res.writeHead(404); res.end(); return; }
+  res.writeHead(200, { 'content-type': 'text/javascript' });
+  res.end(body);
+});
+await new Promise((r) => server.listen(0, '127.0.0.1', r));
+await page.goto(`http://127.0.0.1:${server.address().port}/`);
 page.evaluate(`setTimeout(() => { const s = document.createElement('script'); s.textContent = ${JSON.stringify(snippet)}; document.body.appendChild(s); }, 0)`).catch(() => {});
 await finished;
 clearTimeout(timer);
 // Let lines logged in the same task as the final one arrive.
 await new Promise((r) => setTimeout(r, 100));
 await browser.close();
+server.close();
 process.stdout.write(JSON.stringify({ out, err }) + '\n');
