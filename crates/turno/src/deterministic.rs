@@ -49,8 +49,11 @@ use crate::addr::ActorId;
 use crate::addr::Addr;
 use crate::effects::TimerKey;
 use crate::engine::{Engine, Scheduler, Slot};
-use crate::shared::{shared_builder_methods, SystemConfig, SystemShared};
+#[cfg(turno_loom)]
+use crate::shared::SystemConfig;
+use crate::shared::SystemShared;
 use crate::sync::Mutex;
+use crate::system::SystemBuilder;
 use crate::system::{ShutdownReport, ShutdownTimeout, System};
 use crate::time::{Clock, Instant};
 use crate::timer::TimerHeap;
@@ -95,26 +98,28 @@ impl Scheduler for DetQueue {
     }
 }
 
-/// Configures a [`DetSystem`].
-pub struct DetSystemBuilder {
+/// The deterministic scheduler's own settings, set through
+/// [`DetSystemBuilder`]'s `seed` and `step_limit`.
+pub struct DetOptions {
     seed: u64,
     step_limit: u64,
-    config: SystemConfig,
 }
 
-impl DetSystemBuilder {
+/// Configures a [`DetSystem`]: the settings every system shares (see
+/// [`SystemBuilder`]) and the deterministic scheduler's own.
+pub type DetSystemBuilder = SystemBuilder<DetOptions>;
+
+impl SystemBuilder<DetOptions> {
     /// The seed for the choice among runnable actors.
     pub fn seed(mut self, seed: u64) -> Self {
-        self.seed = seed;
+        self.options.seed = seed;
         self
     }
-
-    shared_builder_methods!();
 
     /// The most turns one `run_until_idle` may take (default
     /// [`DEFAULT_STEP_LIMIT`]).
     pub fn step_limit(mut self, limit: u64) -> Self {
-        self.step_limit = limit;
+        self.options.step_limit = limit;
         self
     }
 
@@ -126,8 +131,8 @@ impl DetSystemBuilder {
         DetSystem {
             engine,
             queue,
-            rng: fastrand::Rng::with_seed(self.seed),
-            step_limit: self.step_limit,
+            rng: fastrand::Rng::with_seed(self.options.seed),
+            step_limit: self.options.step_limit,
             turns: 0,
         }
     }
@@ -151,11 +156,10 @@ impl DetSystem {
 
     /// A builder, for a trace sink, metrics, root supervision, step limit.
     pub fn builder() -> DetSystemBuilder {
-        DetSystemBuilder {
+        SystemBuilder::with_options(DetOptions {
             seed: 0,
             step_limit: DEFAULT_STEP_LIMIT,
-            config: SystemConfig::default(),
-        }
+        })
     }
 
     fn shared(&self) -> &SystemShared {

@@ -88,14 +88,14 @@ pub use ask::{BridgeError, ReplyTo, RequestId, Response, StaleReason};
 pub use bridge::NoRuntime;
 pub use buffer::{BufferStats, Policy, PolicyError};
 pub use context::{AskError, Context};
-pub use deterministic::{DetSystem, DetSystemBuilder, StepLimit};
+pub use deterministic::{DetOptions, DetSystem, DetSystemBuilder, StepLimit};
 pub use ids::ROOT;
 pub use mailbox::{Verdict, VerdictKind};
 pub use stash::StashFull;
 pub use supervision::{Directive, ExitReason, Failure, Strategy, Supervision};
-pub use system::{ShutdownReport, ShutdownTimeout, System, SystemStats};
+pub use system::{ShutdownReport, ShutdownTimeout, System, SystemBuilder, SystemStats};
 #[cfg(not(turno_loom))]
-pub use threaded::{ThreadedBuilder, ThreadedSystem};
+pub use threaded::{ThreadedBuilder, ThreadedOptions, ThreadedSystem};
 pub use time::Instant;
 pub use timer::TimerId;
 

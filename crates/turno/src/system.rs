@@ -175,3 +175,80 @@ pub struct ShutdownReport {
     /// still queued when the actors stopped.
     pub dead_letters: u64,
 }
+
+/// A system builder: the settings every system shares (trace, metrics,
+/// root supervision, panics, tokio), written once here, plus the
+/// scheduler's own `S`. [`DetSystemBuilder`](crate::DetSystemBuilder) and
+/// [`ThreadedBuilder`](crate::ThreadedBuilder) are this type with each
+/// scheduler's options; each adds its own methods and `build`.
+///
+/// ```
+/// use turno::{DetSystem, ThreadedSystem};
+///
+/// let det = DetSystem::builder().metrics(false).seed(7).build();
+/// let threaded = ThreadedSystem::builder().metrics(false).threads(1).build();
+/// # drop(det);
+/// # threaded.shutdown(std::time::Duration::from_secs(5)).unwrap();
+/// ```
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct SystemBuilder<S> {
+    pub(crate) options: S,
+    pub(crate) config: crate::shared::SystemConfig,
+}
+
+impl<S> SystemBuilder<S> {
+    pub(crate) fn with_options(options: S) -> Self {
+        SystemBuilder {
+            options,
+            config: crate::shared::SystemConfig::default(),
+        }
+    }
+
+    /// Records the trace into `sink` (on the threaded scheduler one lock
+    /// serialises it: costly).
+    pub fn trace(mut self, sink: impl crate::trace::TraceSink + 'static) -> Self {
+        self.config.sink = Some(Box::new(sink));
+        self
+    }
+
+    /// Reports metrics through the `metrics` facade (default: on).
+    pub fn metrics(mut self, on: bool) -> Self {
+        self.config.metrics = on;
+        self
+    }
+
+    /// How the root supervises top-level actors (default: one-for-one,
+    /// at most 3 restarts in 5 s). The root cannot escalate: when it
+    /// gives up, the failed actor stops. The intensity is one budget for
+    /// all top-level actors together.
+    pub fn root_supervision(mut self, s: crate::supervision::Supervision) -> Self {
+        self.config.root = s;
+        self
+    }
+
+    /// The root's restart intensity: at most `max_restarts` restarts of
+    /// top-level actors (all of them together) within `within`; the
+    /// strategy and decider stay as set.
+    pub fn root_intensity(mut self, max_restarts: u32, within: std::time::Duration) -> Self {
+        self.config.root = self.config.root.intensity(max_restarts, within);
+        self
+    }
+
+    /// Prints the panic message and backtrace of a panicking turn through
+    /// the process's panic hook, as an uncontained panic would (default:
+    /// off). Either way the failure is recorded: the trace's `fail`
+    /// event, the `tracing` error event (feature `tracing`), and the
+    /// supervisor's decision.
+    pub fn print_panics(mut self, on: bool) -> Self {
+        self.config.print_panics = on;
+        self
+    }
+
+    /// The tokio runtime that runs futures piped into actors
+    /// ([`Context::pipe`](crate::Context::pipe)).
+    #[cfg(feature = "tokio")]
+    pub fn tokio(mut self, handle: tokio::runtime::Handle) -> Self {
+        self.config.tokio = Some(handle);
+        self
+    }
+}

@@ -52,8 +52,8 @@ use parking_lot::{Condvar, Mutex};
 use crate::addr::ActorId;
 use crate::effects::TimerKey;
 use crate::engine::{Engine, Scheduler, Slot, ROOT};
-use crate::shared::{shared_builder_methods, SystemConfig};
 use crate::system::System;
+use crate::system::SystemBuilder;
 use crate::time::{Clock, Instant};
 use crate::timer::TimerHeap;
 
@@ -189,27 +189,29 @@ impl Scheduler for Core {
     }
 }
 
-/// Configures a [`ThreadedSystem`].
-pub struct ThreadedBuilder {
+/// The threaded scheduler's own settings, set through
+/// [`ThreadedBuilder`]'s `threads` and `batch`.
+pub struct ThreadedOptions {
     threads: usize,
     batch: usize,
-    config: SystemConfig,
 }
 
-impl ThreadedBuilder {
+/// Configures a [`ThreadedSystem`]: the settings every system shares (see
+/// [`SystemBuilder`]) and the threaded scheduler's own.
+pub type ThreadedBuilder = SystemBuilder<ThreadedOptions>;
+
+impl SystemBuilder<ThreadedOptions> {
     /// Worker threads (default: the available parallelism; at least 1).
     pub fn threads(mut self, n: usize) -> Self {
-        self.threads = n.max(1);
+        self.options.threads = n.max(1);
         self
     }
 
     /// Turns of one actor per scheduling (default [`DEFAULT_BATCH`]; at least 1).
     pub fn batch(mut self, n: usize) -> Self {
-        self.batch = n.max(1);
+        self.options.batch = n.max(1);
         self
     }
-
-    shared_builder_methods!();
 
     /// Starts the workers and the timer thread.
     pub fn build(self) -> ThreadedSystem {
@@ -227,15 +229,16 @@ impl ThreadedBuilder {
             timers: Mutex::new(TimerHeap::default()),
             timer_cv: Condvar::new(),
             shutdown: AtomicBool::new(false),
-            batch: self.batch,
+            batch: self.options.batch,
         });
         let engine = Arc::new(Engine::new(shared, core.clone(), root));
-        let deques: Vec<Worker<Arc<Slot>>> =
-            (0..self.threads).map(|_| Worker::new_fifo()).collect();
+        let deques: Vec<Worker<Arc<Slot>>> = (0..self.options.threads)
+            .map(|_| Worker::new_fifo())
+            .collect();
         let _ = core
             .stealers
             .set(deques.iter().map(Worker::stealer).collect());
-        let mut threads = Vec::with_capacity(self.threads + 1);
+        let mut threads = Vec::with_capacity(self.options.threads + 1);
         for (index, deque) in deques.into_iter().enumerate() {
             let (core, engine) = (core.clone(), engine.clone());
             threads.push(
@@ -328,11 +331,10 @@ pub struct ThreadedSystem {
 impl ThreadedSystem {
     /// A builder (threads, batch, trace, metrics, root supervision).
     pub fn builder() -> ThreadedBuilder {
-        ThreadedBuilder {
+        SystemBuilder::with_options(ThreadedOptions {
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             batch: DEFAULT_BATCH,
-            config: SystemConfig::default(),
-        }
+        })
     }
 
     /// A system with default settings.
