@@ -12,6 +12,8 @@ use turno::{Actor, Addr, Context, Policy, Props, System, ThreadedSystem};
 use turno_store::{Delivery, ManualClock, Pump, PumpConfig, SnapshotWrite, Store, SystemClock};
 
 type Seen = Arc<Mutex<Vec<(String, u32)>>>;
+/// Snapshots (version, data) an actor found when it reloaded.
+type Found = Arc<Mutex<Vec<(u64, Vec<u8>)>>>;
 
 /// How a [`Consumer`] treats a delivery.
 #[derive(Clone, Default)]
@@ -24,6 +26,10 @@ struct Behaviour {
     /// Acknowledge with a put of this snapshot (owner "ann"), tracking its
     /// version.
     snapshot: Option<&'static str>,
+    /// With `snapshot`: on a redelivery (a commit of this actor may have
+    /// been refused), reload the snapshot from this store first and record
+    /// the (version, data) found, as an actor restoring its state would.
+    reload: Option<(Store, Found)>,
 }
 
 /// Records (key, attempt) of each delivery it handles, then acks it.
@@ -52,6 +58,11 @@ impl Actor for Consumer {
         match self.how.snapshot {
             None => d.ack(),
             Some(name) => {
+                if let (Some((store, found)), true) = (&self.how.reload, d.attempt() > 1) {
+                    let s = store.get_snapshot("ann", name).unwrap().expect("written");
+                    found.lock().unwrap().push((s.version, s.data.clone()));
+                    self.version = Some(s.version);
+                }
                 let w = SnapshotWrite::new("ann", name, self.version, d.key().as_bytes().to_vec());
                 self.version = Some(w.new_version());
                 d.ack_with_snapshot(w);
@@ -221,8 +232,10 @@ fn acks_with_snapshots_commit_the_state_and_a_second_writer_is_a_conflict() {
     let dir = tempdir();
     let store = sqlite_store(&dir);
     enqueue_all(&store, "inbox", 30);
+    let found = Found::default();
     let how = Behaviour {
         snapshot: Some("state"),
+        reload: Some((store.clone(), found.clone())),
         ..Behaviour::default()
     };
     let h = Harness::start(&store, "inbox", 4, how, PumpConfig::default());
@@ -231,24 +244,31 @@ fn acks_with_snapshots_commit_the_state_and_a_second_writer_is_a_conflict() {
     let s = store.get_snapshot("ann", "state").unwrap().unwrap();
     assert_eq!((s.version, s.data.as_slice()), (30, &b"evt-0029"[..]));
     assert_eq!(h.pump().stats().conflicts.load(Ordering::SeqCst), 0);
-    // someone else writes the snapshot: the actor's next commit conflicts,
-    // nothing of it is committed, and the item is delivered again
+    // someone else writes the snapshot: the actor's next commit (built on
+    // version 30) conflicts, nothing of it is committed, and the item is
+    // delivered again; the redelivery finds the other writer's state and
+    // commits on top of it
     store
         .put_snapshot("ann", "state", Some(30), b"other writer", None)
         .unwrap();
     store.enqueue("inbox", "ann", "late", b"late").unwrap();
-    wait_for("a conflict", Duration::from_secs(30), || {
-        h.pump().stats().conflicts.load(Ordering::SeqCst) >= 1
-    });
+    h.wait_acked(31, Duration::from_secs(30));
+    assert_eq!(h.pump().stats().conflicts.load(Ordering::SeqCst), 1);
     let seen = h.finish();
-    assert!(seen.iter().filter(|(k, _)| k == "late").count() >= 1);
-    let s = store.get_snapshot("ann", "state").unwrap().unwrap();
+    let late: Vec<u32> = seen
+        .iter()
+        .filter(|(k, _)| k == "late")
+        .map(|(_, a)| *a)
+        .collect();
+    assert_eq!(late, [1, 2], "refused once, then delivered again");
     assert_eq!(
-        s.data, b"other writer",
+        found.lock().unwrap().as_slice(),
+        [(31, b"other writer".to_vec())],
         "the conflicting put was not written"
     );
-    let c = store.queue_counts("inbox").unwrap();
-    assert_eq!(c.acked, 30, "nor its ack");
+    let s = store.get_snapshot("ann", "state").unwrap().unwrap();
+    assert_eq!((s.version, s.data.as_slice()), (32, &b"late"[..]));
+    assert_eq!(store.queue_counts("inbox").unwrap().acked, 31);
 }
 
 #[test]
