@@ -24,9 +24,10 @@ impl Engine {
         let mut ran = 0;
         let mut flow = Flow::Continue;
         let mut idle = false;
-        // One effects record for the whole batch: a turn that only sends
-        // leaves it empty and skips `apply` altogether.
-        let mut fx = Effects::default();
+        // One effects record for the whole batch, and the same one for every
+        // batch on this thread: a turn that only sends leaves it empty and
+        // skips `apply` altogether.
+        let mut fx = Effects::take_spare();
         while ran < batch.max(1) && flow == Flow::Continue {
             let blocked = slot.blocked();
             match cell.step(blocked, &mut fx) {
@@ -49,11 +50,12 @@ impl Engine {
                 Step::Ran(TurnOutcome::Handled) => {
                     ran += 1;
                     if !fx.is_empty() {
-                        flow = self.apply(slot, cell.as_mut(), std::mem::take(&mut fx));
+                        flow = self.apply(slot, cell.as_mut(), std::mem::take(&mut *fx));
                     }
                 }
             }
         }
+        Effects::give_back(fx);
         if flow == Flow::Finalized {
             // Dropping the cell drops its address, breaking the
             // mailbox -> slot -> cell -> mailbox cycle.
