@@ -1,0 +1,24 @@
+#!/bin/bash
+# Every actor bench, one process per implementation (so one that hangs or is
+# slow on a loaded machine costs only its own line, and no implementation
+# runs next to another's leftover threads), then the memory measurement.
+# JSON lines on stdout; a failed or timed-out implementation is one line
+# with "error".
+#
+#   cargo build --profile bench -p turno-bench --no-default-features
+#   crates/turno-bench/scripts/each.sh target/release/turno-bench > all.json
+#
+# crossbeam (one OS thread per actor) takes part only in fanin, where it is
+# the channel baseline of a target: elsewhere one context switch per message
+# makes it minutes per run on a shared 2-core machine.
+set -u
+bin=${1:?usage: each.sh PATH/TO/turno-bench [RUNS]}
+runs=${2:-3}
+for b in pingpong ring spawn fanin counting chameneos bndbuffer; do
+  for i in turno turno-1t turno-det turno-tuned actix ractor kameo stakker tokio-ct tokio-mt crossbeam; do
+    [ "$i" = crossbeam ] && [ "$b" != fanin ] && continue
+    timeout 200 "$bin" "$b" --only "=$i" --runs "$runs" --json 2>/dev/null ||
+      echo "{\"bench\":\"$b\",\"impl\":\"$i\",\"error\":\"failed or timed out (exit $?)\"}"
+  done
+done
+timeout 200 "$bin" memory --json 2>/dev/null
