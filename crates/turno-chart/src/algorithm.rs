@@ -63,6 +63,9 @@ pub type Inspector<'a> = &'a mut dyn FnMut(Inspect<'_>);
 pub(crate) type Trans = SmallVec<[TransIdx; 4]>;
 type States = SmallVec<[StateIdx; 8]>;
 type Refs<'a> = SmallVec<[TRef<'a>; 4]>;
+/// One transition domain per transition of a microstep (`None`: above the
+/// root).
+type Domains = SmallVec<[Option<StateIdx>; 4]>;
 
 /// A transition as the algorithm sees it (the initial transition of the
 /// root is not in the machine's table).
@@ -419,7 +422,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
         let mut filtered: SmallVec<[(TransIdx, StateSet); 4]> = SmallVec::new();
         for &t1 in enabled {
             let r1 = self.t(t1);
-            let exit1 = self.compute_exit_set(&[r1]);
+            let exit1 = self.compute_exit_set(&[r1], &[self.get_transition_domain(&r1)]);
             let mut preempted = false;
             let mut remove: SmallVec<[usize; 4]> = SmallVec::new();
             for (i, (t2, exit2)) in filtered.iter().enumerate() {
@@ -467,7 +470,8 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
             let r = refs[0];
             self.recent.push_back((r.source, r.targets.to_vec()));
         }
-        self.exit_states(refs, event);
+        let domains = self.get_transition_domains(refs);
+        self.exit_states(refs, &domains, event);
         for &t in enabled {
             let tr = &self.m.transitions[t as usize];
             if self.inspect.is_some() {
@@ -480,15 +484,16 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
             }
             self.execute_content(&tr.actions, event);
         }
-        self.enter_states(refs, event, false);
+        self.enter_states(refs, &domains, event, false);
         self.after_done(event);
     }
 
     fn microstep_refs(&mut self, refs: &[TRef<'_>], event: &Event, initial: bool) {
+        let domains = self.get_transition_domains(refs);
         if !initial {
-            self.exit_states(refs, event);
+            self.exit_states(refs, &domains, event);
         }
-        self.enter_states(refs, event, initial);
+        self.enter_states(refs, &domains, event, initial);
         self.after_done(event);
     }
 
@@ -516,13 +521,14 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
     /// (<https://www.w3.org/TR/scxml/#computeExitSet>): the active
     /// descendants of each targeted transition's domain, and the domain
     /// itself for a reentering transition whose domain is its source.
-    fn compute_exit_set(&self, ts: &[TRef<'_>]) -> StateSet {
+    /// `domains` are the transitions' domains (see
+    /// [`Run::get_transition_domains`]).
+    fn compute_exit_set(&self, ts: &[TRef<'_>], domains: &[Option<StateIdx>]) -> StateSet {
         let mut exit = StateSet::with_states(self.m.n());
-        for t in ts {
+        for (t, &domain) in ts.iter().zip(domains) {
             if t.targets.is_empty() {
                 continue;
             }
-            let domain = self.get_transition_domain(t);
             match domain {
                 None => {
                     self.snap.config.for_each(|s| {
@@ -548,8 +554,8 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
     /// (<https://www.w3.org/TR/scxml/#exitStates>): records history, then
     /// exits in reverse document order running exit actions, cancelling
     /// `after` events and stopping invocations.
-    fn exit_states(&mut self, ts: &[TRef<'_>], event: &Event) {
-        let exit = self.compute_exit_set(ts);
+    fn exit_states(&mut self, ts: &[TRef<'_>], domains: &[Option<StateIdx>], event: &Event) {
+        let exit = self.compute_exit_set(ts, domains);
         if exit.is_empty() {
             return;
         }
@@ -609,31 +615,19 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
     /// `xstate.done.state.*` when a final state completes its parent,
     /// bubbling through parallel ancestors; reaching a final child of the
     /// root makes the chart done.
-    fn enter_states(&mut self, ts: &[TRef<'_>], event: &Event, initial: bool) {
+    fn enter_states(
+        &mut self,
+        ts: &[TRef<'_>],
+        domains: &[Option<StateIdx>],
+        event: &Event,
+        initial: bool,
+    ) {
         let n = self.m.n();
         let mut to_enter = StateSet::with_states(n);
         let mut default_entry = StateSet::with_states(n);
-        self.compute_entry_set(ts, &mut to_enter, &mut default_entry);
+        self.compute_entry_set(ts, domains, &mut to_enter, &mut default_entry);
         if initial {
             default_entry.insert(0);
-        }
-        // Keep the configuration legal: every ancestor of an entered state
-        // is active. XState can miss one when a history state under a
-        // parallel parent defaults to that parent and the domain is
-        // recomputed from the history just recorded (docs/statecharts.md).
-        let mut missing: States = States::new();
-        to_enter.for_each(|s| {
-            let mut a = self.m.state(s).parent;
-            while let Some(p) = a {
-                if self.snap.config.contains(p) || to_enter.contains(p) || missing.contains(&p) {
-                    break;
-                }
-                missing.push(p);
-                a = self.m.state(p).parent;
-            }
-        });
-        for p in missing {
-            to_enter.insert(p);
         }
         let m = self.m;
         let mut order: smallvec::SmallVec<[StateIdx; 16]> = smallvec::SmallVec::new();
@@ -740,14 +734,19 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
     /// (<https://www.w3.org/TR/scxml/#computeEntrySet>), with XState's
     /// `reenter`: a target equal to its source is entered again only when
     /// the transition reenters or its domain lies above the source.
+    /// `domains` are the ones the exit set was computed with (see
+    /// [`Run::get_transition_domains`]); the effective targets are read
+    /// from the history as it is now, just recorded by the exits.
     fn compute_entry_set(
         &self,
         ts: &[TRef<'_>],
+        domains: &[Option<StateIdx>],
         to_enter: &mut StateSet,
         default_entry: &mut StateSet,
     ) {
-        for t in ts {
-            let domain = self.get_transition_domain(t);
+        for (t, &domain) in ts.iter().zip(domains) {
+            let own_domain =
+                domain.filter(|&d| (!t.reenter || t.source != d) && !to_enter.contains(d));
             for &s in t.targets {
                 if !self.m.state(s).is_history()
                     && (t.source != s || Some(t.source) != domain || t.reenter)
@@ -770,6 +769,19 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
                     }
                 }
                 self.add_ancestor_states_to_enter(&ancestors, reentrancy, to_enter, default_entry);
+            }
+            // The domain is entered only when it was exited (a reentering
+            // transition of its own source). A history target can name it
+            // otherwise: a non-reentering transition from an atomic state
+            // to a history that remembers that very state has the source as
+            // domain, exits nothing and so conflicts with nothing (XState
+            // enters the source a second time). Entering it here would hide
+            // it from a transition that does exit it along with its parent:
+            // that one enters the parent's regions only where nothing in
+            // the set lies below them.
+            if let Some(d) = own_domain {
+                to_enter.remove(d);
+                default_entry.remove(d);
             }
         }
     }
@@ -899,6 +911,19 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
             StateKind::Final => true,
             _ => false,
         }
+    }
+
+    /// The domain of each transition of a microstep, computed once, before
+    /// its exits. Appendix D (and XState) compute it again in
+    /// `computeEntrySet`, after `exitStates` has recorded history; for a
+    /// history target the effective targets, and so the domain, can then
+    /// change (a history defaulting to its parallel parent, or one first
+    /// recorded by this very microstep), and whatever was exited above the
+    /// second domain is never re-entered: a parallel state left with some
+    /// of its regions, a state active without its parent. One domain for
+    /// both sets keeps the configuration legal.
+    fn get_transition_domains(&self, ts: &[TRef<'_>]) -> Domains {
+        ts.iter().map(|t| self.get_transition_domain(t)).collect()
     }
 
     /// The spec's `getTransitionDomain`

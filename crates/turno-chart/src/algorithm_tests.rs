@@ -101,7 +101,13 @@ fn compute_exit_set_is_the_active_part_of_the_domain() {
     let mut s = at(&m, &["m", "m.a", "m.a.a1"]);
     let mut a = Vec::new();
     let run = Run::new(&m, &mut s, &mut a);
-    let exit = |t| ids(&m, &run.compute_exit_set(&[run.t(t)]));
+    let exit = |t| {
+        let r = run.t(t);
+        ids(
+            &m,
+            &run.compute_exit_set(&[r], &[run.get_transition_domain(&r)]),
+        )
+    };
     assert_eq!(exit(trans(&m, "m.a.a1", "E")), ["m.a", "m.a.a1"]);
     assert_eq!(exit(trans(&m, "m.a.a1", "G")), ["m.a.a1"]);
     assert_eq!(exit(trans(&m, "m.a", "H")), ["m.a", "m.a.a1"]);
@@ -123,7 +129,8 @@ fn compute_entry_set_adds_ancestors_initials_and_regions() {
     let entry = |ev: &str| {
         let t = trans(&m, "m.a", ev);
         let (mut to, mut def) = (StateSet::with_states(m.n()), StateSet::with_states(m.n()));
-        run.compute_entry_set(&[run.t(t)], &mut to, &mut def);
+        let r = run.t(t);
+        run.compute_entry_set(&[r], &[run.get_transition_domain(&r)], &mut to, &mut def);
         (ids(&m, &to), ids(&m, &def))
     };
     // A deep target enters its ancestors, but not their initial children.
@@ -322,4 +329,94 @@ fn a_history_defaulting_to_its_parallel_parent_keeps_the_root_active() {
     let (s, _) = initial_transition(&m).unwrap();
     let (s, _) = transition(&m, &s, Event::new("A")).unwrap();
     assert_eq!(ids(&m, &s.config), ["s0", "s1"]);
+}
+
+/// Found by the property test: the domain of a transition to a history
+/// state, computed again after the exits recorded that history, is no
+/// longer the one its exit set came from (here `s0`, then `s4`), and the
+/// root's other regions were exited and never re-entered.
+#[test]
+fn get_transition_domains_are_fixed_before_the_exits_record_history() {
+    let m = machine(
+        r##"{"id": "s0", "type": "parallel", "states": {
+      "k1": {"id": "s1", "type": "final"},
+      "k2": {"id": "s2", "type": "parallel", "states": {
+        "k3": {"id": "s3", "type": "history"},
+        "k4": {"id": "s4", "type": "parallel", "on": {"A": "#s3"},
+               "states": {"k5": {"id": "s5", "type": "final"}}}}},
+      "k6": {"id": "s6"}}}"##,
+    );
+    let (s0, _) = initial_transition(&m).unwrap();
+    let t = trans(&m, "s4", "A");
+    {
+        let mut s = s0.clone();
+        let mut a = Vec::new();
+        let run = Run::new(&m, &mut s, &mut a);
+        let r = run.t(t);
+        // No history yet: it defaults to its parallel parent s2.
+        assert_eq!(run.get_transition_domain(&r), Some(idx(&m, "s0")));
+    }
+    let (s1, _) = transition(&m, &s0, Event::new("A")).unwrap();
+    assert_eq!(ids(&m, &s1.config), ["s0", "s1", "s2", "s4", "s5", "s6"]);
+    let mut s = s1.clone();
+    let mut a = Vec::new();
+    let run = Run::new(&m, &mut s, &mut a);
+    // Now the history remembers s4, the source itself.
+    assert_eq!(run.get_transition_domain(&run.t(t)), Some(idx(&m, "s4")));
+    let (s2, _) = transition(&m, &s1, Event::new("A")).unwrap();
+    assert_eq!(ids(&m, &s2.config), ids(&m, &s1.config));
+}
+
+/// Found by the property test: `s3 -> its own history` has `s3` as domain
+/// and an empty exit set, so it does not conflict with `s4`'s reentering
+/// transition, which exits `s1` and `s3`. Entering `s3` for the first one
+/// hid `s1` from the second (a region is entered only when nothing below
+/// it is), and `s3` came back without its parent.
+#[test]
+fn a_history_of_its_own_source_does_not_hide_the_parent_from_another_transition() {
+    let m = machine(
+        r##"{"id": "s0", "type": "parallel", "states": {
+      "k1": {"id": "s1", "type": "parallel", "states": {
+        "k2": {"id": "s2", "type": "history"},
+        "k3": {"id": "s3", "on": {"B": "#s2"}}}},
+      "k4": {"id": "s4", "on": {"B": {"target": "#s4", "reenter": true},
+                                "R": {"target": "#s1", "reenter": true}}}}}"##,
+    );
+    let (s, _) = initial_transition(&m).unwrap();
+    let (s, _) = transition(&m, &s, Event::new("R")).unwrap();
+    assert_eq!(s.history.len(), 1, "leaving s1 recorded its history");
+    let mut seen = Vec::new();
+    let mut note = |i: Inspect<'_>| match i {
+        Inspect::Enter(x) => seen.push(format!("enter {}", m.state(x).id)),
+        Inspect::Exit(x) => seen.push(format!("exit {}", m.state(x).id)),
+        _ => {}
+    };
+    let mut after = s.clone();
+    let mut a = Vec::new();
+    Run::new(&m, &mut after, &mut a)
+        .inspected(Some(&mut note))
+        .macrostep(Event::new("B"))
+        .unwrap();
+    assert_eq!(ids(&m, &after.config), ["s0", "s1", "s3", "s4"]);
+    assert_eq!(
+        seen,
+        ["exit s4", "exit s3", "exit s1", "enter s1", "enter s3", "enter s4"]
+    );
+}
+
+/// Found by the property test: a history whose default is its parallel
+/// parent, targeted from inside that parent, has the root as domain; the
+/// root's other region is exited and must be entered again.
+#[test]
+fn a_history_defaulting_to_its_parallel_parent_reenters_the_other_regions() {
+    let m = machine(
+        r##"{"id": "s0", "type": "parallel", "states": {
+      "k1": {"id": "s1", "type": "parallel", "states": {
+        "k2": {"id": "s2", "on": {"A": "#s3"}},
+        "k3": {"id": "s3", "type": "history"}}},
+      "k4": {"id": "s4", "type": "final"}}}"##,
+    );
+    let (s, _) = initial_transition(&m).unwrap();
+    let (s, _) = transition(&m, &s, Event::new("A")).unwrap();
+    assert_eq!(ids(&m, &s.config), ["s0", "s1", "s2", "s4"]);
 }
