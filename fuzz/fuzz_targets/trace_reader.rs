@@ -20,6 +20,11 @@ fuzz_target!(|data: &[u8]| {
         for k in [0, n / 2, n] {
             let world = index.world_at(Cursor::new(data), k).expect("a validated prefix replays");
             let _ = world.wait_for();
+            let (before, next) = index
+                .world_and_next(Cursor::new(data), k)
+                .expect("a validated prefix replays");
+            assert_eq!(before, world);
+            assert_eq!(next.is_some(), k < n);
         }
     }
 });

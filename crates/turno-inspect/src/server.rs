@@ -85,8 +85,7 @@ impl Loaded {
             let world = self.index.world_at(open()?, 0)?;
             return Ok(StepView::new(0, self.index.len(), None, Vec::new(), world));
         }
-        let mut world = self.index.world_at(open()?, k - 1)?;
-        let event = self.index.events(open()?, k - 1, 1)?.pop();
+        let (mut world, event) = self.index.world_and_next(open()?, k - 1)?;
         let mut mv = Vec::new();
         if let Some(e) = &event {
             mv = moved(&world, e);

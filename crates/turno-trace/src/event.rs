@@ -116,7 +116,8 @@ pub struct Event {
     #[serde(flatten)]
     pub kind: Kind,
     /// `turno-js-trace`: the JavaScript frames active when JavaScript called
-    /// into the host, as the writer records them.
+    /// into the host, outermost first (the innermost, the one that called
+    /// the host, is last).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub js_stack: Option<Vec<String>>,
     /// `turno-js-trace`: the event loop the event belongs to (0 the page or

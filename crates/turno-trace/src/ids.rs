@@ -48,3 +48,8 @@ id!(
     PromiseId,
     "promise "
 );
+id!(
+    /// An animation started with `element.animate(...)` (html).
+    AnimationId,
+    "animation "
+);

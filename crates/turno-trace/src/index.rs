@@ -180,6 +180,32 @@ impl Index {
         Ok(world)
     }
 
+    /// The world after the first `step` events and the event that follows
+    /// it (`None` at the end), in one pass from the nearest checkpoint: what
+    /// a stepper needs to show step `step + 1` and what that step moved.
+    pub fn world_and_next<R: Read + Seek>(
+        &self,
+        src: R,
+        step: u64,
+    ) -> Result<(World, Option<Event>), ReadError> {
+        let step = step.min(self.len);
+        let cp = self.checkpoint_for(step);
+        let mut world = cp.world.clone();
+        let mut reader = self.reader_at(src, cp)?;
+        for _ in cp.step..step {
+            match reader.next() {
+                Some(e) => world.apply(&e?),
+                None => break,
+            }
+        }
+        let next = if step < self.len {
+            reader.next().transpose()?
+        } else {
+            None
+        };
+        Ok((world, next))
+    }
+
     /// Up to `count` events starting with event `from` (the event at
     /// `from` is the one that leads from step `from` to step `from + 1`).
     pub fn events<R: Read + Seek>(

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::ids::{EntryId, PromiseId};
+use crate::ids::{AnimationId, EntryId, PromiseId};
 
 /// The host model a program ran under (the header's `model`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -121,6 +121,35 @@ pub enum Stream {
     Stderr,
 }
 
+/// Which thread drives an animation (`driven_by`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DrivenBy {
+    /// Only `transform` / `opacity`: the compositor runs it off the main thread.
+    Compositor,
+    /// Anything else: it needs the main thread's rendering steps.
+    MainThread,
+}
+
+/// The main thread when a compositor frame was drawn (`main_thread`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MainThread {
+    /// JavaScript was running.
+    Busy,
+    /// It was not.
+    Idle,
+}
+
+/// An animation named in a frame: `{animation, label}`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct AnimationRef {
+    /// Its id.
+    pub animation: AnimationId,
+    /// Its label.
+    pub label: String,
+}
+
 /// Every kind of step the explorer records.
 ///
 /// `js_stack` (the JavaScript frames active when JavaScript called into the
@@ -187,6 +216,11 @@ pub enum JsEvent {
         /// (as in its `message_post`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         message: Option<u64>,
+        /// `task` from `user-interaction`: the time the input script gave
+        /// the input (the task is queued when the main thread is next free,
+        /// so the event's `t_ns` may be later).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        input_at_ns: Option<u64>,
     },
     /// An entry left its queue to run.
     Dequeue {
@@ -233,6 +267,39 @@ pub enum JsEvent {
         /// The rAF ids run in this frame.
         #[serde(default)]
         callbacks: Vec<EntryId>,
+        /// The main-thread animations active in this frame.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        animations: Vec<AnimationRef>,
+    },
+    /// HTML: `element.animate(...)` started an animation.
+    AnimationStart {
+        /// Its id.
+        animation: AnimationId,
+        /// The element and properties, e.g. `"div transform"`.
+        label: String,
+        /// Which thread drives it.
+        driven_by: DrivenBy,
+        /// When it ends; `None` for an infinite one.
+        #[serde(default)]
+        end_ns: Option<u64>,
+    },
+    /// HTML: an animation's `cancel()`.
+    AnimationCancel {
+        /// Its id.
+        animation: AnimationId,
+    },
+    /// HTML: the compositor produced a frame while a compositor animation
+    /// ran (recorded when the clock passes the 60 Hz boundary).
+    CompositorFrame {
+        /// The boundary (also the event's `t_ns`).
+        frame_time_ns: u64,
+        /// The compositor animations active.
+        #[serde(default)]
+        animations: Vec<AnimationRef>,
+        /// Whether JavaScript was running when the boundary passed.
+        main_thread: MainThread,
+        /// The lane that drew it (`"compositor"`).
+        lane: String,
     },
     /// HTML: the rendering step is done.
     RenderEnd {

@@ -45,7 +45,7 @@ pub mod world;
 
 pub use actor::{ActorEvent, Lane, TurnKind};
 pub use event::{Event, Format, Header, Kind, OtherKind, VERSION};
-pub use ids::{ActorId, EntryId, PromiseId, RequestId, TimerId};
+pub use ids::{ActorId, AnimationId, EntryId, PromiseId, RequestId, TimerId};
 pub use index::Index;
 pub use js::{JsEvent, Model, Queue};
 pub use policy::{DropPolicy, Policy, PolicyParseError};

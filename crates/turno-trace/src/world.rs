@@ -15,8 +15,8 @@ use serde_json::Value;
 
 use crate::actor::{ActorEvent, DeadLetterReason, Dropped, Lane, StaleReason, TurnKind};
 use crate::event::{Event, Kind};
-use crate::ids::{ActorId, EntryId, PromiseId, RequestId, TimerId};
-use crate::js::{JsEvent, Phase, PromiseState, Queue, Stream, TaskSource};
+use crate::ids::{ActorId, AnimationId, EntryId, PromiseId, RequestId, TimerId};
+use crate::js::{DrivenBy, JsEvent, MainThread, Phase, PromiseState, Queue, Stream, TaskSource};
 use crate::policy::{DropPolicy, Policy};
 
 /// How many messages of one lane are kept as boxes; beyond it the newest
@@ -228,7 +228,7 @@ pub struct JsWorld {
     pub queues: BTreeMap<Queue, Vec<Entry>>,
     /// The frames the host pushed, outermost first.
     pub stack: Vec<String>,
-    /// The `js_stack` of the last event that carried one, as written.
+    /// The `js_stack` of the last event that carried one (outermost first).
     pub js_stack: Vec<String>,
     /// Followed promises.
     pub promises: BTreeMap<PromiseId, PromiseView>,
@@ -246,6 +246,27 @@ pub struct JsWorld {
     pub notes: VecDeque<String>,
     /// `run_end`: exit code and steps.
     pub ended: Option<(i32, u64)>,
+    /// HTML: animations started and neither cancelled nor ended (an
+    /// animation whose `end_ns` has passed is gone, as the writer drops it).
+    pub animations: BTreeMap<AnimationId, AnimationView>,
+    /// HTML: compositor frames drawn so far.
+    pub compositor_frames: u64,
+    /// HTML: the last compositor frame's time and what the main thread was
+    /// doing then.
+    pub last_compositor_frame: Option<(u64, MainThread)>,
+}
+
+/// An animation started with `element.animate(...)`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AnimationView {
+    /// The element and properties.
+    pub label: String,
+    /// Which thread drives it.
+    pub driven_by: DrivenBy,
+    /// When it ends (`None`: infinite).
+    pub end_ns: Option<u64>,
+    /// The `seq` of its `animation_start`.
+    pub seq: u64,
 }
 
 /// One entry of a JavaScript queue.
@@ -318,7 +339,7 @@ impl World {
         }
         match &e.kind {
             Kind::Actor(a) => self.apply_actor(e.seq, a),
-            Kind::Js(j) => self.apply_js(e.seq, j),
+            Kind::Js(j) => self.apply_js(e.seq, e.t_ns, j),
             Kind::Other(_) => self.unknown_events += 1,
         }
     }
@@ -588,9 +609,13 @@ impl World {
         }
     }
 
-    fn apply_js(&mut self, seq: u64, e: &JsEvent) {
+    fn apply_js(&mut self, seq: u64, t_ns: u64, e: &JsEvent) {
         use JsEvent as J;
         let js = &mut self.js;
+        if !js.animations.is_empty() {
+            js.animations
+                .retain(|_, a| a.end_ns.is_none_or(|end| end >= t_ns));
+        }
         match e {
             J::StackPush { frame, depth } => {
                 js.stack.truncate((*depth as usize).saturating_sub(1));
@@ -649,6 +674,33 @@ impl World {
             J::RenderEnd { .. } => {
                 js.rendering = None;
                 js.frames += 1;
+            }
+            J::AnimationStart {
+                animation,
+                label,
+                driven_by,
+                end_ns,
+            } => {
+                js.animations.insert(
+                    *animation,
+                    AnimationView {
+                        label: label.clone(),
+                        driven_by: *driven_by,
+                        end_ns: *end_ns,
+                        seq,
+                    },
+                );
+            }
+            J::AnimationCancel { animation } => {
+                js.animations.remove(animation);
+            }
+            J::CompositorFrame {
+                frame_time_ns,
+                main_thread,
+                ..
+            } => {
+                js.compositor_frames += 1;
+                js.last_compositor_frame = Some((*frame_time_ns, *main_thread));
             }
             J::PromiseObserved { promise, via } => {
                 js.promises.insert(

@@ -7,10 +7,12 @@ use proptest::prelude::*;
 use turno_trace::actor::{
     ChartStateDef, DeadLetterReason, Dropped, EventOrigin, StaleReason, StateKind,
 };
-use turno_trace::js::{Phase, PromiseState, Stream, TaskSource};
+use turno_trace::js::{
+    AnimationRef, DrivenBy, MainThread, Phase, PromiseState, Stream, TaskSource,
+};
 use turno_trace::{
-    ActorEvent, ActorId, DropPolicy, EntryId, Event, Header, Index, JsEvent, Kind, Lane, Model,
-    Policy, PromiseId, Queue, RequestId, TimerId, TurnKind, World,
+    ActorEvent, ActorId, AnimationId, DropPolicy, EntryId, Event, Header, Index, JsEvent, Kind,
+    Lane, Model, Policy, PromiseId, Queue, RequestId, TimerId, TurnKind, World,
 };
 
 fn id() -> impl Strategy<Value = ActorId> {
@@ -169,6 +171,7 @@ fn js_event() -> impl Strategy<Value = JsEvent> {
                 frame_due_ns: None,
                 from_loop: None,
                 message: None,
+                input_at_ns: None,
             }
         }),
         (queue(), 0u64..6).prop_map(|(queue, id)| JsEvent::Dequeue {
@@ -189,7 +192,36 @@ fn js_event() -> impl Strategy<Value = JsEvent> {
         (1u64..4).prop_map(|frame| JsEvent::RenderStart {
             frame,
             frame_time_ns: 5,
-            callbacks: vec![EntryId(1)]
+            callbacks: vec![EntryId(1)],
+            animations: Vec::new(),
+        }),
+        (1u64..4, prop::option::of(0u64..400), any::<bool>()).prop_map(|(a, end_ns, c)| {
+            JsEvent::AnimationStart {
+                animation: AnimationId(a),
+                label: "div transform".into(),
+                driven_by: if c {
+                    DrivenBy::Compositor
+                } else {
+                    DrivenBy::MainThread
+                },
+                end_ns,
+            }
+        }),
+        (1u64..4).prop_map(|a| JsEvent::AnimationCancel {
+            animation: AnimationId(a)
+        }),
+        (any::<bool>()).prop_map(|busy| JsEvent::CompositorFrame {
+            frame_time_ns: 16_666_667,
+            animations: vec![AnimationRef {
+                animation: AnimationId(1),
+                label: "div transform".into()
+            }],
+            main_thread: if busy {
+                MainThread::Busy
+            } else {
+                MainThread::Idle
+            },
+            lane: "compositor".into(),
         }),
         (1u64..4).prop_map(|frame| JsEvent::RenderEnd { frame }),
         (1u64..4).prop_map(|p| JsEvent::PromiseObserved {
@@ -250,6 +282,9 @@ fn check(text: &str, events: &[Event], interval: u64, ks: &[u64]) -> Result<(), 
         }
         let fast = index.world_at(Cursor::new(text), k).unwrap();
         prop_assert_eq!(&fast, &replayed, "step {}", k);
+        let (before, next) = index.world_and_next(Cursor::new(text), k).unwrap();
+        prop_assert_eq!(&before, &replayed, "step {}", k);
+        prop_assert_eq!(next.as_ref(), events.get(k as usize));
         let read = index.events(Cursor::new(text), k, 3).unwrap();
         prop_assert_eq!(
             &read[..],
