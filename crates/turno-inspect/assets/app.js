@@ -126,7 +126,8 @@ function render(view) {
 function currentLine(view) {
   const stack = (view.event && view.event.js_stack) || (view.world.js.stack.length ? view.world.js.js_stack : null);
   if (!stack || !stack.length) return null;
-  const m = /:(\d+):(\d+)\)$/.exec(stack[0]);
+  // js_stack is written outermost first: the innermost frame is the last.
+  const m = /:(\d+):(\d+)\)$/.exec(stack[stack.length - 1]);
   return m ? Number(m[1]) : null;
 }
 
@@ -154,7 +155,8 @@ function renderJs(view) {
   const frames = js.stack.map((f, i) => el("div", {
     class: "frame" + (moved.has("stack|" + (i + 1)) ? " moved" : ""), "data-depth": i + 1, text: f })).reverse();
   const popped = (view.moved || []).find((m) => m.lane === "stack" && m.action === "pop");
-  const jsFrames = (view.event && view.event.js_stack || []).map((f) => el("div", { class: "frame js-frame", text: f }));
+  // js_stack is outermost first; shown innermost on top, like the host frames.
+  const jsFrames = (view.event && view.event.js_stack || []).map((f) => el("div", { class: "frame js-frame", text: f })).reverse();
   fill("stack",
     popped ? el("div", { class: "frame box ghost pop", text: "popped: " + popped.label }) : null,
     ...frames,

@@ -137,6 +137,23 @@ await test("javascript trace: stepping, queues, promise slots, source line", asy
   } finally { stop(s); }
 });
 
+await test("javascript trace: the source line is the innermost js_stack frame", async () => {
+  // n17: `delay(20, 'a')` on line 3 calls `new Promise` in `delay` whose
+  // executor calls setTimeout on line 2: js_stack (outermost first) is
+  // [<main> 3:19, delay 2:26, executor 2:55].
+  const js = "crates/turno-js/tests/corpus/node/n17_promise_combinators.js";
+  const s = await serve(TURNO, ["js", "run", js, "--inspect"]);
+  try {
+    await open(s.url);
+    await goto(2);
+    assert.equal(await page.getAttribute(".src-line.current", "data-line"), "2");
+    const frames = await texts("#stack .js-frame");
+    assert.equal(frames.length, 3);
+    assert.match(frames[0], /:2:55\)$/);
+    assert.match(frames[2], /^<main> \(.*:3:19\)$/);
+  } finally { stop(s); }
+});
+
 // ------------------------------------------------------------------ actors
 await test("actor trace from the overload demo: depth bars and drop counts", async () => {
   const s = await serve(TURNO, ["demo", "overload", "--seconds", "5", "--capacity", "20", "--inspect", "keep-newest"]);
