@@ -9,6 +9,7 @@
 //! turno-bench chart [--n EVENTS] [--only IMPL] [--runs R] [--json]
 //! turno-bench all [--json]      # every actor bench, then memory
 //! turno-bench wizard [--n USERS] [--json]
+//! turno-bench inspect [--n EVENTS] [--only SUBSTR] [--runs R] [--json]
 //! ```
 //!
 //! The actor benches live in [`actors`], one file per bench.
@@ -22,6 +23,8 @@ mod actors;
 #[cfg(feature = "chart")]
 mod chart;
 mod harness;
+#[cfg(feature = "inspect")]
+mod inspect;
 #[cfg(feature = "store")]
 mod store;
 mod stream;
@@ -52,6 +55,7 @@ const BENCHES: &[(&str, &str)] = &[
     ("memory", "live heap bytes per idle actor (counting allocator), --n actors"),
     ("chart", "statecharts: pure transition and chart actor events/s and idle chart actor bytes, turno-chart vs XState v5 on Node"),
     ("all", "every actor bench, then memory"),
+    ("inspect", "the inspector on a million-event trace (JavaScript and actor): open (validate, index, checkpoint) vs Reader alone, serde_json Value and IgnoredAny per line; step median and slowest"),
     ("wizard", "the signup wizard under load on loopback: --n users, 64 at a time, faults on every 4th; signups/s, p50/p99, charges == completed"),
 ];
 
@@ -112,12 +116,16 @@ fn main() {
         }
         #[cfg(feature = "chart")]
         "chart" => chart::run(&args, &mut h),
+        #[cfg(feature = "inspect")]
+        "inspect" => inspect::run(&args, &mut h),
         #[cfg(not(feature = "store"))]
         "store" => not_built("store"),
         #[cfg(not(feature = "wizard"))]
         "wizard" => not_built("wizard"),
         #[cfg(not(feature = "chart"))]
         "chart" => not_built("chart"),
+        #[cfg(not(feature = "inspect"))]
+        "inspect" => not_built("inspect"),
         other if actors::run(other, &args, &mut h) => {}
         other => {
             eprintln!("unknown bench {other:?}; `turno-bench list` shows them");
