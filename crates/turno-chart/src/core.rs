@@ -27,6 +27,7 @@ fn pre_initial<C: Clone>(m: &Machine<C>, now_ms: u64) -> Snapshot<C> {
         now_ms,
         next_seq: 0,
         machine_version: m.version().map(str::to_string),
+        epoch_ms: None,
     }
 }
 

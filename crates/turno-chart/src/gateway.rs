@@ -23,16 +23,42 @@ use turno::{Actor, Context, ReplyTo};
 #[derive(Clone, Default)]
 pub struct Ledger(Arc<Mutex<LedgerInner>>);
 
+/// Called with `(key, amount, receipt)` for every charge taken.
+type JournalFn = Arc<dyn Fn(&str, u64, &Value) + Send + Sync>;
+
 #[derive(Default)]
 struct LedgerInner {
     receipts: HashMap<String, Value>,
     charges: Vec<(String, u64)>,
+    journal: Option<JournalFn>,
 }
 
 impl Ledger {
     /// An empty ledger.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A ledger that already holds these charges, `(key, amount,
+    /// receipt)` in the order taken: a database read back by a new process.
+    pub fn with_charges(charges: impl IntoIterator<Item = (String, u64, Value)>) -> Self {
+        let mut inner = LedgerInner::default();
+        for (key, amount, receipt) in charges {
+            inner.receipts.insert(key.clone(), receipt);
+            inner.charges.push((key, amount));
+        }
+        Ledger(Arc::new(Mutex::new(inner)))
+    }
+
+    /// Calls `f(key, amount, receipt)` for every new charge, inside the
+    /// charge and before the gateway answers: the write that makes a
+    /// charge outlive the process (a test's database). A charge answered
+    /// from a known key is not new and is not journaled.
+    pub fn journal(self, f: impl Fn(&str, u64, &Value) + Send + Sync + 'static) -> Self {
+        if let Ok(mut l) = self.0.lock() {
+            l.journal = Some(Arc::new(f));
+        }
+        self
     }
 
     /// Money taken, one entry per charge: `(key, amount)`.
@@ -52,6 +78,9 @@ impl Ledger {
         }
         let receipt =
             json!({"receipt": format!("r-{}", l.charges.len() + 1), "key": key, "amount": amount});
+        if let Some(j) = &l.journal {
+            j(key, amount, &receipt);
+        }
         l.receipts.insert(key.to_string(), receipt.clone());
         l.charges.push((key.to_string(), amount));
         receipt

@@ -45,6 +45,7 @@ use crate::core::{
 };
 use crate::event::Event;
 use crate::machine::{Machine, StateKind};
+use crate::persist::Clock;
 use crate::snapshot::{Snapshot, Status};
 
 /// A chart actor's messages.
@@ -313,7 +314,7 @@ type LogFn = Box<dyn FnMut(&str) + Send>;
 type DoneFn = Box<dyn FnMut(Status, Option<&Value>) + Send>;
 type PersistFn<C> = Box<dyn FnMut(&Snapshot<C>) + Send>;
 type RestoreFn<C> = Box<
-    dyn FnOnce(u64) -> Result<crate::persist::Restored<C>, crate::persist::RestoreError> + Send,
+    dyn FnOnce(Clock) -> Result<crate::persist::Restored<C>, crate::persist::RestoreError> + Send,
 >;
 
 /// A statechart running as a turno actor. See the [module docs](self).
@@ -354,6 +355,7 @@ pub struct ChartActor<C: Clone + Send + Sync + 'static> {
     on_done: Option<DoneFn>,
     on_persist: Vec<PersistFn<C>>,
     restore: Option<RestoreFn<C>>,
+    epoch_ms: Option<u64>,
     stats: Arc<ChartStats>,
     actions: Vec<Action>,
     defined: bool,
@@ -377,6 +379,7 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
             on_done: None,
             on_persist: Vec::new(),
             restore: None,
+            epoch_ms: None,
             stats: Arc::new(ChartStats::default()),
             actions: Vec::new(),
             defined: false,
@@ -430,23 +433,44 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
     }
 
     /// Calls `f` with the whole snapshot after every macrostep (what
-    /// [`persist`](crate::persist) writes).
+    /// [`persist`](crate::persist) writes), **before** the macrostep's
+    /// effects are carried out: a hook that writes the snapshot durably
+    /// (synchronously) makes it a write-ahead record, so no invocation
+    /// starts, no event leaves and no timer is armed that a crash could
+    /// hide from the restored chart.
     pub fn on_persist(mut self, f: impl FnMut(&Snapshot<C>) + Send + 'static) -> Self {
         self.on_persist.push(Box::new(f));
         self
     }
 
+    /// Says where this system's clock is in real time: it read 0 at
+    /// wall-clock `epoch_ms` (ms since the Unix epoch). The chart's
+    /// snapshots carry it ([`Snapshot::epoch_ms`]), and a
+    /// [restore](Self::restoring) is given it, so a chart persisted by one
+    /// process resumes in another with every deadline at the same
+    /// wall-clock time. On `ThreadedSystem`:
+    /// `with_epoch(persist::wall_epoch_ms(sys.now()))`, computed once per
+    /// system; on `DetSystem`, any fixed number (virtual wall time). Without
+    /// it, snapshots restore on this system's clock only.
+    pub fn with_epoch(mut self, epoch_ms: u64) -> Self {
+        self.epoch_ms = Some(epoch_ms);
+        self
+    }
+
     /// Starts from a restored snapshot instead of the initial state: in
-    /// its first turn the actor calls `f` with the chart's clock (ms) and
-    /// carries out the actions it returns (re-armed timers, re-run
-    /// idempotent invocations); no entry action of the restored
-    /// configuration runs. Typically `f` is
-    /// `move |now| Persist::new(&m).sanitizer(s).restore(&text, now)`. A
+    /// its first turn the actor calls `f` with its [`Clock`] (the system's
+    /// ms and the [epoch](Self::with_epoch), if given) and carries out the
+    /// actions it returns (re-armed timers, re-run idempotent invocations);
+    /// no entry action of the restored configuration runs. Typically `f` is
+    /// `move |at| Persist::new(&m).sanitizer(s).restore(&text, at)`. A
     /// failed restore fails the actor (its supervisor decides); nothing is
     /// half-restored.
+    ///
+    /// A snapshot persisted by another process (a crash, a deploy) resumes
+    /// here when both sides know their epoch: see [`Clock`].
     pub fn restoring(
         mut self,
-        f: impl FnOnce(u64) -> Result<crate::persist::Restored<C>, crate::persist::RestoreError>
+        f: impl FnOnce(Clock) -> Result<crate::persist::Restored<C>, crate::persist::RestoreError>
             + Send
             + 'static,
     ) -> Self {
@@ -534,6 +558,9 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
             Err(e) => panic!("chart {:?}: {e}", m.id()),
         };
         self.snapshot = Some(snap);
+        if delivery == Delivery::Delivered {
+            self.persist();
+        }
         self.execute(ctx, &mut actions);
         actions.clear();
         self.actions = actions;
@@ -544,11 +571,16 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
         delivery
     }
 
-    fn notify(&mut self, ctx: &mut Context<'_, Self>) {
+    /// The write-ahead hooks: before the macrostep's effects.
+    fn persist(&mut self) {
         let snap = self.snapshot.as_ref().expect("started");
         for f in &mut self.on_persist {
             f(snap);
         }
+    }
+
+    fn notify(&mut self, ctx: &mut Context<'_, Self>) {
+        let snap = self.snapshot.as_ref().expect("started");
         if !self.on_snapshot.is_empty() {
             let value = snap.value(&self.machine).to_json();
             for f in &mut self.on_snapshot {
@@ -725,9 +757,11 @@ impl<C: Clone + Send + Sync + 'static> Actor for ChartActor<C> {
         let m = self.machine.clone();
         let mut actions = std::mem::take(&mut self.actions);
         if let Some(restore) = self.restore.take() {
-            let r = restore(now).unwrap_or_else(|e| panic!("chart {:?}: restore: {e}", m.id()));
+            let r = restore(Clock::new(now, self.epoch_ms))
+                .unwrap_or_else(|e| panic!("chart {:?}: restore: {e}", m.id()));
             self.snapshot = Some(r.snapshot);
             actions.extend(r.actions);
+            self.persist();
             self.execute(ctx, &mut actions);
             self.actions = actions;
             self.notify(ctx);
@@ -740,8 +774,10 @@ impl<C: Clone + Send + Sync + 'static> Actor for ChartActor<C> {
         } else {
             initial_transition_inspected(&m, now, &mut actions, None)
         };
-        let snap = snap.unwrap_or_else(|e| panic!("chart {:?}: {e}", m.id()));
+        let mut snap = snap.unwrap_or_else(|e| panic!("chart {:?}: {e}", m.id()));
+        snap.epoch_ms = self.epoch_ms;
         self.snapshot = Some(snap);
+        self.persist();
         self.execute(ctx, &mut actions);
         self.actions = actions;
         self.stats.macrosteps.fetch_add(1, Ordering::Relaxed);

@@ -13,7 +13,7 @@
 //!  "invocations": [{"id": "submit", "src": "submitPayment", "generation": 7,
 //!                   "state": "checkout.sending", "input": {...}, "started_ms": 9000}],
 //!  "children": [], "charts": {}, "output": null, "error": null,
-//!  "now_ms": 9000, "next_seq": 8}
+//!  "now_ms": 9000, "epoch_ms": 1764583200000, "next_seq": 8}
 //! ```
 //!
 //! States are named by id (not index), so a snapshot survives a reordering
@@ -43,6 +43,46 @@
 //! The result is a snapshot and the [`Action`]s an interpreter carries out
 //! to resume (re-arm timers, re-run idempotent invocations, what the safe
 //! states' entries asked for).
+//!
+//! # Restoring in another process
+//!
+//! A chart's clock is its system's (ms since the system started), so a new
+//! process's clock starts at 0 again. `epoch_ms` (the wall-clock time at
+//! which the writer's clock read 0) places the snapshot in real time, and a
+//! restore given its own epoch ([`Clock`]) puts every deadline back at the
+//! same wall-clock time: those that fell due while no process was alive
+//! fire during the restore, once, in deadline order; the others are
+//! re-armed on the new clock. With the interpreter:
+//!
+//! ```no_run
+//! # use std::sync::Arc;
+//! # use turno::{Props, System, ThreadedSystem};
+//! # use turno_chart::interpreter::ChartActor;
+//! # use turno_chart::persist::{self, Persist};
+//! # fn load(_: &str) -> String { String::new() }
+//! # fn save(_: &str, _: String) {}
+//! # let m: Arc<turno_chart::Machine<serde_json::Value>> = todo!();
+//! let sys = ThreadedSystem::new();
+//! let epoch = persist::wall_epoch_ms(sys.now()); // once per system
+//! let text = load("checkout"); // what the last process persisted
+//! let (m1, m2) = (m.clone(), m.clone());
+//! sys.spawn(Props::new(), move || {
+//!     let (m1, m2, text) = (m1.clone(), m2.clone(), text.clone());
+//!     ChartActor::new(m1.clone())
+//!         .with_epoch(epoch)
+//!         // Before the macrostep's effects: write it durably here.
+//!         .on_persist(move |s| save("checkout", Persist::new(&*m1).to_string(s).unwrap()))
+//!         .restoring(move |at| Persist::new(&*m2).restore(&text, at))
+//! });
+//! ```
+//!
+//! A driver of the pure core does the same with
+//! [`Persist::restore`]`(text, Clock::new(now_ms, Some(epoch)))`, or
+//! [`Persist::restore_snapshot`] for a snapshot it kept with serde, and sets
+//! [`Snapshot::epoch_ms`] on the snapshots it starts. On `DetSystem` the
+//! epochs are numbers the test picks (virtual wall time); `tests/restart.rs`
+//! runs both: two DetSystems at two epochs over many seeds, and real
+//! processes, the first SIGKILLed mid-flow.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -222,6 +262,69 @@ pub enum Resume {
     Remaining,
     /// Each starts its full delay again from the restore.
     Restart,
+}
+
+/// The clock a chart is restored on: its time now and, when known, the
+/// wall-clock time at which that clock read 0 (its *epoch*).
+///
+/// A chart's clock is its system's: milliseconds since the system started
+/// (virtual on `DetSystem`). A snapshot written with an epoch
+/// ([`Snapshot::epoch_ms`]) says where its deadlines are in real time, so
+/// a restore that knows its own epoch puts them back where they were, in
+/// this process or another: with `then` the snapshot's epoch and `here`
+/// this clock's, the snapshot's clock now reads `here + now_ms - then`;
+/// delayed events due by then fire during the restore, each at its own
+/// deadline, and every other time moves by `then - here` onto this clock
+/// (a deadline at wall-clock `W` stays at `W`). The restored snapshot's
+/// epoch becomes `here`.
+///
+/// Without both epochs the two clocks are taken to be one (a restore in the
+/// same system): a plain `u64` converts to that. A wall clock set back
+/// between persist and restore counts as no time passing.
+///
+/// ```
+/// use turno_chart::persist::Clock;
+/// let c = Clock::new(250, Some(1_700_000_000_000));
+/// assert_eq!(c.wall_ms(), Some(1_700_000_000_250));
+/// assert_eq!(Clock::from(42), Clock::new(42, None));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Clock {
+    /// The chart's clock now, in ms (the system's since it started).
+    pub now_ms: u64,
+    /// When that clock read 0, in ms since the Unix epoch.
+    pub epoch_ms: Option<u64>,
+}
+
+impl Clock {
+    /// `now_ms` on a clock that read 0 at wall-clock `epoch_ms`.
+    pub fn new(now_ms: u64, epoch_ms: Option<u64>) -> Self {
+        Clock { now_ms, epoch_ms }
+    }
+
+    /// The wall-clock time now (ms since the Unix epoch), if the epoch is known.
+    pub fn wall_ms(&self) -> Option<u64> {
+        self.epoch_ms.map(|e| e.saturating_add(self.now_ms))
+    }
+}
+
+impl From<u64> for Clock {
+    /// A restore on the snapshot's own clock.
+    fn from(now_ms: u64) -> Self {
+        Clock::new(now_ms, None)
+    }
+}
+
+/// The epoch of a system whose clock reads `now` at this moment: the real
+/// wall clock (`SystemTime`) minus `now`. Call it once per system, right
+/// after creating it (`wall_epoch_ms(sys.now())`), and give the result to
+/// every chart actor of that system
+/// ([`ChartActor::with_epoch`](crate::interpreter::ChartActor::with_epoch)).
+pub fn wall_epoch_ms(now: turno::Instant) -> u64 {
+    let wall = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    wall.saturating_sub(u64::try_from(now.since_start().as_millis()).unwrap_or(u64::MAX))
 }
 
 /// The sanitizer's decision for one in-flight invocation.
@@ -461,6 +564,7 @@ impl<C: Clone + Serialize> Persist<'_, C> {
             "output": snap.output,
             "error": snap.error,
             "now_ms": snap.now_ms,
+            "epoch_ms": snap.epoch_ms,
             "next_seq": snap.next_seq,
         });
         for secret in &secrets {
@@ -581,6 +685,7 @@ const TOP: &[&str] = &[
     "output",
     "error",
     "now_ms",
+    "epoch_ms",
     "next_seq",
 ];
 
@@ -717,6 +822,10 @@ impl<C: Clone + DeserializeOwned> Persist<'_, C> {
             }
         };
         let now_ms = uint(field(o, "now_ms", "$")?, "$.now_ms")?;
+        let epoch_ms = match o.get("epoch_ms") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(uint(v, "$.epoch_ms")?),
+        };
         let next_seq = uint(field(o, "next_seq", "$")?, "$.next_seq")?;
 
         // The configuration: known, non-history states forming a legal
@@ -983,6 +1092,7 @@ impl<C: Clone + DeserializeOwned> Persist<'_, C> {
             now_ms,
             next_seq,
             machine_version: m.version().map(str::to_string),
+            epoch_ms,
         };
         Ok((snap, volatile_missing, charts))
     }
@@ -1047,13 +1157,44 @@ impl<C: Clone + DeserializeOwned> Persist<'_, C> {
         Ok(())
     }
 
-    /// Reads a persisted snapshot and resumes it at `now_ms` (the chart's
-    /// clock, on the same scale as the snapshot's): see the [module
-    /// docs](self) for the order of things. Nothing is half-restored: any
-    /// error leaves no chart.
-    pub fn restore(&self, text: &str, now_ms: u64) -> Result<Restored<C>, RestoreError> {
-        let (mut snap, volatile_missing, charts) = self.read_parts(text)?;
+    /// Reads a persisted snapshot and resumes it at `at`: the chart's clock
+    /// now (a plain `u64` of ms, on the same clock as the snapshot's) or a
+    /// [`Clock`] that also says when that clock read 0, so a snapshot
+    /// written by another process comes back with its deadlines in place.
+    /// See the [module docs](self) for the order of things. Nothing is
+    /// half-restored: any error leaves no chart.
+    pub fn restore(&self, text: &str, at: impl Into<Clock>) -> Result<Restored<C>, RestoreError> {
+        let (snap, volatile_missing, charts) = self.read_parts(text)?;
+        let mut r = self.restore_snapshot(snap, at)?;
+        r.volatile_missing = volatile_missing;
+        r.charts = charts;
+        Ok(r)
+    }
+}
+
+impl<C: Clone> Persist<'_, C> {
+    /// [`restore`](Persist::restore) from a snapshot already read (one kept
+    /// with serde, say): the same resume, with no document to check.
+    pub fn restore_snapshot(
+        &self,
+        snapshot: Snapshot<C>,
+        at: impl Into<Clock>,
+    ) -> Result<Restored<C>, RestoreError> {
+        let mut snap = snapshot;
+        let at = at.into();
         let persisted_ms = snap.now_ms;
+        // Where the snapshot's clock is now, and how its times map onto
+        // this clock (`shift`, added to every time once resumed).
+        let (now_ms, shift) = match (snap.epoch_ms, at.epoch_ms) {
+            (Some(then), Some(here)) => {
+                let wall = here.saturating_add(at.now_ms);
+                // A wall clock set back never moves the chart backwards:
+                // no time has passed.
+                let now = wall.saturating_sub(then).max(persisted_ms);
+                (now, i128::from(at.now_ms) - i128::from(now))
+            }
+            _ => (at.now_ms, 0),
+        };
         let mut actions = Vec::new();
         // 1. Delayed events.
         for s in &mut snap.scheduled {
@@ -1176,13 +1317,38 @@ impl<C: Clone + DeserializeOwned> Persist<'_, C> {
             _ => true,
         });
         actions.extend(resumed);
+        rebase(&mut snap, &mut actions, shift);
+        snap.epoch_ms = at.epoch_ms.or(snap.epoch_ms);
+        snap.now_ms = snap.now_ms.max(at.now_ms);
         Ok(Restored {
             snapshot: snap,
             actions,
             decisions,
-            volatile_missing,
-            charts,
+            volatile_missing: Vec::new(),
+            charts: Vec::new(),
         })
+    }
+}
+
+/// Moves every time of a resumed chart by `shift` ms onto the restoring
+/// clock. A deadline still pending is later than the restore, so it stays
+/// positive; only past times (when an invocation started) can clamp at 0.
+fn rebase<C>(snap: &mut Snapshot<C>, actions: &mut [Action], shift: i128) {
+    if shift == 0 {
+        return;
+    }
+    let mv = |t: &mut u64| *t = u64::try_from((i128::from(*t) + shift).max(0)).unwrap_or(u64::MAX);
+    mv(&mut snap.now_ms);
+    for s in &mut snap.scheduled {
+        mv(&mut s.due_ms);
+    }
+    for i in &mut snap.invocations {
+        mv(&mut i.started_ms);
+    }
+    for a in actions {
+        if let Action::Schedule { due_ms, .. } = a {
+            mv(due_ms);
+        }
     }
 }
 
@@ -1249,6 +1415,81 @@ mod tests {
             .restore(&text, 10_000)
             .unwrap();
         assert_eq!(r.snapshot.scheduled[0].due_ms, 12_000);
+    }
+
+    /// A snapshot written in one process (epoch E1) restored in another
+    /// (epoch E2, clock from 0): the deadline stays at the same wall-clock
+    /// time, an overdue one fires during the restore, once.
+    #[test]
+    fn another_process_keeps_wall_clock_deadlines() {
+        const E1: u64 = 1_700_000_000_000;
+        let m = machine(None);
+        let (mut s0, _) = initial_transition(&m).unwrap();
+        s0.epoch_ms = Some(E1);
+        let (s1, _) = transition(&m, &s0, Event::new("GO")).unwrap();
+        let mut s1 = s1;
+        s1.now_ms = 1500; // persisted 1.5 s after GO: the event is due at E1 + 2000
+        let p = Persist::new(&m);
+        let text = p.to_string(&s1).unwrap();
+        assert!(text.contains(&format!("\"epoch_ms\":{E1}")), "{text}");
+        // Process 2 started at E1 + 1700; restored at its 100 ms: 200 ms left.
+        let e2 = E1 + 1700;
+        let r = p.restore(&text, Clock::new(100, Some(e2))).unwrap();
+        assert_eq!(r.snapshot.value(&m).to_json(), "b");
+        assert_eq!(r.snapshot.epoch_ms, Some(e2));
+        assert_eq!(r.snapshot.now_ms, 100);
+        assert_eq!(r.snapshot.scheduled[0].due_ms, 300);
+        assert_eq!(e2 + 300, E1 + 2000, "the same wall-clock deadline");
+        assert_eq!(
+            r.actions,
+            vec![Action::Schedule {
+                id: "xstate.after.2000.m.b".into(),
+                seq: s1.scheduled[0].seq,
+                due_ms: 300
+            }]
+        );
+        // Restored after the deadline: it fires during the restore, and
+        // nothing is left to fire again.
+        let r = p.restore(&text, Clock::new(50, Some(E1 + 9000))).unwrap();
+        assert_eq!(r.snapshot.value(&m).to_json(), "c");
+        assert!(r.snapshot.scheduled.is_empty());
+        assert!(r
+            .actions
+            .iter()
+            .all(|a| !matches!(a, Action::Schedule { .. })));
+        assert_eq!(r.snapshot.now_ms, 50);
+        // A process whose clock started before the snapshot's: times move
+        // the other way.
+        let r = p.restore(&text, Clock::new(4800, Some(E1 - 3000))).unwrap();
+        assert_eq!(r.snapshot.scheduled[0].due_ms, 5000);
+        // A wall clock set back: no time has passed, 500 ms still left.
+        let r = p.restore(&text, Clock::new(10, Some(E1))).unwrap();
+        assert_eq!(r.snapshot.scheduled[0].due_ms, 510);
+        // Without the restoring clock's epoch: the same clock as the
+        // snapshot's (the old rule), its epoch kept.
+        let r = p.restore(&text, 1900).unwrap();
+        assert_eq!(r.snapshot.scheduled[0].due_ms, 2000);
+        assert_eq!(r.snapshot.epoch_ms, Some(E1));
+        // Remaining time is relative to the restore either way.
+        let r = Persist::new(&m)
+            .resume(Resume::Remaining)
+            .restore(&text, Clock::new(100, Some(E1 + 60_000)))
+            .unwrap();
+        assert_eq!(r.snapshot.scheduled[0].due_ms, 600);
+    }
+
+    #[test]
+    fn epoch_is_checked_when_read() {
+        let m = machine(None);
+        let (s, _) = initial_transition(&m).unwrap();
+        let p = Persist::new(&m);
+        let mut doc = p.to_value(&s).unwrap();
+        assert_eq!(doc["epoch_ms"], Value::Null);
+        doc["epoch_ms"] = json!("soon");
+        let e = p.read(&doc.to_string()).unwrap_err();
+        assert_eq!(e.path, "$.epoch_ms");
+        doc["epoch_ms"] = json!(12);
+        assert_eq!(p.read(&doc.to_string()).unwrap().epoch_ms, Some(12));
     }
 
     #[test]

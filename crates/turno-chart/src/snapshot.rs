@@ -223,6 +223,15 @@ pub struct Snapshot<C> {
     pub next_seq: u64,
     /// The definition's version.
     pub machine_version: Option<String>,
+    /// The wall-clock time (ms since the Unix epoch) at which the chart's
+    /// clock read 0: what places `now_ms` and every deadline in real time,
+    /// so a snapshot restores in another process (whose clock starts at 0
+    /// again). `None`: unknown, restore on the same clock only. Set by
+    /// whoever drives the chart (the interpreter's
+    /// [`with_epoch`](crate::interpreter::ChartActor::with_epoch)); see
+    /// [`persist::Clock`](crate::persist::Clock).
+    #[serde(default)]
+    pub epoch_ms: Option<u64>,
 }
 
 /// XState's `snapshot.value`: a key, or an object of keys to values.
