@@ -186,6 +186,29 @@ pub fn load_json<C: Clone + DeserializeOwned>(
     Ok(load(&j, imp)?)
 }
 
+/// A config read into its definition but not compiled yet: for a machine
+/// that combines a JSON config with parts built in Rust (such as
+/// [`Submit::spec`](crate::submit::Submit::spec) in place of one of its
+/// states). Compile it with [`Machine::new`]`(root, context, version)`.
+pub struct Definition<C> {
+    /// The root state (its key is the machine's id).
+    pub root: StateSpec<C>,
+    /// The initial context.
+    pub context: C,
+    /// The config's `version`.
+    pub version: Option<String>,
+}
+
+/// Reads an XState v5 JSON config into its [`Definition`] (what
+/// [`load_json`] then compiles).
+pub fn definition_json<C: Clone + DeserializeOwned>(
+    json: &str,
+    imp: &Implementations<C>,
+) -> Result<Definition<C>, LoadError> {
+    let j: J = serde_json::from_str(json).map_err(|e| LoadError::Syntax(e.to_string()))?;
+    Ok(definition(&j, imp)?)
+}
+
 /// Loads a config already parsed as a `serde_json::Value`. Key order is then
 /// the value's (sorted unless serde_json's `preserve_order` is on): prefer
 /// [`load_json`] for text.
@@ -249,6 +272,14 @@ fn load<C: Clone + DeserializeOwned>(
     j: &J,
     imp: &Implementations<C>,
 ) -> Result<Machine<C>, BuildError> {
+    let d = definition(j, imp)?;
+    Machine::new(d.root, d.context, d.version)
+}
+
+fn definition<C: Clone + DeserializeOwned>(
+    j: &J,
+    imp: &Implementations<C>,
+) -> Result<Definition<C>, BuildError> {
     let o = obj(j, "$")?;
     check_keys(o, ROOT_KEYS, "$")?;
     let context = match get(o, "context") {
@@ -276,7 +307,11 @@ fn load<C: Clone + DeserializeOwned>(
     let mut root = state(j, key, "$", imp)?;
     // The root's key is its id; `state` read it as an explicit id too.
     root.id = None;
-    Machine::new(root, context, version)
+    Ok(Definition {
+        root,
+        context,
+        version,
+    })
 }
 
 fn state<C>(

@@ -63,6 +63,6 @@ pub use core::{
 };
 pub use event::Event;
 pub use implementations::Implementations;
-pub use json::{load_json, load_value, LoadError};
+pub use json::{definition_json, load_json, load_value, Definition, LoadError};
 pub use machine::{BuildError, Machine, Problem, StateIdx, StateKind};
 pub use snapshot::{Invocation, Scheduled, Snapshot, StateSet, StateValue, Status};

@@ -76,8 +76,26 @@ impl Submit {
         }
     }
 
-    /// The compiled machine (context: `{"amount", "key", "receipt", "error"}`).
+    /// The compiled machine (context: [`Submit::context`]).
     pub fn machine(&self) -> Result<Machine<Value>, BuildError> {
+        Machine::new(self.spec(), self.context(), Some("1".into()))
+    }
+
+    /// The context fields the machine reads and writes: `{"amount", "key",
+    /// "receipt", "error"}`. A host chart that embeds [`Submit::spec`]
+    /// keeps these in its own (JSON object) context.
+    pub fn context(&self) -> Value {
+        json!({"amount": self.amount, "key": null, "receipt": null, "error": null})
+    }
+
+    /// The machine's definition, uncompiled: a compound state keyed
+    /// [`Submit::id`] with `review` as its initial child. To embed the
+    /// submit in a larger chart, set `id` to the id the state will have
+    /// there (`"signup.submit"` for a child `submit` of a machine
+    /// `signup`: its absolute targets are `#<id>.…`), put the spec in the
+    /// host's tree under the key it should have, and restore with
+    /// [`sanitizer`]`(id)`.
+    pub fn spec(&self) -> StateSpec<Value> {
         let id = &self.id;
         let p = |s: &str| format!("$.states.{s}");
         let keys = self.keys.clone();
@@ -207,8 +225,7 @@ impl Submit {
             fin("unresolvable"),
             fin("abandoned"),
         ];
-        let context = json!({"amount": self.amount, "key": null, "receipt": null, "error": null});
-        Machine::new(root, context, Some("1".into()))
+        root
     }
 }
 

@@ -71,10 +71,14 @@ pub struct Config {
     pub ttl: Duration,
     /// How long a crashed wizard server stays down before it restarts.
     pub restart_after: Duration,
+    /// How often expired sessions, drafts and links are deleted from
+    /// `wizard.db` (they read as absent from their expiry on).
+    pub sweep_every: Duration,
 }
 
 impl Config {
-    /// Defaults: any free ports, 7 days to live, a 1.5 s restart.
+    /// Defaults: any free ports, 7 days to live, a 1.5 s restart, a sweep
+    /// every minute.
     pub fn new(data_dir: impl Into<PathBuf>) -> Self {
         Config {
             data_dir: data_dir.into(),
@@ -82,6 +86,7 @@ impl Config {
             gateway_port: 0,
             ttl: Duration::from_secs(7 * 24 * 3600),
             restart_after: Duration::from_millis(1500),
+            sweep_every: Duration::from_secs(60),
         }
     }
 }

@@ -1,100 +1,155 @@
 //! The signup chart: `assets/signup.json` (an XState v5 config, so
-//! Stately's editor can open it) and the implementations it names.
+//! Stately's editor can open it) for the steps, and turno-chart's
+//! idempotent submit ([`turno_chart::submit::Submit`]) for the last one.
 //!
 //! The steps: `personal` -> `plan` -> `payment` (`card` | `bank`, with a
 //! shallow history so "back" from `review` returns to the sub-step the
-//! user was in) -> `review` -> `submit` -> `completed`.
+//! user was in) -> `submit`, which is the library's machine put in place of
+//! the config's placeholder state: `review` (the idempotency key is minted
+//! on entry, before the first attempt) -> `sending` -> `completed` |
+//! `failed` (`RETRY` with the same key, `CANCEL` -> `abandoned`) |
+//! `uncertain` (lookups by key with backoff -> `completed`, back to
+//! `sending`, or after 3 s `unresolvable`). Nothing in `sending` handles
+//! `CONFIRM`: a second click while sending is ignored **by the graph**.
+//! A chart restored from its snapshot while a charge was in flight goes to
+//! `uncertain` ([`turno_chart::submit::sanitizer`]); it never charges
+//! blindly.
 //!
-//! `submit` is the idempotent-submit pattern of DESIGN.md section 2 and
-//! issue 12, written as a sub-machine with the same states so it can be
-//! swapped for the library part once turno-chart ships it:
+//! What the wizard adds to the library's states, and nothing else:
+//! - `review`'s way back: `BACK` to the payment sub-step (the history
+//!   state), `EDIT_PLAN`, `EDIT_PERSONAL`. Review is the last free place.
+//! - `sending` counts attempts in `context.attempts` (for the page and the
+//!   tests: a restore never adds one).
+//! - `unresolvable` is not final here: `RECHECK` asks the gateway again
+//!   (`uncertain`), on the user's request only; still nothing is resent.
 //!
-//! - `review` stores the idempotency key on entry (`ensureKey`), before the
-//!   first attempt; a changed plan or payment makes the next entry mint a
-//!   new one.
-//! - `CONFIRM` leaves `review` for `submit.sending`, which invokes the
-//!   charge. Nothing in `submit` handles `CONFIRM`: a second click while
-//!   sending is ignored **by the graph** (no in-flight flag anywhere).
-//! - The charge's outcome: done -> `completed`; a known failure (the
-//!   gateway said it did not charge) -> `failed` (`RETRY` -> sending with the
-//!   same key, `CANCEL` -> review); anything else (timeout, lost reply,
-//!   connection cut) -> `uncertain`, which sends nothing but queries the
-//!   gateway by key: known -> `completed` with the receipt, unknown -> back
-//!   to `sending` (safe: it never happened), the query itself failing until
-//!   its deadline -> `unresolvable` (the user is told to check their
-//!   statement before retrying; nothing retries automatically).
-//! - `RESTORED` is what the session sends a chart restored from its
-//!   persisted snapshot: in `sending` it goes to `uncertain` (the charge may
-//!   or may not have happened while the server was down), in `uncertain` it
-//!   restarts the query. Everywhere else it does nothing.
+//! Pages are named by [`step_of`]: `submit.review` shows as `review`,
+//! `submit.completed` as `completed`, `submit.uncertain.*` as
+//! `submit.uncertain`.
 
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use turno_chart::{load_json, Implementations, Machine};
+use turno_chart::persist::Sanitizer;
+use turno_chart::spec::{ActionSpec, KindSpec, StateSpec, TransitionSpec};
+use turno_chart::submit::{self, Submit};
+use turno_chart::{definition_json, ActionScope, Implementations, Machine};
 
-/// The chart's JSON source.
+/// The config's JSON source (the submit step is a placeholder in it).
 pub const SIGNUP_JSON: &str = include_str!("../assets/signup.json");
+
+/// The id of the submit state inside the signup chart.
+pub const SUBMIT_ID: &str = "signup.submit";
+
+/// The charge invocation's source.
+pub const CHARGE: &str = submit::CHARGE;
+/// The lookup invocation's source.
+pub const LOOKUP: &str = submit::LOOKUP;
 
 /// The compiled signup machine (context: JSON).
 pub fn signup() -> Arc<Machine<Value>> {
-    Arc::new(load_json(SIGNUP_JSON, &implementations()).expect("assets/signup.json is valid"))
+    Arc::new(build().expect("the signup chart is valid"))
+}
+
+/// How a restored session resumes: the library's rules for its submit.
+pub fn sanitizer() -> Sanitizer {
+    submit::sanitizer(SUBMIT_ID)
+}
+
+fn build() -> Result<Machine<Value>, String> {
+    let mut def =
+        definition_json::<Value>(SIGNUP_JSON, &implementations()).map_err(|e| e.to_string())?;
+    let slot = def
+        .root
+        .states
+        .iter_mut()
+        .find(|s| s.key == "submit")
+        .ok_or("assets/signup.json has no submit state")?;
+    let mut sub = Submit::new(0, Arc::new(|| crate::ids::random_hex(16)));
+    sub.id = SUBMIT_ID.into();
+    let mut spec = sub.spec();
+    spec.key = "submit".into();
+    spec.path = slot.path.clone();
+    spec.description = slot.description.take();
+    extend(&mut spec);
+    *slot = spec;
+    for (k, v) in sub.context().as_object().into_iter().flatten() {
+        if def.context.get(k).is_none() {
+            def.context[k] = v.clone();
+        }
+    }
+    Machine::new(def.root, def.context, def.version).map_err(|e| e.to_string())
+}
+
+fn child<'a>(s: &'a mut StateSpec<Value>, key: &str) -> &'a mut StateSpec<Value> {
+    s.states
+        .iter_mut()
+        .find(|c| c.key == key)
+        .unwrap_or_else(|| panic!("turno_chart::submit has no state {key:?}"))
+}
+
+fn on(s: &mut StateSpec<Value>, event: &str, target: &str) {
+    let path = format!("{}.on.{event}", s.path);
+    s.on.push((
+        event.into(),
+        vec![TransitionSpec::to(vec![target.into()], path)],
+    ));
+}
+
+/// The wizard's additions (see the [module docs](self)).
+fn extend(spec: &mut StateSpec<Value>) {
+    let review = child(spec, "review");
+    on(review, "BACK", "#signup.payment.hist");
+    on(review, "EDIT_PLAN", "#signup.plan");
+    on(review, "EDIT_PERSONAL", "#signup.personal");
+    child(spec, "sending").entry.push(ActionSpec {
+        name: "countAttempt".into(),
+        params: Value::Null,
+        imp: Arc::new(|scope: &mut ActionScope<'_, Value>| {
+            let c = scope.context_mut();
+            let n = c["attempts"].as_u64().unwrap_or(0) + 1;
+            c["attempts"] = json!(n);
+        }),
+    });
+    let unresolvable = child(spec, "unresolvable");
+    unresolvable.kind = KindSpec::Auto;
+    on(unresolvable, "RECHECK", &format!("#{SUBMIT_ID}.uncertain"));
 }
 
 fn take(ctx: &mut Value, key: &str, ev: &turno_chart::Event) {
     ctx[key] = ev.get(key).cloned().unwrap_or(Value::Null);
 }
 
-/// The actions, guards and invoked services the chart names.
+/// The actions the config names.
 pub fn implementations() -> Implementations<Value> {
     Implementations::new()
         .assign("savePersonal", |c, e, _| take(c, "personal", e))
         .assign("savePlan", |c, e, _| {
             take(c, "plan", e);
-            c["keyed"] = json!(false);
+            // What the submit charges.
+            c["amount"] = c["plan"]["amount_cents"].clone();
         })
-        .assign("savePayment", |c, e, _| {
-            take(c, "payment", e);
-            c["keyed"] = json!(false);
-        })
-        // The key is minted before the first attempt and kept across
-        // retries; it changes only when what is being paid for changed.
-        .assign("ensureKey", |c, _, _| {
-            if c["keyed"] != json!(true) {
-                let seq = c["keySeq"].as_u64().unwrap_or(0) + 1;
-                c["keySeq"] = json!(seq);
-                c["keyed"] = json!(true);
-            }
-        })
-        .assign("countAttempt", |c, _, _| {
-            let n = c["attempts"].as_u64().unwrap_or(0) + 1;
-            c["attempts"] = json!(n);
-        })
-        .assign("saveReceipt", |c, e, _| {
-            let out = e.get("output").cloned().unwrap_or(Value::Null);
-            c["receipt"] = out.get("receipt").cloned().unwrap_or(out);
-            c["failure"] = Value::Null;
-        })
-        .assign("saveFailure", |c, e, _| {
-            c["failure"] = e.get("error").cloned().unwrap_or(Value::Null);
-        })
-        .guard("known", |_, e, _| {
-            e.get("error").and_then(|x| x.get("known")) == Some(&json!(true))
-        })
-        .guard("found", |_, e, _| {
-            e.get("output").and_then(|x| x.get("found")) == Some(&json!(true))
-        })
-        .actor("charge")
-        .actor("queryByKey")
+        .assign("savePayment", |c, e, _| take(c, "payment", e))
 }
 
-/// The page a configuration shows: the deepest active step, as a dotted
-/// path (`personal`, `payment.card`, `submit.uncertain`, `completed`).
+/// The page a configuration shows, as a dotted path (`personal`,
+/// `payment.card`, `review`, `submit.uncertain`, `completed`). See the
+/// [module docs](self).
 pub fn step_of(value: &Value) -> String {
+    let path = path_of(value);
+    match path.as_str() {
+        "submit.review" => "review".into(),
+        "submit.completed" => "completed".into(),
+        p if p.starts_with("submit.uncertain") => "submit.uncertain".into(),
+        _ => path,
+    }
+}
+
+fn path_of(value: &Value) -> String {
     match value {
         Value::String(s) => s.clone(),
         Value::Object(m) => match m.iter().next() {
-            Some((k, v)) => format!("{k}.{}", step_of(v)),
+            Some((k, v)) => format!("{k}.{}", path_of(v)),
             None => String::new(),
         },
         _ => String::new(),
@@ -104,10 +159,36 @@ pub fn step_of(value: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use turno_chart::{initial_transition, invocation_done, transition, Event};
+    use turno_chart::{advance, initial_transition, invocation_done, transition, Event, Snapshot};
 
     fn ev(name: &str, data: Value) -> Event {
         Event::with_data(name, data)
+    }
+
+    fn step(m: &Machine<Value>, s: &Snapshot<Value>) -> String {
+        step_of(&s.value(m).to_json())
+    }
+
+    fn at_review(m: &Machine<Value>) -> Snapshot<Value> {
+        let (mut s, _) = initial_transition(m).unwrap();
+        for e in [
+            ev("NEXT", json!({"personal": {"name": "A"}})),
+            ev("NEXT", json!({"plan": {"id": "pro", "amount_cents": 1200}})),
+            ev("NEXT", json!({"payment": {"method": "card"}})),
+        ] {
+            s = transition(m, &s, e).unwrap().0;
+        }
+        s
+    }
+
+    fn finish(m: &Machine<Value>, s: &mut Snapshot<Value>, id: &str, r: Result<Value, Value>) {
+        let gen = s
+            .invocations
+            .iter()
+            .find(|i| i.id == id)
+            .unwrap_or_else(|| panic!("{id} not in flight"))
+            .generation;
+        invocation_done(m, s, id, gen, r, &mut Vec::new()).unwrap();
     }
 
     #[test]
@@ -116,26 +197,30 @@ mod tests {
         let (mut s, _) = initial_transition(&m).unwrap();
         for e in [
             ev("NEXT", json!({"personal": {"name": "A"}})),
-            ev("NEXT", json!({"plan": {"id": "pro"}})),
+            ev("NEXT", json!({"plan": {"id": "pro", "amount_cents": 900}})),
             ev("USE_BANK", Value::Null),
             ev("NEXT", json!({"payment": {"method": "bank"}})),
         ] {
             s = transition(&m, &s, e).unwrap().0;
         }
-        assert_eq!(step_of(&s.value(&m).to_json()), "review");
-        assert_eq!(s.context["keySeq"], 1);
+        assert_eq!(step(&m, &s), "review");
+        assert!(s.context["key"].is_string(), "the key is minted on entry");
+        assert_eq!(s.context["amount"], 900);
         s = transition(&m, &s, ev("BACK", Value::Null)).unwrap().0;
-        assert_eq!(step_of(&s.value(&m).to_json()), "payment.bank");
+        assert_eq!(step(&m, &s), "payment.bank");
     }
 
     #[test]
     fn a_second_confirm_while_sending_is_not_a_transition() {
         let m = signup();
-        let (mut s, _) = initial_transition(&m).unwrap();
-        for e in ["NEXT", "NEXT", "NEXT", "CONFIRM"] {
-            s = transition(&m, &s, Event::new(e)).unwrap().0;
-        }
-        assert_eq!(step_of(&s.value(&m).to_json()), "submit.sending");
+        let s = at_review(&m);
+        let (s, actions) = transition(&m, &s, Event::new("CONFIRM")).unwrap();
+        assert_eq!(step(&m, &s), "submit.sending");
+        assert!(actions.iter().any(|a| matches!(
+            a,
+            turno_chart::Action::StartInvoke { src, input, .. }
+                if src == CHARGE && input["key"] == s.context["key"] && input["amount"] == 1200
+        )));
         let (s2, actions) = transition(&m, &s, Event::new("CONFIRM")).unwrap();
         assert!(actions.is_empty(), "{actions:?}");
         assert_eq!(s2.config, s.config);
@@ -143,62 +228,50 @@ mod tests {
     }
 
     #[test]
-    fn outcomes_known_failure_uncertain_and_restore() {
+    fn outcomes_rejected_retry_uncertain_lookup_and_one_key() {
         let m = signup();
-        let (mut s, _) = initial_transition(&m).unwrap();
-        for e in ["NEXT", "NEXT", "NEXT", "CONFIRM"] {
-            s = transition(&m, &s, Event::new(e)).unwrap().0;
-        }
-        let gen = s.invocations[0].generation;
-        let mut a = Vec::new();
-        invocation_done(
+        let mut s = at_review(&m);
+        let key = s.context["key"].clone();
+        s = transition(&m, &s, Event::new("CONFIRM")).unwrap().0;
+        finish(
             &m,
             &mut s,
             "charge",
-            gen,
-            Err(json!({"known": true})),
-            &mut a,
-        )
-        .unwrap();
-        assert_eq!(step_of(&s.value(&m).to_json()), "submit.failed");
+            Err(json!({"rejected": "card declined"})),
+        );
+        assert_eq!(step(&m, &s), "submit.failed");
         s = transition(&m, &s, Event::new("RETRY")).unwrap().0;
-        let gen = s.invocations[0].generation;
-        invocation_done(
+        finish(&m, &mut s, "charge", Err(json!({"kind": "timeout"})));
+        assert_eq!(step(&m, &s), "submit.uncertain");
+        // not found: it never happened, so sending again is safe
+        finish(&m, &mut s, "lookup", Ok(json!({"found": null})));
+        assert_eq!(step(&m, &s), "submit.sending");
+        finish(&m, &mut s, "charge", Err(json!({"kind": "lost"})));
+        finish(
             &m,
             &mut s,
-            "charge",
-            gen,
-            Err(json!({"kind": "timeout"})),
-            &mut a,
-        )
-        .unwrap();
-        assert_eq!(step_of(&s.value(&m).to_json()), "submit.uncertain");
-        // A snapshot restored in sending goes to uncertain.
-        let gen = s.invocations[0].generation;
-        invocation_done(
-            &m,
-            &mut s,
-            "query",
-            gen,
-            Ok(json!({"found": false})),
-            &mut a,
-        )
-        .unwrap();
-        assert_eq!(step_of(&s.value(&m).to_json()), "submit.sending");
-        s = transition(&m, &s, Event::new("RESTORED")).unwrap().0;
-        assert_eq!(step_of(&s.value(&m).to_json()), "submit.uncertain");
-        let gen = s.invocations[0].generation;
-        invocation_done(
-            &m,
-            &mut s,
-            "query",
-            gen,
-            Ok(json!({"found": true, "receipt": {"id": "ch_1"}})),
-            &mut a,
-        )
-        .unwrap();
-        assert_eq!(step_of(&s.value(&m).to_json()), "completed");
+            "lookup",
+            Ok(json!({"found": {"id": "ch_1", "amount_cents": 1200}})),
+        );
+        assert_eq!(step(&m, &s), "completed");
         assert_eq!(s.context["receipt"]["id"], "ch_1");
-        assert_eq!(s.context["keySeq"], 1, "one key for every attempt");
+        assert_eq!(s.context["key"], key, "one key for every attempt");
+        assert_eq!(s.context["attempts"], 3);
+    }
+
+    #[test]
+    fn unresolvable_after_the_deadline_and_rechecked_only_on_request() {
+        let m = signup();
+        let mut s = at_review(&m);
+        s = transition(&m, &s, Event::new("CONFIRM")).unwrap().0;
+        finish(&m, &mut s, "charge", Err(json!({"kind": "timeout"})));
+        finish(&m, &mut s, "lookup", Err(json!({"kind": "down"})));
+        let (mut s, _) = advance(&m, &s, 3_500).unwrap();
+        assert_eq!(step(&m, &s), "submit.unresolvable");
+        let (s2, actions) = advance(&m, &s, 60_000).unwrap();
+        assert_eq!(step(&m, &s2), "submit.unresolvable", "{actions:?}");
+        s = transition(&m, &s, Event::new("RECHECK")).unwrap().0;
+        assert_eq!(step(&m, &s), "submit.uncertain");
+        assert_eq!(s.context["attempts"], 1, "nothing was resent");
     }
 }

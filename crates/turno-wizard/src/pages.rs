@@ -246,15 +246,13 @@ fn form_for(v: &View, errors: &Errors, values: &BTreeMap<String, String>) -> Str
         ),
         "submit.failed" => format!(
             r#"<h2>The payment failed</h2><p class="status" id="status">The gateway said: {}. Nothing was charged.</p><div class=actions>{}{}</div>"#,
-            esc(c["failure"]["message"].as_str().unwrap_or("an error")),
+            esc(c["error"]["message"].as_str().unwrap_or("an error")),
             button("RETRY", "Try again", "primary"),
-            button("CANCEL", "Back to review", ""),
+            button("CANCEL", "Cancel the payment", ""),
         ),
+        "submit.abandoned" => r#"<h2>Payment cancelled</h2><p class="status" id="status">You cancelled after the gateway refused the payment. Nothing was charged.</p>"#.to_string(),
         "submit.uncertain" => format!(
-            r#"<h2>Checking your payment…</h2><p class="status" id="status">We do not know yet whether the payment went through ({}). We are asking the gateway by key <code>{}</code>; nothing is sent again until it answers.</p>"#,
-            esc(c["failure"]["kind"]
-                .as_str()
-                .unwrap_or("the server restarted")),
+            r#"<h2>Checking your payment…</h2><p class="status" id="status">We do not know yet whether the payment went through (no clear answer came back, or the server restarted meanwhile). We are asking the gateway by key <code>{}</code>; nothing is sent again until it answers.</p>"#,
             esc(v.key.as_deref().unwrap_or("")),
         ),
         "submit.unresolvable" => format!(

@@ -14,7 +14,6 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::oneshot;
-use turno_chart::Snapshot;
 use turno_store::{Store, StoreError};
 
 /// The key of a session's chart snapshot.
@@ -30,8 +29,8 @@ pub struct Persisted {
     pub rev: u64,
     /// The draft-link token.
     pub link: String,
-    /// The chart.
-    pub chart: Snapshot<Value>,
+    /// The chart, as `turno_chart::persist` writes it.
+    pub chart: Value,
 }
 
 /// The owner under which a draft-link token is indexed.

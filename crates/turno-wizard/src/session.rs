@@ -3,16 +3,20 @@
 //! [`SessionActor`] owns the chart's snapshot and runs the pure core
 //! (`turno_chart::transition`, `invocation_done`): one macrostep per turn.
 //! It persists the snapshot after every macrostep, starts the `charge` and
-//! `queryByKey` invocations as futures piped back into the actor (a result
+//! lookup invocations as futures piped back into the actor (a result
 //! for an invocation that is no longer in flight is stale and dropped by the
 //! core), and answers the web layer with a [`View`].
 //!
 //! It is its own small interpreter rather than `turno_chart`'s `ChartActor`
-//! because it needs what that one does not offer yet: the whole snapshot
-//! after each step (to persist and to render) and restore from a persisted
-//! snapshot without re-running entry actions. Restore here never re-runs an
-//! in-flight charge: the restored actor sends the chart `RESTORED`, and the
-//! graph maps `sending` to `uncertain` (see [`crate::machine`]).
+//! because it needs the whole snapshot after each step (to persist and to
+//! render). Its clock is the wall clock (milliseconds since the Unix
+//! epoch), so the deadlines in a persisted snapshot (the submit's 3 s in
+//! `uncertain`, its lookup backoff) mean the same after a restart; delayed
+//! events are turno timers ([`Context::send_after`]) that fire them through
+//! `turno_chart::fire_scheduled`. Restore goes through
+//! `turno_chart::persist` with the submit's sanitizer: a charge in flight
+//! when the snapshot was written is never re-run; the chart resumes in
+//! `uncertain` and asks the gateway by key (see [`crate::machine`]).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -21,13 +25,14 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{json, Value};
 use turno::{Actor, Context, ReplyTo, RequestId, Response};
+use turno_chart::persist::Persist;
 use turno_chart::{
-    initial_transition_at, invocation_done, transition_in_place, Action, Event, Machine, Snapshot,
-    Status,
+    fire_scheduled, initial_transition_at, invocation_done, transition_in_place, Action, Event,
+    Machine, Snapshot, Status,
 };
 
 use crate::client::{self, Faults, Lookup};
-use crate::machine::step_of;
+use crate::machine::{self, step_of};
 use crate::persist::{Persisted, Persister};
 
 /// What the session shares with the rest of the server.
@@ -38,6 +43,11 @@ pub struct Env {
     pub persister: Persister,
     /// Tears the wizard server down (the fault panel's crash).
     pub crash: Arc<dyn Fn() + Send + Sync>,
+    /// How long a session lives after its last step (its snapshot's time
+    /// to live in the store).
+    pub ttl: std::time::Duration,
+    /// Drops a session from the server's table (it expired).
+    pub evict: Arc<dyn Fn(&str) + Send + Sync>,
 }
 
 /// What a page needs to know about a session.
@@ -93,6 +103,20 @@ pub enum SessionMsg {
     View(ReplyTo<View>),
     /// Arms faults for the next charge.
     Faults(Faults, ReplyTo<View>),
+    /// The session's time to live, counted from the step `rev`, is over:
+    /// unless a later step renewed it, the actor leaves memory (its
+    /// snapshot has expired in the store too).
+    Expire {
+        /// The step the timer was armed at.
+        rev: u64,
+    },
+    /// A delayed event of the chart is due.
+    Timer {
+        /// Its send id.
+        id: String,
+        /// Which scheduling of it.
+        seq: u64,
+    },
     /// An invocation finished.
     Done {
         /// Invocation id.
@@ -154,24 +178,21 @@ impl SessionActor {
     fn view(&self) -> View {
         let s = self.snap();
         let value = s.value(&self.machine).to_json();
-        let seq = s.context["keySeq"].as_u64().unwrap_or(0);
+        let step = step_of(&value);
+        let done = s.status != Status::Active || step == "completed" || step == "submit.abandoned";
         View {
             sid: self.sid.clone(),
             rev: self.rev,
-            step: step_of(&value),
+            step,
             value,
             active: s
                 .active_ids(&self.machine)
                 .iter()
                 .map(|x| x.to_string())
                 .collect(),
-            status: if s.status == Status::Active {
-                "active"
-            } else {
-                "done"
-            },
+            status: if done { "done" } else { "active" },
             context: s.context.clone(),
-            key: (seq > 0).then(|| format!("{}-{seq}", self.sid)),
+            key: s.context["key"].as_str().map(str::to_owned),
             faults: self.faults.clone(),
             link: self.link.clone(),
         }
@@ -181,13 +202,19 @@ impl SessionActor {
     /// then carry out the actions.
     fn after_step(&mut self, ctx: &mut Context<'_, Self>, before: &str) {
         self.rev += 1;
+        // Every step renews the snapshot's time to live in the store; the
+        // actor in memory lives exactly as long.
+        ctx.send_after(self.env.ttl, SessionMsg::Expire { rev: self.rev });
         let view = self.view();
         let draft =
             (view.step != before).then(|| json!({"step": view.step, "context": view.context}));
+        let chart = Persist::new(&self.machine)
+            .to_value(self.snap())
+            .unwrap_or_else(|e| panic!("session {}: {e}", self.sid));
         let p = Persisted {
             rev: self.rev,
             link: self.link.clone(),
-            chart: self.snap().clone(),
+            chart,
         };
         let durable = self.env.persister.put(&self.sid, &p, draft);
         let mut durable = Some(durable);
@@ -197,11 +224,23 @@ impl SessionActor {
                 Action::StartInvoke {
                     id,
                     src,
+                    input,
                     generation,
-                    ..
                 } => {
-                    self.start(ctx, id, src, *generation, durable.take());
+                    self.start(ctx, id, src, input, *generation, durable.take());
                 }
+                Action::Schedule { id, seq, due_ms } => {
+                    let wait = due_ms.saturating_sub(wall_ms());
+                    ctx.send_after(
+                        std::time::Duration::from_millis(wait),
+                        SessionMsg::Timer {
+                            id: id.clone(),
+                            seq: *seq,
+                        },
+                    );
+                }
+                // A cancelled timer still fires, and `fire_scheduled`
+                // finds it gone: stale.
                 Action::StopInvoke { id, generation } => {
                     if let Some(req) = self.running.remove(&(id.clone(), *generation)) {
                         ctx.abandon(req);
@@ -219,12 +258,13 @@ impl SessionActor {
         ctx: &mut Context<'_, Self>,
         id: &str,
         src: &str,
+        input: &Value,
         generation: u64,
         durable: Option<tokio::sync::oneshot::Receiver<Result<(), String>>>,
     ) {
         let view = self.view();
         let gateway = self.env.gateway;
-        let key = view.key.clone().unwrap_or_default();
+        let key = input["key"].as_str().unwrap_or_default().to_owned();
         let faults = self.faults.clone();
         let c = &view.context;
         let (iid, gen) = (id.to_string(), generation);
@@ -237,12 +277,12 @@ impl SessionActor {
             },
         };
         let piped = match src {
-            "charge" => {
+            machine::CHARGE => {
                 // The charge faults are one-shot: the retry goes through.
                 self.faults.charge.clear();
                 self.faults.crash = false;
                 let body = json!({
-                    "amount_cents": c["plan"]["amount_cents"],
+                    "amount_cents": input["amount"],
                     "plan": c["plan"]["id"],
                     "token": c["payment"]["token"],
                     "last4": c["payment"]["last4"],
@@ -266,22 +306,29 @@ impl SessionActor {
                             crash();
                             std::future::pending::<()>().await;
                         }
-                        r
+                        // The submit's contract: a receipt, or
+                        // `{"rejected": ..}` when surely nothing was
+                        // charged; any other error is unknown.
+                        r.map(|v| v["receipt"].clone()).map_err(|e| {
+                            if e["known"] == json!(true) {
+                                json!({"rejected": e["message"], "kind": e["kind"], "message": e["message"]})
+                            } else {
+                                e
+                            }
+                        })
                     },
                     None,
                     on_done,
                 )
             }
-            "queryByKey" => ctx.pipe(
+            machine::LOOKUP => ctx.pipe(
                 async move {
-                    match client::query(gateway, &key, &faults, client::QUERY_DEADLINE).await {
-                        Ok(Lookup::Charged(receipt)) => {
-                            Ok(json!({"found": true, "receipt": receipt}))
-                        }
-                        Ok(Lookup::Unknown) => Ok(json!({"found": false})),
-                        Err(e) => {
-                            Err(json!({"kind": "unresolvable", "known": false, "message": e}))
-                        }
+                    // One lookup; the chart backs off, retries and gives up
+                    // at its own deadline.
+                    match client::query(gateway, &key, &faults, client::TIMEOUT).await {
+                        Ok(Lookup::Charged(receipt)) => Ok(json!({"found": receipt})),
+                        Ok(Lookup::Unknown) => Ok(json!({"found": null})),
+                        Err(e) => Err(json!({"kind": "lookup failed", "message": e})),
                     }
                 },
                 None,
@@ -318,9 +365,17 @@ impl SessionActor {
         }
     }
 
-    fn now_ms(ctx: &Context<'_, Self>) -> u64 {
-        ctx.now().since_start().as_millis() as u64
+    fn now_ms(_ctx: &Context<'_, Self>) -> u64 {
+        wall_ms()
     }
+}
+
+/// The chart's clock: wall-clock milliseconds, meaningful across restarts.
+fn wall_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 impl Actor for SessionActor {
@@ -331,22 +386,16 @@ impl Actor for SessionActor {
         match self.restore.take() {
             Some(p) => {
                 self.rev = p.rev;
-                let mut snap = p.chart;
-                snap.now_ms = now;
+                let restored = Persist::new(&self.machine)
+                    .sanitizer(machine::sanitizer())
+                    .restore(&p.chart.to_string(), now)
+                    .unwrap_or_else(|e| panic!("session {}: {e}", self.sid));
+                let mut snap = restored.snapshot;
+                snap.now_ms = snap.now_ms.max(now);
                 let before = step_of(&snap.value(&self.machine).to_json());
-                let mut actions = std::mem::take(&mut self.actions);
-                let r = transition_in_place(
-                    &self.machine,
-                    &mut snap,
-                    Event::new("RESTORED"),
-                    &mut actions,
-                );
-                self.actions = actions;
                 self.snap = Some(snap);
-                match r {
-                    Ok(()) => self.after_step(ctx, &before),
-                    Err(e) => panic!("session {}: {e}", self.sid),
-                }
+                self.actions = restored.actions;
+                self.after_step(ctx, &before);
             }
             None => {
                 let (snap, actions) = initial_transition_at(&self.machine, now)
@@ -393,6 +442,26 @@ impl Actor for SessionActor {
                     self.after_step(ctx, &current);
                 }
                 reply.reply(Ok(self.view()));
+            }
+            SessionMsg::Expire { rev } => {
+                if rev == self.rev {
+                    (self.env.evict)(&self.sid);
+                    ctx.stop();
+                }
+            }
+            SessionMsg::Timer { id, seq } => {
+                let before = self.view().step;
+                let mut snap = self.snap.take().expect("started");
+                let mut actions = std::mem::take(&mut self.actions);
+                let d = fire_scheduled(&self.machine, &mut snap, &id, seq, &mut actions);
+                snap.now_ms = snap.now_ms.max(Self::now_ms(ctx));
+                self.actions = actions;
+                self.snap = Some(snap);
+                match d {
+                    Ok(turno_chart::Delivery::Delivered) => self.after_step(ctx, &before),
+                    Ok(_) => {} // cancelled: its state was left
+                    Err(e) => panic!("session {}: {e}", self.sid),
+                }
             }
             SessionMsg::Done {
                 id,

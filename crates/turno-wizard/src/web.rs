@@ -40,7 +40,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use turno::{Addr, Props, System, ThreadedSystem};
 use turno_chart::{Event, Machine};
-use turno_store::Store;
+use turno_store::{Store, Sweeper};
 
 use crate::client::Faults;
 use crate::gateway::Gateway;
@@ -54,12 +54,18 @@ use crate::{Addrs, Config, Error};
 const COOKIE: &str = "turno_sid";
 const ASK: Duration = Duration::from_secs(5);
 
+type Sessions = Arc<Mutex<HashMap<String, Addr<SessionMsg>>>>;
+
 /// The server state a crash destroys.
 struct App {
     system: Mutex<Option<ThreadedSystem>>,
-    sessions: Mutex<HashMap<String, Addr<SessionMsg>>>,
+    /// The sessions in memory; each leaves at its expiry (`Env::evict`).
+    sessions: Sessions,
     store: Store,
     env: Arc<Env>,
+    /// Deletes expired rows from `wizard.db` (they read as absent at once,
+    /// and leave the file at the next sweep).
+    _sweeper: Option<Sweeper>,
 }
 
 impl Drop for App {
@@ -95,20 +101,34 @@ impl Holder {
                 handle.spawn(crash_and_restart(h));
             }
         });
+        let sessions: Sessions = Arc::default();
+        let evict: Arc<dyn Fn(&str) + Send + Sync> = Arc::new({
+            let sessions = Arc::downgrade(&sessions);
+            move |sid| {
+                if let Some(s) = sessions.upgrade() {
+                    s.lock().expect("lock").remove(sid);
+                }
+            }
+        });
         let env = Arc::new(Env {
             gateway: self.gateway,
             persister: Persister::start(store.clone(), self.config.ttl),
             crash,
+            ttl: self.config.ttl,
+            evict,
         });
+        let sweeper = Sweeper::spawn(store.clone(), self.config.sweep_every)
+            .map_err(|e| Error::Spawn(format!("the sweeper thread: {e}")))?;
         let system = ThreadedSystem::builder()
             .threads(2)
             .tokio(tokio::runtime::Handle::current())
             .build();
         Ok(Arc::new(App {
             system: Mutex::new(Some(system)),
-            sessions: Mutex::new(HashMap::new()),
+            sessions,
             store,
             env,
+            _sweeper: Some(sweeper),
         }))
     }
 }
@@ -185,6 +205,14 @@ impl Wizard {
     /// Charges in the gateway's ledger.
     pub fn charges(&self) -> usize {
         self.gateway.charges()
+    }
+
+    /// How many sessions the server holds in memory now (each leaves at
+    /// its expiry).
+    pub fn live_sessions(&self) -> usize {
+        self.holder
+            .app()
+            .map_or(0, |a| a.sessions.lock().expect("lock").len())
     }
 
     /// How many times the wizard server crashed (the fault panel).

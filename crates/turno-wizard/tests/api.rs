@@ -2,9 +2,12 @@
 //! users with faults (charges == completed signups), the crash of the
 //! server mid-submit, expiry, and the refusals.
 
+mod common;
+
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use common::{call, Client};
+use serde_json::json;
 use turno_wizard::load::{self, LoadConfig};
 use turno_wizard::{Config, Wizard};
 
@@ -22,112 +25,11 @@ async fn users_with_faults_complete_with_exactly_one_charge_each() {
     assert_eq!(r.charges, r.completed, "{r:?}");
 }
 
-/// A tiny client keeping one session's cookie.
-struct Client {
-    base: String,
-    cookie: String,
-    sid: String,
-}
-
-async fn call(
-    base: &str,
-    method: &str,
-    path: &str,
-    cookie: &str,
-    body: Option<Value>,
-) -> (u16, Option<String>, Value) {
-    use http_body_util::{BodyExt, Full};
-    use hyper::body::Bytes;
-    let addr: std::net::SocketAddr = base
-        .trim_start_matches("http://")
-        .trim_end_matches('/')
-        .parse()
-        .unwrap();
-    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let (mut tx, conn) =
-        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
-            .await
-            .unwrap();
-    tokio::spawn(conn);
-    let req = hyper::Request::builder()
-        .method(method)
-        .uri(path)
-        .header("host", addr.to_string())
-        .header("content-type", "application/json")
-        .header("cookie", cookie)
-        .body(Full::new(Bytes::from(
-            body.map(|b| b.to_string()).unwrap_or_default(),
-        )))
-        .unwrap();
-    let resp = tx.send_request(req).await.unwrap();
-    let status = resp.status().as_u16();
-    let set = resp
-        .headers()
-        .get("set-cookie")
-        .map(|v| v.to_str().unwrap().split(';').next().unwrap().to_string());
-    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
-    (
-        status,
-        set,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    )
-}
-
-impl Client {
-    async fn new(w: &Wizard) -> Client {
-        let base = w.url();
-        let (s, cookie, v) = call(&base, "POST", "/api/new", "", None).await;
-        assert_eq!(s, 200);
-        Client {
-            base,
-            cookie: cookie.unwrap(),
-            sid: v["sid"].as_str().unwrap().into(),
-        }
-    }
-    async fn event(&self, step: &str, event: &str, fields: Value) -> (u16, Value) {
-        let body = json!({"sid": self.sid, "step": step, "event": event, "fields": fields});
-        let (s, _, v) = call(&self.base, "POST", "/api/event", &self.cookie, Some(body)).await;
-        (s, v)
-    }
-    async fn state(&self) -> (u16, Value) {
-        let (s, _, v) = call(&self.base, "GET", "/api/state", &self.cookie, None).await;
-        (s, v)
-    }
-    async fn to_review(&self) {
-        for (step, fields) in [
-            (
-                "personal",
-                json!({"name": "Ada Lovelace", "email": "ada@example.org"}),
-            ),
-            ("plan", json!({"plan": "team", "billing": "yearly"})),
-            (
-                "payment.card",
-                json!({"card_number": "4242424242424242", "expiry": "01/40", "holder": "Ada", "otp": "000111"}),
-            ),
-        ] {
-            let (s, v) = self.event(step, "NEXT", fields).await;
-            assert_eq!(s, 200, "{step}: {v}");
-        }
-        assert_eq!(self.state().await.1["step"], "review");
-    }
-    async fn wait_for(&self, step: &str) -> Value {
-        for _ in 0..300 {
-            if let (200, v) = self.state().await {
-                if v["step"] == step {
-                    return v;
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("never reached {step}: {:?}", self.state().await);
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crash_mid_submit_restores_into_uncertain_and_charges_once() {
     let dir = tempfile::tempdir().unwrap();
     let w = Wizard::start(Config::new(dir.path())).await.unwrap();
-    let c = Client::new(&w).await;
+    let c = Client::new(&w.url()).await;
     c.to_review().await;
     let (_, _, v) = call(
         &c.base,
@@ -169,7 +71,7 @@ async fn refusals_stale_steps_other_sessions_and_expiry() {
     let mut cfg = Config::new(dir.path());
     cfg.ttl = Duration::from_secs(1);
     let w = Wizard::start(cfg).await.unwrap();
-    let c = Client::new(&w).await;
+    let c = Client::new(&w.url()).await;
     let (s, v) = c
         .event("personal", "NEXT", json!({"name": "", "email": "x"}))
         .await;
@@ -208,4 +110,53 @@ async fn refusals_stale_steps_other_sessions_and_expiry() {
     let w2 = Wizard::start(cfg).await.unwrap();
     let (s, _, v) = call(&w2.url(), "GET", "/api/state", &c.cookie, None).await;
     assert_eq!(s, 410, "{v}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expired_sessions_leave_memory_and_the_sweeper_deletes_their_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = Config::new(dir.path());
+    cfg.ttl = Duration::from_secs(1);
+    cfg.sweep_every = Duration::from_millis(100);
+    let w = Wizard::start(cfg).await.unwrap();
+    let c = Client::new(&w.url()).await;
+    let (s, _) = c
+        .event(
+            "personal",
+            "NEXT",
+            json!({"name": "Ada", "email": "ada@example.org"}),
+        )
+        .await;
+    assert_eq!(s, 200);
+    assert_eq!(w.live_sessions(), 1);
+    let rows = |sid: &str| -> i64 {
+        let db = rusqlite::Connection::open(dir.path().join("wizard.db")).unwrap();
+        let count = |sql: &str| -> i64 { db.query_row(sql, [sid], |r| r.get(0)).unwrap() };
+        count("SELECT COUNT(*) FROM turno_snapshots WHERE owner = ?1")
+            + count("SELECT COUNT(*) FROM turno_drafts WHERE owner = ?1")
+            + count("SELECT COUNT(*) FROM turno_snapshots WHERE data = CAST(?1 AS BLOB)")
+    };
+    // the chart snapshot, the draft of the completed step, the draft link
+    assert_eq!(rows(&c.sid), 3);
+    // Still there while steps keep renewing it...
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let (s, _) = c
+        .event("plan", "NEXT", json!({"plan": "team", "billing": "yearly"}))
+        .await;
+    assert_eq!(s, 200);
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(w.live_sessions(), 1, "renewed by the last step");
+    // ...gone from memory and from the file once its time to live passed.
+    let start = std::time::Instant::now();
+    while w.live_sessions() > 0 || rows(&c.sid) > 0 {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{} in memory, {} rows",
+            w.live_sessions(),
+            rows(&c.sid)
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (s, _) = c.state().await;
+    assert_eq!(s, 410, "an expired session is not found");
 }

@@ -1,0 +1,108 @@
+//! Shared by the wizard's integration tests: a tiny HTTP/1.1 client that
+//! keeps one session's cookie.
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+/// A tiny client keeping one session's cookie.
+pub struct Client {
+    pub base: String,
+    pub cookie: String,
+    pub sid: String,
+}
+
+pub async fn call(
+    base: &str,
+    method: &str,
+    path: &str,
+    cookie: &str,
+    body: Option<Value>,
+) -> (u16, Option<String>, Value) {
+    use http_body_util::{BodyExt, Full};
+    use hyper::body::Bytes;
+    let addr: std::net::SocketAddr = base
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .parse()
+        .unwrap();
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (mut tx, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    let req = hyper::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", addr.to_string())
+        .header("content-type", "application/json")
+        .header("cookie", cookie)
+        .body(Full::new(Bytes::from(
+            body.map(|b| b.to_string()).unwrap_or_default(),
+        )))
+        .unwrap();
+    let resp = tx.send_request(req).await.unwrap();
+    let status = resp.status().as_u16();
+    let set = resp
+        .headers()
+        .get("set-cookie")
+        .map(|v| v.to_str().unwrap().split(';').next().unwrap().to_string());
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    (
+        status,
+        set,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+impl Client {
+    pub async fn new(base: &str) -> Client {
+        let base = base.to_string();
+        let (s, cookie, v) = call(&base, "POST", "/api/new", "", None).await;
+        assert_eq!(s, 200);
+        Client {
+            base,
+            cookie: cookie.unwrap(),
+            sid: v["sid"].as_str().unwrap().into(),
+        }
+    }
+    pub async fn event(&self, step: &str, event: &str, fields: Value) -> (u16, Value) {
+        let body = json!({"sid": self.sid, "step": step, "event": event, "fields": fields});
+        let (s, _, v) = call(&self.base, "POST", "/api/event", &self.cookie, Some(body)).await;
+        (s, v)
+    }
+    pub async fn state(&self) -> (u16, Value) {
+        let (s, _, v) = call(&self.base, "GET", "/api/state", &self.cookie, None).await;
+        (s, v)
+    }
+    pub async fn to_review(&self) {
+        for (step, fields) in [
+            (
+                "personal",
+                json!({"name": "Ada Lovelace", "email": "ada@example.org"}),
+            ),
+            ("plan", json!({"plan": "team", "billing": "yearly"})),
+            (
+                "payment.card",
+                json!({"card_number": "4242424242424242", "expiry": "01/40", "holder": "Ada", "otp": "000111"}),
+            ),
+        ] {
+            let (s, v) = self.event(step, "NEXT", fields).await;
+            assert_eq!(s, 200, "{step}: {v}");
+        }
+        assert_eq!(self.state().await.1["step"], "review");
+    }
+    pub async fn wait_for(&self, step: &str) -> Value {
+        for _ in 0..300 {
+            if let (200, v) = self.state().await {
+                if v["step"] == step {
+                    return v;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("never reached {step}: {:?}", self.state().await);
+    }
+}
