@@ -137,7 +137,16 @@ async fn expired_sessions_leave_memory_and_the_sweeper_deletes_their_rows() {
             + count("SELECT COUNT(*) FROM turno_snapshots WHERE data = CAST(?1 AS BLOB)")
     };
     // the chart snapshot, the draft of the completed step, the draft link
-    assert_eq!(rows(&c.sid), 3);
+    // (written by the persister thread, so not at once)
+    let start = std::time::Instant::now();
+    while rows(&c.sid) != 3 {
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "{} rows",
+            rows(&c.sid)
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     // Still there while steps keep renewing it...
     tokio::time::sleep(Duration::from_millis(600)).await;
     let (s, _) = c
