@@ -261,3 +261,19 @@ pub type DelayFn<C> = Arc<dyn Fn(&C, &Event, &Value) -> u64 + Send + Sync>;
 
 /// An output or input expression: context and event to a value.
 pub type ValueFn<C> = Arc<dyn Fn(&C, &Event) -> Value + Send + Sync>;
+
+/// A guard that can fail (a data-model condition that throws): `Ok` is the
+/// verdict; `Err` is an event the core places on the internal queue (SCXML's
+/// `error.execution`), the guard counting as false. It sees the context and
+/// the event being processed.
+pub type TryGuardFn<C> = Arc<dyn Fn(&C, &Event) -> Result<bool, Event> + Send + Sync>;
+
+/// A value expression that can fail (SCXML `<donedata>`): `Err` is an event
+/// for the internal queue, and there is no value.
+pub type TryValueFn<C> = Arc<dyn Fn(&C, &Event) -> Result<Value, Event> + Send + Sync>;
+
+/// Called with every event before transitions are selected for it
+/// (external and internal): a data model binds it (SCXML's `_event`, and
+/// an invocation's `<finalize>`). The events it returns (errors) join the
+/// internal queue.
+pub type EventHookFn<C> = Arc<dyn Fn(&mut C, &Event) -> Vec<Event> + Send + Sync>;

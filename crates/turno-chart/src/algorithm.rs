@@ -3,7 +3,10 @@
 //! XState v5's semantics where the two differ. Function names follow the
 //! spec's Appendix D so one can be read against the other; each says where
 //! XState departs and what turno does (see also `docs/statecharts.md`).
+//! A machine's [`Semantics`] picks the rule at each such point: XState's
+//! for JSON configs, the spec's for SCXML documents.
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
 
 use serde_json::{Map, Value};
@@ -12,6 +15,7 @@ use smallvec::SmallVec;
 use crate::actions::{Action, ActionScope, Effect, SendTarget};
 use crate::event::{names, Event};
 use crate::machine::{ActionDef, Delay, Guard, Machine, StateIdx, StateKind, TransIdx, ValueExpr};
+use crate::semantics::{scxml_descriptor_matches, Semantics};
 use crate::snapshot::{HistoryEntry, Invocation, Scheduled, Snapshot, StateSet, Status};
 
 /// Why a macrostep could not complete.
@@ -93,6 +97,10 @@ pub(crate) struct Run<'m, 's, C> {
     /// Microsteps of the current macrostep (recent ones are kept only near the limit).
     steps: usize,
     inspect: Option<&'s mut (dyn FnMut(Inspect<'_>) + 's)>,
+    /// SCXML: `(parent, history)` for each history state whose default
+    /// transition the entry set takes (its actions run after the parent's
+    /// entry: the spec's `defaultHistoryContent`).
+    history_content: RefCell<SmallVec<[(StateIdx, StateIdx); 2]>>,
 }
 
 impl<'m, 's, C: Clone> Run<'m, 's, C> {
@@ -112,6 +120,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
             recent: VecDeque::new(),
             steps: 0,
             inspect: None,
+            history_content: RefCell::new(SmallVec::new()),
         }
     }
 
@@ -124,6 +133,20 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
     fn note(&mut self, step: Inspect<'_>) {
         if let Some(f) = &mut self.inspect {
             f(step);
+        }
+    }
+
+    #[inline]
+    fn scxml(&self) -> bool {
+        self.m.semantics == Semantics::Scxml
+    }
+
+    /// The machine's event hook (SCXML: bind `_event`) for the event about
+    /// to be processed.
+    fn bind_event(&mut self, event: &Event) {
+        if let Some(hook) = &self.m.event_hook {
+            let errors = hook(&mut self.snap.context, event);
+            self.internal.extend(errors);
         }
     }
 
@@ -142,8 +165,19 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
     /// XState's initial transition: every initial state, root included, is
     /// entered by one reentering transition of the root) and runs the rest
     /// of the first macrostep.
+    ///
+    /// SCXML: the root's initial transition (its targets may be several
+    /// and deep) from the root, which is entered with them.
     pub(crate) fn initial(&mut self) -> Result<(), ChartError> {
-        let targets = self.get_initial_state_nodes();
+        let targets = if self.scxml() {
+            let root = self.m.state(0);
+            match (&root.initial_targets[..], root.initial) {
+                ([], Some(i)) => vec![i],
+                (ts, _) => ts.to_vec(),
+            }
+        } else {
+            self.get_initial_state_nodes()
+        };
         let init = TRef {
             source: 0,
             targets: &targets,
@@ -169,9 +203,10 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
             event: &event,
             internal: false,
         });
+        self.bind_event(&event);
         let mut enabled = Trans::new();
         self.select_transitions(&event, &mut enabled);
-        if enabled.is_empty() && event.name().starts_with("xstate.error.actor.") {
+        if enabled.is_empty() && !self.scxml() && event.name().starts_with("xstate.error.actor.") {
             // XState: an unhandled invocation error fails the chart.
             self.snap.status = Status::Error;
             self.snap.error = Some(event.get("error").cloned().unwrap_or(Value::Null));
@@ -205,8 +240,23 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
         self.settle(event)
     }
 
+    /// Puts `events` on the internal queue and runs them (and what they
+    /// cause) as the rest of the current macrostep.
+    pub(crate) fn continue_with(&mut self, events: Vec<Event>) -> Result<(), ChartError> {
+        if self.snap.status != Status::Active {
+            return Ok(());
+        }
+        let Some(first) = events.first().cloned() else {
+            return Ok(());
+        };
+        self.internal.extend(events);
+        self.settle(first)
+    }
+
     /// Eventless transitions after every microstep, then the internal queue,
-    /// until neither has anything left.
+    /// until neither has anything left. XState re-selects eventless
+    /// transitions after an eventless microstep only when it changed
+    /// something; SCXML after every microstep.
     fn settle(&mut self, mut event: Event) -> Result<(), ChartError> {
         let mut select_eventless = true;
         let mut steps = 0usize;
@@ -226,6 +276,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
                     event: &event,
                     internal: true,
                 });
+                self.bind_event(&event);
                 self.select_transitions(&event, &mut enabled);
             }
             steps += 1;
@@ -236,7 +287,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
             let refs: Refs<'m> = enabled.iter().map(|&t| self.t(t)).collect();
             self.changed = false;
             self.microstep(&enabled, &refs, &event);
-            select_eventless = !eventless || self.changed;
+            select_eventless = !eventless || self.changed || self.scxml();
         }
         if self.snap.status != Status::Active {
             self.stop_everything();
@@ -278,6 +329,25 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
         }
     }
 
+    /// Stops an active chart from outside as SCXML's `exitInterpreter`
+    /// does for a cancelled session: the exit actions of every active
+    /// state run, innermost first (the configuration is kept, as for a done
+    /// chart), then its invocations, children and delayed events stop.
+    pub(crate) fn exit_interpreter(&mut self, event: &Event) {
+        if self.snap.status != Status::Active {
+            return;
+        }
+        let mut order: States = States::new();
+        self.snap.config.for_each_rev(|s| order.push(s));
+        let m = self.m;
+        for s in order {
+            self.note(Inspect::Exit(s));
+            self.execute_content(&m.state(s).exit, event);
+        }
+        self.snap.status = Status::Stopped;
+        self.stop_everything();
+    }
+
     /// A done or failed chart stops its invocations and children and
     /// forgets its delayed events.
     fn stop_everything(&mut self) {
@@ -308,12 +378,62 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
     /// transitions only if no region has one. Within a state, candidates
     /// come in XState's order (exact descriptor, then wildcards longest
     /// first) and the first whose guard passes is taken.
+    ///
+    /// SCXML: for each active atomic state in document order, the state and
+    /// then its ancestors are searched, transitions in document order, for
+    /// the first whose descriptor list matches (by token prefix) and whose
+    /// guard passes.
     pub(crate) fn select_transitions(&mut self, event: &Event, out: &mut Trans) {
+        if self.scxml() {
+            self.select_transitions_scxml(event, out);
+            return;
+        }
         let event_id = self.m.events.get(event.name()).copied();
         self.select_node(0, event_id, event, out);
         if out.len() > 1 {
             let filtered = self.remove_conflicting_transitions(out);
             *out = filtered;
+        }
+    }
+
+    fn select_transitions_scxml(&mut self, event: &Event, out: &mut Trans) {
+        let m = self.m;
+        let mut atomics: States = States::new();
+        self.snap.config.for_each(|s| {
+            if m.atomic[s as usize] {
+                atomics.push(s)
+            }
+        });
+        for s in atomics {
+            let mut anc = Some(s);
+            'walk: while let Some(a) = anc {
+                for (d, ts) in &m.state(a).on {
+                    if !scxml_descriptor_matches(d, event.name()) {
+                        continue;
+                    }
+                    for &t in ts {
+                        if self.guard_passes(t, event) {
+                            if !out.contains(&t) {
+                                out.push(t);
+                            }
+                            break 'walk;
+                        }
+                    }
+                }
+                anc = m.state(a).parent;
+            }
+        }
+        if out.len() > 1 {
+            let filtered = self.remove_conflicting_transitions(out);
+            *out = filtered;
+        }
+    }
+
+    fn guard_passes(&mut self, t: TransIdx, event: &Event) -> bool {
+        let m = self.m;
+        match &m.transitions[t as usize].guard {
+            None => true,
+            Some(g) => self.eval_guard(g, event),
         }
     }
 
@@ -357,15 +477,14 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
     /// The first enabled candidate of one state.
     fn next(&mut self, s: StateIdx, event_id: Option<u32>, event: &Event, out: &mut Trans) -> bool {
         let mut scratch = std::mem::take(&mut self.scratch);
-        let found = {
-            let cands = self.m.candidates(event_id, event.name(), s, &mut scratch);
-            cands.iter().copied().find(|&t| {
-                self.m.transitions[t as usize]
-                    .guard
-                    .as_ref()
-                    .is_none_or(|g| self.eval_guard(g, event))
-            })
-        };
+        let m = self.m;
+        let mut found = None;
+        for &t in m.candidates(event_id, event.name(), s, &mut scratch) {
+            if self.guard_passes(t, event) {
+                found = Some(t);
+                break;
+            }
+        }
         self.scratch = scratch;
         match found {
             Some(t) => {
@@ -394,11 +513,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
             let mut anc = Some(s);
             'walk: while let Some(a) = anc {
                 for &t in &m.state(a).always {
-                    let ok = m.transitions[t as usize]
-                        .guard
-                        .as_ref()
-                        .is_none_or(|g| self.eval_guard(g, event));
-                    if ok {
+                    if self.guard_passes(t, event) {
                         if !out.contains(&t) {
                             out.push(t);
                         }
@@ -445,13 +560,22 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
         filtered.into_iter().map(|(t, _)| t).collect()
     }
 
-    pub(crate) fn eval_guard(&self, g: &Guard<C>, event: &Event) -> bool {
+    /// A guard's verdict; a [`Guard::Try`] that fails places its error on
+    /// the internal queue and counts as false (SCXML's `conditionMatch`).
+    pub(crate) fn eval_guard(&mut self, g: &Guard<C>, event: &Event) -> bool {
         match g {
             Guard::Named { imp, params, .. } => imp(&self.snap.context, event, params),
             Guard::And(gs) => gs.iter().all(|g| self.eval_guard(g, event)),
             Guard::Or(gs) => gs.iter().any(|g| self.eval_guard(g, event)),
             Guard::Not(g) => !self.eval_guard(g, event),
             Guard::StateIn(states, _) => states.iter().all(|&s| self.snap.config.contains(s)),
+            Guard::Try { imp, .. } => match imp(&self.snap.context, event) {
+                Ok(b) => b,
+                Err(e) => {
+                    self.internal.push_back(e);
+                    false
+                }
+            },
         }
     }
 
@@ -506,11 +630,19 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
         }
         let mut order = Vec::new();
         self.snap.config.for_each_rev(|s| order.push(s));
+        let m = self.m;
         for s in order {
-            let exit = &self.m.state(s).exit;
-            self.execute_content(exit, event);
-            for a in &self.m.state(s).after {
+            let node = m.state(s);
+            self.execute_content(&node.exit, event);
+            for a in &node.after {
                 self.cancel(&a.event);
+            }
+            // SCXML's `exitInterpreter`: the top-level final state's done
+            // data, evaluated as it is exited, is the session's output.
+            if self.scxml() && node.kind == StateKind::Final && node.parent == Some(0) {
+                if let Some(o) = &node.output {
+                    self.snap.output = self.eval_value_try(o, event);
+                }
             }
         }
     }
@@ -625,7 +757,9 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
         let n = self.m.n();
         let mut to_enter = StateSet::with_states(n);
         let mut default_entry = StateSet::with_states(n);
+        self.history_content.borrow_mut().clear();
         self.compute_entry_set(ts, domains, &mut to_enter, &mut default_entry);
+        let history_content = std::mem::take(&mut *self.history_content.borrow_mut());
         if initial {
             default_entry.insert(0);
         }
@@ -654,8 +788,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
             for inv in &node.invoke {
                 let input = match &inv.input {
                     None => Value::Null,
-                    Some(ValueExpr::Value(v)) => v.clone(),
-                    Some(ValueExpr::Fn(f)) => f(&self.snap.context, event),
+                    Some(e) => self.eval_value(e, event),
                 };
                 let generation = self.seq();
                 self.snap.invocations.push(Invocation {
@@ -675,6 +808,13 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
             }
             if default_entry.contains(s) {
                 self.execute_content(&node.initial_actions, event);
+            }
+            for &(_, h) in history_content.iter().filter(|(p, _)| *p == s) {
+                self.execute_content(&m.state(h).history_actions, event);
+            }
+            if node.kind == StateKind::Final && self.scxml() {
+                self.final_entered_scxml(s, event);
+                continue;
             }
             if node.kind == StateKind::Final {
                 let parent = node.parent;
@@ -711,6 +851,48 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
         }
     }
 
+    /// SCXML's `enterStates` for a final state: a child of the root halts
+    /// the session (its done data is read when it is exited); otherwise
+    /// `done.state.<parent>` with the done data as `data`, and
+    /// `done.state.<grandparent>` when that is a parallel state whose
+    /// regions are all final (no further bubbling).
+    fn final_entered_scxml(&mut self, s: StateIdx, event: &Event) {
+        let m = self.m;
+        let node = m.state(s);
+        let parent = node.parent.expect("a final state has a parent");
+        if parent == 0 {
+            self.snap.status = Status::Done;
+            return;
+        }
+        let data = match &node.output {
+            Some(o) => self.eval_value_try(o, event),
+            None => None,
+        };
+        self.internal
+            .push_back(scxml_done_event(&m.state(parent).id, data));
+        if let Some(gp) = m.state(parent).parent {
+            if m.state(gp).kind == StateKind::Parallel && self.is_in_final_state(gp) {
+                self.internal
+                    .push_back(scxml_done_event(&m.state(gp).id, None));
+            }
+        }
+    }
+
+    /// A value; a [`ValueExpr::Try`] that fails places its error on the
+    /// internal queue and gives none.
+    fn eval_value_try(&mut self, e: &ValueExpr<C>, event: &Event) -> Option<Value> {
+        match e {
+            ValueExpr::Try(f) => match f(&self.snap.context, event) {
+                Ok(v) => Some(v),
+                Err(err) => {
+                    self.internal.push_back(err);
+                    None
+                }
+            },
+            other => Some(self.eval_value(other, event)),
+        }
+    }
+
     fn machine_output(&self, completion: StateIdx, event: &Event) -> Option<Value> {
         let root = self.m.state(0);
         let expr = root.output.as_ref()?;
@@ -727,6 +909,9 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
         match e {
             ValueExpr::Value(v) => v.clone(),
             ValueExpr::Fn(f) => f(&self.snap.context, event),
+            // Outside SCXML's done data (where errors are raised) a failed
+            // expression gives `null`.
+            ValueExpr::Try(f) => f(&self.snap.context, event).unwrap_or(Value::Null),
         }
     }
 
@@ -801,9 +986,15 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
         match node.kind {
             StateKind::History { .. } => {
                 let parent = node.parent.expect("history has a parent");
+                // SCXML enters a remembered or default compound state by
+                // its initial transition (its actions run); XState does not.
+                let scxml = self.scxml();
                 if let Some(h) = self.history_of(s) {
                     for &r in h {
                         to_enter.insert(r);
+                        if scxml {
+                            default_entry.insert(r);
+                        }
                         self.add_descendant_states_to_enter(r, to_enter, default_entry);
                     }
                     for &r in h {
@@ -812,10 +1003,16 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
                     }
                 } else {
                     let (targets, is_parent_initial) = self.history_default(s);
+                    if scxml {
+                        self.history_content.borrow_mut().push((parent, s));
+                    }
                     for &r in &targets {
                         to_enter.insert(r);
                         if is_parent_initial {
                             default_entry.insert(parent);
+                        }
+                        if scxml {
+                            default_entry.insert(r);
                         }
                         self.add_descendant_states_to_enter(r, to_enter, default_entry);
                     }
@@ -827,13 +1024,21 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
             }
             StateKind::Compound => {
                 let init = node.initial.expect("compound states have an initial child");
-                if !m.state(init).is_history() {
-                    to_enter.insert(init);
-                    default_entry.insert(init);
+                let targets = match &node.initial_targets[..] {
+                    ts if !ts.is_empty() && self.scxml() => ts,
+                    _ => std::slice::from_ref(&init),
+                };
+                for &t in targets {
+                    if !m.state(t).is_history() {
+                        to_enter.insert(t);
+                        default_entry.insert(t);
+                    }
+                    self.add_descendant_states_to_enter(t, to_enter, default_entry);
                 }
-                self.add_descendant_states_to_enter(init, to_enter, default_entry);
-                let anc = self.get_proper_ancestors(init, Some(s));
-                self.add_ancestor_states_to_enter(&anc, None, to_enter, default_entry);
+                for &t in targets {
+                    let anc = self.get_proper_ancestors(t, Some(s));
+                    self.add_ancestor_states_to_enter(&anc, None, to_enter, default_entry);
+                }
             }
             StateKind::Parallel => {
                 for &c in &node.children {
@@ -873,6 +1078,9 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
                     }
                     if !self.has_descendant_in(to_enter, c) {
                         to_enter.insert(c);
+                        if self.scxml() {
+                            default_entry.insert(c);
+                        }
                         self.add_descendant_states_to_enter(c, to_enter, default_entry);
                     }
                 }
@@ -932,7 +1140,15 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
     /// source has the source as domain; otherwise the least common
     /// ancestor of source and targets. `None` stands for "above the root"
     /// (a reentering transition of the root).
+    ///
+    /// SCXML: the source when the transition is internal (`reenter` false),
+    /// the source compound and every target a proper descendant of it;
+    /// otherwise the least common compound ancestor. The root's initial
+    /// transition has the domain "above the root".
     fn get_transition_domain(&self, t: &TRef<'_>) -> Option<StateIdx> {
+        if self.scxml() {
+            return self.get_transition_domain_scxml(t);
+        }
         let targets = self.get_effective_target_states(t);
         if !t.reenter
             && targets
@@ -948,6 +1164,30 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
             None if t.reenter => None,
             None => Some(0),
         }
+    }
+
+    fn get_transition_domain_scxml(&self, t: &TRef<'_>) -> Option<StateIdx> {
+        if t.source == 0 {
+            return None;
+        }
+        let targets = self.get_effective_target_states(t);
+        if !t.reenter
+            && self.m.state(t.source).kind == StateKind::Compound
+            && targets.iter().all(|&s| self.m.is_descendant(s, t.source))
+        {
+            return Some(t.source);
+        }
+        // The spec's findLCCA: only compound ancestors (the root is one).
+        let mut a = self.m.state(t.source).parent;
+        while let Some(anc) = a {
+            if self.m.state(anc).kind == StateKind::Compound
+                && targets.iter().all(|&s| self.m.is_descendant(s, anc))
+            {
+                return Some(anc);
+            }
+            a = self.m.state(anc).parent;
+        }
+        Some(0)
     }
 
     /// The spec's `findLCCA` (<https://www.w3.org/TR/scxml/#findLCCA>).
@@ -1177,6 +1417,18 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
                 seq: s.seq,
             });
         }
+    }
+}
+
+/// SCXML's `done.state.<id>`, the done data under `data` (`_event.data`).
+fn scxml_done_event(id: &str, data: Option<Value>) -> Event {
+    match data {
+        Some(v) => {
+            let mut m = Map::new();
+            m.insert("data".into(), v);
+            Event::with_data(format!("done.state.{id}"), Value::Object(m))
+        }
+        None => Event::new(format!("done.state.{id}")),
     }
 }
 

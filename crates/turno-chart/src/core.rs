@@ -55,6 +55,20 @@ pub fn initial_transition_at<C: Clone>(m: &Machine<C>, now_ms: u64) -> Result<St
     Ok((snap, actions))
 }
 
+/// [`initial_transition`] starting from `context` instead of the machine's
+/// initial context (a machine shared by sessions that each own their data,
+/// as SCXML sessions of one document do).
+pub fn initial_transition_with<C: Clone>(
+    m: &Machine<C>,
+    context: C,
+    actions: &mut Vec<Action>,
+) -> Result<Snapshot<C>, ChartError> {
+    let mut snap = pre_initial(m, 0);
+    snap.context = context;
+    Run::new(m, &mut snap, actions).initial()?;
+    Ok(snap)
+}
+
 /// One macrostep for an external event: a new snapshot and the actions.
 /// The input snapshot is not changed.
 pub fn transition<C: Clone>(
@@ -106,6 +120,32 @@ pub fn transition_inspected<C: Clone>(
     Run::new(m, snapshot, actions)
         .inspected(inspect)
         .macrostep(event)
+}
+
+/// Runs `events` as internal events of the macrostep that produced
+/// `snapshot` (before any further external event), and what they cause,
+/// until the chart is at rest. An SCXML session uses it for errors raised
+/// while starting invocations, which the spec runs in the same macrostep.
+pub fn continue_macrostep<C: Clone>(
+    m: &Machine<C>,
+    snapshot: &mut Snapshot<C>,
+    events: Vec<Event>,
+    actions: &mut Vec<Action>,
+) -> Result<(), ChartError> {
+    Run::new(m, snapshot, actions).continue_with(events)
+}
+
+/// Stops an active chart from outside, running the exit actions of every
+/// active state innermost first (SCXML's `exitInterpreter` for a cancelled
+/// session); the status becomes `Stopped` and the actions stop its
+/// invocations and timers. The configuration is kept.
+pub fn exit_interpreter<C: Clone>(
+    m: &Machine<C>,
+    snapshot: &mut Snapshot<C>,
+    event: Event,
+    actions: &mut Vec<Action>,
+) {
+    Run::new(m, snapshot, actions).exit_interpreter(&event)
 }
 
 /// The earliest pending delayed event due at or before `limit_ms`, as

@@ -47,6 +47,7 @@ pub mod mermaid;
 pub mod paths;
 pub mod persist;
 pub mod script;
+pub mod semantics;
 pub mod snapshot;
 pub mod spec;
 pub mod stdlib;
@@ -56,13 +57,14 @@ pub mod volatile;
 pub use actions::{Action, ActionScope, SendTarget};
 pub use algorithm::{ChartError, Inspect};
 pub use core::{
-    advance, can, fire_scheduled, fire_scheduled_inspected, initial_transition,
-    initial_transition_at, initial_transition_inspected, invocation_done,
-    invocation_done_inspected, next_due, transition, transition_in_place, transition_inspected,
-    Delivery, Step,
+    advance, can, continue_macrostep, exit_interpreter, fire_scheduled, fire_scheduled_inspected,
+    initial_transition, initial_transition_at, initial_transition_inspected,
+    initial_transition_with, invocation_done, invocation_done_inspected, next_due, transition,
+    transition_in_place, transition_inspected, Delivery, Step,
 };
 pub use event::Event;
 pub use implementations::Implementations;
 pub use json::{definition_json, load_json, load_value, Definition, LoadError};
 pub use machine::{BuildError, Machine, Problem, StateIdx, StateKind};
+pub use semantics::Semantics;
 pub use snapshot::{Invocation, Scheduled, Snapshot, StateSet, StateValue, Status};

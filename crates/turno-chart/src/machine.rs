@@ -10,8 +10,9 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 use serde_json::Value;
 
-use crate::actions::{ActionFn, DelayFn, GuardFn, ValueFn};
+use crate::actions::{ActionFn, DelayFn, EventHookFn, GuardFn, TryGuardFn, TryValueFn, ValueFn};
 use crate::event::{matches_descriptor, names};
+use crate::semantics::Semantics;
 use crate::spec::{
     ActionSpec, DelaySpec, GuardSpec, InitialSpec, KindSpec, OutputSpec, StateSpec, TransitionSpec,
 };
@@ -70,6 +71,13 @@ pub enum Guard<C> {
     Not(Box<Guard<C>>),
     /// All these states are active.
     StateIn(Vec<StateIdx>, String),
+    /// A guard that can fail: an error is raised, the guard is false.
+    Try {
+        /// The name (the condition's text, for diagrams).
+        name: Arc<str>,
+        /// The implementation.
+        imp: TryGuardFn<C>,
+    },
 }
 
 /// A compiled delay.
@@ -88,6 +96,8 @@ pub enum ValueExpr<C> {
     Value(Value),
     /// An expression.
     Fn(ValueFn<C>),
+    /// An expression that can fail: an error is raised, there is no value.
+    Try(TryValueFn<C>),
 }
 
 /// One transition.
@@ -168,6 +178,11 @@ pub struct StateNode<C> {
     /// A history state's default targets (resolved; empty means "the
     /// parent's initial", or the parent itself for a parallel parent).
     pub history_default: Vec<StateIdx>,
+    /// Actions of a history state's default transition.
+    pub history_actions: Vec<ActionDef<C>>,
+    /// Every target of a compound state's initial transition, when given
+    /// as such (SCXML: several, possibly deep); empty means `[initial]`.
+    pub initial_targets: Vec<StateIdx>,
     /// Tags.
     pub tags: Vec<Arc<str>>,
     /// `meta`.
@@ -279,6 +294,8 @@ pub struct Machine<C> {
     /// Microsteps one macrostep may take before it is a runaway loop.
     pub(crate) max_microsteps: usize,
     pub(crate) atomic: Vec<bool>,
+    pub(crate) semantics: Semantics,
+    pub(crate) event_hook: Option<EventHookFn<C>>,
 }
 
 /// The default bound on microsteps in one macrostep.
@@ -293,6 +310,23 @@ impl<C: Clone> Machine<C> {
         version: Option<String>,
     ) -> Result<Self, BuildError> {
         Builder::default().build(root, context, version)
+    }
+
+    /// [`Machine::new`] under the given rules ([`Semantics`]). Under
+    /// [`Semantics::Scxml`] a state's `on` entries keep document order and
+    /// are not merged by descriptor: each descriptor is an SCXML descriptor
+    /// list (`"a b.*"`).
+    pub fn with_semantics(
+        root: StateSpec<C>,
+        context: C,
+        version: Option<String>,
+        semantics: Semantics,
+    ) -> Result<Self, BuildError> {
+        Builder {
+            semantics,
+            ..Builder::default()
+        }
+        .build(root, context, version)
     }
 }
 
@@ -330,6 +364,18 @@ impl<C> Machine<C> {
     /// The initial context.
     pub fn initial_context(&self) -> &C {
         &self.context
+    }
+
+    /// The rules this machine follows.
+    pub fn semantics(&self) -> Semantics {
+        self.semantics
+    }
+
+    /// Calls `hook` with every event before transitions are selected for
+    /// it (see [`EventHookFn`]): how a data model binds the current event.
+    pub fn with_event_hook(mut self, hook: EventHookFn<C>) -> Self {
+        self.event_hook = Some(hook);
+        self
     }
 
     /// Sets how many microsteps a macrostep may take before it is reported
@@ -392,6 +438,7 @@ fn collect_candidates<C>(node: &StateNode<C>, event: &str, out: &mut Vec<TransId
 #[derive(Default)]
 struct Builder {
     paths: Vec<String>,
+    semantics: Semantics,
 }
 
 struct Flat<C> {
@@ -495,6 +542,7 @@ impl Builder {
                 None => Vec::new(),
             };
             let mut on: Vec<(Arc<str>, Vec<TransIdx>)> = Vec::new();
+            let merge = self.semantics == Semantics::XState;
             let mut push_group = |descriptor: Arc<str>,
                                   group: &[TransitionSpec<C>],
                                   delay_label: Option<String>,
@@ -507,7 +555,7 @@ impl Builder {
                     idx.push(transitions.len() as TransIdx);
                     transitions.push(tr);
                 }
-                match on.iter_mut().find(|(d, _)| *d == descriptor) {
+                match on.iter_mut().find(|(d, _)| merge && *d == descriptor) {
                     Some((_, v)) => v.extend(idx),
                     None => on.push((descriptor, idx)),
                 }
@@ -561,6 +609,11 @@ impl Builder {
                 push_group(event.clone(), group, Some(label), &mut transitions)?;
                 after.push(After { delay, event });
             }
+            let history_actions = actions(&spec.history_actions);
+            let mut initial_targets = Vec::with_capacity(spec.initial_targets.len());
+            for t in &spec.initial_targets {
+                initial_targets.push(resolver.by_path(i as StateIdx, t, &spec.path)?);
+            }
             let mut always = Vec::new();
             for t in &spec.always {
                 always.push(transitions.len() as TransIdx);
@@ -587,6 +640,8 @@ impl Builder {
                 on,
                 always,
                 history_default,
+                history_actions,
+                initial_targets,
                 tags: spec.tags.iter().map(|t| t.as_str().into()).collect(),
                 meta: spec.meta.clone(),
                 description: spec.description.clone(),
@@ -596,7 +651,10 @@ impl Builder {
         // The candidate table for every exact event name.
         let mut events: FxHashMap<Arc<str>, u32> = FxHashMap::default();
         let mut has_wildcards = false;
-        for s in &states {
+        // SCXML machines select by descriptor lists in document order and
+        // need no table of exact names.
+        let table = self.semantics == Semantics::XState;
+        for s in states.iter().filter(|_| table) {
             for (d, _) in &s.on {
                 if d.contains('*') {
                     has_wildcards = true;
@@ -632,6 +690,8 @@ impl Builder {
             version,
             max_microsteps: DEFAULT_MAX_MICROSTEPS,
             atomic,
+            semantics: self.semantics,
+            event_hook: None,
         })
     }
 
@@ -840,6 +900,10 @@ impl<C: Clone> SpecResolver<'_, C> {
                     .collect::<Result<_, _>>()?,
             ),
             GuardSpec::Not(g) => Guard::Not(Box::new(self.guard(g, &format!("{path}.guard"))?)),
+            GuardSpec::Try { name, imp } => Guard::Try {
+                name: name.as_str().into(),
+                imp: imp.clone(),
+            },
             GuardSpec::StateIn(v) => {
                 let mut out = Vec::new();
                 let label = match v {
@@ -940,5 +1004,6 @@ fn value_expr<C>(o: &OutputSpec<C>) -> ValueExpr<C> {
     match o {
         OutputSpec::Value(v) => ValueExpr::Value(v.clone()),
         OutputSpec::Fn(f) => ValueExpr::Fn(f.clone()),
+        OutputSpec::Try(f) => ValueExpr::Try(f.clone()),
     }
 }

@@ -55,6 +55,7 @@ fn guard_label<C>(g: &Guard<C>) -> String {
         ),
         Guard::Not(g) => format!("not {}", guard_label(g)),
         Guard::StateIn(_, label) => format!("in {label}"),
+        Guard::Try { name, .. } => name.to_string(),
     }
 }
 

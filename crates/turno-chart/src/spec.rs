@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use crate::actions::{ActionFn, DelayFn, GuardFn, ValueFn};
+use crate::actions::{ActionFn, DelayFn, GuardFn, TryGuardFn, TryValueFn, ValueFn};
 
 /// One state of a definition.
 pub struct StateSpec<C> {
@@ -43,6 +43,14 @@ pub struct StateSpec<C> {
     pub output: Option<OutputSpec<C>>,
     /// A history state's default `target`.
     pub history_target: Option<Vec<String>>,
+    /// Actions of a history state's default transition (SCXML: run after
+    /// the parent's entry when the default is taken).
+    pub history_actions: Vec<ActionSpec<C>>,
+    /// Under [`Semantics::Scxml`](crate::Semantics) only: every target of a
+    /// compound state's initial transition (several, possibly deeper than a
+    /// child), as `#id`s; when empty, or under XState's rules, the initial
+    /// state is `initial`'s child.
+    pub initial_targets: Vec<String>,
     /// Where this state was defined (a JSON path like `$.states.a`), for errors.
     pub path: String,
 }
@@ -68,6 +76,8 @@ impl<C> StateSpec<C> {
             description: None,
             output: None,
             history_target: None,
+            history_actions: Vec::new(),
+            initial_targets: Vec::new(),
             path: path.into(),
         }
     }
@@ -149,6 +159,13 @@ pub enum GuardSpec<C> {
     Not(Box<GuardSpec<C>>),
     /// The chart is in a state: `"#id"` or a state value (`"a"`, `{"a": "b"}`).
     StateIn(Value),
+    /// A guard that can fail (see [`TryGuardFn`]).
+    Try {
+        /// The name (for diagrams), e.g. the condition's text.
+        name: String,
+        /// The implementation.
+        imp: TryGuardFn<C>,
+    },
 }
 
 /// A named action of a definition.
@@ -197,4 +214,6 @@ pub enum OutputSpec<C> {
     Value(Value),
     /// An expression.
     Fn(ValueFn<C>),
+    /// An expression that can fail (see [`TryValueFn`]).
+    Try(TryValueFn<C>),
 }

@@ -306,7 +306,9 @@ impl<'m> Writer<'m> {
                         attr(&js(&serde_json::json!({ "output": v })))
                     );
                 }
-                ValueExpr::Fn(_) => return Err(self.unsupported(s, "a computed output")),
+                ValueExpr::Fn(_) | ValueExpr::Try(_) => {
+                    return Err(self.unsupported(s, "a computed output"))
+                }
             }
         }
         let mut transitions: Vec<u32> = n.always.clone();
@@ -396,6 +398,10 @@ impl<'m> Writer<'m> {
                     .join(" && ")
             ),
             Guard::Named { name, params, .. } => self.named_guard(s, name, params)?,
+            // A condition whose implementation is code: its text is a name.
+            Guard::Try { name, .. } => {
+                return Err(self.unsupported(s, format!("the guard {name:?}")))
+            }
         })
     }
 

@@ -4,8 +4,10 @@
 //!   what is not SCXML with a [`LoadError`] that names the line and column.
 //! - [`datamodel`]: the null data model and (feature `ecmascript`, on by
 //!   default) the ECMAScript data model on boa_engine.
-//! - [`Session`]: the W3C algorithm (Appendix D, under its names) with
-//!   executable content, `<send>`, `<invoke>` and the `_event` fields.
+//! - [`Session`]: a document running on turno-chart's core (one
+//!   algorithm for JSON configs and SCXML, under
+//!   [`Semantics::Scxml`](turno_chart::Semantics)), with executable
+//!   content, `<send>`, `<invoke>` and the `_event` fields.
 //! - [`System`]: sessions and their invoked children on virtual time.
 //! - [`suite`]: the W3C conformance suite runner.
 //! - [`script`]: `turno chart run` for SCXML; [`mermaid`]: diagrams;
@@ -33,23 +35,25 @@
 //! assert_eq!(sys.atomic_states(s), ["done"]);
 //! ```
 
+mod compile;
 pub mod datamodel;
 mod error;
 mod event;
+mod exec;
 #[cfg(feature = "chart")]
 pub mod export;
-mod interp;
 mod load;
 pub mod mermaid;
 pub mod model;
 pub mod script;
+mod session;
 pub mod suite;
 mod system;
 mod xml;
 
 pub use error::{LoadError, Position};
 pub use event::{Event, EventKind, SCXML_IO_PROCESSOR};
-pub use interp::{Host, InvokeRequest, Session, Target};
 pub use load::{load_file, load_str};
 pub use model::Document;
+pub use session::{Session, MAX_MICROSTEPS};
 pub use system::{data_model_for, LogLine, RunError, SessionHandle, System};

@@ -1,21 +1,27 @@
 //! A set of SCXML sessions (a root and the children it invokes) on one
 //! thread and virtual time: the SCXML event I/O processor.
 //!
-//! Each session has its own external queue. [`System::run_until`] runs one
-//! macrostep at a time, taking sessions with queued events in the order they
-//! became ready (a FIFO, like actors on a deterministic scheduler), and
-//! advances the clock to the next delayed event only when no session has
-//! work. Same documents, same external events, same run.
+//! Each session has its own external queue, in the [`PostOffice`] its
+//! executable content reaches through its context while a macrostep runs
+//! (a `<send>` learns at once whether its target exists, for
+//! `error.communication`). [`System::run_until`] runs one macrostep at a
+//! time, taking sessions with queued events in the order they became ready
+//! (a FIFO, like actors on a deterministic scheduler), and advances the
+//! clock to the next delayed event only when no session has work. Same
+//! documents, same external events, same run.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::rc::Rc;
 use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::compile::{compile, Compiled};
 use crate::datamodel::{DataModel, EvalError, Null};
 use crate::event::{Event, EventKind};
-use crate::interp::{Host, InvokeRequest, Session, Target};
 use crate::model::{DataModelKind, Document};
+use crate::session::Session;
 
 /// A handle on one session of a [`System`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -54,12 +60,25 @@ pub fn data_model_for(doc: &Document) -> Result<Box<dyn DataModel>, EvalError> {
     }
 }
 
-struct Slot {
-    session: Option<Session>,
+/// Where a `<send>` goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Target {
+    /// No target: this session's external queue.
+    SelfExternal,
+    /// `#_parent`.
+    Parent,
+    /// `#_<invokeid>`: a child this session invoked.
+    Invoked(String),
+    /// `#_scxml_<sessionid>`.
+    Session(String),
+}
+
+struct Mailbox {
+    id: String,
     queue: VecDeque<Event>,
     queued: bool,
     alive: bool,
-    /// The parent slot and this session's invokeid there.
+    /// The parent mailbox and this session's invokeid there.
     parent: Option<(usize, String)>,
     children: HashMap<String, usize>,
 }
@@ -71,77 +90,36 @@ struct Timer {
     event: Event,
 }
 
-/// Sessions, their queues and the clock.
-pub struct System {
-    slots: Vec<Slot>,
+/// A child to start once the current macrostep ends.
+struct Start {
+    slot: usize,
+    document: Arc<Document>,
+    params: Vec<(String, Value)>,
+}
+
+/// The sessions' queues, timers and routes, shared by the [`System`] and
+/// the sessions' executable content.
+pub(crate) struct PostOffice {
+    boxes: Vec<Mailbox>,
     by_id: HashMap<String, usize>,
     /// Delayed events by (deadline in microseconds, sequence number).
     timers: BTreeMap<(u64, u64), Timer>,
     seq: u64,
     now_us: u64,
     ready: VecDeque<usize>,
-    to_start: Vec<usize>,
+    to_start: Vec<Start>,
+    /// Children cancelled during a macrostep, to be stopped after it.
+    to_cancel: Vec<usize>,
     logs: Vec<LogLine>,
-    step_budget: usize,
 }
 
-impl Default for System {
-    fn default() -> Self {
-        System::new()
-    }
-}
-
-impl std::fmt::Debug for System {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("System")
-            .field("sessions", &self.slots.len())
-            .field("now_us", &self.now_us)
-            .finish_non_exhaustive()
-    }
-}
-
-impl System {
-    /// An empty system at time 0.
-    pub fn new() -> Self {
-        System {
-            slots: Vec::new(),
-            by_id: HashMap::new(),
-            timers: BTreeMap::new(),
-            seq: 0,
-            now_us: 0,
-            ready: VecDeque::new(),
-            to_start: Vec::new(),
-            logs: Vec::new(),
-            step_budget: 10_000,
-        }
-    }
-
-    /// Virtual time in milliseconds.
-    pub fn now_ms(&self) -> f64 {
-        self.now_us as f64 / 1000.0
-    }
-
-    /// Starts a root session of `doc` (its initial macrostep runs now).
-    pub fn start(&mut self, doc: Arc<Document>) -> Result<SessionHandle, EvalError> {
-        let dm = data_model_for(&doc)?;
-        let slot = self.add_slot(doc, dm, None, Vec::new());
-        self.to_start.push(slot);
-        self.start_pending();
-        Ok(SessionHandle(slot))
-    }
-
-    fn add_slot(
-        &mut self,
-        doc: Arc<Document>,
-        dm: Box<dyn DataModel>,
-        parent: Option<(usize, String)>,
-        params: Vec<(String, Value)>,
-    ) -> usize {
-        let n = self.slots.len();
+impl PostOffice {
+    fn add(&mut self, parent: Option<(usize, String)>) -> usize {
+        let n = self.boxes.len();
         let id = format!("session{}", n + 1);
         self.by_id.insert(id.clone(), n);
-        self.slots.push(Slot {
-            session: Some(Session::new(doc, dm, id, params)),
+        self.boxes.push(Mailbox {
+            id,
             queue: VecDeque::new(),
             queued: false,
             alive: true,
@@ -151,175 +129,58 @@ impl System {
         n
     }
 
-    fn start_pending(&mut self) {
-        while !self.to_start.is_empty() {
-            let batch = std::mem::take(&mut self.to_start);
-            for k in batch {
-                if !self.slots[k].alive {
-                    continue;
-                }
-                if let Some(mut s) = self.slots[k].session.take() {
-                    s.start(self);
-                    let running = s.is_running();
-                    self.slots[k].session = Some(s);
-                    if !running {
-                        self.retire(k);
-                    }
-                }
-            }
-        }
-    }
-
-    /// Queues an external event for a session (the outside world sending).
-    /// An event for a session that has ended, or a handle from another
-    /// system, is dropped; the return value says whether it was queued.
-    pub fn send(&mut self, to: SessionHandle, event: Event) -> bool {
-        if self.slots.get(to.0).is_some_and(|s| s.alive) {
-            self.enqueue(to.0, event);
-            true
-        } else {
-            false
-        }
-    }
-
     fn enqueue(&mut self, k: usize, event: Event) {
-        let slot = &mut self.slots[k];
-        if !slot.alive {
+        let b = &mut self.boxes[k];
+        if !b.alive {
             return;
         }
-        slot.queue.push_back(event);
-        if !slot.queued {
-            slot.queued = true;
+        b.queue.push_back(event);
+        if !b.queued {
+            b.queued = true;
             self.ready.push_back(k);
         }
     }
 
-    /// Runs one macrostep of the first ready session; false if none is ready.
-    fn step(&mut self) -> bool {
-        let Some(k) = self.ready.pop_front() else {
-            return false;
-        };
-        self.slots[k].queued = false;
-        let Some(event) = self.slots[k].queue.pop_front() else {
-            return true;
-        };
-        if let Some(mut s) = self.slots[k].session.take() {
-            if self.slots[k].alive {
-                s.handle_external(event, self);
-            }
-            let running = s.is_running();
-            self.slots[k].session = Some(s);
-            if !running {
-                self.retire(k);
-            }
-        }
-        if !self.slots[k].queue.is_empty() && self.slots[k].alive && !self.slots[k].queued {
-            self.slots[k].queued = true;
-            self.ready.push_back(k);
-        }
-        self.start_pending();
-        true
-    }
-
-    /// A session halted: it takes no more events and its timers are dropped.
+    /// A session ended: it takes no more events and its timers are dropped.
     fn retire(&mut self, k: usize) {
-        self.slots[k].alive = false;
-        self.slots[k].queue.clear();
+        self.boxes[k].alive = false;
+        self.boxes[k].queue.clear();
         self.timers.retain(|_, t| t.from != k);
     }
 
-    /// Runs every macrostep due up to virtual time `t_ms`, then sets the
-    /// clock to `t_ms`.
-    pub fn run_until(&mut self, t_ms: f64) -> Result<(), RunError> {
-        let limit = (t_ms * 1000.0).round().max(0.0) as u64;
-        let mut steps = 0;
-        loop {
-            if self.step() {
-                steps += 1;
-                if steps > self.step_budget {
-                    return Err(RunError::StepLimit(self.step_budget));
-                }
-                continue;
-            }
-            let Some((&(deadline, seq), _)) = self.timers.iter().next() else {
-                break;
-            };
-            if deadline > limit {
-                break;
-            }
-            let timer = self.timers.remove(&(deadline, seq)).expect("just seen");
-            self.now_us = self.now_us.max(deadline);
-            steps = 0;
-            self.deliver(timer.to, timer.event);
-        }
-        self.now_us = self.now_us.max(limit);
-        Ok(())
-    }
-
-    fn deliver(&mut self, to: usize, event: Event) {
-        self.enqueue(to, event);
-    }
-
-    /// The active atomic states of a session (its last configuration, once
-    /// halted).
-    pub fn atomic_states(&self, h: SessionHandle) -> Vec<String> {
-        self.session(h)
-            .map(Session::atomic_state_ids)
-            .unwrap_or_default()
-    }
-
-    /// The session behind a handle.
-    pub fn session(&self, h: SessionHandle) -> Option<&Session> {
-        self.slots.get(h.0).and_then(|s| s.session.as_ref())
-    }
-
-    /// Is the session still running?
-    pub fn is_running(&self, h: SessionHandle) -> bool {
-        self.slots.get(h.0).is_some_and(|s| s.alive)
-    }
-
-    /// Every `<log>` so far, in order.
-    pub fn logs(&self) -> &[LogLine] {
-        &self.logs
-    }
-
-    fn slot_of(&self, id: &str) -> Option<usize> {
-        self.by_id.get(id).copied()
-    }
-}
-
-impl Host for System {
-    fn send(
+    /// Delivers `event` from session `me` to `target` after `delay_ms`
+    /// (0: at once). An error means the target cannot be reached.
+    pub(crate) fn send(
         &mut self,
-        from: &str,
+        me: usize,
         target: Target,
         mut event: Event,
         delay_ms: f64,
     ) -> Result<(), String> {
-        let me = self.slot_of(from).ok_or("unknown sending session")?;
-        if !self.slots[me].alive {
+        if !self.boxes[me].alive {
             // A cancelled child's last words (its onexit) go nowhere (6.4).
             return Ok(());
         }
         let to = match &target {
             Target::SelfExternal => me,
             Target::Parent => {
-                let (p, invokeid) = self.slots[me]
+                let (p, invokeid) = self.boxes[me]
                     .parent
                     .clone()
                     .ok_or("#_parent: this session was not invoked")?;
                 event.invokeid = Some(invokeid);
                 p
             }
-            Target::Invoked(id) => *self.slots[me]
+            Target::Invoked(id) => *self.boxes[me]
                 .children
                 .get(id)
                 .ok_or_else(|| format!("#_{id}: no such invocation"))?,
-            Target::Session(id) => self
-                .slot_of(id)
+            Target::Session(id) => *self
+                .by_id
+                .get(id)
                 .ok_or_else(|| format!("#_scxml_{id}: no such session"))?,
         };
-        if !self.slots[to].alive {
+        if !self.boxes[to].alive {
             return Err(format!("{target:?}: the session has ended"));
         }
         if delay_ms <= 0.0 {
@@ -340,60 +201,54 @@ impl Host for System {
         Ok(())
     }
 
-    fn cancel(&mut self, from: &str, sendid: &str) {
-        if let Some(me) = self.slot_of(from) {
-            self.timers
-                .retain(|_, t| !(t.from == me && t.sendid.as_deref() == Some(sendid)));
-        }
+    /// Cancels a delayed event session `me` sent, if not yet delivered.
+    pub(crate) fn cancel(&mut self, me: usize, sendid: &str) {
+        self.timers
+            .retain(|_, t| !(t.from == me && t.sendid.as_deref() == Some(sendid)));
     }
 
-    fn invoke(&mut self, parent: &str, request: InvokeRequest) -> Result<(), String> {
-        let p = self.slot_of(parent).ok_or("unknown invoking session")?;
-        let dm = data_model_for(&request.document).map_err(|e| e.0)?;
-        let child = self.add_slot(
-            request.document,
-            dm,
-            Some((p, request.invokeid.clone())),
-            request.params,
-        );
-        self.slots[p].children.insert(request.invokeid, child);
-        self.to_start.push(child);
-        Ok(())
+    /// Registers a child of `parent`; it starts after the macrostep.
+    pub(crate) fn invoke(
+        &mut self,
+        parent: usize,
+        invokeid: String,
+        document: Arc<Document>,
+        params: Vec<(String, Value)>,
+    ) -> Result<usize, String> {
+        data_model_for(&document).map_err(|e| e.0)?;
+        let child = self.add(Some((parent, invokeid.clone())));
+        self.boxes[parent].children.insert(invokeid, child);
+        self.to_start.push(Start {
+            slot: child,
+            document,
+            params,
+        });
+        Ok(child)
     }
 
-    fn cancel_invoke(&mut self, parent: &str, invokeid: &str) {
-        let Some(p) = self.slot_of(parent) else {
-            return;
-        };
-        let Some(child) = self.slots[p].children.remove(invokeid) else {
-            return;
-        };
-        if !self.slots[child].alive {
-            return;
-        }
-        self.retire(child);
-        if let Some(mut s) = self.slots[child].session.take() {
-            if s.started {
-                s.cancel(self);
+    /// Stops an invoked child: at once for its events, its onexit handlers
+    /// after the macrostep.
+    pub(crate) fn cancel_invoke(&mut self, child: usize) {
+        if let Some((p, invokeid)) = self.boxes[child].parent.clone() {
+            if self.boxes[p].children.get(&invokeid) == Some(&child) {
+                self.boxes[p].children.remove(&invokeid);
             }
-            self.slots[child].session = Some(s);
+        }
+        if self.boxes[child].alive {
+            self.retire(child);
+            self.to_cancel.push(child);
         }
     }
 
-    fn forward(&mut self, parent: &str, invokeid: &str, event: &Event) {
-        let Some(p) = self.slot_of(parent) else {
-            return;
-        };
-        if let Some(&child) = self.slots[p].children.get(invokeid) {
-            self.enqueue(child, event.clone());
-        }
+    /// Forwards an external event to an invoked child (`autoforward`).
+    pub(crate) fn forward(&mut self, child: usize, event: Event) {
+        self.enqueue(child, event);
     }
 
-    fn done(&mut self, session: &str, data: Option<Value>) {
-        let Some(k) = self.slot_of(session) else {
-            return;
-        };
-        if let Some((p, invokeid)) = self.slots[k].parent.clone() {
+    /// Session `k` reached a top-level final state: `done.invoke` for its
+    /// parent, with the final state's `<donedata>`.
+    pub(crate) fn done(&mut self, k: usize, data: Option<Value>) {
+        if let Some((p, invokeid)) = self.boxes[k].parent.clone() {
             let event = Event {
                 name: format!("done.invoke.{invokeid}"),
                 kind: EventKind::Platform,
@@ -404,11 +259,247 @@ impl Host for System {
         }
     }
 
-    fn log(&mut self, session: &str, label: Option<&str>, text: &str) {
+    /// `<log>`.
+    pub(crate) fn log(&mut self, session: &str, label: Option<&str>, text: &str) {
         self.logs.push(LogLine {
             session: session.to_owned(),
             label: label.map(str::to_owned),
             text: text.to_owned(),
         });
+    }
+}
+
+/// Sessions, their queues and the clock.
+pub struct System {
+    post: Rc<RefCell<PostOffice>>,
+    sessions: Vec<Option<Session>>,
+    /// Compiled documents by address (each invoked child document once).
+    compiled: HashMap<usize, Compiled>,
+    step_budget: usize,
+}
+
+impl Default for System {
+    fn default() -> Self {
+        System::new()
+    }
+}
+
+impl std::fmt::Debug for System {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("System")
+            .field("sessions", &self.sessions.len())
+            .field("now_us", &self.post.borrow().now_us)
+            .finish_non_exhaustive()
+    }
+}
+
+impl System {
+    /// An empty system at time 0.
+    pub fn new() -> Self {
+        System {
+            post: Rc::new(RefCell::new(PostOffice {
+                boxes: Vec::new(),
+                by_id: HashMap::new(),
+                timers: BTreeMap::new(),
+                seq: 0,
+                now_us: 0,
+                ready: VecDeque::new(),
+                to_start: Vec::new(),
+                to_cancel: Vec::new(),
+                logs: Vec::new(),
+            })),
+            sessions: Vec::new(),
+            compiled: HashMap::new(),
+            step_budget: 10_000,
+        }
+    }
+
+    /// Virtual time in milliseconds.
+    pub fn now_ms(&self) -> f64 {
+        self.post.borrow().now_us as f64 / 1000.0
+    }
+
+    /// Starts a root session of `doc` (its initial macrostep runs now).
+    pub fn start(&mut self, doc: Arc<Document>) -> Result<SessionHandle, EvalError> {
+        let dm = data_model_for(&doc)?;
+        let slot = self.post.borrow_mut().add(None);
+        self.create(slot, doc, dm, Vec::new())?;
+        self.start_session(slot);
+        self.run_pending();
+        Ok(SessionHandle(slot))
+    }
+
+    fn create(
+        &mut self,
+        slot: usize,
+        doc: Arc<Document>,
+        dm: Box<dyn DataModel>,
+        params: Vec<(String, Value)>,
+    ) -> Result<(), EvalError> {
+        let key = Arc::as_ptr(&doc) as usize;
+        if let std::collections::hash_map::Entry::Vacant(e) = self.compiled.entry(key) {
+            e.insert(compile(doc.clone())?);
+        }
+        let id = self.post.borrow().boxes[slot].id.clone();
+        let session = Session::new(
+            &self.compiled[&key],
+            dm,
+            id,
+            slot,
+            params,
+            self.post.clone(),
+        );
+        if self.sessions.len() <= slot {
+            self.sessions.resize_with(slot + 1, || None);
+        }
+        self.sessions[slot] = Some(session);
+        Ok(())
+    }
+
+    fn start_session(&mut self, k: usize) {
+        if let Some(s) = self.sessions[k].as_mut() {
+            s.start();
+            if !s.is_running() {
+                self.post.borrow_mut().retire(k);
+            }
+        }
+    }
+
+    /// Starts the children invoked and stops the ones cancelled in the
+    /// macrosteps that just ran, until neither is left.
+    fn run_pending(&mut self) {
+        loop {
+            let (starts, cancels) = {
+                let mut p = self.post.borrow_mut();
+                (
+                    std::mem::take(&mut p.to_start),
+                    std::mem::take(&mut p.to_cancel),
+                )
+            };
+            if starts.is_empty() && cancels.is_empty() {
+                return;
+            }
+            for k in cancels {
+                if let Some(s) = self.sessions.get_mut(k).and_then(Option::as_mut) {
+                    s.cancel();
+                }
+            }
+            for st in starts {
+                if !self.post.borrow().boxes[st.slot].alive {
+                    continue;
+                }
+                let made = data_model_for(&st.document)
+                    .and_then(|dm| self.create(st.slot, st.document, dm, st.params));
+                match made {
+                    Ok(()) => self.start_session(st.slot),
+                    Err(e) => {
+                        // The child cannot run: it ends at once (its parent
+                        // gets no done.invoke).
+                        self.post.borrow_mut().retire(st.slot);
+                        let _ = e;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Queues an external event for a session (the outside world sending).
+    /// An event for a session that has ended, or a handle from another
+    /// system, is dropped; the return value says whether it was queued.
+    pub fn send(&mut self, to: SessionHandle, event: Event) -> bool {
+        let mut p = self.post.borrow_mut();
+        if p.boxes.get(to.0).is_some_and(|s| s.alive) {
+            p.enqueue(to.0, event);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Runs one macrostep of the first ready session; false if none is ready.
+    fn step(&mut self) -> bool {
+        let (k, event) = {
+            let mut p = self.post.borrow_mut();
+            let Some(k) = p.ready.pop_front() else {
+                return false;
+            };
+            p.boxes[k].queued = false;
+            (k, p.boxes[k].queue.pop_front())
+        };
+        let Some(event) = event else {
+            return true;
+        };
+        let alive = self.post.borrow().boxes[k].alive;
+        if let Some(s) = self.sessions.get_mut(k).and_then(Option::as_mut) {
+            if alive {
+                s.handle_external(event);
+            }
+            if !s.is_running() {
+                self.post.borrow_mut().retire(k);
+            }
+        }
+        {
+            let mut p = self.post.borrow_mut();
+            let b = &p.boxes[k];
+            if !b.queue.is_empty() && b.alive && !b.queued {
+                p.boxes[k].queued = true;
+                p.ready.push_back(k);
+            }
+        }
+        self.run_pending();
+        true
+    }
+
+    /// Runs every macrostep due up to virtual time `t_ms`, then sets the
+    /// clock to `t_ms`.
+    pub fn run_until(&mut self, t_ms: f64) -> Result<(), RunError> {
+        let limit = (t_ms * 1000.0).round().max(0.0) as u64;
+        let mut steps = 0;
+        loop {
+            if self.step() {
+                steps += 1;
+                if steps > self.step_budget {
+                    return Err(RunError::StepLimit(self.step_budget));
+                }
+                continue;
+            }
+            let mut p = self.post.borrow_mut();
+            let Some((&(deadline, seq), _)) = p.timers.iter().next() else {
+                break;
+            };
+            if deadline > limit {
+                break;
+            }
+            let timer = p.timers.remove(&(deadline, seq)).expect("just seen");
+            p.now_us = p.now_us.max(deadline);
+            steps = 0;
+            p.enqueue(timer.to, timer.event);
+        }
+        let mut p = self.post.borrow_mut();
+        p.now_us = p.now_us.max(limit);
+        Ok(())
+    }
+
+    /// The active atomic states of a session (its last configuration, once
+    /// halted).
+    pub fn atomic_states(&self, h: SessionHandle) -> Vec<String> {
+        self.session(h)
+            .map(Session::atomic_state_ids)
+            .unwrap_or_default()
+    }
+
+    /// The session behind a handle.
+    pub fn session(&self, h: SessionHandle) -> Option<&Session> {
+        self.sessions.get(h.0).and_then(Option::as_ref)
+    }
+
+    /// Is the session still running?
+    pub fn is_running(&self, h: SessionHandle) -> bool {
+        self.post.borrow().boxes.get(h.0).is_some_and(|s| s.alive)
+    }
+
+    /// Every `<log>` so far, in order.
+    pub fn logs(&self) -> Vec<LogLine> {
+        self.post.borrow().logs.clone()
     }
 }

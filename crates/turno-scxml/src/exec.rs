@@ -1,19 +1,23 @@
 //! Executable content (SCXML 4), `<send>` and `<cancel>` (6.2, 6.3), and
-//! `<invoke>` (6.4).
+//! the start of an `<invoke>` (6.4), run against one session's data model.
 //!
-//! An error in an element stops its block: the spec's "the processor MUST
-//! NOT process any further elements of the block" after placing
-//! `error.execution` on the internal queue.
+//! turno-chart's core calls these through the actions, guards and
+//! expressions [`crate::compile`] gives the machine. An error in an element
+//! stops its block: the spec's "the processor MUST NOT process any further
+//! elements of the block" after placing `error.execution` on the internal
+//! queue. Events for the internal queue are returned in `raised`, in order;
+//! the core queues them.
 
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{ActiveInvoke, Host, InvokeRequest, Session, Target};
 use crate::datamodel::EvalError;
 use crate::event::{Event, EventKind, SCXML_IO_PROCESSOR};
 use crate::load::{load_str, parse_delay, read_src};
 use crate::model::{Block, Content, Exec, InvokeContent, Param, Send, StateId, ValueOrExpr};
+use crate::session::{ActiveInvoke, Core};
+use crate::system::Target;
 
 /// Why an element failed: `error.execution`, with the `sendid` of the
 /// `<send>` that failed when it had one (5.10.1: error events carry it).
@@ -37,20 +41,25 @@ const SCXML_TYPES: &[&str] = &[
     "http://www.w3.org/TR/scxml",
 ];
 
-impl Session {
+/// `error.execution` with a message as its data.
+pub(crate) fn error_execution(message: &str) -> Event {
+    Event::platform("error.execution", Some(Value::String(message.to_owned())))
+}
+
+impl Core {
     /// Runs a block; the first failing element ends it with `error.execution`.
-    pub(crate) fn execute_block(&mut self, block: &Block, host: &mut dyn Host) {
+    pub(crate) fn execute_block(&mut self, block: &Block, raised: &mut Vec<Event>) {
         for e in block {
-            match self.execute(e, host) {
+            match self.execute(e, raised) {
                 Ok(()) => {}
                 Err(Failure::Execution(msg)) => {
-                    self.raise_error_execution(&msg);
+                    raised.push(error_execution(&msg));
                     return;
                 }
                 Err(Failure::Send(msg, sendid)) => {
-                    self.internal_queue.push_back(Event {
+                    raised.push(Event {
                         sendid: Some(sendid),
-                        ..Event::platform("error.execution", Some(Value::String(msg)))
+                        ..error_execution(&msg)
                     });
                     return;
                 }
@@ -58,20 +67,20 @@ impl Session {
         }
     }
 
-    fn execute(&mut self, e: &Exec, host: &mut dyn Host) -> Result<(), Failure> {
+    fn execute(&mut self, e: &Exec, raised: &mut Vec<Event>) -> Result<(), Failure> {
         match e {
-            Exec::Raise { event } => {
-                self.internal_queue.push_back(Event {
-                    kind: EventKind::Internal,
-                    ..Event::platform(event.clone(), None)
-                });
-            }
+            Exec::Raise { event } => raised.push(Event {
+                kind: EventKind::Internal,
+                ..Event::platform(event.clone(), None)
+            }),
             Exec::Log { label, expr } => {
                 let text = match expr {
                     Some(x) => self.dm.eval_log(x)?,
                     None => String::new(),
                 };
-                host.log(&self.sessionid, label.as_deref(), &text);
+                self.post
+                    .borrow_mut()
+                    .log(&self.sessionid, label.as_deref(), &text);
             }
             Exec::Assign { location, value } => self.dm.assign(location, value)?,
             Exec::If(branches) => {
@@ -82,7 +91,7 @@ impl Session {
                     };
                     if take {
                         for e in block {
-                            self.execute(e, host)?;
+                            self.execute(e, raised)?;
                         }
                         break;
                     }
@@ -99,7 +108,7 @@ impl Session {
                     for i in 0..n {
                         self.dm.foreach_bind(item, index.as_deref(), i)?;
                         for e in body {
-                            self.execute(e, host)?;
+                            self.execute(e, raised)?;
                         }
                     }
                     Ok(())
@@ -110,9 +119,9 @@ impl Session {
             Exec::Script(s) => self.dm.run_script(&s.source)?,
             Exec::Cancel { sendid } => {
                 let id = self.value_or_expr(sendid)?;
-                host.cancel(&self.sessionid, &id);
+                self.post.borrow_mut().cancel(self.slot, &id);
             }
-            Exec::Send(s) => self.send(s, host)?,
+            Exec::Send(s) => self.send(s, raised)?,
         }
         Ok(())
     }
@@ -157,7 +166,7 @@ impl Session {
 
     /// `<send>`: every attribute is evaluated before anything is sent, so an
     /// error sends nothing.
-    fn send(&mut self, s: &Send, host: &mut dyn Host) -> Result<(), Failure> {
+    fn send(&mut self, s: &Send, raised: &mut Vec<Event>) -> Result<(), Failure> {
         let sendid = match (&s.id, &s.idlocation) {
             (Some(id), _) => Some(id.clone()),
             (None, Some(loc)) => {
@@ -167,7 +176,7 @@ impl Session {
             }
             (None, None) => None,
         };
-        match self.send_with_id(s, sendid.clone(), host) {
+        match self.send_with_id(s, sendid.clone(), raised) {
             Err(Failure::Execution(msg)) => match sendid {
                 Some(id) => Err(Failure::Send(msg, id)),
                 None => Err(Failure::Execution(msg)),
@@ -180,7 +189,7 @@ impl Session {
         &mut self,
         s: &Send,
         sendid: Option<String>,
-        host: &mut dyn Host,
+        raised: &mut Vec<Event>,
     ) -> Result<(), Failure> {
         let name = match &s.event {
             Some(v) => self.value_or_expr(v)?,
@@ -216,7 +225,7 @@ impl Session {
         let target = match target.as_deref() {
             None => Target::SelfExternal,
             Some("#_internal") => {
-                self.internal_queue.push_back(Event {
+                raised.push(Event {
                     name,
                     kind: EventKind::Internal,
                     sendid,
@@ -247,8 +256,9 @@ impl Session {
             invokeid: None,
             data,
         };
-        if let Err(why) = host.send(&self.sessionid, target, event, delay) {
-            self.internal_queue.push_back(Event {
+        let sent = self.post.borrow_mut().send(self.slot, target, event, delay);
+        if let Err(why) = sent {
+            raised.push(Event {
                 sendid,
                 ..Event::platform("error.communication", Some(Value::String(why)))
             });
@@ -256,9 +266,10 @@ impl Session {
         Ok(())
     }
 
-    /// `invoke`: evaluates the arguments and asks the host to start the
-    /// child; a failure raises `error.execution` and starts nothing.
-    pub(crate) fn invoke(&mut self, state: StateId, index: usize, host: &mut dyn Host) {
+    /// `invoke`: evaluates the arguments and asks the system to start the
+    /// child (after the macrostep); a failure raises `error.execution` and
+    /// starts nothing.
+    pub(crate) fn invoke(&mut self, state: StateId, index: usize, raised: &mut Vec<Event>) {
         let doc = self.doc.clone();
         let def = &doc.states[state].invokes[index];
         let r = (|| -> Result<(), Failure> {
@@ -312,37 +323,37 @@ impl Session {
                 Value::Object(m) => m.into_iter().collect(),
                 _ => Vec::new(),
             };
+            let child = self
+                .post
+                .borrow_mut()
+                .invoke(self.slot, invokeid.clone(), document, params)
+                .map_err(Failure::Execution)?;
             self.invocations.push(ActiveInvoke {
-                invokeid: invokeid.clone(),
+                invokeid,
                 state,
                 index,
+                child,
             });
-            if let Err(why) = host.invoke(
-                &self.sessionid,
-                InvokeRequest {
-                    invokeid: invokeid.clone(),
-                    document,
-                    params,
-                },
-            ) {
-                self.invocations.retain(|i| i.invokeid != invokeid);
-                return Err(Failure::Execution(why));
-            }
             Ok(())
         })();
         if let Err(Failure::Execution(msg) | Failure::Send(msg, _)) = r {
-            self.raise_error_execution(&msg);
+            raised.push(error_execution(&msg));
         }
     }
 
-    /// `cancelInvoke` for every invocation of state `s`.
-    pub(crate) fn cancel_invocations_of(&mut self, s: StateId, host: &mut dyn Host) {
+    /// `cancelInvoke` for the invocations of state `s`.
+    pub(crate) fn cancel_invocations_of(&mut self, s: StateId, index: usize) {
         let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.invocations)
             .into_iter()
-            .partition(|i| i.state == s);
+            .partition(|i| i.state == s && i.index == index);
         self.invocations = kept;
         for inv in gone {
-            host.cancel_invoke(&self.sessionid, &inv.invokeid);
+            self.post.borrow_mut().cancel_invoke(inv.child);
         }
+    }
+
+    pub(crate) fn next_id(&mut self, prefix: &str) -> String {
+        self.counter += 1;
+        format!("{prefix}.{}.{}", self.sessionid, self.counter)
     }
 }
