@@ -216,6 +216,14 @@ impl<'m> Writer<'m> {
         if !n.invoke.is_empty() {
             return Err(self.unsupported(s, "an invocation"));
         }
+        if n.kind == StateKind::Final
+            && n.parent
+                .is_some_and(|p| self.node(p).kind == StateKind::Parallel)
+        {
+            // SCXML's schema allows only <state>, <parallel> and <history>
+            // in a <parallel>; XState takes a final state as a region.
+            return Err(self.unsupported(s, "a final state directly inside a parallel state"));
+        }
         if let StateKind::History { deep } = n.kind {
             let targets = if n.history_default.is_empty() {
                 let parent = n.parent.unwrap_or(0);
