@@ -59,9 +59,14 @@
 //! # use turno::{Props, System, ThreadedSystem};
 //! # use turno_chart::interpreter::ChartActor;
 //! # use turno_chart::persist::{self, Persist};
+//! # // The application's own durable storage, e.g. turno-store.
 //! # fn load(_: &str) -> String { String::new() }
 //! # fn save(_: &str, _: String) {}
-//! # let m: Arc<turno_chart::Machine<serde_json::Value>> = todo!();
+//! # let m = Arc::new(turno_chart::load_json::<serde_json::Value>(
+//! #     r#"{"id": "checkout", "initial": "cart", "states": {
+//! #         "cart": {"after": {"600000": "expired"}}, "expired": {"type": "final"}}}"#,
+//! #     &turno_chart::stdlib::implementations(),
+//! # ).unwrap());
 //! let sys = ThreadedSystem::new();
 //! let epoch = persist::wall_epoch_ms(sys.now()); // once per system
 //! let text = load("checkout"); // what the last process persisted
