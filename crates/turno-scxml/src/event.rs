@@ -76,13 +76,10 @@ impl Event {
     }
 }
 
+/// One descriptor against a name: turno-chart's rule, so the compiled chart
+/// and executable content match events the same way.
 fn name_match(descriptor: &str, name: &str) -> bool {
-    if descriptor == "*" {
-        return true;
-    }
-    let d = descriptor.strip_suffix(".*").unwrap_or(descriptor);
-    let d = d.strip_suffix('.').unwrap_or(d);
-    name == d || (name.starts_with(d) && name.as_bytes().get(d.len()) == Some(&b'.'))
+    turno_chart::semantics::scxml_descriptor_matches(descriptor, name)
 }
 
 #[cfg(test)]
