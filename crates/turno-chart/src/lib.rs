@@ -36,6 +36,7 @@
 
 pub mod actions;
 pub mod algorithm;
+pub mod builder;
 mod core;
 pub mod event;
 pub mod gateway;
