@@ -185,6 +185,16 @@ impl<C: Clone + Send + Sync + 'static> Chart<C> {
         let key = key.into();
         self.root(|s| s.final_state(key))
     }
+
+    /// A final child of the root, with more (its `output`, an id...).
+    pub fn final_state_with(
+        self,
+        key: impl Into<String>,
+        f: impl FnOnce(StateBuilder<C>) -> StateBuilder<C>,
+    ) -> Self {
+        let key = key.into();
+        self.root(|s| s.final_state_with(key, f))
+    }
 }
 
 /// One state: its children, transitions, actions and invocations.
