@@ -15,9 +15,11 @@
 //! use turno_chart::builder::{Chart, EventType};
 //! use turno_chart::{initial_transition, transition};
 //!
-//! #[derive(Clone, Default)]
+//! /// The context: any `Clone` type (serde too, to persist snapshots).
+//! #[derive(Clone, Default, Serialize, Deserialize)]
 //! struct Form { name: String, submits: u32 }
 //!
+//! /// Events: each is its own type, named as XState's `type`.
 //! #[derive(Serialize, Deserialize)]
 //! struct Edit { name: String }
 //! impl EventType for Edit { const NAME: &'static str = "EDIT"; }
@@ -26,9 +28,11 @@
 //! struct Submit;
 //! impl EventType for Submit { const NAME: &'static str = "SUBMIT"; }
 //!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let m = Chart::new("signup")
 //!     .initial("editing")
 //!     .state("editing", |s| {
+//!         // `e` is an `&Edit`: its fields are checked by the compiler.
 //!         s.on::<Edit>(|t| t.assign(|ctx: &mut Form, e| ctx.name = e.name.clone()))
 //!             .on::<Submit>(|t| {
 //!                 t.target("sent")
@@ -37,17 +41,24 @@
 //!             })
 //!     })
 //!     .final_state("sent")
-//!     .build(Form::default())
-//!     .unwrap();
+//!     .build(Form::default())?;
 //!
-//! let (s, _) = initial_transition(&m).unwrap();
-//! let (s, _) = transition(&m, &s, Submit.event().unwrap()).unwrap();
+//! let (s, _) = initial_transition(&m)?;
+//! let (s, _) = transition(&m, &s, Submit.event()?)?;
 //! assert_eq!(s.value(&m).to_json(), "editing"); // the guard failed
-//! let (s, _) = transition(&m, &s, Edit { name: "Ada".into() }.event().unwrap()).unwrap();
-//! let (s, _) = transition(&m, &s, Submit.event().unwrap()).unwrap();
+//! let (s, _) = transition(&m, &s, Edit { name: "Ada".into() }.event()?)?;
+//! let (s, _) = transition(&m, &s, Submit.event()?)?;
 //! assert_eq!(s.value(&m).to_json(), "sent");
 //! assert_eq!(s.context.submits, 1);
+//! # Ok(())
+//! # }
 //! ```
+//!
+//! The same machine as XState v5 JSON would be
+//! `{"id": "signup", "initial": "editing", "states": {"editing": {"on":
+//! {"EDIT": {"actions": ...}, "SUBMIT": {"target": "sent", "guard": ...,
+//! "actions": ...}}}, "sent": {"type": "final"}}}`: each builder call is
+//! one key of that config, and [`Chart::build`]'s errors name it.
 
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -276,7 +287,11 @@ impl<C: Clone + Send + Sync + 'static> StateBuilder<C> {
     }
 
     /// A final child state, with more (its `output`, entry actions...).
-    pub fn final_state_with(mut self, key: impl Into<String>, f: impl FnOnce(Self) -> Self) -> Self {
+    pub fn final_state_with(
+        mut self,
+        key: impl Into<String>,
+        f: impl FnOnce(Self) -> Self,
+    ) -> Self {
         self.child(key.into(), |mut s| {
             s.spec.kind = KindSpec::Final;
             f(s)
@@ -308,6 +323,12 @@ impl<C: Clone + Send + Sync + 'static> StateBuilder<C> {
     /// `meta`, kept as given.
     pub fn meta(mut self, meta: Value) -> Self {
         self.spec.meta = Some(meta);
+        self
+    }
+
+    /// `description`, kept on the compiled state (`Machine::state`).
+    pub fn description(mut self, text: impl Into<String>) -> Self {
+        self.spec.description = Some(text.into());
         self
     }
 
@@ -457,6 +478,44 @@ impl<C: Clone + Send + Sync + 'static> StateBuilder<C> {
         self
     }
 
+    /// A transition taken after the named delay (registered with
+    /// [`Implementations::delay`]; computed from the context on entry).
+    pub fn after_named(
+        mut self,
+        delay: &str,
+        f: impl FnOnce(TransitionBuilder<C, Event>) -> TransitionBuilder<C, Event>,
+    ) -> Self {
+        let path = format!("{}.after.{delay}", self.spec.path);
+        let Some(imp) = self.imp.delays.get(delay).cloned() else {
+            self.fail(
+                path,
+                Problem::UnknownImplementation {
+                    kind: "delay",
+                    name: delay.to_string(),
+                },
+            );
+            return self;
+        };
+        if let Some(t) = self.transition(path, f) {
+            match self
+                .spec
+                .after
+                .iter_mut()
+                .find(|(d, _)| matches!(d, DelaySpec::Named { name, .. } if name == delay))
+            {
+                Some((_, ts)) => ts.push(t),
+                None => self.spec.after.push((
+                    DelaySpec::Named {
+                        name: delay.to_string(),
+                        imp,
+                    },
+                    vec![t],
+                )),
+            }
+        }
+        self
+    }
+
     /// The transition taken when this compound or parallel state is done
     /// (`onDone`).
     pub fn on_done(
@@ -472,7 +531,11 @@ impl<C: Clone + Send + Sync + 'static> StateBuilder<C> {
 
     /// Invokes the registered actor logic `src` while the state is active
     /// (declared in the chart's implementations with `actor`).
-    pub fn invoke(mut self, src: &str, f: impl FnOnce(InvokeBuilder<C>) -> InvokeBuilder<C>) -> Self {
+    pub fn invoke(
+        mut self,
+        src: &str,
+        f: impl FnOnce(InvokeBuilder<C>) -> InvokeBuilder<C>,
+    ) -> Self {
         let path = format!("{}.invoke[{}]", self.spec.path, self.spec.invoke.len());
         if !self.imp.has_actor(src) {
             self.fail(
@@ -599,13 +662,21 @@ impl<C: Clone + Send + Sync + 'static, E: Payload> TransitionBuilder<C, E> {
         self
     }
 
+    /// `description`.
+    pub fn description(mut self, text: impl Into<String>) -> Self {
+        self.spec.description = Some(text.into());
+        self
+    }
+
     /// The guard: the transition is enabled only when it returns true.
     /// A second guard must pass too.
     pub fn guard(mut self, f: impl Fn(&C, &E) -> bool + Send + Sync + 'static) -> Self {
         let g = GuardSpec::Named {
             name: "guard".into(),
             params: Value::Null,
-            imp: Arc::new(move |c: &C, e: &Event, _: &Value| E::decode(e).is_some_and(|e| f(c, &e))),
+            imp: Arc::new(move |c: &C, e: &Event, _: &Value| {
+                E::decode(e).is_some_and(|e| f(c, &e))
+            }),
         };
         self.and_guard(g);
         self
@@ -660,7 +731,10 @@ impl<C: Clone + Send + Sync + 'static, E: Payload> TransitionBuilder<C, E> {
     /// An action: it may change the context (through
     /// [`ActionScope::context_mut`]) and record effects (raise, send,
     /// emit...).
-    pub fn action(mut self, f: impl Fn(&mut ActionScope<'_, C>, &E) + Send + Sync + 'static) -> Self {
+    pub fn action(
+        mut self,
+        f: impl Fn(&mut ActionScope<'_, C>, &E) + Send + Sync + 'static,
+    ) -> Self {
         let imp: ActionFn<C> = Arc::new(move |scope: &mut ActionScope<'_, C>| {
             if let Some(e) = E::decode(scope.event()) {
                 f(scope, &e)
@@ -690,6 +764,26 @@ impl<C: Clone + Send + Sync + 'static, E: Payload> TransitionBuilder<C, E> {
                 self
             }
         }
+    }
+
+    /// Emits a typed event to the chart's subscribers (XState's `emit`).
+    pub fn emit<R: EventType>(mut self, event: R) -> Self {
+        match event.event() {
+            Ok(e) => self.action(move |scope, _| scope.emit(e.clone())),
+            Err(err) => {
+                let path = format!("{}.actions[{}]", self.spec.path, self.spec.actions.len());
+                self.fail(path, Problem::Invalid(format!("event {}: {err}", R::NAME)));
+                self
+            }
+        }
+    }
+
+    /// A log line computed from the context and the event (XState's `log`).
+    pub fn log(self, f: impl Fn(&C, &E) -> String + Send + Sync + 'static) -> Self {
+        self.action(move |scope, e| {
+            let line = f(scope.context(), e);
+            scope.log(line)
+        })
     }
 
     /// A named action from the chart's implementations, with its params.

@@ -10,7 +10,9 @@
 //!   `computeEntrySet`, `removeConflictingTransitions`, ...), with XState
 //!   v5's semantics where the two differ (`docs/statecharts.md`).
 //! - **Definitions**: XState v5 JSON configs ([`load_json`]) with
-//!   implementations registered by name ([`Implementations`]).
+//!   implementations registered by name ([`Implementations`]), or the
+//!   typed Rust builder ([`builder::Chart`]: Rust types for context and
+//!   events, closures for guards and actions).
 //! - **The interpreter actor** ([`interpreter`]): one macrostep per turn,
 //!   invocations as delegated work or child actors whose late results are
 //!   stale, `after` on turno timers, subscribers, the trace.
