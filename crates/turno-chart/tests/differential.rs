@@ -12,8 +12,9 @@
 //! `tests/xstate`, which `scripts/test.sh` does), the recording itself is
 //! checked too: XState is run again and must still print `expected.jsonl`.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use serde_json::Value;
 use turno_chart::{load_json, script, stdlib};
@@ -94,20 +95,48 @@ fn the_recordings_are_what_xstate_prints_now() {
         eprintln!("skipped: node or tests/xstate/node_modules missing (run `npm ci` in tests/xstate; scripts/test.sh does)");
         return;
     }
-    for case in cases() {
-        let out = Command::new("node")
-            .arg(runner.join("run.js"))
-            .arg(case.join("machine.json"))
-            .arg(case.join("events.json"))
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}: {}",
-            case.display(),
-            String::from_utf8_lossy(&out.stderr)
+    // One Node process runs every case (`run.js --batch`: case folders on
+    // stdin, one JSON result per case on stdout, in order); each case still
+    // gets its own machine, actor and clock there. record.sh records each
+    // case in a fresh process, so a case that leaked state into the next
+    // would show here as a difference.
+    let cases = cases();
+    let mut child = Command::new("node")
+        .arg(runner.join("run.js"))
+        .arg("--batch")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("node starts");
+    {
+        let mut stdin = child.stdin.take().unwrap();
+        for case in &cases {
+            writeln!(stdin, "{}", case.display()).unwrap();
+        }
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "run.js --batch failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results = parse_lines(&String::from_utf8(out.stdout).unwrap());
+    assert_eq!(results.len(), cases.len(), "one result per case");
+    for (case, result) in cases.iter().zip(&results) {
+        assert_eq!(
+            result["case"],
+            case.display().to_string(),
+            "results in order"
         );
-        let live = String::from_utf8(out.stdout).unwrap();
+        if let Some(error) = result.get("error") {
+            panic!(
+                "{}: XState failed: {}",
+                case.display(),
+                error.as_str().unwrap_or_default()
+            );
+        }
+        let live = result["output"].as_str().expect("output is a string");
         let recorded = std::fs::read_to_string(case.join("expected.jsonl")).unwrap();
         assert_eq!(
             live,

@@ -3,12 +3,19 @@
 //   {"step": i, "value": <snapshot.value>, "status": "active"|"done"}
 //
 // Usage: node run.js MACHINE.json EVENTS.json
+//        node run.js --batch < CASES
+// With --batch, stdin holds case folders (one per line, each with
+// machine.json and events.json) and stdout gets one JSON line per case,
+// in order: {"case": DIR, "output": "<the lines above>"} or
+// {"case": DIR, "error": "..."}. One Node process then runs a whole corpus;
+// every case still gets its own machine, actor and clock.
 //
 // Time is simulated: {"advance_ms": N} fires every due delayed event in
 // deadline order (ties in the order they were scheduled), each at its own
 // deadline, so a delay scheduled by a fired event counts from that deadline.
 'use strict';
 const fs = require('fs');
+const path = require('path');
 const { setup, createActor } = require('xstate');
 const lib = require('./stdlib');
 
@@ -42,8 +49,7 @@ function line(step, snap) {
   return JSON.stringify({ step, value: snap.value, status: snap.status });
 }
 
-async function main() {
-  const [machinePath, eventsPath] = process.argv.slice(2);
+async function runCase(machinePath, eventsPath) {
   const config = JSON.parse(fs.readFileSync(machinePath, 'utf8'));
   const items = JSON.parse(fs.readFileSync(eventsPath, 'utf8'));
   const machine = setup({
@@ -79,10 +85,36 @@ async function main() {
     if (failure) throw failure;
     out.push(line(i + 1, actor.getSnapshot()));
   }
-  process.stdout.write(out.join('\n') + '\n');
+  actor.stop();
+  return out.join('\n') + '\n';
+}
+
+const describe = (e) => String(e && e.stack ? e.stack : e);
+
+async function batch() {
+  const dirs = fs
+    .readFileSync(0, 'utf8')
+    .split('\n')
+    .filter((l) => l.length > 0);
+  for (const dir of dirs) {
+    let result;
+    try {
+      const output = await runCase(path.join(dir, 'machine.json'), path.join(dir, 'events.json'));
+      result = { case: dir, output };
+    } catch (e) {
+      result = { case: dir, error: describe(e) };
+    }
+    process.stdout.write(JSON.stringify(result) + '\n');
+  }
+}
+
+async function main() {
+  const args = process.argv.slice(2);
+  if (args[0] === '--batch') return batch();
+  process.stdout.write(await runCase(args[0], args[1]));
 }
 
 main().catch((e) => {
-  process.stderr.write(String(e && e.stack ? e.stack : e) + '\n');
+  process.stderr.write(describe(e) + '\n');
   process.exit(2);
 });
