@@ -27,9 +27,12 @@ const data = mkdtempSync(join(tmpdir(), "turno-wizard-"));
 const children = [];
 process.on("exit", () => children.forEach((c) => c.kill("SIGKILL")));
 
-function start() {
+// Starts `turno demo` on the run's data directory: on fresh ports, or on
+// the ports of a server that was killed (a restart after a crash).
+function start(ports = { wizard: 0, gateway: 0 }) {
   return new Promise((ok, fail) => {
-    const c = spawn(TURNO, ["demo", "--port", "0", "--data-dir", data], { stdio: ["ignore", "pipe", "pipe"] });
+    const args = ["demo", "--port", String(ports.wizard), "--gateway-port", String(ports.gateway), "--data-dir", data];
+    const c = spawn(TURNO, args, { stdio: ["ignore", "pipe", "pipe"] });
     children.push(c);
     let out = "", err = "";
     const t = setTimeout(() => fail(new Error(`no URL from turno demo\n${out}\n${err}`)), 60000);
@@ -51,7 +54,7 @@ async function test(name, f) {
   catch (e) { results.push([name, "FAILED"]); console.log(`FAIL ${name}\n${e.stack}`); }
 }
 
-const server = await start();
+let server = await start();
 const stats = async () => (await fetch(server.gateway + "stats")).json();
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
@@ -271,14 +274,49 @@ await test("timeout with lookups down: unresolvable page, no automatic retry", a
   await ctx.close();
 });
 
-await test("crash of the wizard server mid-submit -> restart from the snapshot -> one charge", async () => {
+await test("crash of the wizard server mid-submit: SIGKILL of the process while the gateway holds its reply -> a new process on the same files and ports -> one charge", async () => {
+  const { ctx, page } = await fresh();
+  await toReview(page);
+  // The gateway charges, then holds its reply for 6 s (the wizard would
+  // give up at 2 s): the process is killed inside that window.
+  await arm(page, { charge: "timeout" });
+  const before = await stats();
+  await click(page, "CONFIRM");
+  assert.equal(await step(page), "submit.sending");
+  const t0 = Date.now();
+  while ((await stats()).charges === before.charges) {
+    assert.ok(Date.now() - t0 < 10000, "the gateway never charged");
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  const mid = await page.evaluate(async () => (await (await fetch("/api/state", { cache: "no-store" })).json()).step);
+  assert.equal(mid, "submit.sending", "charged, the reply not given yet");
+  const ports = { wizard: new URL(server.url).port, gateway: new URL(server.gateway).port };
+  const dead = new Promise((r) => server.child.once("exit", (code, signal) => r(signal)));
+  server.child.kill("SIGKILL");
+  assert.equal(await dead, "SIGKILL");
+  await page.waitForFunction(() => /not answering/.test(document.body.innerText), null, { timeout: 15000, polling: 50 });
+  await page.screenshot({ path: join(SHOTS, "9-crash.png") });
+  // A new process (wizard and gateway, as `turno demo` runs them) on the
+  // same data directory and ports: the page comes back by itself.
+  const again = await start(ports);
+  assert.equal(again.url, server.url);
+  assert.equal(again.gateway, server.gateway);
+  server = again;
+  await waitStep(page, "completed", 20000);
+  const after = await stats();
+  assert.equal(after.charges - before.charges, 1, "exactly one charge in the ledger");
+  assert.equal(after.charge_requests, 0, "the new process sent no charge: restored into uncertain, it looked the key up");
+  assert.ok(after.lookups >= 1, "resolved by the key");
+  await ctx.close();
+});
+
+await test("the fault panel's crash (in-process: state torn down, rebuilt from wizard.db) -> one charge", async () => {
   const { ctx, page } = await fresh();
   await toReview(page);
   await arm(page, { crash: true });
   const before = await stats();
   await page.click("#ev-CONFIRM");
   await page.waitForFunction(() => /restarting|not answering/.test(document.body.innerText), null, { timeout: 15000, polling: 50 });
-  await page.screenshot({ path: join(SHOTS, "9-crash.png") });
   await waitStep(page, "completed", 20000);
   const after = await stats();
   assert.equal(after.charges - before.charges, 1);
