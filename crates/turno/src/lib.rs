@@ -20,7 +20,10 @@
 //! - **Supervision** trees with one-for-one, one-for-all and rest-for-one,
 //!   restart intensity and escalation ([`supervision`]).
 //! - **A deterministic scheduler** ([`DetSystem`]): one thread, virtual
-//!   time, seeded choice, a full [`trace`]. Same seed, same run.
+//!   time, seeded choice, a full [`trace`]. Same seed, same run. Two more
+//!   behind the same [`System`] trait: [`ThreadedSystem`] (worker threads,
+//!   work stealing) and [`LocalSystem`] (the caller's thread, first come
+//!   first served, real time).
 //! - **Streams between independent clocks** ([`stream`]): Swift
 //!   `AsyncStream`'s buffering policies on the same buffer core, a verdict
 //!   per push; real backpressure with a rendezvous channel, a pull-based
@@ -62,6 +65,7 @@ pub mod deterministic;
 mod effects;
 mod engine;
 mod ids;
+pub mod local;
 mod mailbox;
 pub mod metrics;
 mod panics;
@@ -90,6 +94,7 @@ pub use buffer::{BufferStats, Policy, PolicyError};
 pub use context::{AskError, Context};
 pub use deterministic::{DetOptions, DetSystem, DetSystemBuilder, StepLimit};
 pub use ids::ROOT;
+pub use local::{LocalBuilder, LocalOptions, LocalSystem};
 pub use mailbox::{Verdict, VerdictKind};
 pub use stash::StashFull;
 pub use supervision::{Directive, ExitReason, Failure, Strategy, Supervision};

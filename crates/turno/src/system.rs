@@ -1,9 +1,10 @@
-//! The one contract both schedulers keep: [`System`].
+//! The one contract every scheduler keeps: [`System`].
 //!
-//! [`DetSystem`](crate::DetSystem) (one thread, virtual time) and
-//! [`ThreadedSystem`](crate::ThreadedSystem) (worker threads, real time) run
-//! the same actors through the same engine; they differ only in what runs
-//! next and how time passes. Code that builds on turno (statecharts, stores,
+//! [`DetSystem`](crate::DetSystem) (one thread, virtual time, seeded
+//! choice), [`ThreadedSystem`](crate::ThreadedSystem) (worker threads, real
+//! time) and [`LocalSystem`](crate::LocalSystem) (the caller's thread, first
+//! come first served, real time) run the same actors through the same
+//! engine; they differ only in what runs next and how time passes. Code that builds on turno (statecharts, stores,
 //! inspectors, test suites) takes `impl System` or `S: System` and runs on
 //! either:
 //!
@@ -28,6 +29,7 @@
 //! }
 //! assert_eq!(two_actors(DetSystem::new(1)), 2);
 //! assert_eq!(two_actors(ThreadedSystem::builder().threads(1).build()), 2);
+//! assert_eq!(two_actors(turno::LocalSystem::new()), 2);
 //! ```
 
 use std::time::Duration;
@@ -51,8 +53,9 @@ pub(crate) mod sealed {
 /// What every actor system offers, whichever scheduler runs it. See the
 /// [module docs](self).
 ///
-/// Sealed: only [`DetSystem`](crate::DetSystem) and
-/// [`ThreadedSystem`](crate::ThreadedSystem) implement it.
+/// Sealed: only [`DetSystem`](crate::DetSystem),
+/// [`ThreadedSystem`](crate::ThreadedSystem) and
+/// [`LocalSystem`](crate::LocalSystem) implement it.
 pub trait System: sealed::Sealed {
     /// Spawns a top-level actor, supervised by the root ([`crate::ROOT`]).
     /// Its first turn is its `started` hook.
@@ -117,7 +120,7 @@ pub trait System: sealed::Sealed {
     }
 
     /// The system's time: virtual on `DetSystem`, real since start on
-    /// `ThreadedSystem`.
+    /// `ThreadedSystem` and `LocalSystem`.
     fn now(&self) -> Instant {
         self.engine().shared.clock.now()
     }
@@ -131,14 +134,17 @@ pub trait System: sealed::Sealed {
     }
 
     /// Runs until nothing is runnable: `DetSystem` runs to idleness on this
-    /// thread (firing timers due now; virtual time does not move), and
-    /// `ThreadedSystem` waits for its workers, at most `timeout`. False if
+    /// thread (firing timers due now; virtual time does not move),
+    /// `LocalSystem` too (firing timers whose real deadline has passed, at
+    /// most `timeout`), and `ThreadedSystem` waits for its workers, at most
+    /// `timeout`. False if
     /// it did not settle (a message loop hit the step limit, or the timeout).
     fn settle(&mut self, timeout: Duration) -> bool;
 
     /// Lets `d` of system time pass, then settles: `DetSystem` advances its
     /// virtual clock (firing each timer at its deadline), `ThreadedSystem`
-    /// sleeps the calling thread. False as for [`System::settle`].
+    /// sleeps the calling thread, `LocalSystem` runs its actors and timers
+    /// for `d` of real time, sleeping while nothing is runnable. False as for [`System::settle`].
     fn sleep(&mut self, d: Duration) -> bool;
 
     /// Graceful shutdown: lets queued mail drain, stops every actor

@@ -1,6 +1,7 @@
-//! The core behaviours, run on both schedulers: FIFO per pair, supervision
-//! strategies and escalation, stop order, watch, dead letters, stash order,
-//! request/reply with timeouts and stale replies, saturated cycles.
+//! The core behaviours, run on every scheduler (deterministic, threaded,
+//! local): FIFO per pair, supervision strategies and escalation, stop order,
+//! watch, dead letters, stash order, request/reply with timeouts and stale
+//! replies, saturated cycles.
 
 mod common;
 

@@ -7,9 +7,9 @@
 //! Where a peer has no bounded mailbox with a blocking send from a foreign
 //! thread, its unbounded send is used and the table says so: actix
 //! (`do_send` ignores the mailbox capacity) and ractor (unbounded
-//! mailboxes). stakker is single-threaded: n/a. `turno-det` is n/a too:
-//! the deterministic scheduler runs on the caller's thread, so producers
-//! blocked on a full mailbox would wait forever.
+//! mailboxes). stakker is single-threaded: n/a. `turno-det` and
+//! `turno-local` are n/a too: those schedulers run on the caller's thread,
+//! so producers blocked on a full mailbox would wait forever.
 
 use std::thread::{self, JoinHandle};
 use turno::System;
@@ -43,12 +43,14 @@ pub fn run(args: &Args, h: &mut Harness) {
             turno_impl(h, imp, job);
         }
     }
-    not_applicable(
-        args,
-        BENCH,
-        "turno-det",
-        "one thread: producers blocked on a full mailbox would wait forever",
-    );
+    for imp in ["turno-det", "turno-local"] {
+        not_applicable(
+            args,
+            BENCH,
+            imp,
+            "one thread: producers blocked on a full mailbox would wait forever",
+        );
+    }
     type Impl = (&'static str, fn(&mut Harness, &str, Job));
     let peers: [Impl; 6] = [
         ("actix", actix_impl),

@@ -208,6 +208,9 @@ pub fn run(args: &Args) {
                 Turno::Det(s) => {
                     s.run_until_idle().expect("idle");
                 }
+                Turno::Local(s) => {
+                    s.run_until_idle();
+                }
             }
             v
         });

@@ -19,6 +19,9 @@
 //! - `turno-1t`: the same on one worker thread (`threads(1)`);
 //! - `turno-det`: [`DetSystem`] as `DetSystem::new` builds it (metrics on,
 //!   no trace), driven by `run_until_idle`;
+//! - `turno-local`: [`LocalSystem`] as `LocalSystem::new` builds it (the
+//!   single-threaded scheduler: FIFO run queue, real time, metrics on, no
+//!   trace), driven by `run_until_idle` on the bench's thread;
 //! - `turno-tuned`: a labelled tuned configuration, `metrics(false)` on the
 //!   default threads (the figure to compare with `turno`: metrics that
 //!   nobody records must cost nothing);
@@ -43,7 +46,7 @@ use std::time::Duration;
 use turno::System;
 
 use crossbeam_channel::Receiver;
-use turno::{Actor, Addr, DetSystem, Props, ThreadedSystem};
+use turno::{Actor, Addr, DetSystem, LocalSystem, Props, ThreadedSystem};
 
 use crate::harness::Harness;
 use crate::Args;
@@ -167,7 +170,13 @@ pub fn stop_ractor(
 }
 
 /// The turno implementations (see the [module docs](self)).
-pub const TURNO: [&str; 4] = ["turno", "turno-1t", "turno-det", "turno-tuned"];
+pub const TURNO: [&str; 5] = [
+    "turno",
+    "turno-1t",
+    "turno-det",
+    "turno-local",
+    "turno-tuned",
+];
 
 /// A turno system of either scheduler, so that one bench body serves all
 /// three turno implementations.
@@ -176,6 +185,8 @@ pub enum Turno {
     Threaded(ThreadedSystem),
     /// `turno-det`.
     Det(Box<DetSystem>),
+    /// `turno-local`.
+    Local(Box<LocalSystem>),
 }
 
 impl Turno {
@@ -190,6 +201,7 @@ impl Turno {
             "turno-det" => Turno::Det(Box::new(
                 DetSystem::builder().seed(1).step_limit(u64::MAX).build(),
             )),
+            "turno-local" => Turno::Local(Box::new(LocalSystem::new())),
             other => panic!("not a turno implementation: {other}"),
         }
     }
@@ -199,6 +211,7 @@ impl Turno {
         match self {
             Turno::Threaded(s) => s.stop(id),
             Turno::Det(s) => s.stop(id),
+            Turno::Local(s) => s.stop(id),
         }
     }
 
@@ -211,6 +224,7 @@ impl Turno {
         match self {
             Turno::Threaded(s) => s.spawn(props, factory),
             Turno::Det(s) => s.spawn(props, factory),
+            Turno::Local(s) => s.spawn(props, factory),
         }
         .expect("spawn")
     }
@@ -226,6 +240,11 @@ impl Turno {
                 rx.try_recv()
                     .expect("the deterministic run went idle without finishing")
             }
+            Turno::Local(s) => {
+                s.run_until_idle();
+                rx.try_recv()
+                    .expect("the local run went idle without finishing")
+            }
         }
     }
 
@@ -234,6 +253,7 @@ impl Turno {
         match self {
             Turno::Threaded(s) => drop(s.shutdown(Duration::from_secs(10))),
             Turno::Det(s) => drop(s),
+            Turno::Local(s) => drop(s.shutdown(Duration::from_secs(10))),
         }
     }
 }

@@ -31,8 +31,9 @@ pub fn sleep(sys: &mut impl System, d: Duration) {
     assert!(sys.sleep(d), "the system did not settle");
 }
 
-/// Defines `#[test] fn $name` twice: on the deterministic scheduler (several
-/// seeds) and on the threaded one (2 workers, and 1 worker).
+/// Defines `#[test] fn $name` on every scheduler: the deterministic one
+/// (several seeds), the threaded one (2 workers, and 1 worker) and the
+/// local one (the default batch, and batches of one turn).
 #[macro_export]
 macro_rules! on_both {
     ($($name:ident => $body:ident;)*) => {
@@ -50,6 +51,16 @@ macro_rules! on_both {
             fn $name() {
                 for threads in [2, 1] {
                     let mut sys = turno::ThreadedSystem::builder().threads(threads).build();
+                    super::$body(&mut sys);
+                    sys.shutdown(std::time::Duration::from_secs(10)).unwrap();
+                }
+            })*
+        }
+        mod local {
+            $(#[test]
+            fn $name() {
+                for batch in [turno::local::DEFAULT_BATCH, 1] {
+                    let mut sys = turno::LocalSystem::builder().batch(batch).build();
                     super::$body(&mut sys);
                     sys.shutdown(std::time::Duration::from_secs(10)).unwrap();
                 }

@@ -1,0 +1,308 @@
+//! The local scheduler: every actor on the calling thread, first come
+//! first served, real time.
+//!
+//! [`LocalSystem`] is for programs whose actors all live on one thread (a
+//! GUI loop, a single-core service, an embedded controller, a test that
+//! wants real time without threads): what `stakker` offers, with turno's
+//! actors, mailboxes, supervision and verdicts unchanged. Compared with
+//! the two other schedulers:
+//!
+//! - like [`DetSystem`](crate::DetSystem) it runs on the caller's thread,
+//!   only inside [`LocalSystem::run_until_idle`], [`System::settle`],
+//!   [`System::sleep`] or [`LocalSystem::run_for`]; but there is no seeded
+//!   choice: runnable actors run in the order they became runnable (a FIFO
+//!   run queue), each for a batch of up to `batch` turns;
+//! - like [`ThreadedSystem`](crate::ThreadedSystem) its clock is real:
+//!   timers fire once their deadline has passed, at the next look at the
+//!   timer heap (between batches), and `simulate_work` is ignored.
+//!
+//! Addresses stay usable from any thread (they are the same [`Addr`](crate::Addr)s):
+//! a message sent from another thread queues the actor, which runs the next
+//! time the owner runs the system.
+//!
+//! Tracing works as on the other schedulers; with no sink and no
+//! `tracing` subscriber nothing is recorded, which is the fast configuration.
+//!
+//! ```
+//! use std::sync::mpsc;
+//! use std::time::Duration;
+//! use turno::{Actor, Context, LocalSystem, Props, System};
+//!
+//! /// Sends every number it gets on, plus one, until 10.
+//! struct Counter { out: mpsc::Sender<u32> }
+//! impl Actor for Counter {
+//!     type Msg = u32;
+//!     fn handle(&mut self, ctx: &mut Context<'_, Self>, n: u32) {
+//!         self.out.send(n).unwrap();
+//!         if n < 10 {
+//!             let me = ctx.addr();
+//!             ctx.tell(&me, n + 1);
+//!         } else {
+//!             ctx.send_after(Duration::from_millis(5), 100);
+//!         }
+//!     }
+//! }
+//!
+//! let (tx, rx) = mpsc::channel();
+//! let mut sys = LocalSystem::new();
+//! let counter = sys.spawn(Props::new(), move || Counter { out: tx.clone() }).unwrap();
+//! assert!(counter.try_send(1).is_enqueued());
+//! assert_eq!(sys.run_until_idle(), 11); // the start hook and ten messages
+//! assert_eq!(rx.try_iter().collect::<Vec<_>>(), (1..=10).collect::<Vec<_>>());
+//! // The timer fires once its real deadline has passed.
+//! assert!(sys.sleep(Duration::from_millis(20)));
+//! assert_eq!(rx.try_recv(), Ok(100));
+//! sys.shutdown(Duration::from_secs(5)).unwrap();
+//! ```
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::addr::ActorId;
+use crate::effects::TimerKey;
+use crate::engine::{Engine, Scheduler, Slot, ROOT};
+use crate::sync::Mutex;
+use crate::system::{ShutdownReport, ShutdownTimeout, System, SystemBuilder};
+use crate::time::{Clock, Instant};
+use crate::timer::TimerHeap;
+
+/// Default turns of one actor per scheduling (as on the threaded scheduler).
+pub const DEFAULT_BATCH: usize = 32;
+
+/// The FIFO run queue and the timer heap. The owner's thread is the only
+/// one that takes from them; the locks are there because an address may
+/// be used from another thread, and uncontended they are one
+/// compare-and-swap each.
+#[derive(Default)]
+struct LocalQueue {
+    ready: Mutex<VecDeque<Arc<Slot>>>,
+    timers: Mutex<TimerHeap>,
+}
+
+impl Scheduler for LocalQueue {
+    fn schedule(&self, slot: Arc<Slot>) {
+        self.ready.lock().push_back(slot);
+    }
+
+    fn add_timer(&self, actor: ActorId, key: TimerKey, deadline: Instant) {
+        self.timers.lock().push(actor, key, deadline);
+    }
+
+    fn simulates_work(&self) -> bool {
+        false
+    }
+}
+
+/// The local scheduler's own settings, set through [`LocalBuilder`]'s
+/// `batch`.
+pub struct LocalOptions {
+    batch: usize,
+}
+
+/// Configures a [`LocalSystem`]: the settings every system shares (see
+/// [`SystemBuilder`]) and the local scheduler's own.
+pub type LocalBuilder = SystemBuilder<LocalOptions>;
+
+impl SystemBuilder<LocalOptions> {
+    /// Turns of one actor per scheduling (default [`DEFAULT_BATCH`], at
+    /// least 1): more is faster for an actor with a full mailbox, fewer is
+    /// fairer to the others.
+    pub fn batch(mut self, n: usize) -> Self {
+        self.options.batch = n.max(1);
+        self
+    }
+
+    /// Builds the system.
+    pub fn build(self) -> LocalSystem {
+        let (shared, root) = self.config.build(Clock::real());
+        let queue = Arc::new(LocalQueue::default());
+        let engine = Engine::new(shared, queue.clone(), root);
+        LocalSystem {
+            engine,
+            queue,
+            batch: self.options.batch,
+            turns: 0,
+        }
+    }
+}
+
+/// An actor system on the calling thread, with real time. See the
+/// [module docs](self).
+pub struct LocalSystem {
+    engine: Engine,
+    queue: Arc<LocalQueue>,
+    batch: usize,
+    turns: u64,
+}
+
+impl LocalSystem {
+    /// A system with default settings (metrics on, no trace, batch 32).
+    pub fn new() -> Self {
+        Self::builder().build()
+    }
+
+    /// A builder, for a trace sink, metrics, root supervision, batch.
+    pub fn builder() -> LocalBuilder {
+        SystemBuilder::with_options(LocalOptions {
+            batch: DEFAULT_BATCH,
+        })
+    }
+
+    /// Units of work (control messages and turns) run so far.
+    pub fn turns(&self) -> u64 {
+        self.turns
+    }
+
+    /// The deadline of the next pending timer, if any.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.queue.timers.lock().next_deadline()
+    }
+
+    /// Runs the actor that has waited longest for a batch of turns. False
+    /// when no actor is runnable (timers are not looked at).
+    pub fn run_one(&mut self) -> bool {
+        let Some(slot) = self.queue.ready.lock().pop_front() else {
+            return false;
+        };
+        self.turns += self.engine.run_slot(&slot, self.batch) as u64;
+        true
+    }
+
+    /// Runs until no actor is runnable and no timer is due, firing the
+    /// timers whose deadline has passed. Returns the units of work run.
+    /// An actor that keeps itself busy forever keeps this from returning:
+    /// [`LocalSystem::run_for`] bounds the time.
+    pub fn run_until_idle(&mut self) -> u64 {
+        let before = self.turns;
+        loop {
+            while self.run_one() {
+                self.fire_due();
+            }
+            if !self.fire_due() {
+                return self.turns - before;
+            }
+        }
+    }
+
+    /// Runs until idle, or until `limit` of real time has passed (checked
+    /// between batches). True if it went idle.
+    pub fn run_for(&mut self, limit: Duration) -> bool {
+        let deadline = std::time::Instant::now() + limit;
+        loop {
+            let mut n = 0u32;
+            while self.run_one() {
+                self.fire_due();
+                n = n.wrapping_add(1);
+                // The clock is read once in 64 batches: a batch is short.
+                if n % 64 == 0 && std::time::Instant::now() >= deadline {
+                    return false;
+                }
+            }
+            if !self.fire_due() {
+                return true;
+            }
+            if std::time::Instant::now() >= deadline {
+                return false;
+            }
+        }
+    }
+
+    /// Fires every timer whose deadline has passed. False if there was none.
+    fn fire_due(&mut self) -> bool {
+        let mut fired = false;
+        loop {
+            let next = {
+                let mut timers = self.queue.timers.lock();
+                // No timer pending, the common case: no clock read.
+                if timers.next_deadline().is_none() {
+                    return fired;
+                }
+                timers.pop_due(self.engine.shared.clock.now())
+            };
+            match next {
+                Some(t) => {
+                    self.engine.fire_timer(t);
+                    fired = true;
+                }
+                None => return fired,
+            }
+        }
+    }
+
+    /// Graceful shutdown: lets queued mail drain, stops every top-level
+    /// actor (children first, `stopped` hooks run) and runs until they are
+    /// gone, at most `timeout` in all. Pending timers never fire.
+    pub fn shutdown(mut self, timeout: Duration) -> Result<ShutdownReport, ShutdownTimeout> {
+        let start = std::time::Instant::now();
+        let _ = self.run_for(timeout);
+        for id in self.engine.children(ROOT) {
+            System::stop(&self, id);
+        }
+        let _ = self.run_for(timeout.saturating_sub(start.elapsed()));
+        let remaining = self.engine.actor_count();
+        self.flush_trace();
+        if remaining > 0 {
+            return Err(ShutdownTimeout {
+                waited: start.elapsed(),
+                remaining,
+            });
+        }
+        Ok(ShutdownReport {
+            dead_letters: self.engine.shared.dead_letters(),
+        })
+    }
+
+    /// Flushes the trace sink.
+    pub fn flush_trace(&self) {
+        self.engine.shared.tracer.flush();
+    }
+}
+
+impl Default for LocalSystem {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[allow(private_interfaces)] // sealed: see `system::sealed`
+impl crate::system::sealed::Sealed for LocalSystem {
+    fn engine(&self) -> &Engine {
+        &self.engine
+    }
+}
+
+impl System for LocalSystem {
+    /// Runs until idle (see [`LocalSystem::run_for`]); false if still busy
+    /// after `timeout`.
+    fn settle(&mut self, timeout: Duration) -> bool {
+        self.run_for(timeout)
+    }
+
+    /// Runs the system for `d` of real time: actors run as they become
+    /// runnable, timers fire when due, and the thread sleeps while nothing
+    /// is runnable until the next deadline. Then settles (at most 10 s).
+    fn sleep(&mut self, d: Duration) -> bool {
+        let end = self.engine.shared.clock.now() + d;
+        loop {
+            self.run_until_idle();
+            let now = self.engine.shared.clock.now();
+            if now >= end {
+                break;
+            }
+            let wake = self.next_deadline().map_or(end, |t| t.min(end));
+            std::thread::sleep(wake.saturating_duration_since(now));
+        }
+        self.run_for(Duration::from_secs(10))
+    }
+
+    fn shutdown(self, timeout: Duration) -> Result<ShutdownReport, ShutdownTimeout> {
+        LocalSystem::shutdown(self, timeout)
+    }
+}
+
+impl Drop for LocalSystem {
+    fn drop(&mut self) {
+        self.engine.shared.tracer.flush();
+    }
+}

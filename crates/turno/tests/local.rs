@@ -1,0 +1,150 @@
+//! What is particular to the local scheduler: first come first served,
+//! batches, real-time timers, sends from other threads. (The core
+//! behaviours it shares with the other schedulers are in `core_on_both.rs`.)
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+use turno::{Actor, Context, LocalSystem, Props, System};
+
+/// Reports `(me, n)` for every message.
+struct Report {
+    me: u32,
+    out: mpsc::Sender<(u32, u32)>,
+}
+impl Actor for Report {
+    type Msg = u32;
+    fn handle(&mut self, _ctx: &mut Context<'_, Self>, n: u32) {
+        self.out.send((self.me, n)).unwrap();
+    }
+}
+
+fn reporters(sys: &LocalSystem, k: u32, out: &mpsc::Sender<(u32, u32)>) -> Vec<turno::Addr<u32>> {
+    (0..k)
+        .map(|me| {
+            let out = out.clone();
+            sys.spawn(Props::new(), move || Report {
+                me,
+                out: out.clone(),
+            })
+            .unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn actors_run_in_the_order_they_became_runnable() {
+    let (tx, rx) = mpsc::channel();
+    let mut sys = LocalSystem::new();
+    let a = reporters(&sys, 3, &tx);
+    sys.run_until_idle();
+    // 2 becomes runnable first, then 0, then 1; each has two messages.
+    for i in [2usize, 0, 1] {
+        assert!(a[i].try_send(10).is_enqueued());
+    }
+    for i in [1usize, 0, 2] {
+        assert!(a[i].try_send(20).is_enqueued());
+    }
+    assert_eq!(sys.run_until_idle(), 6);
+    let seen: Vec<_> = rx.try_iter().collect();
+    // A batch runs an actor's whole mailbox: order by who became runnable.
+    assert_eq!(seen, [(2, 10), (2, 20), (0, 10), (0, 20), (1, 10), (1, 20)]);
+    sys.shutdown(Duration::from_secs(5)).unwrap();
+}
+
+#[test]
+fn a_batch_of_one_turn_takes_turns_round_robin() {
+    let (tx, rx) = mpsc::channel();
+    let mut sys = LocalSystem::builder().batch(1).build();
+    let a = reporters(&sys, 2, &tx);
+    sys.run_until_idle();
+    for n in 0..3 {
+        assert!(a[0].try_send(n).is_enqueued());
+    }
+    for n in 0..3 {
+        assert!(a[1].try_send(n).is_enqueued());
+    }
+    sys.run_until_idle();
+    let seen: Vec<_> = rx.try_iter().collect();
+    assert_eq!(seen, [(0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (1, 2)]);
+    sys.shutdown(Duration::from_secs(5)).unwrap();
+}
+
+/// Sets a timer of `delay` and reports when it fired.
+struct Alarm {
+    delay: Duration,
+    out: mpsc::Sender<Duration>,
+}
+impl Actor for Alarm {
+    type Msg = bool;
+    fn started(&mut self, ctx: &mut Context<'_, Self>) {
+        ctx.send_after(self.delay, true);
+    }
+    fn handle(&mut self, ctx: &mut Context<'_, Self>, _fired: bool) {
+        self.out.send(ctx.now().since_start()).unwrap();
+    }
+}
+
+#[test]
+fn timers_fire_on_real_time_and_not_before() {
+    let (tx, rx) = mpsc::channel();
+    let mut sys = LocalSystem::new();
+    let delay = Duration::from_millis(30);
+    let t0 = sys.now().since_start();
+    sys.spawn(Props::new(), move || Alarm {
+        delay,
+        out: tx.clone(),
+    })
+    .unwrap();
+    sys.run_until_idle();
+    assert!(rx.try_recv().is_err(), "fired before its deadline");
+    assert!(sys.next_deadline().is_some());
+    // `sleep` runs the system through the deadline.
+    assert!(sys.sleep(Duration::from_millis(60)));
+    let at = rx.try_recv().expect("the timer fired during sleep");
+    assert!(at >= t0 + delay, "fired at {at:?}, set at {t0:?} for {delay:?}");
+    assert!(sys.next_deadline().is_none());
+    sys.shutdown(Duration::from_secs(5)).unwrap();
+}
+
+#[test]
+fn mail_from_another_thread_runs_on_the_next_run() {
+    let (tx, rx) = mpsc::channel();
+    let mut sys = LocalSystem::new();
+    let a = reporters(&sys, 1, &tx).remove(0);
+    sys.run_until_idle();
+    std::thread::spawn(move || {
+        for n in 0..100 {
+            assert!(a.try_send(n).is_enqueued());
+        }
+    })
+    .join()
+    .unwrap();
+    assert!(rx.try_recv().is_err(), "nothing runs outside the owner's calls");
+    assert_eq!(sys.run_until_idle(), 100);
+    let seen: Vec<u32> = rx.try_iter().map(|(_, n)| n).collect();
+    assert_eq!(seen, (0..100).collect::<Vec<_>>());
+    sys.shutdown(Duration::from_secs(5)).unwrap();
+}
+
+/// Keeps sending itself a message: never idle.
+struct Spinner;
+impl Actor for Spinner {
+    type Msg = ();
+    fn handle(&mut self, ctx: &mut Context<'_, Self>, _: ()) {
+        let me = ctx.addr();
+        ctx.tell(&me, ());
+    }
+}
+
+#[test]
+fn settle_gives_up_on_a_message_loop_after_its_timeout() {
+    let mut sys = LocalSystem::new();
+    let s = sys.spawn(Props::new(), || Spinner).unwrap();
+    assert!(s.try_send(()).is_enqueued());
+    assert!(!sys.settle(Duration::from_millis(50)));
+    assert!(sys.turns() > 0);
+    sys.stop(s.id());
+    assert!(sys.settle(Duration::from_secs(5)));
+    assert_eq!(sys.actor_count(), 0);
+}
