@@ -98,13 +98,18 @@ impl Effects {
         Box::default()
     }
 
-    /// Gives a batch's record back for the next batch on this thread. Only
-    /// an empty one is kept (the engine applies every non-empty record
-    /// before its batch ends); the per-batch counters are reset.
+    /// Gives a batch's record back for the next batch on this thread. The
+    /// engine applies (and so empties) every record with effects before
+    /// its batch ends, so only what no scheduler reads is left to reset:
+    /// the per-batch counters and the asks (which only the test kit shows).
+    /// Not checking the ten effect lists again saves about 25 instructions
+    /// per batch.
     pub(crate) fn give_back(mut fx: Box<Effects>) {
+        debug_assert!(fx.is_empty(), "a batch ended with effects not applied");
         fx.stashed = 0;
         fx.unstashed = 0;
-        if fx.is_empty() && fx.asks.is_empty() && !fx.recording() {
+        fx.asks.clear();
+        if !fx.recording() {
             #[cfg(not(turno_loom))]
             SPARE.with(|s| s.set(Some(fx)));
         }

@@ -56,6 +56,7 @@
 //! ```
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -78,6 +79,11 @@ pub const DEFAULT_BATCH: usize = 32;
 struct LocalQueue {
     ready: Mutex<VecDeque<Arc<Slot>>>,
     timers: Mutex<TimerHeap>,
+    /// Whether the heap may hold a timer: set when one is added, cleared
+    /// when the heap is found empty, so that the look for due timers after
+    /// every batch costs one load while none is pending (timers are added
+    /// by turns, which run on the owner's thread).
+    has_timers: AtomicBool,
 }
 
 impl Scheduler for LocalQueue {
@@ -86,7 +92,9 @@ impl Scheduler for LocalQueue {
     }
 
     fn add_timer(&self, actor: ActorId, key: TimerKey, deadline: Instant) {
-        self.timers.lock().push(actor, key, deadline);
+        let mut timers = self.timers.lock();
+        timers.push(actor, key, deadline);
+        self.has_timers.store(true, Ordering::Relaxed);
     }
 
     fn simulates_work(&self) -> bool {
@@ -210,12 +218,16 @@ impl LocalSystem {
 
     /// Fires every timer whose deadline has passed. False if there was none.
     fn fire_due(&mut self) -> bool {
+        if !self.queue.has_timers.load(Ordering::Relaxed) {
+            return false;
+        }
         let mut fired = false;
         loop {
             let next = {
                 let mut timers = self.queue.timers.lock();
-                // No timer pending, the common case: no clock read.
+                // No timer pending: no clock read.
                 if timers.next_deadline().is_none() {
+                    self.queue.has_timers.store(false, Ordering::Relaxed);
                     return fired;
                 }
                 timers.pop_due(self.engine.shared.clock.now())

@@ -102,7 +102,10 @@ fn timers_fire_on_real_time_and_not_before() {
     // `sleep` runs the system through the deadline.
     assert!(sys.sleep(Duration::from_millis(60)));
     let at = rx.try_recv().expect("the timer fired during sleep");
-    assert!(at >= t0 + delay, "fired at {at:?}, set at {t0:?} for {delay:?}");
+    assert!(
+        at >= t0 + delay,
+        "fired at {at:?}, set at {t0:?} for {delay:?}"
+    );
     assert!(sys.next_deadline().is_none());
     sys.shutdown(Duration::from_secs(5)).unwrap();
 }
@@ -120,7 +123,10 @@ fn mail_from_another_thread_runs_on_the_next_run() {
     })
     .join()
     .unwrap();
-    assert!(rx.try_recv().is_err(), "nothing runs outside the owner's calls");
+    assert!(
+        rx.try_recv().is_err(),
+        "nothing runs outside the owner's calls"
+    );
     assert_eq!(sys.run_until_idle(), 100);
     let seen: Vec<u32> = rx.try_iter().map(|(_, n)| n).collect();
     assert_eq!(seen, (0..100).collect::<Vec<_>>());
