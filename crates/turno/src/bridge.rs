@@ -138,7 +138,7 @@ impl<'a, A: Actor> Context<'a, A> {
         if let Some(deadline) = deadline {
             self.fx.timers_set.push((TimerKey::Ask(id), deadline));
         }
-        self.asks.insert(
+        self.rare.get().asks.insert(
             id,
             Pending::new(
                 timeout_port,

@@ -83,12 +83,61 @@ pub(crate) struct Cell<A: Actor> {
     actor: Option<A>,
     factory: Factory<A>,
     addr: Addr<A::Msg>,
-    stash: Stash<A::Msg>,
-    timers: HashMap<TimerId, A::Msg>,
-    asks: Asks<A::Msg>,
-    watching: HashMap<ActorId, WatchMap<A::Msg>>,
+    rare: LazyRare<A::Msg>,
     /// Message turns run, for sampling the turn-time metric.
     turns: u32,
+}
+
+/// The parts of a cell most actors never use: the stash, timers, pending
+/// requests and watches (about 250 bytes of empty tables and queues).
+pub(crate) struct Rare<M> {
+    pub(crate) stash: Stash<M>,
+    pub(crate) timers: HashMap<TimerId, M>,
+    pub(crate) asks: Asks<M>,
+    pub(crate) watching: HashMap<ActorId, WatchMap<M>>,
+}
+
+/// [`Rare`], allocated on the first stash, timer, request or watch, so an
+/// idle actor pays one pointer for them (the stash's capacity kept beside).
+pub(crate) struct LazyRare<M> {
+    rare: Option<Box<Rare<M>>>,
+    stash_capacity: usize,
+}
+
+impl<M> LazyRare<M> {
+    fn new(stash_capacity: usize) -> Self {
+        LazyRare {
+            rare: None,
+            stash_capacity,
+        }
+    }
+
+    /// The parts, allocated now if this is their first use.
+    pub(crate) fn get(&mut self) -> &mut Rare<M> {
+        let capacity = self.stash_capacity;
+        self.rare.get_or_insert_with(|| {
+            Box::new(Rare {
+                stash: Stash::new(capacity),
+                timers: HashMap::new(),
+                asks: Asks::default(),
+                watching: HashMap::new(),
+            })
+        })
+    }
+
+    /// The parts, if ever used.
+    pub(crate) fn peek(&self) -> Option<&Rare<M>> {
+        self.rare.as_deref()
+    }
+
+    /// The parts, if ever used.
+    pub(crate) fn peek_mut(&mut self) -> Option<&mut Rare<M>> {
+        self.rare.as_deref_mut()
+    }
+
+    fn has_redelivery(&self) -> bool {
+        self.peek().is_some_and(|r| r.stash.has_redelivery())
+    }
 }
 
 impl<A: Actor> Cell<A> {
@@ -111,10 +160,7 @@ impl<A: Actor> Cell<A> {
             actor: None,
             factory,
             addr: addr.clone(),
-            stash: Stash::new(props.stash_capacity),
-            timers: HashMap::new(),
-            asks: Asks::default(),
-            watching: HashMap::new(),
+            rare: LazyRare::new(props.stash_capacity),
             turns: 0,
         };
         Ok((cell, addr))
@@ -196,10 +242,7 @@ impl<A: Actor> Cell<A> {
         let started = (sampled && metrics.enabled()).then(std::time::Instant::now);
         let mut ctx = Context {
             addr: &self.addr,
-            stash: &mut self.stash,
-            timers: &mut self.timers,
-            asks: &mut self.asks,
-            watching: &mut self.watching,
+            rare: &mut self.rare,
             fx,
         };
         let quiet = crate::panics::Quiet::enter(!shared.print_panics);
@@ -240,8 +283,10 @@ impl<A: Actor> Cell<A> {
     }
 
     fn cancel_everything(&mut self, why: StaleReason) {
-        self.timers.clear();
-        self.asks.settle_all(why);
+        if let Some(r) = self.rare.peek_mut() {
+            r.timers.clear();
+            r.asks.settle_all(why);
+        }
     }
 }
 
@@ -266,11 +311,11 @@ impl<A: Actor> AnyCell for Cell<A> {
     }
 
     fn has_work(&self) -> bool {
-        self.stash.has_redelivery() || self.addr.mailbox.has_work()
+        self.rare.has_redelivery() || self.addr.mailbox.has_work()
     }
 
     fn try_idle(&self) -> bool {
-        self.addr.mailbox.try_idle(self.stash.has_redelivery())
+        self.addr.mailbox.try_idle(self.rare.has_redelivery())
     }
 
     fn start(&mut self, fx: &mut Effects) {
@@ -301,36 +346,44 @@ impl<A: Actor> AnyCell for Cell<A> {
 
     fn step(&mut self, blocked: bool, fx: &mut Effects) -> Step {
         let blocked = blocked || self.actor.is_none();
-        let next = self.addr.mailbox.next(blocked, self.stash.has_redelivery());
+        let next = self.addr.mailbox.next(blocked, self.rare.has_redelivery());
         let outcome = match next {
             Next::Control(c) => return Step::Control(c),
             Next::Idle if blocked => return Step::Blocked,
             Next::Idle => return Step::Idle,
-            Next::Signal(Signal::Timer(id)) => match self.timers.remove(&id) {
-                Some(msg) => {
-                    let actor = self.addr.id();
-                    let shared = self.shared();
-                    shared.tracer.emit(&shared.clock, || EventKind::TimerFire {
-                        actor,
-                        timer: id.0,
-                    });
-                    self.handle(TurnKind::Timer, msg, fx)
+            Next::Signal(Signal::Timer(id)) => {
+                match self.rare.peek_mut().and_then(|r| r.timers.remove(&id)) {
+                    Some(msg) => {
+                        let actor = self.addr.id();
+                        let shared = self.shared();
+                        shared.tracer.emit(&shared.clock, || EventKind::TimerFire {
+                            actor,
+                            timer: id.0,
+                        });
+                        self.handle(TurnKind::Timer, msg, fx)
+                    }
+                    None => TurnOutcome::Discarded,
                 }
-                None => TurnOutcome::Discarded,
-            },
+            }
             // The timeout signal is served ahead of the user lane, but a
             // reply enqueued before the deadline still wins: `deadline_passed`
             // judges by the reply's enqueue time.
-            Next::Signal(Signal::AskTimeout(id)) => match self.asks.deadline_passed(id) {
+            Next::Signal(Signal::AskTimeout(id)) => match self
+                .rare
+                .peek_mut()
+                .and_then(|r| r.asks.deadline_passed(id))
+            {
                 Some(msg) => self.handle(TurnKind::AskTimeout, msg, fx),
                 None => TurnOutcome::Discarded,
             },
-            Next::Signal(Signal::ReplyEvicted(id)) => match self.asks.reply_evicted(id) {
-                Some(msg) => self.handle(TurnKind::AskTimeout, msg, fx),
-                None => TurnOutcome::Discarded,
-            },
+            Next::Signal(Signal::ReplyEvicted(id)) => {
+                match self.rare.peek_mut().and_then(|r| r.asks.reply_evicted(id)) {
+                    Some(msg) => self.handle(TurnKind::AskTimeout, msg, fx),
+                    None => TurnOutcome::Discarded,
+                }
+            }
             Next::Signal(Signal::Terminated { actor, reason }) => {
-                match self.watching.remove(&actor) {
+                match self.rare.peek_mut().and_then(|r| r.watching.remove(&actor)) {
                     Some(map) => {
                         let msg = map(actor, reason);
                         self.handle(TurnKind::Terminated, msg, fx)
@@ -338,7 +391,7 @@ impl<A: Actor> AnyCell for Cell<A> {
                     None => TurnOutcome::Discarded,
                 }
             }
-            Next::Redeliver => match self.stash.next() {
+            Next::Redeliver => match self.rare.peek_mut().and_then(|r| r.stash.next()) {
                 Some(msg) => self.handle(TurnKind::Unstashed, msg, fx),
                 None => TurnOutcome::Discarded,
             },
@@ -346,7 +399,11 @@ impl<A: Actor> AnyCell for Cell<A> {
                 fx.unmuted.extend(unmuted);
                 match env {
                     Envelope::Msg(msg) => self.handle(TurnKind::Message, msg, fx),
-                    Envelope::Reply(id, msg) => match self.asks.take_fresh(id) {
+                    Envelope::Reply(id, msg) => match self
+                        .rare
+                        .peek_mut()
+                        .map_or(Err(StaleReason::Unknown), |r| r.asks.take_fresh(id))
+                    {
                         Ok(_) => self.handle(TurnKind::Reply, msg, fx),
                         Err(reason) => self.stale(id, reason),
                     },
@@ -365,7 +422,9 @@ impl<A: Actor> AnyCell for Cell<A> {
         }
         // Stashed messages were accepted by the mailbox: the new instance
         // gets them first, in order.
-        self.stash.unstash_all();
+        if let Some(r) = self.rare.peek_mut() {
+            r.stash.unstash_all();
+        }
         self.cancel_everything(StaleReason::Restarted);
     }
 
@@ -380,9 +439,12 @@ impl<A: Actor> AnyCell for Cell<A> {
         }
         self.actor = None;
         self.cancel_everything(StaleReason::Unknown);
-        self.watching.clear();
+        if let Some(r) = self.rare.peek_mut() {
+            r.watching.clear();
+        }
         let id = self.addr.id();
-        for _ in 0..self.stash.drain_all() {
+        let drained = self.rare.peek_mut().map_or(0, |r| r.stash.drain_all());
+        for _ in 0..drained {
             self.shared()
                 .dead_letter(id, crate::trace::DeadLetterReason::Drained);
         }
@@ -394,10 +456,10 @@ impl<A: Actor> AnyCell for Cell<A> {
     }
 
     fn timer_live(&self, id: TimerId) -> bool {
-        self.timers.contains_key(&id)
+        self.rare.peek().is_some_and(|r| r.timers.contains_key(&id))
     }
 
     fn ask_pending(&self, id: RequestId) -> bool {
-        self.asks.is_pending(id)
+        self.rare.peek().is_some_and(|r| r.asks.is_pending(id))
     }
 }

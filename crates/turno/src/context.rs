@@ -7,18 +7,17 @@
 //! the [`TestKit`](crate::testkit::TestKit) run a single turn and show its
 //! effects without any scheduler.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::actor::{Actor, Props, SpawnError};
 use crate::addr::{ActorId, Addr};
-use crate::ask::{self, Asks, Pending, ReplyTo, RequestId, Response, StaleReason};
-use crate::cell::Cell;
+use crate::ask::{self, Pending, ReplyTo, RequestId, Response, StaleReason};
+use crate::cell::{Cell, LazyRare};
 use crate::effects::{Effects, TimerKey};
 use crate::mailbox::Verdict;
 use crate::shared::SystemShared;
-use crate::stash::{Stash, StashFull};
+use crate::stash::StashFull;
 use crate::supervision::ExitReason;
 use crate::time::Instant;
 use crate::timer::TimerId;
@@ -37,10 +36,8 @@ pub(crate) type WatchMap<M> = Box<dyn Fn(ActorId, ExitReason) -> M + Send>;
 /// effects without any scheduler.
 pub struct Context<'a, A: Actor> {
     pub(crate) addr: &'a Addr<A::Msg>,
-    pub(crate) stash: &'a mut Stash<A::Msg>,
-    pub(crate) timers: &'a mut HashMap<TimerId, A::Msg>,
-    pub(crate) asks: &'a mut Asks<A::Msg>,
-    pub(crate) watching: &'a mut HashMap<ActorId, WatchMap<A::Msg>>,
+    /// Stash, timers, pending requests and watches: allocated on first use.
+    pub(crate) rare: &'a mut LazyRare<A::Msg>,
     pub(crate) fx: &'a mut Effects,
 }
 
@@ -143,7 +140,7 @@ impl<'a, A: Actor> Context<'a, A> {
     pub fn send_after(&mut self, delay: Duration, msg: A::Msg) -> TimerId {
         let id = self.shared().next_timer();
         let deadline = self.now() + delay;
-        self.timers.insert(id, msg);
+        self.rare.get().timers.insert(id, msg);
         self.fx.timers_set.push((TimerKey::User(id), deadline));
         id
     }
@@ -151,7 +148,10 @@ impl<'a, A: Actor> Context<'a, A> {
     /// Cancels a timer. Returns false if it already fired and was handled
     /// (or never existed). After this, its message is never handled.
     pub fn cancel_timer(&mut self, id: TimerId) -> bool {
-        let found = self.timers.remove(&id).is_some();
+        let found = self
+            .rare
+            .peek_mut()
+            .is_some_and(|r| r.timers.remove(&id).is_some());
         if found {
             self.fx.timers_cancelled.push(id);
         }
@@ -161,7 +161,7 @@ impl<'a, A: Actor> Context<'a, A> {
     /// Sets a message aside until [`Context::unstash_all`]. A full stash
     /// hands the message back.
     pub fn stash(&mut self, msg: A::Msg) -> Result<(), StashFull<A::Msg>> {
-        let size = self.stash.push(msg)?;
+        let size = self.rare.get().stash.push(msg)?;
         self.fx.stashed += 1;
         let actor = self.id();
         self.addr.mailbox.metrics.stash(size);
@@ -172,7 +172,7 @@ impl<'a, A: Actor> Context<'a, A> {
     /// Re-delivers every stashed message, in original order, ahead of newer
     /// mail. Returns how many.
     pub fn unstash_all(&mut self) -> usize {
-        let count = self.stash.unstash_all();
+        let count = self.rare.peek_mut().map_or(0, |r| r.stash.unstash_all());
         if count > 0 {
             self.fx.unstashed += count;
             let actor = self.id();
@@ -184,7 +184,7 @@ impl<'a, A: Actor> Context<'a, A> {
 
     /// Messages in the stash now.
     pub fn stash_len(&self) -> usize {
-        self.stash.len()
+        self.rare.peek().map_or(0, |r| r.stash.len())
     }
 
     /// Asks `to` and awaits one [`Response`]: `request` builds the request
@@ -267,7 +267,9 @@ impl<'a, A: Actor> Context<'a, A> {
         }
         let deadline = self.now() + timeout;
         self.fx.timers_set.push((TimerKey::Ask(id), deadline));
-        self.asks
+        self.rare
+            .get()
+            .asks
             .insert(id, Pending::new(timeout_port, Some(deadline), None));
         if self.fx.recording() {
             self.fx.asks.push((id, to.id()));
@@ -296,7 +298,9 @@ impl<'a, A: Actor> Context<'a, A> {
         R: Send + 'static,
         F: Fn(Response<R>) -> A::Msg + Send + Sync + 'static,
     {
-        self.asks.settle(previous, StaleReason::Superseded);
+        if let Some(r) = self.rare.peek_mut() {
+            r.asks.settle(previous, StaleReason::Superseded);
+        }
         self.ask(to, request, timeout, on_response)
     }
 
@@ -304,22 +308,26 @@ impl<'a, A: Actor> Context<'a, A> {
     /// Its reply, if it comes, is discarded as stale; no timeout is delivered.
     /// Returns false if it was not pending.
     pub fn abandon(&mut self, id: RequestId) -> bool {
-        self.asks.settle(id, StaleReason::Abandoned).is_some()
+        self.rare
+            .peek_mut()
+            .is_some_and(|r| r.asks.settle(id, StaleReason::Abandoned).is_some())
     }
 
     /// Abandons every pending request. Returns how many.
     pub fn abandon_all(&mut self) -> usize {
-        self.asks.settle_all(StaleReason::Abandoned)
+        self.rare
+            .peek_mut()
+            .map_or(0, |r| r.asks.settle_all(StaleReason::Abandoned))
     }
 
     /// True while `id` awaits its response.
     pub fn is_pending(&self, id: RequestId) -> bool {
-        self.asks.is_pending(id)
+        self.rare.peek().is_some_and(|r| r.asks.is_pending(id))
     }
 
     /// Requests awaiting a response.
     pub fn pending_requests(&self) -> usize {
-        self.asks.len()
+        self.rare.peek().map_or(0, |r| r.asks.len())
     }
 
     /// Watches another actor: when it terminates, `on_terminated` builds the
@@ -330,13 +338,20 @@ impl<'a, A: Actor> Context<'a, A> {
         target: &Addr<N>,
         on_terminated: impl Fn(ActorId, ExitReason) -> A::Msg + Send + 'static,
     ) {
-        self.watching.insert(target.id(), Box::new(on_terminated));
+        self.rare
+            .get()
+            .watching
+            .insert(target.id(), Box::new(on_terminated));
         self.fx.watch.push(target.id());
     }
 
     /// Stops watching: no terminated message for `target` after this.
     pub fn unwatch(&mut self, target: ActorId) {
-        if self.watching.remove(&target).is_some() {
+        let found = self
+            .rare
+            .peek_mut()
+            .is_some_and(|r| r.watching.remove(&target).is_some());
+        if found {
             self.fx.unwatch.push(target);
         }
     }

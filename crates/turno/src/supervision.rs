@@ -135,7 +135,9 @@ pub struct Supervision {
     strategy: Strategy,
     max_restarts: u32,
     within: Duration,
-    decider: Decider,
+    /// `None`: always restart (the default, which so allocates nothing:
+    /// every actor's props carry a `Supervision`).
+    decider: Option<Decider>,
 }
 
 impl Supervision {
@@ -145,7 +147,7 @@ impl Supervision {
             strategy,
             max_restarts: 3,
             within: Duration::from_secs(5),
-            decider: Arc::new(|_| Directive::Restart),
+            decider: None,
         }
     }
 
@@ -158,7 +160,7 @@ impl Supervision {
 
     /// Decides per failure (default: always restart).
     pub fn decider(mut self, f: impl Fn(&Failure) -> Directive + Send + Sync + 'static) -> Self {
-        self.decider = Arc::new(f);
+        self.decider = Some(Arc::new(f));
         self
     }
 
@@ -168,7 +170,10 @@ impl Supervision {
     }
 
     pub(crate) fn decide(&self, failure: &Failure) -> Directive {
-        (self.decider)(failure)
+        match &self.decider {
+            Some(decide) => decide(failure),
+            None => Directive::Restart,
+        }
     }
 }
 
