@@ -63,6 +63,7 @@ mod model;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 pub mod pump;
+mod sql;
 pub mod sqlite;
 mod store;
 pub mod sweep;
