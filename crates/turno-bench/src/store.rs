@@ -298,7 +298,8 @@ fn raw_sqlite(path: PathBuf, durability: Durability) -> Connection {
     conn
 }
 
-fn store_queue(store: &Store, run: u64, n: u64) {
+/// The `n` items of one run's queue workload, through the store.
+fn enqueue_run(store: &Store, run: u64, n: u64) {
     for i in 0..n {
         store
             .enqueue(
@@ -309,6 +310,10 @@ fn store_queue(store: &Store, run: u64, n: u64) {
             )
             .unwrap();
     }
+}
+
+fn store_queue(store: &Store, run: u64, n: u64) {
+    enqueue_run(store, run, n);
     let mut left = n;
     while left > 0 {
         let items = store.lease("bench", BATCH, LEASE).unwrap();
@@ -328,16 +333,7 @@ impl Actor for Acker {
 }
 
 fn pump_queue(store: &Store, run: u64, n: u64) {
-    for i in 0..n {
-        store
-            .enqueue(
-                "bench",
-                "bench",
-                &format!("r{run}-{i}"),
-                b"payload of 32 bytes, more or less",
-            )
-            .unwrap();
-    }
+    enqueue_run(store, run, n);
     let sys = ThreadedSystem::builder().threads(1).build();
     let addr = sys
         .spawn(Props::new().mailbox(Policy::Suspend(BATCH)), || Acker)

@@ -14,9 +14,8 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use turno::System;
 
 use turno::{Actor, Context, Policy, Props, ThreadedSystem};
@@ -53,12 +52,8 @@ fn read_log(dir: &Path) -> Vec<String> {
     lines.into_iter().map(|l| l.trim_end().to_owned()).collect()
 }
 
-fn open_store(dir: &Path) -> Store {
-    match std::env::var("TURNO_CRASH_PG_URL") {
-        #[cfg(feature = "postgres")]
-        Ok(url) => Store::new(turno_store::postgres::PgBackend::connect(&url).unwrap()),
-        _ => Store::sqlite(dir.join("crash.db")).unwrap(),
-    }
+fn open_store(dir: &Path, pg_url: Option<&str>) -> Store {
+    common::shared_store(dir, "crash.db", pg_url)
 }
 
 struct Recorder {
@@ -87,7 +82,7 @@ fn crash_child() {
     };
     let drain = std::env::var("TURNO_CRASH_MODE").is_ok_and(|m| m == "drain");
     let log = Log::open(&dir);
-    let store = open_store(&dir);
+    let store = open_store(&dir, std::env::var("TURNO_CRASH_PG_URL").ok().as_deref());
     let sys = ThreadedSystem::builder().threads(2).build();
     let addr = sys
         .spawn(Props::new().mailbox(Policy::Suspend(8)), {
@@ -113,18 +108,7 @@ fn crash_child() {
     )
     .unwrap();
     if drain {
-        let start = Instant::now();
-        loop {
-            let c = store.queue_counts(QUEUE).unwrap();
-            if c.ready == 0 && c.leased == 0 {
-                break;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(60),
-                "drain stalled: {c:?}"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        common::wait_drained(&store, QUEUE, Duration::from_secs(60));
         pump.stop();
         sys.shutdown(Duration::from_secs(5)).unwrap();
         return;
@@ -163,17 +147,8 @@ fn crash_child() {
 }
 
 fn run_child(dir: &Path, pg_url: Option<&str>, drain: bool) -> std::process::Child {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args([
-        "crash_child",
-        "--exact",
-        "--ignored",
-        "--nocapture",
-        "--test-threads=1",
-    ])
-    .env("TURNO_CRASH_DIR", dir)
-    .stdout(Stdio::null())
-    .stderr(Stdio::inherit());
+    let mut cmd = common::child_process("crash_child");
+    cmd.env("TURNO_CRASH_DIR", dir);
     if let Some(u) = pg_url {
         cmd.env("TURNO_CRASH_PG_URL", u);
     }
@@ -282,17 +257,14 @@ fn crash_many_times(pg_url: Option<&str>, rounds: usize) {
         let mut child = run_child(dir.path(), pg_url, false);
         // Wait until it is producing (start-up takes a while on a loaded
         // machine), then kill it at a random point.
-        let start = Instant::now();
-        while enqueues() == before {
-            assert!(
-                start.elapsed() < Duration::from_secs(60),
-                "round {round}: the child never wrote"
-            );
-            std::thread::sleep(Duration::from_millis(2));
-        }
+        common::wait_for_child(
+            &mut child,
+            Duration::from_secs(60),
+            &format!("wrote in round {round}"),
+            || enqueues() != before,
+        );
         std::thread::sleep(Duration::from_millis(rng.u64(0..200)));
-        child.kill().unwrap(); // SIGKILL
-        child.wait().unwrap();
+        common::kill(child);
         check(dir.path(), pg_url, round);
     }
     // A clean run delivers everything that is left.
@@ -310,11 +282,7 @@ fn crash_many_times(pg_url: Option<&str>, rounds: usize) {
         .collect();
     assert!(logged.is_subset(&keys));
     // every stored item was delivered and acknowledged in the end
-    let store = match pg_url {
-        #[cfg(feature = "postgres")]
-        Some(url) => Store::new(turno_store::postgres::PgBackend::connect(url).unwrap()),
-        _ => Store::sqlite(dir.path().join("crash.db")).unwrap(),
-    };
+    let store = open_store(dir.path(), pg_url);
     let c = store.queue_counts(QUEUE).unwrap();
     assert_eq!((c.ready, c.leased), (0, 0));
     assert_eq!(c.acked as usize, keys.len());

@@ -20,8 +20,8 @@ mod common;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use turno::{Actor, Context, Policy, Props, System, ThreadedSystem};
 use turno_store::{Delivery, Pump, PumpConfig, SnapshotWrite, Store};
@@ -34,11 +34,7 @@ const ITEMS: usize = 40;
 type Applied = BTreeMap<String, u32>;
 
 fn open_store(dir: &Path, pg_url: Option<&str>) -> Store {
-    match pg_url {
-        #[cfg(feature = "postgres")]
-        Some(url) => Store::new(turno_store::postgres::PgBackend::connect(url).unwrap()),
-        _ => Store::sqlite(dir.join("once.db")).unwrap(),
-    }
+    common::shared_store(dir, "once.db", pg_url)
 }
 
 struct Counter {
@@ -128,35 +124,17 @@ fn once_child() {
             }),
     )
     .unwrap();
-    let start = Instant::now();
-    loop {
-        let c = store.queue_counts(QUEUE).unwrap();
-        if c.ready == 0 && c.leased == 0 {
-            break;
-        }
-        assert!(start.elapsed() < Duration::from_secs(90), "stalled: {c:?}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    common::wait_drained(&store, QUEUE, Duration::from_secs(90));
     pump.stop();
     sys.shutdown(Duration::from_secs(5)).unwrap();
 }
 
 fn child(dir: &Path, pg_url: Option<&str>, atomic: bool, stall_at: Option<usize>) -> Command {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args([
-        "once_child",
-        "--exact",
-        "--ignored",
-        "--nocapture",
-        "--test-threads=1",
-    ])
-    .env("TURNO_ONCE_DIR", dir)
-    .env(
+    let mut cmd = common::child_process("once_child");
+    cmd.env("TURNO_ONCE_DIR", dir).env(
         "TURNO_ONCE_MODE",
         if atomic { "atomic" } else { "separate" },
-    )
-    .stdout(Stdio::null())
-    .stderr(Stdio::inherit());
+    );
     if let Some(u) = pg_url {
         cmd.env("TURNO_ONCE_PG_URL", u);
     }
@@ -186,19 +164,14 @@ fn kill_between_turn_and_ack(pg_url: Option<&str>, atomic: bool, kills: &[usize]
     let marker = dir.path().join("stalled");
     for (round, &at) in kills.iter().enumerate() {
         let mut c = child(dir.path(), pg_url, atomic, Some(at)).spawn().unwrap();
-        let start = Instant::now();
-        while !marker.exists() {
-            if let Some(status) = c.try_wait().unwrap() {
-                panic!("round {round}: the child exited ({status}) before batch {at}");
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(90),
-                "round {round}: the child never reached batch {at}"
-            );
-            std::thread::sleep(Duration::from_millis(2));
-        }
-        c.kill().unwrap(); // SIGKILL, with the batch handled and not committed
-        c.wait().unwrap();
+        common::wait_for_child(
+            &mut c,
+            Duration::from_secs(90),
+            &format!("reached batch {at} in round {round}"),
+            || marker.exists(),
+        );
+        // SIGKILL, with the batch handled and not committed.
+        common::kill(c);
         // What the killed child's actor had handled in that batch is not
         // acknowledged in the store.
         let batch = std::fs::read_to_string(&marker).unwrap();
