@@ -83,6 +83,7 @@ pub(crate) enum Arg<'a> {
     Text(&'a str),
     Bytes(&'a [u8]),
     /// An array (PostgreSQL's `= ANY(?1)` only).
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     Ints(&'a [i64]),
 }
 
