@@ -8,8 +8,12 @@
 //! core), and answers the web layer with a [`View`].
 //!
 //! It is its own small interpreter rather than `turno_chart`'s `ChartActor`
-//! because it needs the whole snapshot after each step (to persist and to
-//! render). Its clock is the wall clock (milliseconds since the Unix
+//! because the web layer talks to it in the chart's own turns: an event is
+//! refused unless the session is at the form's step, checked in the turn
+//! that takes the event, and answered with the view after the macrostep;
+//! faults are armed and the time to live runs out as messages too.
+//! `ChartMsg` is a closed set (events, timers, results, subscriptions) with
+//! no room for such requests. Its clock is the wall clock (milliseconds since the Unix
 //! epoch), so the deadlines in a persisted snapshot (the submit's 3 s in
 //! `uncertain`, its lookup backoff) mean the same after a restart; delayed
 //! events are turno timers ([`Context::send_after`]) that fire them through
@@ -27,8 +31,8 @@ use serde_json::{json, Value};
 use turno::{Actor, Context, ReplyTo, RequestId, Response};
 use turno_chart::persist::Persist;
 use turno_chart::{
-    fire_scheduled, initial_transition_at, invocation_done, transition_in_place, Action, Event,
-    Machine, Snapshot, Status,
+    fire_scheduled, initial_transition_at, invocation_done, transition_in_place, Action,
+    ChartError, Delivery, Event, Machine, Snapshot, Status,
 };
 
 use crate::client::{self, Faults, Lookup};
@@ -335,15 +339,7 @@ impl SessionActor {
                 on_done,
             ),
             other => {
-                let me = ctx.addr();
-                let _ = ctx.send(
-                    &me,
-                    SessionMsg::Done {
-                        id: id.into(),
-                        generation,
-                        result: Err(json!({"kind": format!("no service {other}"), "known": true})),
-                    },
-                );
+                fail_now(ctx, id, generation, format!("no service {other}"));
                 return;
             }
         };
@@ -351,23 +347,52 @@ impl SessionActor {
             Ok(req) => {
                 self.running.insert((id.to_string(), generation), req);
             }
-            Err(e) => {
-                let me = ctx.addr();
-                let _ = ctx.send(
-                    &me,
-                    SessionMsg::Done {
-                        id: id.into(),
-                        generation,
-                        result: Err(json!({"kind": e.to_string(), "known": true})),
-                    },
-                );
-            }
+            Err(e) => fail_now(ctx, id, generation, e.to_string()),
+        }
+    }
+
+    /// One delivery of the chart core (a due timer, an invocation's result)
+    /// as a macrostep, on the wall clock; a stale one changes nothing.
+    fn deliver(
+        &mut self,
+        ctx: &mut Context<'_, Self>,
+        f: impl FnOnce(
+            &Machine<Value>,
+            &mut Snapshot<Value>,
+            &mut Vec<Action>,
+        ) -> Result<Delivery, ChartError>,
+    ) {
+        let before = self.view().step;
+        let mut snap = self.snap.take().expect("started");
+        snap.now_ms = snap.now_ms.max(Self::now_ms(ctx));
+        let mut actions = std::mem::take(&mut self.actions);
+        let d = f(&self.machine, &mut snap, &mut actions);
+        self.actions = actions;
+        self.snap = Some(snap);
+        match d {
+            Ok(Delivery::Delivered) => self.after_step(ctx, &before),
+            Ok(_) => {}
+            Err(e) => panic!("session {}: {e}", self.sid),
         }
     }
 
     fn now_ms(_ctx: &Context<'_, Self>) -> u64 {
         wall_ms()
     }
+}
+
+/// An invocation that could not start fails at once, as a message of its
+/// own (its own macrostep).
+fn fail_now(ctx: &mut Context<'_, SessionActor>, id: &str, generation: u64, kind: String) {
+    let me = ctx.addr();
+    let _ = ctx.send(
+        &me,
+        SessionMsg::Done {
+            id: id.into(),
+            generation,
+            result: Err(json!({"kind": kind, "known": true})),
+        },
+    );
 }
 
 /// The chart's clock: wall-clock milliseconds, meaningful across restarts.
@@ -449,45 +474,22 @@ impl Actor for SessionActor {
                     ctx.stop();
                 }
             }
+            // A cancelled timer's state was left: stale.
             SessionMsg::Timer { id, seq } => {
-                let before = self.view().step;
-                let mut snap = self.snap.take().expect("started");
-                let mut actions = std::mem::take(&mut self.actions);
-                let d = fire_scheduled(&self.machine, &mut snap, &id, seq, &mut actions);
-                snap.now_ms = snap.now_ms.max(Self::now_ms(ctx));
-                self.actions = actions;
-                self.snap = Some(snap);
-                match d {
-                    Ok(turno_chart::Delivery::Delivered) => self.after_step(ctx, &before),
-                    Ok(_) => {} // cancelled: its state was left
-                    Err(e) => panic!("session {}: {e}", self.sid),
-                }
+                self.deliver(ctx, |m, snap, actions| {
+                    fire_scheduled(m, snap, &id, seq, actions)
+                });
             }
+            // A result for an invocation no longer in flight is stale.
             SessionMsg::Done {
                 id,
                 generation,
                 result,
             } => {
                 self.running.remove(&(id.clone(), generation));
-                let before = self.view().step;
-                let mut snap = self.snap.take().expect("started");
-                snap.now_ms = snap.now_ms.max(Self::now_ms(ctx));
-                let mut actions = std::mem::take(&mut self.actions);
-                let d = invocation_done(
-                    &self.machine,
-                    &mut snap,
-                    &id,
-                    generation,
-                    result,
-                    &mut actions,
-                );
-                self.actions = actions;
-                self.snap = Some(snap);
-                match d {
-                    Ok(turno_chart::Delivery::Delivered) => self.after_step(ctx, &before),
-                    Ok(_) => {} // stale: its invocation is no longer in flight
-                    Err(e) => panic!("session {}: {e}", self.sid),
-                }
+                self.deliver(ctx, |m, snap, actions| {
+                    invocation_done(m, snap, &id, generation, result, actions)
+                });
             }
         }
     }
