@@ -6,7 +6,7 @@
 //! A machine's [`Semantics`] picks the rule at each such point: XState's
 //! for JSON configs, the spec's for SCXML documents.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 
 use serde_json::{Map, Value};
@@ -14,7 +14,9 @@ use smallvec::SmallVec;
 
 use crate::actions::{Action, ActionScope, Effect, SendTarget};
 use crate::event::{names, Event};
-use crate::machine::{ActionDef, Delay, Guard, Machine, StateIdx, StateKind, TransIdx, ValueExpr};
+use crate::machine::{
+    ActionDef, Delay, Guard, Machine, Plan, StateIdx, StateKind, TransIdx, ValueExpr,
+};
 use crate::semantics::{scxml_descriptor_matches, Semantics};
 use crate::snapshot::{HistoryEntry, Invocation, Scheduled, Snapshot, StateSet, Status};
 
@@ -70,6 +72,8 @@ type Refs<'a> = SmallVec<[TRef<'a>; 4]>;
 /// One transition domain per transition of a microstep (`None`: above the
 /// root).
 type Domains = SmallVec<[Option<StateIdx>; 4]>;
+/// SCXML: `(parent, history)` pairs whose default history content runs.
+type HistoryContent = SmallVec<[(StateIdx, StateIdx); 2]>;
 
 /// A transition as the algorithm sees it (the initial transition of the
 /// root is not in the machine's table).
@@ -100,7 +104,11 @@ pub(crate) struct Run<'m, 's, C> {
     /// SCXML: `(parent, history)` for each history state whose default
     /// transition the entry set takes (its actions run after the parent's
     /// entry: the spec's `defaultHistoryContent`).
-    history_content: RefCell<SmallVec<[(StateIdx, StateIdx); 2]>>,
+    history_content: RefCell<HistoryContent>,
+    /// Set when a history state was read while computing a microstep's
+    /// domains or entry set: the result then depends on the snapshot and
+    /// is not kept as the transition's [`Plan`].
+    history_read: Cell<bool>,
 }
 
 impl<'m, 's, C: Clone> Run<'m, 's, C> {
@@ -121,6 +129,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
             steps: 0,
             inspect: None,
             history_content: RefCell::new(SmallVec::new()),
+            history_read: Cell::new(false),
         }
     }
 
@@ -503,6 +512,9 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
     /// from document order only after a region was re-entered.)
     pub(crate) fn select_eventless_transitions(&mut self, event: &Event, out: &mut Trans) {
         let m = self.m;
+        if !m.has_eventless {
+            return;
+        }
         let mut atomics: smallvec::SmallVec<[StateIdx; 8]> = smallvec::SmallVec::new();
         self.snap.config.for_each(|s| {
             if m.atomic[s as usize] {
@@ -594,7 +606,18 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
             let r = refs[0];
             self.recent.push_back((r.source, r.targets.to_vec()));
         }
-        let domains = self.get_transition_domains(refs);
+        // A transition taken alone whose domain and entry set were fixed by
+        // the machine (no history involved) reuses them: the common path
+        // then walks no ancestors.
+        let plan = match enabled {
+            [t] => self.m.plans[*t as usize].get(),
+            _ => None,
+        };
+        self.history_read.set(false);
+        let domains: Domains = match plan {
+            Some(p) => smallvec::smallvec![p.domain],
+            None => self.get_transition_domains(refs),
+        };
         self.exit_states(refs, &domains, event);
         for &t in enabled {
             let tr = &self.m.transitions[t as usize];
@@ -608,7 +631,26 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
             }
             self.execute_content(&tr.actions, event);
         }
-        self.enter_states(refs, &domains, event, false);
+        match plan {
+            Some(p) => self.enter_set(
+                p.to_enter.clone(),
+                p.default_entry.clone(),
+                SmallVec::new(),
+                event,
+                false,
+            ),
+            None => {
+                let (to_enter, default_entry, history_content) = self.entry_set_of(refs, &domains);
+                if let ([t], false) = (enabled, self.history_read.get()) {
+                    let _ = self.m.plans[*t as usize].set(Plan {
+                        domain: domains[0],
+                        to_enter: to_enter.clone(),
+                        default_entry: default_entry.clone(),
+                    });
+                }
+                self.enter_set(to_enter, default_entry, history_content, event, false);
+            }
+        }
         self.after_done(event);
     }
 
@@ -754,12 +796,36 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
         event: &Event,
         initial: bool,
     ) {
+        let (to_enter, default_entry, history_content) = self.entry_set_of(ts, domains);
+        self.enter_set(to_enter, default_entry, history_content, event, initial);
+    }
+
+    /// The entry set of a microstep, the states entered by default, and
+    /// (SCXML) the history states whose default content runs.
+    fn entry_set_of(
+        &self,
+        ts: &[TRef<'_>],
+        domains: &[Option<StateIdx>],
+    ) -> (StateSet, StateSet, HistoryContent) {
         let n = self.m.n();
         let mut to_enter = StateSet::with_states(n);
         let mut default_entry = StateSet::with_states(n);
         self.history_content.borrow_mut().clear();
         self.compute_entry_set(ts, domains, &mut to_enter, &mut default_entry);
         let history_content = std::mem::take(&mut *self.history_content.borrow_mut());
+        (to_enter, default_entry, history_content)
+    }
+
+    /// Enters `to_enter` in document order (the rest of `enterStates`).
+    fn enter_set(
+        &mut self,
+        to_enter: StateSet,
+        mut default_entry: StateSet,
+        history_content: HistoryContent,
+        event: &Event,
+        initial: bool,
+    ) {
+        let n = self.m.n();
         if initial {
             default_entry.insert(0);
         }
@@ -985,6 +1051,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
         let node = m.state(s);
         match node.kind {
             StateKind::History { .. } => {
+                self.history_read.set(true);
                 let parent = node.parent.expect("history has a parent");
                 // SCXML enters a remembered or default compound state by
                 // its initial transition (its actions run); XState does not.
@@ -1243,6 +1310,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
             }
             return;
         }
+        self.history_read.set(true);
         if let Some(h) = self.history_of(s) {
             for &r in h {
                 if !out.contains(&r) {

@@ -420,3 +420,36 @@ fn a_history_defaulting_to_its_parallel_parent_reenters_the_other_regions() {
     let (s, _) = transition(&m, &s, Event::new("A")).unwrap();
     assert_eq!(ids(&m, &s.config), ["s0", "s1", "s2", "s4"]);
 }
+
+/// A transition taken alone keeps its domain and entry set when the
+/// machine fixes them; one that reads a history state does not, and the
+/// history still decides where it goes each time.
+#[test]
+fn a_plan_is_kept_only_for_a_transition_that_reads_no_history() {
+    let m = machine(
+        r##"{"id": "p", "initial": "player", "states": {
+      "player": {"initial": "stopped", "on": {"OFF": "off"}, "states": {
+        "stopped": {"on": {"PLAY": "playing"}},
+        "playing": {"on": {"STOP": "stopped"}},
+        "hist": {"type": "history"}}},
+      "off": {"on": {"ON": "player.hist"}}}}"##,
+    );
+    let off = trans(&m, "p.player", "OFF");
+    let on = trans(&m, "p.off", "ON");
+    let (mut s, _) = initial_transition(&m).unwrap();
+    let go = |s: &mut Snapshot<Value>, e: &str| {
+        *s = transition(&m, s, Event::new(e)).unwrap().0;
+        s.value(&m).to_json()
+    };
+    use serde_json::json;
+    assert_eq!(go(&mut s, "OFF"), json!("off"));
+    assert_eq!(go(&mut s, "ON"), json!({"player": "stopped"}));
+    assert_eq!(go(&mut s, "PLAY"), json!({"player": "playing"}));
+    assert_eq!(go(&mut s, "OFF"), json!("off"));
+    assert_eq!(go(&mut s, "ON"), json!({"player": "playing"}));
+    let plan = m.plans[off as usize].get();
+    let plan = plan.expect("OFF's domain and entry set are the machine's");
+    assert_eq!(plan.domain, Some(0));
+    assert_eq!(ids(&m, &plan.to_enter), ["p.off"]);
+    assert!(m.plans[on as usize].get().is_none(), "ON reads the history");
+}

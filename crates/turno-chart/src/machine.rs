@@ -5,7 +5,7 @@
 //! state's descendants are exactly the indices `(s, last_descendant(s)]`:
 //! "is a descendant of" is two comparisons.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use rustc_hash::FxHashMap;
 use serde_json::Value;
@@ -296,6 +296,23 @@ pub struct Machine<C> {
     pub(crate) atomic: Vec<bool>,
     pub(crate) semantics: Semantics,
     pub(crate) event_hook: Option<EventHookFn<C>>,
+    /// Per transition, what a microstep taking it alone computes that does
+    /// not depend on the snapshot: filled the first time it is taken, and
+    /// only when no history state was read (see `algorithm::Plan`).
+    pub(crate) plans: Vec<OnceLock<Plan>>,
+    /// Some state has an `always` transition (else no microstep looks for one).
+    pub(crate) has_eventless: bool,
+}
+
+/// A transition's domain and entry set when they are fixed by the machine
+/// alone (no history state among its effective targets or what they enter).
+pub(crate) struct Plan {
+    /// The transition domain (`None`: above the root).
+    pub(crate) domain: Option<StateIdx>,
+    /// The states it enters, in document order.
+    pub(crate) to_enter: crate::snapshot::StateSet,
+    /// The states entered by default (their initial actions run).
+    pub(crate) default_entry: crate::snapshot::StateSet,
 }
 
 /// The default bound on microsteps in one macrostep.
@@ -678,6 +695,8 @@ impl Builder {
             }
         }
         let atomic = states.iter().map(|s| s.is_atomic()).collect();
+        let plans = transitions.iter().map(|_| OnceLock::new()).collect();
+        let has_eventless = states.iter().any(|s| !s.always.is_empty());
         Ok(Machine {
             states,
             transitions,
@@ -692,6 +711,8 @@ impl Builder {
             atomic,
             semantics: self.semantics,
             event_hook: None,
+            plans,
+            has_eventless,
         })
     }
 

@@ -264,4 +264,40 @@ proptest! {
             let _ = serde_json::to_string(&s.value(&m)).unwrap();
         }
     }
+
+    /// A machine remembers, per transition, the domain and entry set that
+    /// do not depend on the snapshot. Taking the same events again on a
+    /// machine that has seen them gives, step by step, the snapshots and
+    /// actions a machine that never ran gives.
+    #[test]
+    fn a_warm_machine_steps_as_a_cold_one(p in plan(), events in proptest::collection::vec(0u8..5, 0..25)) {
+        let cfg = config(&p);
+        let load = || {
+            load_json::<Value>(&cfg.to_string(), &stdlib::implementations())
+                .unwrap_or_else(|e| panic!("{e}\n{cfg:#}"))
+                .with_max_microsteps(200)
+        };
+        let run = |m: &Machine<Value>| -> Vec<Value> {
+            let mut out = Vec::new();
+            let Ok((mut s, a)) = initial_transition(m) else { return out };
+            out.push(serde_json::json!([s, a]));
+            for &e in &events {
+                let step = if e == 4 {
+                    advance(m, &s, 10)
+                } else {
+                    transition(m, &s, Event::new(["A", "B", "C", "D"][e as usize]))
+                };
+                let Ok((next, a)) = step else { break };
+                s = next;
+                out.push(serde_json::json!([s, a]));
+            }
+            out
+        };
+        let warm = load();
+        let first = run(&warm);
+        let again = run(&warm);
+        let cold = run(&load());
+        prop_assert_eq!(&first, &cold, "{:#}", cfg);
+        prop_assert_eq!(&again, &cold, "{:#}", cfg);
+    }
 }
