@@ -142,6 +142,27 @@ fn turn_time_is_sampled_one_message_turn_in_64() {
             .any(|l| l.key() == "actor" && l.value() == "idle")),
         "an actor that handled no message registers no metric"
     );
+    // Each handle is registered on its own first use: `busy` set its depth
+    // gauge and sampled turns, and never dropped, rejected, stashed or saw
+    // a stale reply.
+    let registered = |name: &str| {
+        snap.iter().any(|(k, ..)| {
+            k.key().name() == name
+                && k.key()
+                    .labels()
+                    .any(|l| l.key() == "actor" && l.value() == "busy")
+        })
+    };
+    assert!(registered("turno_mailbox_depth"));
+    assert!(registered("turno_turn_seconds"));
+    for unused in [
+        "turno_mailbox_dropped_total",
+        "turno_mailbox_rejected_total",
+        "turno_stash_size",
+        "turno_stale_replies_total",
+    ] {
+        assert!(!registered(unused), "{unused} registered without a use");
+    }
 }
 
 /// Asks a pricing service and forwards the answer (or a timeout) to `out`.
