@@ -51,6 +51,28 @@ if [ ! -d crates/turno-wizard/browser/node_modules/playwright-core ]; then
 fi
 TURNO_BIN="$target_dir/debug/turno" node crates/turno-wizard/browser/test.mjs
 
+# Fuzzing, a short run in CI (issue 10: no panic on any input). Each target
+# in fuzz/ (cargo-fuzz layout, outside the workspace) runs 15 s under
+# libFuzzer with AddressSanitizer: the XState JSON loader (chart_load, seeded
+# with the differential corpus's machines), persisted chart snapshots
+# (chart_snapshot), SCXML documents (scxml_load) and the trace reader
+# (trace_reader). cargo-fuzz needs nightly flags; RUSTC_BOOTSTRAP=1 lets the
+# stable toolchain take them. A crash fails the script; libFuzzer leaves the
+# input in fuzz/artifacts/<target>/, and it becomes a regression test in the
+# target's crate. Cost on 2 cores: the build took 4 min 52 s of CPU time
+# (~3 min wall), the four runs ~1 min, installing cargo-fuzz on a fresh
+# machine ~1.5 min (estimated): about 5.5 min in all.
+command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
+mkdir -p fuzz/corpus/chart_load
+for f in crates/turno-chart/tests/corpus/*/machine.json; do
+  cp "$f" "fuzz/corpus/chart_load/$(basename "$(dirname "$f")").json"
+done
+(cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz build)
+for target in chart_load chart_snapshot scxml_load trace_reader; do
+  mkdir -p "fuzz/corpus/$target"
+  (cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run "$target" "corpus/$target" -- -max_total_time=15)
+done
+
 # The model-checked concurrency tests: the real scheduling and stream code
 # under loom (a separate build with --cfg turno_loom).
 RUSTFLAGS="--cfg turno_loom" CARGO_TARGET_DIR=target/loom \
