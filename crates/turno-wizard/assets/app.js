@@ -63,9 +63,16 @@
   };
   const busy = step === "submit.sending" || step === "submit.uncertain";
   let down = false;
+  // Once a form is submitted the page is leaving: a poll answered
+  // meanwhile (410 after "forget me", a new step) must not reload over
+  // the submission's own navigation.
+  let leaving = false;
+  document.addEventListener("submit", () => { leaving = true; }, true);
   const poll = async () => {
+    if (leaving) return;
     try {
       const r = await fetch("/api/state", { cache: "no-store" });
+      if (leaving) return;
       if (r.status === 503) throw new Error("restarting");
       const v = await r.json();
       if (!r.ok) { if (r.status === 410) location.reload(); return; }
