@@ -33,8 +33,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{json, Value};
-use turno::trace::ChartStep;
+use serde_json::Value;
+use turno::trace::{self, ChartStep};
 use turno::{Actor, Addr, Context, ReplyTo, RequestId, Response, TimerId};
 
 use crate::actions::Action;
@@ -502,25 +502,34 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
             .skip(1)
             .map(|s| {
                 let kind = match s.kind {
-                    StateKind::Atomic => "atomic",
-                    StateKind::Compound => "compound",
-                    StateKind::Parallel => "parallel",
-                    StateKind::Final => "final",
-                    StateKind::History { .. } => "history",
+                    StateKind::Atomic => trace::StateKind::Atomic,
+                    StateKind::Compound => trace::StateKind::Compound,
+                    StateKind::Parallel => trace::StateKind::Parallel,
+                    StateKind::Final => trace::StateKind::Final,
+                    StateKind::History { .. } => trace::StateKind::History,
                 };
                 let parent = s
                     .parent
                     .filter(|&p| p != 0)
                     .map(|p| m.state(p).id.to_string());
-                json!({"id": &*s.id, "parent": parent, "kind": kind})
+                trace::ChartStateDef {
+                    id: s.id.to_string(),
+                    parent,
+                    kind,
+                }
             })
             .collect();
         let transitions = m
             .transitions()
             .iter()
-            .map(|t| {
-                let targets: Vec<&str> = t.targets.iter().map(|&x| &*m.state(x).id).collect();
-                json!({"source": &*m.state(t.source).id, "event": t.event.as_deref(), "targets": targets})
+            .map(|t| trace::ChartTransitionDef {
+                source: m.state(t.source).id.to_string(),
+                event: t.event.as_deref().map(str::to_string),
+                targets: t
+                    .targets
+                    .iter()
+                    .map(|&x| m.state(x).id.to_string())
+                    .collect(),
             })
             .collect();
         ctx.trace_chart(ChartStep::Define {

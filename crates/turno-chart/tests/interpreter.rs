@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use turno::trace::{EventKind, RingSink};
+use turno::trace::{ActorEvent, EventOrigin, RingSink};
 use turno::{Actor, Context, DetSystem, Props, ReplyTo, System};
 use turno_chart::interpreter::{ChartActor, ChartMsg, ChartStats, Reporter, Service};
 use turno_chart::{load_json, stdlib, Event, Machine, Status};
@@ -161,7 +161,7 @@ fn a_stale_invoke_result_is_never_delivered_over_many_seeds() {
         let stale_replies = ring
             .events()
             .iter()
-            .filter(|e| matches!(e.kind, EventKind::StaleReply { .. }))
+            .filter(|e| matches!(e.kind, ActorEvent::StaleReply { .. }))
             .count();
         if values.last().unwrap() == r#""loaded""# {
             // The reply won the race: it came while loading.
@@ -310,13 +310,19 @@ fn emit_subscribers_log_and_the_trace() {
         .events()
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::ChartDefine {
+            ActorEvent::ChartDefine {
                 machine, states, ..
             } => Some(format!("define {machine} {}", states.len())),
-            EventKind::ChartEvent { event, origin, .. } => Some(format!("event {event} {origin}")),
-            EventKind::ChartExit { state, .. } => Some(format!("exit {state}")),
-            EventKind::ChartEnter { state, .. } => Some(format!("enter {state}")),
-            EventKind::ChartTransition {
+            ActorEvent::ChartEvent { event, origin, .. } => {
+                let origin = match origin {
+                    EventOrigin::External => "external",
+                    EventOrigin::Internal => "internal",
+                };
+                Some(format!("event {event} {origin}"))
+            }
+            ActorEvent::ChartExit { state, .. } => Some(format!("exit {state}")),
+            ActorEvent::ChartEnter { state, .. } => Some(format!("enter {state}")),
+            ActorEvent::ChartTransition {
                 source,
                 event,
                 targets,

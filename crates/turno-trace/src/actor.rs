@@ -67,13 +67,13 @@ pub enum StaleReason {
     Superseded,
     /// The request had already timed out.
     TimedOut,
-    /// The actor abandoned the request.
+    /// The actor abandoned the request (it left the state that wanted it).
     Abandoned,
     /// The actor restarted since it asked.
     Restarted,
-    /// The request was answered already.
+    /// The request was answered already: this is a second reply.
     AlreadyAnswered,
-    /// Too old to be remembered, or never made here.
+    /// The request is too old to be remembered, or was never made here.
     Unknown,
 }
 

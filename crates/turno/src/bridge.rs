@@ -49,7 +49,7 @@ use crate::ask::{self, Pending, ReplyPort, ReplyTo, RequestId, Response};
 use crate::context::Context;
 use crate::effects::TimerKey;
 use crate::mailbox::Verdict;
-use crate::trace::EventKind;
+use crate::trace::ActorEvent;
 
 pub use crate::ask::BridgeError;
 
@@ -150,10 +150,10 @@ impl<'a, A: Actor> Context<'a, A> {
             self.fx.asks.push((id, self.addr.id()));
         }
         let actor = self.addr.id();
-        shared.tracer.emit(&shared.clock, || EventKind::Ask {
-            actor,
-            request: id.as_u64(),
-            to: actor,
+        shared.tracer.emit(&shared.clock, || ActorEvent::Ask {
+            actor: actor.into(),
+            request: id.into(),
+            to: actor.into(),
         });
         Ok(id)
     }

@@ -21,7 +21,7 @@ use crate::mailbox::{Control, Envelope, Mailbox, MailboxOps, Next, Signal};
 use crate::shared::SystemShared;
 use crate::stash::Stash;
 use crate::timer::TimerId;
-use crate::trace::{EventKind, TurnKind};
+use crate::trace::{ActorEvent, TurnKind};
 
 /// The result of [`AnyCell::step`].
 pub(crate) enum Step {
@@ -224,8 +224,8 @@ impl<A: Actor> Cell<A> {
             kind = ?what
         )
         .entered();
-        shared.tracer.emit(&shared.clock, || EventKind::TurnStart {
-            actor: actor_id,
+        shared.tracer.emit(&shared.clock, || ActorEvent::TurnStart {
+            actor: actor_id.into(),
             what,
         });
         let metrics = &self.addr.mailbox.metrics;
@@ -252,8 +252,8 @@ impl<A: Actor> Cell<A> {
             metrics.turn(t0.elapsed().as_secs_f64());
         }
         let ok = result.is_ok();
-        shared.tracer.emit(&shared.clock, || EventKind::TurnEnd {
-            actor: actor_id,
+        shared.tracer.emit(&shared.clock, || ActorEvent::TurnEnd {
+            actor: actor_id.into(),
             ok,
         });
         if let Err(e) = result {
@@ -274,11 +274,13 @@ impl<A: Actor> Cell<A> {
         mailbox.metrics.stale();
         let actor = self.addr.id();
         let shared = self.shared();
-        shared.tracer.emit(&shared.clock, || EventKind::StaleReply {
-            actor,
-            request: request.0,
-            reason,
-        });
+        shared
+            .tracer
+            .emit(&shared.clock, || ActorEvent::StaleReply {
+                actor: actor.into(),
+                request: request.into(),
+                reason,
+            });
         TurnOutcome::Discarded
     }
 
@@ -356,9 +358,9 @@ impl<A: Actor> AnyCell for Cell<A> {
                     Some(msg) => {
                         let actor = self.addr.id();
                         let shared = self.shared();
-                        shared.tracer.emit(&shared.clock, || EventKind::TimerFire {
-                            actor,
-                            timer: id.0,
+                        shared.tracer.emit(&shared.clock, || ActorEvent::TimerFire {
+                            actor: actor.into(),
+                            timer: id.into(),
                         });
                         self.handle(TurnKind::Timer, msg, fx)
                     }

@@ -21,7 +21,7 @@ use crate::stash::StashFull;
 use crate::supervision::ExitReason;
 use crate::time::Instant;
 use crate::timer::TimerId;
-use crate::trace::EventKind;
+use crate::trace::ActorEvent;
 
 /// Maps a watched actor's termination into the watcher's message.
 pub(crate) type WatchMap<M> = Box<dyn Fn(ActorId, ExitReason) -> M + Send>;
@@ -46,7 +46,7 @@ impl<'a, A: Actor> Context<'a, A> {
         &self.addr.mailbox.shared
     }
 
-    fn trace(&self, kind: impl FnOnce() -> EventKind) {
+    fn trace(&self, kind: impl FnOnce() -> ActorEvent) {
         let shared = self.shared();
         shared.tracer.emit(&shared.clock, kind);
     }
@@ -165,7 +165,10 @@ impl<'a, A: Actor> Context<'a, A> {
         self.fx.stashed += 1;
         let actor = self.id();
         self.addr.mailbox.metrics.stash(size);
-        self.trace(|| EventKind::Stash { actor, size });
+        self.trace(|| ActorEvent::Stash {
+            actor: actor.into(),
+            size,
+        });
         Ok(())
     }
 
@@ -177,7 +180,10 @@ impl<'a, A: Actor> Context<'a, A> {
             self.fx.unstashed += count;
             let actor = self.id();
             self.addr.mailbox.metrics.stash(0);
-            self.trace(|| EventKind::Unstash { actor, count });
+            self.trace(|| ActorEvent::Unstash {
+                actor: actor.into(),
+                count,
+            });
         }
         count
     }
@@ -275,10 +281,10 @@ impl<'a, A: Actor> Context<'a, A> {
             self.fx.asks.push((id, to.id()));
         }
         let (actor, to) = (self.id(), to.id());
-        self.trace(|| EventKind::Ask {
-            actor,
-            request: id.0,
-            to,
+        self.trace(|| ActorEvent::Ask {
+            actor: actor.into(),
+            request: id.into(),
+            to: to.into(),
         });
         Ok(id)
     }
@@ -367,7 +373,7 @@ impl<'a, A: Actor> Context<'a, A> {
     /// tracing is off.
     pub fn trace_chart(&self, step: crate::trace::ChartStep) {
         let actor = self.id();
-        self.trace(|| step.into_kind(actor));
+        self.trace(|| step.into_event(actor));
     }
 
     /// Declares that this turn's work takes `cost` of time. On the

@@ -47,23 +47,9 @@ impl fmt::Display for RequestId {
     }
 }
 
-/// Why a reply (or a timeout) was discarded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StaleReason {
-    /// A newer request replaced this one.
-    Superseded,
-    /// The request had already timed out.
-    TimedOut,
-    /// The actor abandoned the request (it left the state that wanted it).
-    Abandoned,
-    /// The actor restarted since it asked.
-    Restarted,
-    /// The request was answered already: this is a second reply.
-    AlreadyAnswered,
-    /// The request is too old to be remembered, or was never made here.
-    Unknown,
-}
+/// Why a reply (or a timeout) was discarded: the trace's type, so the
+/// runtime and the trace reader name the reasons once.
+pub use turno_trace::actor::StaleReason;
 
 /// Identifies one timer within its system.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

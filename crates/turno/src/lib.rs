@@ -83,7 +83,6 @@ pub mod timer;
 pub mod trace;
 #[cfg(feature = "tracing")]
 mod tracing_log;
-mod wire;
 
 pub use actor::{Actor, Props, SpawnError, DEFAULT_POLICY, DEFAULT_STASH_CAPACITY};
 pub use addr::{ActorId, Addr};

@@ -30,7 +30,7 @@ use crate::shared::SystemShared;
 use crate::supervision::ExitReason;
 use crate::time::Instant;
 use crate::timer::TimerId;
-use crate::trace::{DeadLetterReason, Dropped, EventKind, Lane};
+use crate::trace::{drop_policy, ActorEvent, DeadLetterReason, Dropped, Lane};
 
 /// What happened to one sent message. Every send returns one; nothing is
 /// lost without a verdict.
@@ -341,8 +341,8 @@ impl<M: Send + 'static> Mailbox<M> {
         let actor = self.id;
         match offer {
             Offer::Enqueued { remaining } => {
-                shared.tracer.emit(&shared.clock, || EventKind::Enqueue {
-                    actor,
+                shared.tracer.emit(&shared.clock, || ActorEvent::Enqueue {
+                    actor: actor.into(),
                     lane: Lane::User,
                     depth,
                 });
@@ -350,13 +350,13 @@ impl<M: Send + 'static> Mailbox<M> {
             }
             Offer::Evicted(env) => {
                 self.metrics.dropped();
-                shared.tracer.emit(&shared.clock, || EventKind::Drop {
-                    actor,
-                    policy: self.policy.name(),
+                shared.tracer.emit(&shared.clock, || ActorEvent::Drop {
+                    actor: actor.into(),
+                    policy: drop_policy(self.policy),
                     which: Dropped::Oldest,
                 });
-                shared.tracer.emit(&shared.clock, || EventKind::Enqueue {
-                    actor,
+                shared.tracer.emit(&shared.clock, || ActorEvent::Enqueue {
+                    actor: actor.into(),
                     lane: Lane::User,
                     depth,
                 });
@@ -364,24 +364,24 @@ impl<M: Send + 'static> Mailbox<M> {
             }
             Offer::Dropped(env) => {
                 self.metrics.dropped();
-                shared.tracer.emit(&shared.clock, || EventKind::Drop {
-                    actor,
-                    policy: self.policy.name(),
+                shared.tracer.emit(&shared.clock, || ActorEvent::Drop {
+                    actor: actor.into(),
+                    policy: drop_policy(self.policy),
                     which: Dropped::Incoming,
                 });
                 Verdict::Dropped(env.into_msg())
             }
             Offer::Rejected(env) => {
                 self.metrics.rejected();
-                shared
-                    .tracer
-                    .emit(&shared.clock, || EventKind::Reject { actor });
+                shared.tracer.emit(&shared.clock, || ActorEvent::Reject {
+                    actor: actor.into(),
+                });
                 Verdict::Rejected(env.into_msg())
             }
             Offer::Full(env) => {
-                shared
-                    .tracer
-                    .emit(&shared.clock, || EventKind::Full { actor });
+                shared.tracer.emit(&shared.clock, || ActorEvent::Full {
+                    actor: actor.into(),
+                });
                 Verdict::Full(env.into_msg())
             }
         }
@@ -427,8 +427,8 @@ impl<M: Send + 'static> Mailbox<M> {
         let actor = self.id;
         self.shared
             .tracer
-            .emit(&self.shared.clock, || EventKind::Enqueue {
-                actor,
+            .emit(&self.shared.clock, || ActorEvent::Enqueue {
+                actor: actor.into(),
                 lane: Lane::System,
                 depth,
             });

@@ -7,7 +7,7 @@ use crate::sync::AtomicU64;
 
 use crate::addr::ActorId;
 use crate::time::Clock;
-use crate::trace::{DeadLetterReason, EventKind, Tracer};
+use crate::trace::{ActorEvent, DeadLetterReason, Tracer};
 
 pub(crate) struct SystemShared {
     pub(crate) clock: Clock,
@@ -61,8 +61,10 @@ impl SystemShared {
         if self.metrics {
             metrics::counter!("turno_dead_letters_total").increment(1);
         }
-        self.tracer
-            .emit(&self.clock, || EventKind::DeadLetter { actor, reason });
+        self.tracer.emit(&self.clock, || ActorEvent::DeadLetter {
+            actor: actor.into(),
+            reason,
+        });
     }
 
     pub(crate) fn dead_letters(&self) -> u64 {

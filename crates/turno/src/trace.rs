@@ -10,7 +10,7 @@
 //! [`FORMAT_VERSION`]) is documented in `docs/trace-format.md`.
 //!
 //! ```
-//! use turno::trace::{EventKind, RingSink};
+//! use turno::trace::{ActorEvent, RingSink};
 //! use turno::{Actor, Context, DetSystem, Props, System};
 //!
 //! struct Sink;
@@ -25,10 +25,10 @@
 //! let _ = sink.try_send(7);
 //! sys.run_until_idle().unwrap();
 //! let kinds: Vec<&str> = ring.events().iter().map(|e| match e.kind {
-//!     EventKind::Spawn { .. } => "spawn",
-//!     EventKind::Enqueue { .. } => "enqueue",
-//!     EventKind::TurnStart { .. } => "turn_start",
-//!     EventKind::TurnEnd { .. } => "turn_end",
+//!     ActorEvent::Spawn { .. } => "spawn",
+//!     ActorEvent::Enqueue { .. } => "enqueue",
+//!     ActorEvent::TurnStart { .. } => "turn_start",
+//!     ActorEvent::TurnEnd { .. } => "turn_end",
 //!     _ => "other",
 //! }).collect();
 //! // spawn, start control enqueued, user message enqueued, then two turns.
@@ -44,8 +44,18 @@ use parking_lot::Mutex;
 use serde::Serialize;
 
 use crate::addr::ActorId;
+use crate::ids::{RequestId, TimerId};
 use crate::sync::AtomicU64;
 use crate::time::Clock;
+use crate::Policy;
+
+/// The runtime's events are `turno_trace`'s: one definition, written here
+/// and read by the inspector.
+pub use turno_trace::actor::{
+    ActorEvent, ChartStateDef, ChartTransitionDef, DeadLetterReason, Dropped, EventOrigin, Lane,
+    StateKind, TurnKind,
+};
+pub use turno_trace::DropPolicy;
 
 /// The version of the serialised trace format (`docs/trace-format.md`).
 pub const FORMAT_VERSION: u32 = turno_trace::VERSION;
@@ -54,6 +64,9 @@ pub const FORMAT_VERSION: u32 = turno_trace::VERSION;
 pub const FORMAT_NAME: &str = turno_trace::Format::Turno.name();
 
 /// One recorded step.
+///
+/// Its JSON line is `turno_trace::Event`'s for the same step: `seq`,
+/// `t_ns`, then the kind's fields (`docs/trace-format.md`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TraceEvent {
     /// Position in the trace, from 0, without gaps.
@@ -62,292 +75,73 @@ pub struct TraceEvent {
     pub t_ns: u64,
     /// What happened.
     #[serde(flatten)]
-    pub kind: EventKind,
+    pub kind: ActorEvent,
 }
 
-/// Which lane of a mailbox a message travelled in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Lane {
-    /// Ordinary messages, subject to the overflow policy.
-    User,
-    /// Stop, failures, terminations, timers: never dropped by a policy.
-    System,
+impl From<ActorId> for turno_trace::ActorId {
+    fn from(a: ActorId) -> Self {
+        turno_trace::ActorId(a.as_u64())
+    }
 }
 
-/// What a turn was spent on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TurnKind {
-    /// The `started` hook.
-    Started,
-    /// The `stopped` hook.
-    Stopped,
-    /// A message from the mailbox.
-    Message,
-    /// A message re-delivered from the stash.
-    Unstashed,
-    /// A fresh reply to a pending request.
-    Reply,
-    /// A request that timed out.
-    AskTimeout,
-    /// A timer the actor set.
-    Timer,
-    /// A watched actor terminated.
-    Terminated,
+impl From<TimerId> for turno_trace::TimerId {
+    fn from(t: TimerId) -> Self {
+        turno_trace::TimerId(t.as_u64())
+    }
 }
 
-/// Why a message could not be delivered to its actor.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DeadLetterReason {
-    /// The actor had stopped (or never existed) when the message was sent.
-    Closed,
-    /// The message was still queued when the actor stopped.
-    Drained,
+impl From<RequestId> for turno_trace::RequestId {
+    fn from(r: RequestId) -> Self {
+        turno_trace::RequestId(r.as_u64())
+    }
 }
 
-/// Which element an overflow policy dropped.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Dropped {
-    /// The incoming message (keep-oldest).
-    Incoming,
-    /// The oldest queued message, evicted (keep-newest).
-    Oldest,
+impl From<Policy> for turno_trace::Policy {
+    fn from(p: Policy) -> Self {
+        match p {
+            Policy::KeepNewest(n) => turno_trace::Policy::KeepNewest(n),
+            Policy::KeepOldest(n) => turno_trace::Policy::KeepOldest(n),
+            Policy::Reject(n) => turno_trace::Policy::Reject(n),
+            Policy::Suspend(n) => turno_trace::Policy::Suspend(n),
+            Policy::Unbounded => turno_trace::Policy::Unbounded,
+        }
+    }
 }
 
-/// Every kind of step the runtime records.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum EventKind {
-    /// An actor was created.
-    Spawn {
-        /// The new actor.
-        actor: ActorId,
-        /// Its name (from `Props::name`, or `actor-<id>`).
-        name: String,
-        /// Its supervisor, if any.
-        parent: Option<ActorId>,
-        /// Its mailbox policy, e.g. `keep-newest(16)`.
-        policy: String,
-    },
-    /// A message entered a mailbox.
-    Enqueue {
-        /// The receiver.
-        actor: ActorId,
-        /// The lane it entered.
-        lane: Lane,
-        /// The lane's depth after the push.
-        depth: usize,
-    },
-    /// An overflow policy dropped a message.
-    Drop {
-        /// The receiver whose mailbox was full.
-        actor: ActorId,
-        /// The policy name (`keep_newest` or `keep_oldest`).
-        policy: &'static str,
-        /// Which message was lost.
-        which: Dropped,
-    },
-    /// A reject mailbox handed a message back to its sender.
-    Reject {
-        /// The receiver whose mailbox was full.
-        actor: ActorId,
-    },
-    /// A suspend mailbox was full: the sender must wait or is muted.
-    Full {
-        /// The receiver whose mailbox was full.
-        actor: ActorId,
-    },
-    /// A message reached no actor.
-    DeadLetter {
-        /// The addressee.
-        actor: ActorId,
-        /// Why it was not delivered.
-        reason: DeadLetterReason,
-    },
-    /// A turn began.
-    TurnStart {
-        /// The actor.
-        actor: ActorId,
-        /// What the turn handles.
-        what: TurnKind,
-    },
-    /// A turn ended.
-    TurnEnd {
-        /// The actor.
-        actor: ActorId,
-        /// False when the handler panicked.
-        ok: bool,
-    },
-    /// A message was set aside.
-    Stash {
-        /// The actor.
-        actor: ActorId,
-        /// Stash size after the push.
-        size: usize,
-    },
-    /// Stashed messages were put back ahead of the mailbox.
-    Unstash {
-        /// The actor.
-        actor: ActorId,
-        /// How many were put back.
-        count: usize,
-    },
-    /// A timer was set.
-    TimerSet {
-        /// The owner.
-        actor: ActorId,
-        /// Timer id, unique within the system.
-        timer: u64,
-        /// When it fires, in nanoseconds.
-        deadline_ns: u64,
-    },
-    /// A timer fired (its message entered the system lane).
-    TimerFire {
-        /// The owner.
-        actor: ActorId,
-        /// Timer id.
-        timer: u64,
-    },
-    /// A timer was cancelled before its message was handled.
-    TimerCancel {
-        /// The owner.
-        actor: ActorId,
-        /// Timer id.
-        timer: u64,
-    },
-    /// A request was sent.
-    Ask {
-        /// The requester.
-        actor: ActorId,
-        /// The correlation id.
-        request: u64,
-        /// The addressee.
-        to: ActorId,
-    },
-    /// A reply or timeout arrived for a request that was no longer awaited.
-    StaleReply {
-        /// The requester.
-        actor: ActorId,
-        /// The correlation id.
-        request: u64,
-        /// Why it was stale.
-        reason: crate::ask::StaleReason,
-    },
-    /// An actor's turn panicked (or a hook did): it is failed until its
-    /// supervisor decides.
-    Fail {
-        /// The actor.
-        actor: ActorId,
-        /// The panic message.
-        error: String,
-    },
-    /// A supervisor restarted a child.
-    Restart {
-        /// The restarted actor.
-        actor: ActorId,
-        /// Restarts of this supervisor's children within the current period.
-        restarts_in_period: u32,
-    },
-    /// A supervisor gave up and failed in turn.
-    Escalate {
-        /// The supervisor.
-        actor: ActorId,
-        /// The child whose failure it could not handle.
-        child: ActorId,
-    },
-    /// An actor stopped for good.
-    Stop {
-        /// The actor.
-        actor: ActorId,
-        /// Why, as text.
-        reason: String,
-    },
-    /// A sender was muted by a saturated suspend mailbox.
-    Mute {
-        /// The muted sender.
-        actor: ActorId,
-        /// The saturated receiver.
-        by: ActorId,
-    },
-    /// A muted sender may run again.
-    Unmute {
-        /// The sender.
-        actor: ActorId,
-    },
-    /// Extension: a statechart actor's definition (`turno-chart`).
-    ChartDefine {
-        /// The chart actor.
-        actor: ActorId,
-        /// The machine's id.
-        machine: String,
-        /// Its states in document order: `{"id", "parent", "kind"}`.
-        states: Vec<serde_json::Value>,
-        /// Its transitions: `{"source", "event", "targets"}`.
-        transitions: Vec<serde_json::Value>,
-    },
-    /// Extension: a statechart starts processing an event.
-    ChartEvent {
-        /// The chart actor.
-        actor: ActorId,
-        /// The event's name.
-        event: String,
-        /// `external` (a macrostep starts) or `internal` (raised).
-        origin: &'static str,
-    },
-    /// Extension: a microstep exited a state.
-    ChartExit {
-        /// The chart actor.
-        actor: ActorId,
-        /// The state's id.
-        state: String,
-    },
-    /// Extension: a microstep took a transition.
-    ChartTransition {
-        /// The chart actor.
-        actor: ActorId,
-        /// The source state's id.
-        source: String,
-        /// The event; `None` when eventless.
-        event: Option<String>,
-        /// The targets' ids.
-        targets: Vec<String>,
-    },
-    /// Extension: a microstep entered a state.
-    ChartEnter {
-        /// The chart actor.
-        actor: ActorId,
-        /// The state's id.
-        state: String,
-    },
+/// The policy a `drop` names: only keep-newest and keep-oldest drop (a
+/// keep-newest mailbox of capacity 0 drops the incoming message), so any
+/// other policy cannot reach a `drop`.
+pub(crate) fn drop_policy(p: Policy) -> DropPolicy {
+    match p {
+        Policy::KeepNewest(_) => DropPolicy::KeepNewest,
+        _ => DropPolicy::KeepOldest,
+    }
 }
 
 /// A statechart step an actor records about itself
 /// ([`Context::trace_chart`](crate::Context::trace_chart)); the trace
-/// event is the matching `EventKind::Chart*` with the actor's id.
+/// event is the matching `ActorEvent::Chart*` with the actor's id.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ChartStep {
-    /// See [`EventKind::ChartDefine`].
+    /// See [`ActorEvent::ChartDefine`].
     Define {
         /// The machine's id.
         machine: String,
-        /// Its states.
-        states: Vec<serde_json::Value>,
-        /// Its transitions.
-        transitions: Vec<serde_json::Value>,
+        /// Its states in document order.
+        states: Vec<ChartStateDef>,
+        /// Its transitions in document order.
+        transitions: Vec<ChartTransitionDef>,
     },
-    /// See [`EventKind::ChartEvent`].
+    /// See [`ActorEvent::ChartEvent`].
     Event {
         /// The event's name.
         event: String,
         /// Raised by the chart itself.
         internal: bool,
     },
-    /// See [`EventKind::ChartExit`].
+    /// See [`ActorEvent::ChartExit`].
     Exit(String),
-    /// See [`EventKind::ChartTransition`].
+    /// See [`ActorEvent::ChartTransition`].
     Transition {
         /// The source state's id.
         source: String,
@@ -356,40 +150,45 @@ pub enum ChartStep {
         /// The targets' ids.
         targets: Vec<String>,
     },
-    /// See [`EventKind::ChartEnter`].
+    /// See [`ActorEvent::ChartEnter`].
     Enter(String),
 }
 
 impl ChartStep {
-    pub(crate) fn into_kind(self, actor: ActorId) -> EventKind {
+    pub(crate) fn into_event(self, actor: ActorId) -> ActorEvent {
+        let actor = actor.into();
         match self {
             ChartStep::Define {
                 machine,
                 states,
                 transitions,
-            } => EventKind::ChartDefine {
+            } => ActorEvent::ChartDefine {
                 actor,
                 machine,
                 states,
                 transitions,
             },
-            ChartStep::Event { event, internal } => EventKind::ChartEvent {
+            ChartStep::Event { event, internal } => ActorEvent::ChartEvent {
                 actor,
                 event,
-                origin: if internal { "internal" } else { "external" },
+                origin: if internal {
+                    EventOrigin::Internal
+                } else {
+                    EventOrigin::External
+                },
             },
-            ChartStep::Exit(state) => EventKind::ChartExit { actor, state },
+            ChartStep::Exit(state) => ActorEvent::ChartExit { actor, state },
             ChartStep::Transition {
                 source,
                 event,
                 targets,
-            } => EventKind::ChartTransition {
+            } => ActorEvent::ChartTransition {
                 actor,
                 source,
                 event,
                 targets,
             },
-            ChartStep::Enter(state) => EventKind::ChartEnter { actor, state },
+            ChartStep::Enter(state) => ActorEvent::ChartEnter { actor, state },
         }
     }
 }
@@ -547,13 +346,7 @@ impl<W: Write + Send> TraceSink for JsonLinesSink<W> {
         if self.error.is_some() {
             return;
         }
-        // Written through the shared format (`turno_trace`), which the
-        // validating reader reads back.
-        let written = match crate::wire::to_wire(event) {
-            Some(wire) => serde_json::to_writer(&mut self.out, &wire),
-            None => serde_json::to_writer(&mut self.out, event),
-        };
-        let result = written
+        let result = serde_json::to_writer(&mut self.out, event)
             .map_err(std::io::Error::from)
             .and_then(|()| self.out.write_all(b"\n"));
         self.error = result.err();
@@ -583,7 +376,7 @@ impl Tracer {
     /// Records the event built by `kind`, only when tracing is on (the
     /// clock is not even read otherwise).
     #[inline]
-    pub(crate) fn emit(&self, clock: &Clock, kind: impl FnOnce() -> EventKind) {
+    pub(crate) fn emit(&self, clock: &Clock, kind: impl FnOnce() -> ActorEvent) {
         if let Some(sink) = &self.sink {
             let mut sink = sink.lock();
             // The clock and the sequence number are read under the sink
@@ -620,7 +413,10 @@ impl Tracer {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
+    use crate::{Actor, Addr, Context, DetSystem, Props, System};
 
     #[test]
     fn ring_keeps_the_newest_events() {
@@ -628,7 +424,9 @@ mod tests {
         let tracer = Tracer::new(Some(Box::new(ring.clone())));
         let clock = Clock::default();
         for i in 0..3 {
-            tracer.emit(&clock, || EventKind::Unmute { actor: ActorId(i) });
+            tracer.emit(&clock, || ActorEvent::Unmute {
+                actor: turno_trace::ActorId(i),
+            });
         }
         let seqs: Vec<u64> = ring.events().iter().map(|e| e.seq).collect();
         assert_eq!(seqs, vec![1, 2]);
@@ -641,8 +439,8 @@ mod tests {
         let tracer = Tracer::new(Some(Box::new(sink)));
         let clock = Clock::default();
         clock.advance_to(crate::time::Instant::from_nanos(5));
-        tracer.emit(&clock, || EventKind::Enqueue {
-            actor: ActorId(3),
+        tracer.emit(&clock, || ActorEvent::Enqueue {
+            actor: turno_trace::ActorId(3),
             lane: Lane::User,
             depth: 1,
         });
@@ -653,5 +451,94 @@ mod tests {
             lines[1],
             r#"{"seq":0,"t_ns":5,"kind":"enqueue","actor":3,"lane":"user","depth":1}"#
         );
+    }
+
+    struct Sink;
+    impl Actor for Sink {
+        type Msg = u32;
+        fn handle(&mut self, ctx: &mut Context<'_, Self>, m: u32) {
+            if m == 0 {
+                ctx.stop();
+            }
+            ctx.simulate_work(Duration::from_millis(10));
+        }
+    }
+
+    struct Ticker {
+        to: Vec<Addr<u32>>,
+        n: u32,
+    }
+    impl Actor for Ticker {
+        type Msg = ();
+        fn started(&mut self, ctx: &mut Context<'_, Self>) {
+            ctx.send_after(Duration::ZERO, ());
+        }
+        fn handle(&mut self, ctx: &mut Context<'_, Self>, _: ()) {
+            self.n += 1;
+            // The last message (0) stops each sink.
+            let m = if self.n == 50 { 0 } else { self.n };
+            for to in &self.to {
+                let _ = ctx.send(to, m);
+            }
+            if self.n < 50 {
+                ctx.send_after(Duration::from_millis(2), ());
+            }
+        }
+    }
+
+    /// A run with drops of both kinds, rejections, timers, dead letters and
+    /// stops: each line the runtime writes is `turno_trace::Event`'s line
+    /// for the same step, and the validating reader reads it back as a
+    /// known kind.
+    #[test]
+    fn the_shared_format_is_the_documented_one_for_a_real_run() {
+        let ring = RingSink::new(100_000);
+        let mut sys = DetSystem::builder().trace(ring.clone()).build();
+        let mut to = Vec::new();
+        for p in [
+            Policy::KeepNewest(3),
+            Policy::KeepOldest(3),
+            Policy::Reject(3),
+            Policy::Suspend(3),
+        ] {
+            to.push(sys.spawn(Props::new().mailbox(p), || Sink).unwrap());
+        }
+        sys.spawn(Props::new().name("ticker"), move || Ticker {
+            to: to.clone(),
+            n: 0,
+        })
+        .unwrap();
+        sys.advance(Duration::from_secs(1)).unwrap();
+        let events = ring.events();
+        let mut text = turno_trace::Header::turno().to_line();
+        text.push('\n');
+        let mut kinds = std::collections::BTreeSet::new();
+        for e in &events {
+            let line = serde_json::to_string(e).unwrap();
+            let wire =
+                turno_trace::Event::new(e.seq, e.t_ns, turno_trace::Kind::Actor(e.kind.clone()));
+            assert_eq!(line, wire.to_line());
+            kinds.insert(wire.kind_name());
+            text.push_str(&line);
+            text.push('\n');
+        }
+        for k in [
+            "spawn",
+            "enqueue",
+            "drop",
+            "reject",
+            "turn_start",
+            "turn_end",
+            "timer_set",
+            "timer_fire",
+            "stop",
+        ] {
+            assert!(kinds.contains(k), "{k} not exercised: {kinds:?}");
+        }
+        let (_, read) = turno_trace::read_all(text.as_bytes()).unwrap();
+        assert_eq!(read.len(), events.len());
+        assert!(read
+            .iter()
+            .all(|e| matches!(e.kind, turno_trace::Kind::Actor(_))));
     }
 }

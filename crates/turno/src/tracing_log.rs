@@ -17,7 +17,7 @@
 //! failure is reported inside the span of the turn that panicked. The
 //! target is `turno`.
 
-use crate::trace::EventKind;
+use crate::trace::{ActorEvent, DropPolicy};
 
 /// True when some subscriber may want an event: only then is the event
 /// built for `tracing` alone.
@@ -27,75 +27,78 @@ pub(crate) fn wanted() -> bool {
 }
 
 /// Emits `kind` as a `tracing` event.
-pub(crate) fn event(kind: &EventKind) {
+pub(crate) fn event(kind: &ActorEvent) {
     use tracing::{debug, error, trace, warn};
     match kind {
         // Emitted by the cell inside the failing turn's span instead.
-        EventKind::Fail { .. } => {}
-        EventKind::Escalate { actor, child } => error!(
+        ActorEvent::Fail { .. } => {}
+        ActorEvent::Escalate { actor, child } => error!(
             target: "turno",
-            actor = actor.as_u64(),
-            child = child.as_u64(),
+            actor = actor.0,
+            child = child.0,
             "supervisor gave up on a child and escalates"
         ),
-        EventKind::Restart {
+        ActorEvent::Restart {
             actor,
             restarts_in_period,
         } => warn!(
             target: "turno",
-            actor = actor.as_u64(),
+            actor = actor.0,
             restarts_in_period,
             "actor restarted"
         ),
-        EventKind::Stop { actor, reason } if reason.starts_with("failed") => {
-            warn!(target: "turno", actor = actor.as_u64(), reason = %reason, "actor stopped after failing")
+        ActorEvent::Stop { actor, reason } if reason.starts_with("failed") => {
+            warn!(target: "turno", actor = actor.0, reason = %reason, "actor stopped after failing")
         }
-        EventKind::Stop { actor, reason } => {
-            debug!(target: "turno", actor = actor.as_u64(), reason = %reason, "actor stopped")
+        ActorEvent::Stop { actor, reason } => {
+            debug!(target: "turno", actor = actor.0, reason = %reason, "actor stopped")
         }
-        EventKind::Drop {
+        ActorEvent::Drop {
             actor,
             policy,
             which,
         } => debug!(
             target: "turno",
-            actor = actor.as_u64(),
-            policy,
+            actor = actor.0,
+            policy = match policy {
+                DropPolicy::KeepNewest => "keep_newest",
+                DropPolicy::KeepOldest => "keep_oldest",
+            },
             which = ?which,
             "message dropped by the mailbox policy"
         ),
-        EventKind::Reject { actor } => {
-            debug!(target: "turno", actor = actor.as_u64(), "message rejected: mailbox full")
+        ActorEvent::Reject { actor } => {
+            debug!(target: "turno", actor = actor.0, "message rejected: mailbox full")
         }
-        EventKind::DeadLetter { actor, reason } => {
-            debug!(target: "turno", actor = actor.as_u64(), reason = ?reason, "dead letter")
+        ActorEvent::DeadLetter { actor, reason } => {
+            debug!(target: "turno", actor = actor.0, reason = ?reason, "dead letter")
         }
-        EventKind::StaleReply {
+        ActorEvent::StaleReply {
             actor,
             request,
             reason,
         } => debug!(
             target: "turno",
-            actor = actor.as_u64(),
-            request,
+            actor = actor.0,
+            request = request.0,
             reason = ?reason,
             "stale reply discarded"
         ),
-        EventKind::Spawn {
+        ActorEvent::Spawn {
             actor,
             name,
             parent,
             policy,
         } => debug!(
             target: "turno",
-            actor = actor.as_u64(),
+            actor = actor.0,
             name = %name,
-            parent = parent.map(|p| p.as_u64()),
+            parent = parent.map(|p| p.0),
             policy = %policy,
             "actor spawned"
         ),
         // Turns are spans.
-        EventKind::TurnStart { .. } | EventKind::TurnEnd { .. } => {}
+        ActorEvent::TurnStart { .. } | ActorEvent::TurnEnd { .. } => {}
         other => trace!(target: "turno", event = ?other),
     }
 }

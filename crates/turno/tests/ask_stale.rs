@@ -6,7 +6,7 @@ use std::time::Duration;
 use turno::System;
 
 use parking_lot::Mutex;
-use turno::trace::{EventKind, RingSink};
+use turno::trace::{ActorEvent, RingSink};
 use turno::{Actor, Addr, Context, DetSystem, Props, ReplyTo, RequestId, Response, StaleReason};
 
 /// Replies after a configurable delay (a timer), so replies can race timeouts.
@@ -123,7 +123,7 @@ fn stale_reasons(ring: &RingSink) -> Vec<StaleReason> {
     ring.events()
         .into_iter()
         .filter_map(|e| match e.kind {
-            EventKind::StaleReply { reason, .. } => Some(reason),
+            ActorEvent::StaleReply { reason, .. } => Some(reason),
             _ => None,
         })
         .collect()

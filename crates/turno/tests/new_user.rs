@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use turno::System;
 
-use turno::trace::{EventKind, RingSink};
+use turno::trace::{ActorEvent, RingSink};
 use turno::{
     Actor, BridgeError, Context, DetSystem, Policy, Props, ReplyTo, Supervision, ThreadedSystem,
     Verdict, ROOT,
@@ -219,7 +219,7 @@ fn tell_is_fire_and_forget_but_still_counted_and_traced() {
     let drops = ring
         .events()
         .iter()
-        .filter(|e| matches!(e.kind, EventKind::Drop { .. }))
+        .filter(|e| matches!(e.kind, ActorEvent::Drop { .. }))
         .count() as u64;
     assert_eq!(drops, st.dropped);
 }

@@ -56,7 +56,7 @@ use crate::supervision::Supervision;
 use crate::sync::Mutex;
 use crate::time::Instant;
 use crate::timer::TimerEntry;
-use crate::trace::EventKind;
+use crate::trace::ActorEvent;
 
 pub(crate) use crate::ids::ROOT;
 pub(crate) use slot::Slot;
@@ -107,7 +107,7 @@ impl Engine {
         }
     }
 
-    fn trace(&self, kind: impl FnOnce() -> EventKind) {
+    fn trace(&self, kind: impl FnOnce() -> ActorEvent) {
         self.shared.tracer.emit(&self.shared.clock, kind);
     }
 

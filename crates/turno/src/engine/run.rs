@@ -11,7 +11,7 @@ use crate::cell::{AnyCell, Step, TurnOutcome};
 use crate::effects::{Effects, TimerKey};
 use crate::mailbox::{Control, Signal};
 use crate::supervision::ExitReason;
-use crate::trace::EventKind;
+use crate::trace::ActorEvent;
 
 impl Engine {
     /// Runs up to `batch` units of work of one actor (control messages
@@ -160,18 +160,18 @@ impl Engine {
         }
         for (key, deadline) in timers_set {
             if let TimerKey::User(timer) = key {
-                self.trace(|| EventKind::TimerSet {
-                    actor: id,
-                    timer: timer.0,
+                self.trace(|| ActorEvent::TimerSet {
+                    actor: id.into(),
+                    timer: timer.into(),
                     deadline_ns: deadline.as_nanos(),
                 });
             }
             self.sched.add_timer(id, key, deadline);
         }
         for timer in timers_cancelled {
-            self.trace(|| EventKind::TimerCancel {
-                actor: id,
-                timer: timer.0,
+            self.trace(|| ActorEvent::TimerCancel {
+                actor: id.into(),
+                timer: timer.into(),
             });
         }
         if !watch.is_empty() || !unwatch.is_empty() {

@@ -14,7 +14,7 @@ use crate::effects::{Effects, Spawned};
 use crate::mailbox::{Control, Signal};
 use crate::supervision::{Directive, ExitReason, Failure, RestartLog, Supervision};
 use crate::sync::{AtomicU64, Mutex};
-use crate::trace::EventKind;
+use crate::trace::ActorEvent;
 
 /// What happens once a stopping actor's children have all stopped.
 #[derive(Clone, Debug)]
@@ -120,11 +120,11 @@ impl Engine {
                 },
             );
         }
-        self.trace(|| EventKind::Spawn {
-            actor: id,
+        self.trace(|| ActorEvent::Spawn {
+            actor: id.into(),
             name: name.to_string(),
-            parent: Some(parent.unwrap_or(ROOT)),
-            policy: policy.to_string(),
+            parent: Some(parent.unwrap_or(ROOT).into()),
+            policy: policy.into(),
         });
         slot.mailbox.set_waker(slot.clone());
         // The cell is in place before the first wake-up can reach a runner.
@@ -195,8 +195,8 @@ impl Engine {
         if let Some(node) = self.tree.lock().nodes.get_mut(&slot.id) {
             node.restart_count += 1;
         }
-        self.trace(|| EventKind::Restart {
-            actor: slot.id,
+        self.trace(|| ActorEvent::Restart {
+            actor: slot.id.into(),
             restarts_in_period,
         });
         // Children spawned by a replaced instance's `stopped` hook.
@@ -226,8 +226,8 @@ impl Engine {
             (parent, tree.watchers.remove(&id).unwrap_or_default())
         };
         self.release_from(slot, unmuted);
-        self.trace(|| EventKind::Stop {
-            actor: id,
+        self.trace(|| ActorEvent::Stop {
+            actor: id.into(),
             reason: reason.to_string(),
         });
         for w in watchers {
@@ -253,8 +253,8 @@ impl Engine {
     pub(super) fn fail(&self, slot: &Arc<Slot>, cell: &mut dyn AnyCell, error: String) -> Flow {
         slot.block(FAILED);
         cell.fail();
-        self.trace(|| EventKind::Fail {
-            actor: slot.id,
+        self.trace(|| ActorEvent::Fail {
+            actor: slot.id.into(),
             error: error.clone(),
         });
         let parent = self.tree.lock().nodes.get(&slot.id).and_then(|n| n.parent);
@@ -334,9 +334,9 @@ impl Engine {
                 Flow::Continue
             }
             Decision::Escalate => {
-                self.trace(|| EventKind::Escalate {
-                    actor: sup_id.unwrap_or(ROOT),
-                    child,
+                self.trace(|| ActorEvent::Escalate {
+                    actor: sup_id.unwrap_or(ROOT).into(),
+                    child: child.into(),
                 });
                 match sup {
                     Some((slot, cell)) => self.fail(

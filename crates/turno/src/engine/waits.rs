@@ -8,7 +8,7 @@ use super::slot::Slot;
 use super::tree::Tree;
 use super::Engine;
 use crate::addr::ActorId;
-use crate::trace::EventKind;
+use crate::trace::ActorEvent;
 
 impl Tree {
     /// True if `from` is `to` or waits, directly or transitively, for `to`.
@@ -65,9 +65,9 @@ impl Engine {
             node.waiting_on.push(receiver);
             sender.state.fetch_add(1, Ordering::SeqCst); // one more mute
             drop(tree);
-            self.trace(|| EventKind::Mute {
-                actor: sender.id,
-                by: receiver,
+            self.trace(|| ActorEvent::Mute {
+                actor: sender.id.into(),
+                by: receiver.into(),
             });
         }
     }
@@ -107,7 +107,7 @@ impl Engine {
         for s in freed {
             s.unblock(0, true);
             if !s.is_muted() {
-                self.trace(|| EventKind::Unmute { actor: s.id });
+                self.trace(|| ActorEvent::Unmute { actor: s.id.into() });
             }
         }
     }
