@@ -142,6 +142,10 @@ pub enum ActorEvent {
         actor: ActorId,
         /// Its name.
         name: String,
+        /// Its path from the root, e.g. `/orders/worker` (traces written
+        /// before paths existed have none).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        path: Option<String>,
         /// Its supervisor (`0` is the root), if any.
         #[serde(default)]
         parent: Option<ActorId>,

@@ -73,6 +73,9 @@ pub struct Totals {
 pub struct ActorView {
     /// Its name.
     pub name: String,
+    /// Its path from the root, when the trace records it.
+    #[serde(default)]
+    pub path: Option<String>,
     /// Its supervisor.
     pub parent: Option<ActorId>,
     /// Its mailbox policy.
@@ -371,6 +374,7 @@ impl World {
         self.actors.entry(id).or_insert_with(|| ActorView {
             // An actor seen before its spawn (a trace cut from a ring).
             name: format!("actor-{}", id.0),
+            path: None,
             parent: None,
             policy: Policy::Unbounded,
             status: Status::Alive,
@@ -413,11 +417,13 @@ impl World {
             A::Spawn {
                 actor,
                 name,
+                path,
                 parent,
                 policy,
             } => {
                 let a = self.actor(*actor);
                 a.name = name.clone();
+                a.path = path.clone();
                 a.parent = *parent;
                 a.policy = *policy;
             }

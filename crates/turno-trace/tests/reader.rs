@@ -153,6 +153,7 @@ fn unknown_kinds_and_fields_are_skipped_not_errors() {
         Kind::Actor(ActorEvent::Spawn {
             actor: ActorId(1),
             name: "a".into(),
+            path: None,
             parent: Some(ActorId(0)),
             policy: Policy::Reject(3),
         })

@@ -25,6 +25,7 @@ fn actor_event() -> impl Strategy<Value = ActorEvent> {
         (id(), 0usize..4).prop_map(|(actor, n)| ActorEvent::Spawn {
             actor,
             name: format!("n{n}"),
+            path: Some(format!("/n{n}")),
             parent: Some(ActorId(0)),
             policy: [
                 Policy::KeepNewest(2),

@@ -337,8 +337,10 @@ async fn session(
     let sys = sys.as_ref().ok_or_else(restarting)?;
     let (m, env, s) = (h.machine.clone(), app.env.clone(), sid.to_string());
     let mut p = Some(p);
+    // Top-level names are unique: one actor per session id, at
+    // `/session-<id>`.
     let addr = sys
-        .spawn(Props::new().name("session"), move || {
+        .spawn(Props::new().name(format!("session-{sid}")), move || {
             let p = p.take().expect("a session actor is not restarted");
             SessionActor::restored(s.clone(), p, m.clone(), env.clone())
         })
@@ -355,7 +357,7 @@ fn new_session(h: &Holder, app: &Arc<App>) -> Result<(String, Addr<SessionMsg>),
     let sys = sys.as_ref().ok_or_else(restarting)?;
     let (m, env, s) = (h.machine.clone(), app.env.clone(), sid.clone());
     let addr = sys
-        .spawn(Props::new().name("session"), move || {
+        .spawn(Props::new().name(format!("session-{sid}")), move || {
             SessionActor::new(s.clone(), link.clone(), m.clone(), env.clone())
         })
         .map_err(|e| Reject::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?;

@@ -2,6 +2,7 @@
 
 use crate::buffer::{Policy, PolicyError};
 use crate::context::Context;
+use crate::ids::{check_name, ActorPath, NameError};
 use crate::supervision::Supervision;
 
 /// An actor: state plus a synchronous handler for one message type.
@@ -88,7 +89,16 @@ impl Props {
         Props::default()
     }
 
-    /// A name for traces and metrics labels (default `actor-<id>`).
+    /// The actor's name: the last segment of its [`ActorPath`], shown in
+    /// traces, metrics labels and errors.
+    ///
+    /// Unique among live siblings: spawning a child whose name a live
+    /// sibling (or a child spawned earlier in the same turn) already has
+    /// fails with [`SpawnError::DuplicateName`]; top-level actors are
+    /// siblings under the root. A restarted actor keeps its name; a stopped
+    /// one frees it. A name is a non-empty segment with no `/`, no control
+    /// character, not starting with `$` ([`SpawnError::InvalidName`]).
+    /// Without a name an actor is called `$<id>` and never clashes.
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = Some(name.into());
         self
@@ -136,13 +146,43 @@ pub enum SpawnError {
         /// What is wrong with the policy.
         source: PolicyError,
     },
+    /// A live sibling already has this name (see [`Props::name`]).
+    #[error("cannot spawn {name:?} under {parent}: a live sibling already has that name")]
+    DuplicateName {
+        /// The parent's path ([`ActorPath::root`] for a top-level actor).
+        parent: ActorPath,
+        /// The name asked for.
+        name: String,
+    },
+    /// The name cannot be a segment of a path (see [`Props::name`]).
+    #[error("cannot spawn {name:?}: {source}")]
+    InvalidName {
+        /// The name asked for.
+        name: String,
+        /// What is wrong with it.
+        source: NameError,
+    },
 }
 
 impl Props {
-    pub(crate) fn check(&self) -> Result<(), SpawnError> {
-        self.policy.validate().map_err(|source| SpawnError::Policy {
-            name: self.name.clone().unwrap_or_else(|| "<unnamed>".into()),
-            source,
-        })
+    /// Checks the props; returns the path of a named child under `parent`
+    /// (whether a sibling has it is the caller's check).
+    pub(crate) fn check(&self, parent: &ActorPath) -> Result<Option<ActorPath>, SpawnError> {
+        self.policy
+            .validate()
+            .map_err(|source| SpawnError::Policy {
+                name: self.name.clone().unwrap_or_else(|| "<unnamed>".into()),
+                source,
+            })?;
+        match &self.name {
+            None => Ok(None),
+            Some(name) => {
+                check_name(name).map_err(|source| SpawnError::InvalidName {
+                    name: name.clone(),
+                    source,
+                })?;
+                Ok(Some(parent.child(name)))
+            }
+        }
     }
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use event_listener::Listener;
 
-pub use crate::ids::ActorId;
+pub use crate::ids::{ActorId, ActorPath};
 
 use crate::buffer::{BufferStats, Policy};
 use crate::mailbox::{Mailbox, Verdict};
@@ -32,7 +32,7 @@ impl<M> Clone for Addr<M> {
 
 impl<M> fmt::Debug for Addr<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Addr({} {:?})", self.mailbox.id, &*self.mailbox.name)
+        write!(f, "Addr({} {})", self.mailbox.id, self.mailbox.path)
     }
 }
 
@@ -50,9 +50,16 @@ impl<M: Send + 'static> Addr<M> {
         self.mailbox.id
     }
 
-    /// The actor's name (from [`Props::name`](crate::Props::name), or `actor-<id>`).
+    /// The actor's name (from [`Props::name`](crate::Props::name), or
+    /// `$<id>`): the last segment of its [path](Addr::path).
     pub fn name(&self) -> &str {
-        &self.mailbox.name
+        self.mailbox.path.name()
+    }
+
+    /// The actor's path from the root, e.g. `/orders/worker`: stable across
+    /// runs where every segment was named (see [`ActorPath`]).
+    pub fn path(&self) -> &ActorPath {
+        &self.mailbox.path
     }
 
     /// The mailbox policy.

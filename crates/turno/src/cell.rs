@@ -10,13 +10,13 @@ use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use crate::actor::SpawnError;
 use crate::actor::{Actor, Props};
 use crate::addr::{ActorId, Addr};
 use crate::ask::RequestId;
 use crate::ask::{Asks, StaleReason};
 use crate::context::{Context, WatchMap};
 use crate::effects::{Effects, Spawned};
+use crate::ids::ActorPath;
 use crate::mailbox::{Control, Envelope, Mailbox, MailboxOps, Next, Signal};
 use crate::shared::SystemShared;
 use crate::stash::Stash;
@@ -142,19 +142,19 @@ impl<M> LazyRare<M> {
 
 impl<A: Actor> Cell<A> {
     /// Builds a cell (no instance yet: the first `Start` builds it) and its
-    /// address.
+    /// address, under `parent`. `named` is the path `props.check` gave
+    /// (whether a sibling has it is the caller's business); an unnamed
+    /// actor is `$<id>`.
     pub(crate) fn new(
         shared: Arc<SystemShared>,
         props: &Props,
         factory: Factory<A>,
-    ) -> Result<(Self, Addr<A::Msg>), SpawnError> {
-        props.check()?;
+        parent: &ActorPath,
+        named: Option<ActorPath>,
+    ) -> (Self, Addr<A::Msg>) {
         let id = shared.next_actor();
-        let name: Arc<str> = match &props.name {
-            Some(n) => n.as_str().into(),
-            None => format!("actor-{}", id.0).into(),
-        };
-        let mailbox = Arc::new(Mailbox::new(id, name, props.policy, shared));
+        let path = named.unwrap_or_else(|| parent.unnamed_child(id));
+        let mailbox = Arc::new(Mailbox::new(id, path, props.policy, shared));
         let addr = Addr { mailbox };
         let cell = Cell {
             actor: None,
@@ -163,24 +163,28 @@ impl<A: Actor> Cell<A> {
             rare: LazyRare::new(props.stash_capacity),
             turns: 0,
         };
-        Ok((cell, addr))
+        (cell, addr)
     }
 
-    /// Builds a cell ready for a scheduler to register.
+    /// Builds a cell ready for a scheduler to register (see [`Cell::new`]).
     pub(crate) fn create(
         shared: Arc<SystemShared>,
         props: Props,
         factory: Factory<A>,
-    ) -> Result<(Spawned, Addr<A::Msg>), SpawnError> {
-        let (cell, addr) = Self::new(shared, &props, factory)?;
+        parent: &ActorPath,
+        named: Option<ActorPath>,
+    ) -> (Spawned, Addr<A::Msg>) {
+        let is_named = named.is_some();
+        let (cell, addr) = Self::new(shared, &props, factory, parent, named);
         let spawned = Spawned {
             id: addr.id(),
-            name: addr.mailbox.name.clone(),
+            path: addr.mailbox.path.clone(),
+            named: is_named,
             policy: props.policy,
             cell: Box::new(cell),
             supervision: props.supervision,
         };
-        Ok((spawned, addr))
+        (spawned, addr)
     }
 
     /// Builds the instance if there is none (the test kit does this up front).
@@ -219,9 +223,10 @@ impl<A: Actor> Cell<A> {
         let _span = tracing::debug_span!(
             target: "turno",
             "turn",
-            actor = %self.addr.mailbox.name,
+            actor = %self.addr.mailbox.path.name(),
             id = actor_id.as_u64(),
-            kind = ?what
+            kind = ?what,
+            path = %self.addr.mailbox.path,
         )
         .entered();
         shared.tracer.emit(&shared.clock, || ActorEvent::TurnStart {
@@ -333,7 +338,8 @@ impl<A: Actor> AnyCell for Cell<A> {
                     #[cfg(feature = "tracing")]
                     tracing::error!(
                         target: "turno",
-                        actor = %self.addr.mailbox.name,
+                        actor = %self.addr.mailbox.path.name(),
+                        path = %self.addr.mailbox.path,
                         id = self.addr.id().as_u64(),
                         error = %e,
                         "factory panicked: actor failed"

@@ -15,6 +15,7 @@ use crate::addr::{ActorId, Addr};
 use crate::ask::{self, Pending, ReplyTo, RequestId, Response, StaleReason};
 use crate::cell::{Cell, LazyRare};
 use crate::effects::{Effects, TimerKey};
+use crate::ids::ActorPath;
 use crate::mailbox::Verdict;
 use crate::shared::SystemShared;
 use crate::stash::StashFull;
@@ -54,6 +55,12 @@ impl<'a, A: Actor> Context<'a, A> {
     /// This actor's id.
     pub fn id(&self) -> ActorId {
         self.addr.id()
+    }
+
+    /// This actor's path from the root, e.g. `/orders/worker` (see
+    /// [`ActorPath`]).
+    pub fn path(&self) -> &ActorPath {
+        &self.addr.mailbox.path
     }
 
     /// This actor's own address.
@@ -112,14 +119,67 @@ impl<'a, A: Actor> Context<'a, A> {
 
     /// Spawns a child supervised by this actor. The child's first turn is its
     /// `started` hook. `factory` builds the first instance and every restart.
+    ///
+    /// The child's path is this actor's [path](Context::path) and its
+    /// [name](Props::name). A name a live child of this actor already has,
+    /// or a child spawned earlier in this turn, fails with
+    /// [`SpawnError::DuplicateName`]; a stopped child's name is free again
+    /// (by the time a watcher hears of its end).
+    ///
+    /// ```
+    /// use turno::{Actor, Context, DetSystem, Props, SpawnError, System};
+    ///
+    /// struct Idle;
+    /// impl Actor for Idle {
+    ///     type Msg = ();
+    ///     fn handle(&mut self, _ctx: &mut Context<'_, Self>, _m: ()) {}
+    /// }
+    /// struct Sup(Vec<Result<String, SpawnError>>);
+    /// impl Actor for Sup {
+    ///     type Msg = ();
+    ///     fn handle(&mut self, ctx: &mut Context<'_, Self>, _m: ()) {
+    ///         for _ in 0..2 {
+    ///             let child = ctx.spawn(Props::new().name("worker"), || Idle);
+    ///             self.0.push(child.map(|a| a.path().to_string()));
+    ///         }
+    ///         assert_eq!(ctx.path().as_str(), "/sup");
+    ///         assert_eq!(self.0[0], Ok("/sup/worker".to_string()));
+    ///         assert_eq!(
+    ///             self.0[1].as_ref().unwrap_err().to_string(),
+    ///             "cannot spawn \"worker\" under /sup: a live sibling already has that name"
+    ///         );
+    ///     }
+    /// }
+    /// let mut sys = DetSystem::new(1);
+    /// let sup = sys.spawn(Props::new().name("sup"), || Sup(Vec::new())).unwrap();
+    /// sup.try_send(());
+    /// sys.run_until_idle().unwrap();
+    /// assert!(sys.actor_at("/sup/worker").is_some());
+    /// ```
     pub fn spawn<B: Actor>(
         &mut self,
         props: Props,
         factory: impl FnMut() -> B + Send + 'static,
     ) -> Result<Addr<B::Msg>, SpawnError> {
-        let spawned = Cell::<B>::create(self.shared().clone(), props, Box::new(factory))?;
-        let addr = spawned.1;
-        self.fx.spawned.push(spawned.0);
+        let parent = &self.addr.mailbox.path;
+        let named = props.check(parent)?;
+        if let Some(path) = &named {
+            let pending = self.fx.spawned.iter().any(|s| s.path == *path);
+            if pending || self.shared().path_taken(path) {
+                return Err(SpawnError::DuplicateName {
+                    parent: parent.clone(),
+                    name: path.name().to_string(),
+                });
+            }
+        }
+        let (spawned, addr) = Cell::<B>::create(
+            self.shared().clone(),
+            props,
+            Box::new(factory),
+            parent,
+            named,
+        );
+        self.fx.spawned.push(spawned);
         Ok(addr)
     }
 

@@ -5,12 +5,12 @@
 //! A leaf of the crate: it names ids, cells and supervision, and nothing
 //! here runs anything.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use crate::addr::ActorId;
 use crate::ask::RequestId;
 use crate::cell::AnyCell;
+use crate::ids::ActorPath;
 use crate::mailbox::VerdictKind;
 use crate::supervision::Supervision;
 use crate::time::Instant;
@@ -28,7 +28,9 @@ pub(crate) enum TimerKey {
 /// A child created during a turn, registered by the scheduler at turn end.
 pub(crate) struct Spawned {
     pub(crate) id: ActorId,
-    pub(crate) name: Arc<str>,
+    pub(crate) path: ActorPath,
+    /// Spawned with a name: its path enters the system's path index.
+    pub(crate) named: bool,
     pub(crate) policy: crate::Policy,
     pub(crate) cell: Box<dyn AnyCell>,
     pub(crate) supervision: Supervision,

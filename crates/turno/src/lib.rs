@@ -85,14 +85,14 @@ pub mod trace;
 mod tracing_log;
 
 pub use actor::{Actor, Props, SpawnError, DEFAULT_POLICY, DEFAULT_STASH_CAPACITY};
-pub use addr::{ActorId, Addr};
+pub use addr::{ActorId, ActorPath, Addr};
 pub use ask::{BridgeError, ReplyTo, RequestId, Response, StaleReason};
 #[cfg(feature = "tokio")]
 pub use bridge::NoRuntime;
 pub use buffer::{BufferStats, Policy, PolicyError};
 pub use context::{AskError, Context};
 pub use deterministic::{DetOptions, DetSystem, DetSystemBuilder, StepLimit};
-pub use ids::ROOT;
+pub use ids::{NameError, ROOT};
 pub use local::{LocalBuilder, LocalOptions, LocalSystem};
 pub use mailbox::{Verdict, VerdictKind};
 pub use stash::StashFull;

@@ -25,6 +25,7 @@ use event_listener::Event;
 use crate::addr::ActorId;
 use crate::ask::RequestId;
 use crate::buffer::{Buffer, BufferStats, Decision, Offer, Policy};
+use crate::ids::ActorPath;
 use crate::metrics::MailboxMetrics;
 use crate::shared::SystemShared;
 use crate::supervision::ExitReason;
@@ -176,7 +177,8 @@ struct State<M> {
 /// One actor's mailbox. Shared (behind an `Arc`) by every address of the actor.
 pub(crate) struct Mailbox<M> {
     pub(crate) id: ActorId,
-    pub(crate) name: Arc<str>,
+    /// Where the actor sits in the tree; its name is the last segment.
+    pub(crate) path: ActorPath,
     policy: Policy,
     state: Mutex<State<M>>,
     /// Woken when room appears in a suspend mailbox, or when it closes.
@@ -214,14 +216,14 @@ pub(crate) enum Next<M> {
 impl<M: Send + 'static> Mailbox<M> {
     pub(crate) fn new(
         id: ActorId,
-        name: Arc<str>,
+        path: ActorPath,
         policy: Policy,
         shared: Arc<SystemShared>,
     ) -> Self {
-        let metrics = MailboxMetrics::new(&shared, &name, policy);
+        let metrics = MailboxMetrics::new(&shared, &path, policy);
         Mailbox {
             id,
-            name,
+            path,
             policy,
             state: Mutex::new(State {
                 user: Buffer::new(policy),

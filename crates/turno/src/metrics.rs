@@ -2,7 +2,8 @@
 //!
 //! Install any `metrics` recorder (Prometheus exporter, `metrics-util`'s
 //! debugging recorder…) and turno reports, per actor (label `actor`, the
-//! actor's name):
+//! actor's name, the last segment of its path: siblings differ, cousins may
+//! share one):
 //!
 //! | name | kind | meaning |
 //! |---|---|---|
@@ -27,11 +28,12 @@
 //! others); every other metric is one branch and a call that a no-op
 //! handle returns from at once.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use metrics::{Counter, Gauge, Histogram};
 
 use crate::buffer::Policy;
+use crate::ids::ActorPath;
 use crate::shared::SystemShared;
 
 /// One message turn in this many has its wall-clock time measured (per
@@ -42,7 +44,8 @@ pub const TURN_SAMPLE: u32 = 64;
 pub(crate) enum MailboxMetrics {
     Off,
     On {
-        actor: Arc<str>,
+        /// The label is the path's last segment, the actor's name.
+        actor: ActorPath,
         policy: Policy,
         handles: OnceLock<Box<Handles>>,
     },
@@ -65,12 +68,12 @@ pub(crate) struct Handles {
 }
 
 impl MailboxMetrics {
-    pub(crate) fn new(shared: &SystemShared, name: &Arc<str>, policy: Policy) -> Self {
+    pub(crate) fn new(shared: &SystemShared, path: &ActorPath, policy: Policy) -> Self {
         if !shared.metrics {
             return MailboxMetrics::Off;
         }
         MailboxMetrics::On {
-            actor: name.clone(),
+            actor: path.clone(),
             policy,
             handles: OnceLock::new(),
         }
@@ -83,14 +86,14 @@ impl MailboxMetrics {
     /// The actor's handles (allocated on the first metric), its name and
     /// policy; `None` when off.
     #[inline]
-    fn get(&self) -> Option<(&Handles, &Arc<str>, Policy)> {
+    fn get(&self) -> Option<(&Handles, &str, Policy)> {
         match self {
             MailboxMetrics::Off => None,
             MailboxMetrics::On {
                 actor,
                 policy,
                 handles,
-            } => Some((handles.get_or_init(Box::default), actor, *policy)),
+            } => Some((handles.get_or_init(Box::default), actor.name(), *policy)),
         }
     }
 

@@ -1,11 +1,13 @@
 //! State shared by everything in one actor system: the clock, the trace,
-//! id allocation and dead-letter accounting.
+//! id allocation, the paths of named actors and dead-letter accounting.
 
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
-use crate::sync::AtomicU64;
+use crate::sync::{AtomicU64, Mutex};
 
 use crate::addr::ActorId;
+use crate::ids::ActorPath;
 use crate::time::Clock;
 use crate::trace::{ActorEvent, DeadLetterReason, Tracer};
 
@@ -19,6 +21,13 @@ pub(crate) struct SystemShared {
     next_timer: AtomicU64,
     next_request: AtomicU64,
     dead_letters: AtomicU64,
+    /// The live actors spawned with a name, by path: what keeps a name
+    /// unique among siblings. Entered when the engine registers the actor,
+    /// left when it finalizes, both under the tree lock (taken first), so a
+    /// name is free exactly when its actor is no longer alive. A turn's
+    /// spawns are not here until the turn ends: `Context::spawn` also looks
+    /// at them.
+    paths: Mutex<HashMap<ActorPath, ActorId>>,
     /// The runtime that runs piped futures.
     #[cfg(feature = "tokio")]
     pub(crate) tokio: std::sync::OnceLock<tokio::runtime::Handle>,
@@ -36,6 +45,7 @@ impl SystemShared {
             next_timer: AtomicU64::new(1),
             next_request: AtomicU64::new(1),
             dead_letters: AtomicU64::new(0),
+            paths: Mutex::new(HashMap::new()),
             #[cfg(feature = "tokio")]
             tokio: std::sync::OnceLock::new(),
         }
@@ -54,6 +64,35 @@ impl SystemShared {
     /// A fresh request id.
     pub(crate) fn next_request(&self) -> crate::ids::RequestId {
         crate::ids::RequestId(self.next_request.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// True while a live actor has this path.
+    pub(crate) fn path_taken(&self, path: &ActorPath) -> bool {
+        self.paths.lock().contains_key(path)
+    }
+
+    /// Enters a named actor's path; false (and nothing entered) when a live
+    /// actor has it.
+    pub(crate) fn claim_path(&self, path: &ActorPath, id: ActorId) -> bool {
+        let mut paths = self.paths.lock();
+        if paths.contains_key(path) {
+            return false;
+        }
+        paths.insert(path.clone(), id);
+        true
+    }
+
+    /// Frees the path of `id`, which has stopped.
+    pub(crate) fn release_path(&self, path: &ActorPath, id: ActorId) {
+        let mut paths = self.paths.lock();
+        if paths.get(path) == Some(&id) {
+            paths.remove(path);
+        }
+    }
+
+    /// The live named actor at `path`.
+    pub(crate) fn actor_at(&self, path: &str) -> Option<ActorId> {
+        self.paths.lock().get(path).copied()
     }
 
     pub(crate) fn dead_letter(&self, actor: ActorId, reason: DeadLetterReason) {

@@ -92,6 +92,8 @@ pub enum Directive {
 pub struct Failure {
     /// The failed child.
     pub actor: ActorId,
+    /// Its path, e.g. `/orders/worker`.
+    pub path: crate::ids::ActorPath,
     /// The panic message.
     pub message: String,
 }

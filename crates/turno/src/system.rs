@@ -35,7 +35,7 @@
 use std::time::Duration;
 
 use crate::actor::{Actor, Props, SpawnError};
-use crate::addr::{ActorId, Addr};
+use crate::addr::{ActorId, ActorPath, Addr};
 use crate::mailbox::Control;
 use crate::supervision::ExitReason;
 use crate::time::Instant;
@@ -59,6 +59,11 @@ pub(crate) mod sealed {
 pub trait System: sealed::Sealed {
     /// Spawns a top-level actor, supervised by the root ([`crate::ROOT`]).
     /// Its first turn is its `started` hook.
+    ///
+    /// Its path is `/` and its [name](Props::name); a name a live
+    /// top-level actor already has fails with [`SpawnError::DuplicateName`],
+    /// as among the children of any actor (also between threads spawning
+    /// at once: one of them wins).
     ///
     /// **The root's restart intensity is shared** by every top-level actor,
     /// as in Erlang: by default at most 3 restarts of *any* top-level actors
@@ -96,6 +101,17 @@ pub trait System: sealed::Sealed {
     /// The actor's name, while it lives.
     fn name(&self, id: ActorId) -> Option<String> {
         self.engine().name(id)
+    }
+
+    /// The actor's path from the root (see [`ActorPath`]), while it lives.
+    fn path(&self, id: ActorId) -> Option<ActorPath> {
+        self.engine().path(id)
+    }
+
+    /// The live actor at `path`, e.g. `"/orders/worker"`, if it was spawned
+    /// with a name (an unnamed actor, `$<id>`, is found by its id).
+    fn actor_at(&self, path: &str) -> Option<ActorId> {
+        self.engine().shared.actor_at(path)
     }
 
     /// The actor's children, in the order they were started

@@ -144,7 +144,11 @@ impl<A: Actor> TestKit<A> {
         props: Props,
         factory: impl FnMut() -> A + Send + 'static,
     ) -> Result<Self, crate::SpawnError> {
-        let (mut cell, addr) = Cell::<A>::new(detached_shared(), &props, Box::new(factory))?;
+        // The actor under test stands alone: a top-level actor of no system.
+        let root = crate::ids::ActorPath::root();
+        let named = props.check(&root)?;
+        let (mut cell, addr) =
+            Cell::<A>::new(detached_shared(), &props, Box::new(factory), &root, named);
         cell.ensure_instance();
         Ok(TestKit { cell, addr })
     }
@@ -254,7 +258,12 @@ impl<M: Send + 'static> Probe<M> {
     pub fn with_policy(policy: Policy) -> Self {
         let shared = detached_shared();
         let id = ActorId(u64::MAX - shared.next_actor().as_u64());
-        let mailbox = Arc::new(Mailbox::new(id, "probe".into(), policy, shared));
+        let mailbox = Arc::new(Mailbox::new(
+            id,
+            crate::ids::ActorPath::root().child("probe"),
+            policy,
+            shared,
+        ));
         Probe {
             addr: Addr { mailbox },
         }

@@ -87,12 +87,14 @@ pub(crate) fn event(kind: &ActorEvent) {
         ActorEvent::Spawn {
             actor,
             name,
+            path,
             parent,
             policy,
         } => debug!(
             target: "turno",
             actor = actor.0,
             name = %name,
+            path = path.as_deref().unwrap_or(""),
             parent = parent.map(|p| p.0),
             policy = %policy,
             "actor spawned"

@@ -124,8 +124,8 @@ fn a_run_reads_as_a_log_with_spans_and_levelled_events() {
     let fail = line(&|l| l.contains("turn panicked")).expect("a failure event");
     assert!(fail.contains("ERROR"), "{fail}");
     assert!(
-        fail.contains("turn{actor=flaky id=1 kind=Message}"),
-        "no turn span with name, id and kind: {fail}"
+        fail.contains("turn{actor=flaky id=1 kind=Message path=/flaky}"),
+        "no turn span with name, id, kind and path: {fail}"
     );
     assert!(fail.contains("flaky went boom"), "{fail}");
     // A turn without any event inside shows no line: the asker's turns.

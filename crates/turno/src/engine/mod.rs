@@ -50,6 +50,7 @@ use std::sync::Arc;
 
 use crate::addr::ActorId;
 use crate::effects::TimerKey;
+use crate::ids::ActorPath;
 use crate::mailbox::{Control, Signal};
 use crate::shared::SystemShared;
 use crate::supervision::Supervision;
@@ -60,6 +61,7 @@ use crate::trace::ActorEvent;
 
 pub(crate) use crate::ids::ROOT;
 pub(crate) use slot::Slot;
+pub(crate) use tree::Registered;
 use tree::Tree;
 
 /// What a scheduler provides to the engine.
@@ -126,7 +128,15 @@ impl Engine {
     }
 
     pub(crate) fn name(&self, id: ActorId) -> Option<String> {
-        self.tree.lock().nodes.get(&id).map(|n| n.name.to_string())
+        self.tree
+            .lock()
+            .nodes
+            .get(&id)
+            .map(|n| n.path.name().to_string())
+    }
+
+    pub(crate) fn path(&self, id: ActorId) -> Option<ActorPath> {
+        self.tree.lock().nodes.get(&id).map(|n| n.path.clone())
     }
 
     pub(crate) fn children(&self, id: ActorId) -> Vec<ActorId> {

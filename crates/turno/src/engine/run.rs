@@ -156,7 +156,10 @@ impl Engine {
             return self.fail(slot, cell, error);
         }
         for s in spawned {
-            self.register(Some(id), s);
+            let registered = self.register(Some(id), s);
+            // `Context::spawn` refused a taken name in this actor's turn, and
+            // only this runner registers its children.
+            debug_assert_ne!(registered, super::Registered::PathTaken);
         }
         for (key, deadline) in timers_set {
             if let TimerKey::User(timer) = key {

@@ -8,9 +8,11 @@ use std::sync::Arc;
 
 use super::slot::{Slot, BUSY, FAILED, STOPPING};
 use super::{Engine, Flow, ROOT};
+use crate::actor::SpawnError;
 use crate::addr::ActorId;
 use crate::cell::AnyCell;
 use crate::effects::{Effects, Spawned};
+use crate::ids::ActorPath;
 use crate::mailbox::{Control, Signal};
 use crate::supervision::{Directive, ExitReason, Failure, RestartLog, Supervision};
 use crate::sync::{AtomicU64, Mutex};
@@ -25,7 +27,9 @@ pub(super) enum Then {
 
 pub(super) struct Node {
     pub(super) slot: Arc<Slot>,
-    pub(super) name: Arc<str>,
+    pub(super) path: ActorPath,
+    /// Its path is in the system's path index (it was spawned named).
+    pub(super) named: bool,
     pub(super) parent: Option<ActorId>,
     /// Ids grow with spawn order, so this is also start order (restarts keep
     /// the id and the position), as rest-for-one needs.
@@ -61,23 +65,47 @@ impl Tree {
 
 impl Engine {
     /// Creates and registers a top-level actor (supervised by the root).
+    /// Its name must be free among the top-level actors, as a child's among
+    /// its siblings.
     pub(crate) fn spawn_top<A: crate::Actor>(
         &self,
         props: crate::Props,
         factory: impl FnMut() -> A + Send + 'static,
-    ) -> Result<crate::Addr<A::Msg>, crate::SpawnError> {
-        let (spawned, addr) =
-            crate::cell::Cell::<A>::create(self.shared.clone(), props, Box::new(factory))?;
-        self.register(None, spawned);
-        Ok(addr)
+    ) -> Result<crate::Addr<A::Msg>, SpawnError> {
+        let root = ActorPath::root();
+        let named = props.check(&root)?;
+        let duplicate = |path: &ActorPath| SpawnError::DuplicateName {
+            parent: ActorPath::root(),
+            name: path.name().to_string(),
+        };
+        // Looked at first so that a refused spawn uses no actor id; the
+        // claim in `register` is the check that counts (other threads may
+        // spawn at the root meanwhile).
+        if let Some(path) = named.as_ref().filter(|p| self.shared.path_taken(p)) {
+            return Err(duplicate(path));
+        }
+        let (spawned, addr) = crate::cell::Cell::<A>::create(
+            self.shared.clone(),
+            props,
+            Box::new(factory),
+            &root,
+            named,
+        );
+        match self.register(None, spawned) {
+            Registered::PathTaken => Err(duplicate(addr.path())),
+            Registered::Yes | Registered::ParentGone => Ok(addr),
+        }
     }
 
     /// Registers a spawned actor under `parent` (None: the root) and queues
-    /// its start.
-    pub(crate) fn register(&self, parent: Option<ActorId>, s: Spawned) {
+    /// its start. A child whose parent has stopped, or whose path a live
+    /// actor has, is stopped before it starts (its mail becomes dead
+    /// letters).
+    pub(crate) fn register(&self, parent: Option<ActorId>, s: Spawned) -> Registered {
         let Spawned {
             id,
-            name,
+            path,
+            named,
             policy,
             cell,
             supervision,
@@ -94,12 +122,22 @@ impl Engine {
         {
             let mut tree = self.tree.lock();
             let parent_alive = parent.is_none_or(|p| tree.nodes.contains_key(&p));
-            if !parent_alive {
-                drop(tree);
+            // A child's name was checked in its parent's turn, and only that
+            // parent's runner registers its children, so only a top-level
+            // actor can lose this race (to another thread's spawn).
+            let refused = if !parent_alive {
                 // Spawned by an actor that stopped in the same turn.
+                Some(Registered::ParentGone)
+            } else if named && !self.shared.claim_path(&path, id) {
+                Some(Registered::PathTaken)
+            } else {
+                None
+            };
+            if let Some(refused) = refused {
+                drop(tree);
                 let mut cell = cell;
                 let _ = cell.stop(&mut Effects::default());
-                return;
+                return refused;
             }
             match parent {
                 Some(p) => tree.nodes.get_mut(&p).expect("checked").children.insert(id),
@@ -109,7 +147,8 @@ impl Engine {
                 id,
                 Node {
                     slot: slot.clone(),
-                    name: name.clone(),
+                    path: path.clone(),
+                    named,
                     parent,
                     children: BTreeSet::new(),
                     supervision,
@@ -122,7 +161,8 @@ impl Engine {
         }
         self.trace(|| ActorEvent::Spawn {
             actor: id.into(),
-            name: name.to_string(),
+            name: path.name().to_string(),
+            path: Some(path.to_string()),
             parent: Some(parent.unwrap_or(ROOT).into()),
             policy: policy.into(),
         });
@@ -130,6 +170,7 @@ impl Engine {
         // The cell is in place before the first wake-up can reach a runner.
         *slot.cell.lock() = Some(cell);
         slot.mailbox.push_control(Control::Start);
+        Registered::Yes
     }
 
     /// Stops the children first; then finalizes or restarts.
@@ -201,7 +242,8 @@ impl Engine {
         });
         // Children spawned by a replaced instance's `stopped` hook.
         for s in fx.spawned {
-            self.register(Some(slot.id), s);
+            let registered = self.register(Some(slot.id), s);
+            debug_assert_ne!(registered, Registered::PathTaken);
         }
         Self::control_to(slot, Control::Start);
     }
@@ -219,6 +261,11 @@ impl Engine {
         let (parent, watchers) = {
             let mut tree = self.tree.lock();
             let node = tree.nodes.remove(&id);
+            // Freed under the tree lock, before anyone hears of the stop: a
+            // watcher told of it may give the name to a new actor at once.
+            if let Some(n) = node.as_ref().filter(|n| n.named) {
+                self.shared.release_path(&n.path, id);
+            }
             let parent = node.as_ref().and_then(|n| n.parent);
             if parent.is_none() {
                 tree.root_children.remove(&id);
@@ -281,15 +328,12 @@ impl Engine {
         error: String,
     ) -> Flow {
         let sup_id = sup.as_ref().map(|(s, _)| s.id);
-        let decision = {
+        let (decision, child_path) = {
             let mut tree = self.tree.lock();
-            let child_failed = tree
-                .nodes
-                .get(&child)
-                .is_some_and(|n| n.slot.is_failed() && n.then.is_none());
-            if !child_failed {
-                return Flow::Continue; // stopped or restarted meanwhile
-            }
+            let child_path = match tree.nodes.get(&child) {
+                Some(n) if n.slot.is_failed() && n.then.is_none() => n.path.clone(),
+                _ => return Flow::Continue, // stopped or restarted meanwhile
+            };
             let supervision = match sup_id {
                 Some(s) => match tree.nodes.get(&s) {
                     Some(n) => n.supervision.clone(),
@@ -299,9 +343,10 @@ impl Engine {
             };
             let failure = Failure {
                 actor: child,
+                path: child_path.clone(),
                 message: error.clone(),
             };
-            match supervision.decide(&failure) {
+            let decision = match supervision.decide(&failure) {
                 Directive::Stop => Decision::Stop,
                 Directive::Escalate => Decision::Escalate,
                 Directive::Restart => {
@@ -320,7 +365,8 @@ impl Engine {
                         }
                     }
                 }
-            }
+            };
+            (decision, child_path)
         };
         match decision {
             Decision::Stop => {
@@ -342,7 +388,9 @@ impl Engine {
                     Some((slot, cell)) => self.fail(
                         slot,
                         cell,
-                        format!("child {child} failed and could not be restarted: {error}"),
+                        format!(
+                            "child {child_path} ({child}) failed and could not be restarted: {error}"
+                        ),
                     ),
                     // The root cannot escalate: the child stops.
                     None => {
@@ -353,6 +401,17 @@ impl Engine {
             }
         }
     }
+}
+
+/// What [`Engine::register`] did with a spawned actor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Registered {
+    /// It is in the tree; its start is queued.
+    Yes,
+    /// Its parent had stopped: it was stopped before starting.
+    ParentGone,
+    /// A live actor has its path: it was stopped before starting.
+    PathTaken,
 }
 
 /// What a supervisor does about one failure, worked out under the tree
