@@ -311,6 +311,18 @@ impl<M> Pending<M> {
     }
 }
 
+/// What becomes of a reply taken from the asker's mailbox.
+pub(crate) enum ReplyFate<M> {
+    /// It answers a pending request: deliver it.
+    Fresh,
+    /// Its request was settled already (answered, timed out, cancelled...).
+    Stale(StaleReason),
+    /// It was enqueued at or after its request's deadline, which had not yet
+    /// been acted on: the reply is stale and this timeout message is the
+    /// response.
+    Late(M),
+}
+
 /// How many settled requests an actor remembers to explain a late reply.
 const REMEMBERED: usize = 256;
 
@@ -368,21 +380,37 @@ impl<M> Asks<M> {
             .map(|p| p.timeout.timed_out())
     }
 
-    /// The reply for `id` arrived: is it fresh? Fresh requests are settled
-    /// (a second reply would be stale).
-    pub(crate) fn take_fresh(&mut self, id: RequestId) -> Result<Pending<M>, StaleReason> {
-        match self.pending.remove(&id) {
-            Some(p) => {
-                self.remember(id, StaleReason::AlreadyAnswered);
-                Ok(p)
-            }
-            None => Err(self
-                .settled
-                .iter()
-                .find(|(r, _)| *r == id)
-                .map(|(_, why)| *why)
-                .unwrap_or(StaleReason::Unknown)),
+    /// The reply for `id` is taken from the mailbox: what becomes of it.
+    ///
+    /// A reply enqueued at or after its request's deadline is stale even
+    /// when it is taken before the timeout signal (the timer may fire late
+    /// on a loaded machine, and the asker may take the reply first): the
+    /// request is settled as timed out and the timeout is the response.
+    /// Otherwise a pending request is settled by this reply (a second reply
+    /// would be stale).
+    pub(crate) fn take_reply(&mut self, id: RequestId) -> ReplyFate<M> {
+        let Some(p) = self.pending.get(&id) else {
+            return ReplyFate::Stale(
+                self.settled
+                    .iter()
+                    .find(|(r, _)| *r == id)
+                    .map(|(_, why)| *why)
+                    .unwrap_or(StaleReason::Unknown),
+            );
+        };
+        let late = matches!(
+            (p.timeout.replied_at(), p.deadline),
+            (Some(at), Some(deadline)) if at >= deadline
+        );
+        if late {
+            return match self.settle(id, StaleReason::TimedOut) {
+                Some(p) => ReplyFate::Late(p.timeout.timed_out()),
+                None => ReplyFate::Stale(StaleReason::TimedOut),
+            };
         }
+        self.pending.remove(&id);
+        self.remember(id, StaleReason::AlreadyAnswered);
+        ReplyFate::Fresh
     }
 
     /// Stops awaiting `id`; later replies will be stale for `why`; the work
@@ -413,5 +441,55 @@ impl<M> Asks<M> {
 
     pub(crate) fn len(&self) -> usize {
         self.pending.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A request whose first reply entered the mailbox at `replied_at`.
+    struct Port(Option<Instant>);
+
+    impl TimeoutPort<&'static str> for Port {
+        fn timed_out(&self) -> &'static str {
+            "timed out"
+        }
+        fn replied_at(&self) -> Option<Instant> {
+            self.0
+        }
+    }
+
+    fn asks_with(replied_at: Option<Instant>, deadline: Instant) -> Asks<&'static str> {
+        let mut asks = Asks::default();
+        let port = Arc::new(Port(replied_at));
+        asks.insert(RequestId(7), Pending::new(port, Some(deadline), None));
+        asks
+    }
+
+    #[test]
+    fn a_reply_enqueued_before_the_deadline_is_fresh_once() {
+        let deadline = Instant::from_nanos(1_000);
+        let mut asks = asks_with(Some(Instant::from_nanos(999)), deadline);
+        assert!(matches!(asks.take_reply(RequestId(7)), ReplyFate::Fresh));
+        assert!(matches!(
+            asks.take_reply(RequestId(7)),
+            ReplyFate::Stale(StaleReason::AlreadyAnswered)
+        ));
+    }
+
+    #[test]
+    fn a_reply_enqueued_at_the_deadline_is_late_though_taken_before_the_timeout() {
+        // The timer has not fired yet (no `deadline_passed`): the reply is
+        // taken first, but it entered the mailbox at the deadline.
+        let deadline = Instant::from_nanos(1_000);
+        let mut asks = asks_with(Some(deadline), deadline);
+        assert!(matches!(
+            asks.take_reply(RequestId(7)),
+            ReplyFate::Late("timed out")
+        ));
+        assert!(!asks.is_pending(RequestId(7)));
+        // The timer firing afterwards delivers nothing more.
+        assert!(asks.deadline_passed(RequestId(7)).is_none());
     }
 }

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use crate::actor::{Actor, Props};
 use crate::addr::{ActorId, Addr};
 use crate::ask::RequestId;
-use crate::ask::{Asks, StaleReason};
+use crate::ask::{Asks, ReplyFate, StaleReason};
 use crate::context::{Context, WatchMap};
 use crate::effects::{Effects, Spawned};
 use crate::ids::ActorPath;
@@ -410,10 +410,15 @@ impl<A: Actor> AnyCell for Cell<A> {
                     Envelope::Reply(id, msg) => match self
                         .rare
                         .peek_mut()
-                        .map_or(Err(StaleReason::Unknown), |r| r.asks.take_fresh(id))
-                    {
-                        Ok(_) => self.handle(TurnKind::Reply, msg, fx),
-                        Err(reason) => self.stale(id, reason),
+                        .map_or(ReplyFate::Stale(StaleReason::Unknown), |r| {
+                            r.asks.take_reply(id)
+                        }) {
+                        ReplyFate::Fresh => self.handle(TurnKind::Reply, msg, fx),
+                        ReplyFate::Stale(reason) => self.stale(id, reason),
+                        ReplyFate::Late(timed_out) => {
+                            self.stale(id, StaleReason::TimedOut);
+                            self.handle(TurnKind::AskTimeout, timed_out, fx)
+                        }
                     },
                 }
             }
