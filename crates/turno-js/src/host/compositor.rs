@@ -15,24 +15,9 @@
 use boa_engine::{Context, JsResult, JsValue};
 use serde_json::json;
 
+use super::entries::Animation;
+use super::state::{State, MS};
 use super::support::{arg_u32, host_of, JsStackScope};
-use super::{State, MS};
-
-/// Most `compositor_frame` events per run (an infinite animation over an
-/// hour of virtual time would otherwise write 216 000 of them).
-const MAX_COMPOSITOR_FRAMES: u64 = 20_000;
-
-pub(super) struct Animation {
-    id: u32,
-    label: String,
-    compositor: bool,
-    /// None: runs until cancelled (infinite iterations).
-    end_ns: Option<u64>,
-}
-
-fn frame_ns(k: u64) -> u64 {
-    (k * 1_000_000_000 + 30) / 60
-}
 
 pub(super) fn n_animation(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
     let host = host_of(ctx)?;
@@ -89,44 +74,6 @@ pub(super) fn n_cancel_animation(
 }
 
 impl State {
-    /// The clock moved from `from` to the current time: one
-    /// `compositor_frame` per 60 Hz boundary in between while a compositor
-    /// animation is active. `busy`: JavaScript was running.
-    pub(super) fn compositor_frames(&mut self, from: u64, busy: bool) {
-        if self.animations.is_empty() || self.trace.is_none() {
-            return;
-        }
-        let to = self.now_ns;
-        let mut k = from.saturating_mul(60) / 1_000_000_000;
-        while frame_ns(k) <= from {
-            k += 1;
-        }
-        while frame_ns(k) <= to {
-            let t = frame_ns(k);
-            self.animations.retain(|a| a.end_ns.is_none_or(|e| e >= t));
-            let active: Vec<_> = self
-                .animations
-                .iter()
-                .filter(|a| a.compositor)
-                .map(|a| json!({"animation": a.id, "label": a.label}))
-                .collect();
-            if active.is_empty() {
-                if self.animations.iter().all(|a| !a.compositor) {
-                    return;
-                }
-            } else if self.compositor_frame_count < MAX_COMPOSITOR_FRAMES {
-                self.compositor_frame_count += 1;
-                let main = if busy { "busy" } else { "idle" };
-                self.record(
-                    t,
-                    "compositor_frame",
-                    json!({"frame_time_ns": t, "animations": active, "main_thread": main, "lane": "compositor"}),
-                );
-            }
-            k += 1;
-        }
-    }
-
     /// Main-thread animations active now, for `render_start`.
     pub(super) fn main_thread_animations(&self) -> Vec<serde_json::Value> {
         let now = self.now_ns;

@@ -18,7 +18,7 @@
 use boa_engine::object::builtins::JsArray;
 use boa_engine::{Context, JsResult, JsValue};
 
-use super::fn_name;
+use super::state::fn_name;
 use super::support::{arg_fn, host_of};
 use crate::Model;
 

@@ -8,57 +8,12 @@
 //! callbacks pending runs the "update the rendering" step, with a checkpoint
 //! after each callback.
 
-use boa_engine::{Context, JsObject, JsResult, JsValue};
+use boa_engine::{Context, JsResult, JsValue};
 use serde_json::json;
 
+use super::entries::{PendingInput, Task, TaskKind};
+use super::state::{args_vec, fn_name, Host, Stop, MS};
 use super::support::{arg_fn, arg_u32, host_of, JsStackScope};
-use super::{args_vec, fn_name, Host, Stop, MS};
-
-enum TaskKind {
-    Timer {
-        id: u32,
-        seq: u64,
-    },
-    /// A callback (which may dispatch an event from the host, see
-    /// `events.rs`).
-    Callback {
-        f: JsObject,
-        args: Vec<JsValue>,
-    },
-    /// Scripted input: the prelude's `deliverInput(type, a, b)`.
-    Input {
-        kind: &'static str,
-        a: JsValue,
-        b: JsValue,
-    },
-    /// A message from another loop (a worker, or the page): the prelude's
-    /// `deliverMessage(worker, data)`.
-    Message {
-        worker: u32,
-        data: boa_engine::JsString,
-    },
-}
-
-pub(super) struct Task {
-    source: &'static str,
-    id: u64,
-    /// When it became runnable (the spec profile's order).
-    runnable_ns: u64,
-    /// When it reached the run queue (the Chromium profile's order).
-    queued_ns: u64,
-    label: String,
-    kind: TaskKind,
-}
-
-/// One scripted input event waiting for its time (expanded: a key press
-/// is a keydown and a keyup, a click a mousedown and a mouseup+click).
-pub(super) struct PendingInput {
-    pub(super) at_ns: u64,
-    pub(super) kind: &'static str,
-    pub(super) a: JsValue,
-    pub(super) b: JsValue,
-    pub(super) label: String,
-}
 
 /// Expands the input script into pending input tasks, in time order
 /// (stable for equal times).

@@ -10,17 +10,13 @@ use std::rc::Rc;
 
 use boa_engine::builtins::promise::{OperationType, Promise};
 use boa_engine::context::HostHooks;
-use boa_engine::job::{Job, JobCallback, JobExecutor, PromiseJob};
+use boa_engine::job::{Job, JobCallback, JobExecutor};
 use boa_engine::{Context, JsObject, JsResult, JsValue};
 use serde_json::{json, Value};
 
+use super::entries::Micro;
+use super::state::{fn_name, Host, Stop};
 use super::support::{arg_fn, host_of, JsStackScope};
-use super::{fn_name, Host, Stop};
-
-pub(super) enum Micro {
-    Promise(PromiseJob),
-    Callback(JsObject, Vec<JsValue>),
-}
 
 impl JobExecutor for Host {
     fn enqueue_job(self: Rc<Self>, job: Job, context: &mut Context) {

@@ -16,10 +16,10 @@ use super::events::n_invoke_listener;
 use super::html::{n_cancel_raf, n_post_task, n_raf};
 use super::microtasks::n_queue_microtask;
 use super::node::{n_clear_immediate, n_next_tick, n_set_immediate};
+use super::state::MS;
 use super::support::{arg_u32, host_of, JsStackScope};
 use super::timers::{n_clear_timer, n_has_ref, n_ref_timer, n_set_timer};
 use super::workers::{n_worker_create, n_worker_end, n_worker_post};
-use super::MS;
 
 fn n_write(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
     let host = host_of(ctx)?;

@@ -10,8 +10,8 @@
 use boa_engine::{Context, JsResult, JsValue};
 use serde_json::json;
 
+use super::state::{args_vec, fn_name, Host, Stop, MS};
 use super::support::{arg_fn, arg_u32, host_of, JsStackScope};
-use super::{args_vec, fn_name, Host, Stop, MS};
 
 pub(super) fn n_set_immediate(
     _: &JsValue,

@@ -11,26 +11,12 @@ use boa_engine::object::FunctionObjectBuilder;
 use boa_engine::{Context, JsObject, JsResult, JsString, JsValue, NativeFunction};
 use serde_json::{json, Value};
 
+use super::entries::{PromiseSnap, Tracked};
+use super::state::Host;
 use super::support::{host_of, JsStackScope};
-use super::Host;
 
 /// Most promises the trace follows; beyond that, new ones are counted only.
 pub(super) const MAX_TRACKED_PROMISES: usize = 2_000;
-
-#[derive(Clone, PartialEq)]
-struct PromiseSnap {
-    state: &'static str,
-    result: Value,
-    fulfill: Option<usize>,
-    reject: Option<usize>,
-    handled: Option<bool>,
-}
-
-pub(super) struct Tracked {
-    obj: JsObject,
-    id: u64,
-    last: Option<PromiseSnap>,
-}
 
 fn summarize(v: &JsValue) -> Value {
     if v.is_undefined() {

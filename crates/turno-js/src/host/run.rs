@@ -17,9 +17,10 @@ use serde_json::json;
 use super::microtasks::Hooks;
 use super::natives::build_natives;
 use super::promises::{install_promise_taps, MAX_TRACKED_PROMISES};
+use super::shared::{Shared, Spawn};
+use super::state::{BudgetKind, Host, State, Stop, MS};
 use super::uncaught::{split_parse_error, SOURCE};
-use super::workers::{run_loops, Loop, Shared, Spawn};
-use super::{BudgetKind, Host, State, Stop, MS};
+use super::workers::{run_loops, Loop};
 use crate::trace::Trace;
 use crate::{JsRunError, Model, RunOptions, RunReport};
 
@@ -354,7 +355,7 @@ struct Merged {
 /// order they were made), renumbering the trace's `seq`. With one loop
 /// this is the identity.
 fn merge(states: &mut [std::cell::RefMut<'_, State>]) -> Merged {
-    let mut chunks: Vec<super::Chunk> = states
+    let mut chunks: Vec<super::state::Chunk> = states
         .iter_mut()
         .flat_map(|st| std::mem::take(&mut st.out))
         .collect();

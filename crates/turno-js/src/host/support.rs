@@ -1,7 +1,8 @@
 //! What every native shares: finding the host, reading arguments, and
 //! attaching the JavaScript stack to the events a native records.
 //!
-//! A leaf of `host/`: it imports only the host core (`mod.rs`), so the
+//! Below the queue files and the registry: it imports only the host core
+//! (`state.rs`; entering the scope syncs the clock of `clock.rs`), so the
 //! queue modules that define natives and the registry that collects them
 //! (`natives.rs`) both depend on it and never on each other.
 
@@ -9,7 +10,7 @@ use std::rc::Rc;
 
 use boa_engine::{Context, JsNativeError, JsObject, JsResult, JsValue};
 
-use super::Host;
+use super::state::Host;
 
 /// The JavaScript call stack, outermost first, as `name (file:line:col)`;
 /// the prelude's own frames (console.log, setTimeout, ... wrappers) left out.

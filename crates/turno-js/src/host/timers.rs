@@ -9,27 +9,13 @@
 use boa_engine::{Context, JsObject, JsResult, JsValue};
 use serde_json::json;
 
+use super::entries::Timer;
+use super::state::{args_vec, fn_name, Host, MS};
 use super::support::{arg_fn, arg_u32, host_of, JsStackScope};
-use super::{args_vec, fn_name, Host, MS};
 use crate::Model;
 
 /// Node's TIMEOUT_MAX (2^31 - 1 ms).
 const TIMEOUT_MAX_MS: f64 = 2_147_483_647.0;
-
-pub(super) struct Timer {
-    pub(super) seq: u64,
-    pub(super) cb: JsObject,
-    pub(super) args: Vec<JsValue>,
-    /// The (coerced, clamped) delay of the next run, in ns.
-    pub(super) delay_ns: u64,
-    /// The delay requested by the program (before any clamp), in ns.
-    pub(super) requested_ns: u64,
-    pub(super) repeat: bool,
-    pub(super) refed: bool,
-    /// HTML timer nesting level of the task this timer will run as.
-    pub(super) nesting: u32,
-    pub(super) label: String,
-}
 
 pub(super) fn n_set_timer(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
     let host = host_of(ctx)?;

@@ -10,13 +10,36 @@ use std::cell::RefCell;
 
 use boa_engine::builtins::promise::PromiseState;
 use boa_engine::object::builtins::JsPromise;
-use boa_engine::{Context, JsError, JsValue};
+use boa_engine::{Context, JsError, JsObject, JsValue};
 use serde_json::json;
 
-use super::{BudgetKind, Host, State, Stop};
+use super::state::{BudgetKind, Host, State, Stop};
 use crate::{Model, UncaughtError};
 
 impl Host {
+    /// Calls `f` as a host-initiated frame, handling an uncaught exception
+    /// per model. Returns `Err` only when the loop must stop.
+    pub(super) fn call(
+        &self,
+        ctx: &mut Context,
+        label: String,
+        f: &JsObject,
+        this: &JsValue,
+        args: &[JsValue],
+    ) -> Result<(), Stop> {
+        self.step()?;
+        self.push_frame(label);
+        let r = f.call(this, args, ctx);
+        self.sync_clock(ctx);
+        self.pop_frame();
+        self.check_exit()?;
+        self.sample_promises();
+        match r {
+            Ok(_) => Ok(()),
+            Err(e) => self.uncaught(ctx, e),
+        }
+    }
+
     pub(super) fn uncaught(&self, ctx: &mut Context, e: JsError) -> Result<(), Stop> {
         if let Some(stop) = self.st.borrow_mut().pending_stop.take() {
             return Err(stop);
