@@ -12,16 +12,16 @@
 //! named in the `render_start` of the main thread's rendering steps only.
 //! Nothing here changes what a program prints: it is trace only.
 
-use boa_engine::{Context, JsResult, JsValue};
+use std::rc::Rc;
+
+use boa_engine::{Context, JsValue};
 use serde_json::json;
 
 use super::entries::Animation;
-use super::state::{State, MS};
-use super::support::{arg_u32, host_of, JsStackScope};
+use super::state::{Host, State, MS};
+use super::support::{arg_u32, Ret};
 
-pub(super) fn n_animation(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
-    let host = host_of(ctx)?;
-    let _js = JsStackScope::enter(&host, ctx);
+pub(super) fn n_animation(host: &Rc<Host>, args: &[JsValue], ctx: &mut Context) -> Ret {
     let id = arg_u32(args, 0, ctx)?;
     let label = args
         .get(1)
@@ -56,13 +56,7 @@ pub(super) fn n_animation(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> J
     Ok(JsValue::undefined())
 }
 
-pub(super) fn n_cancel_animation(
-    _: &JsValue,
-    args: &[JsValue],
-    ctx: &mut Context,
-) -> JsResult<JsValue> {
-    let host = host_of(ctx)?;
-    let _js = JsStackScope::enter(&host, ctx);
+pub(super) fn n_cancel_animation(host: &Rc<Host>, args: &[JsValue], ctx: &mut Context) -> Ret {
     let id = arg_u32(args, 0, ctx)?;
     let mut st = host.st.borrow_mut();
     let before = st.animations.len();

@@ -8,12 +8,14 @@
 //! callbacks pending runs the "update the rendering" step, with a checkpoint
 //! after each callback.
 
-use boa_engine::{Context, JsResult, JsValue};
+use std::rc::Rc;
+
+use boa_engine::{Context, JsValue};
 use serde_json::json;
 
 use super::entries::{PendingInput, Task, TaskKind};
-use super::state::{args_vec, fn_name, Host, Stop, MS};
-use super::support::{arg_fn, arg_u32, host_of, JsStackScope};
+use super::state::{args_vec, fn_name, Host, State, Stop, MS};
+use super::support::{arg_fn, arg_u32, Ret};
 
 /// Expands the input script into pending input tasks, in time order
 /// (stable for equal times).
@@ -59,9 +61,7 @@ pub(super) fn pending_input(events: &[crate::InputEvent]) -> Vec<PendingInput> {
     out
 }
 
-pub(super) fn n_raf(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
-    let host = host_of(ctx)?;
-    let _js = JsStackScope::enter(&host, ctx);
+pub(super) fn n_raf(host: &Rc<Host>, args: &[JsValue], ctx: &mut Context) -> Ret {
     let Some(cb) = arg_fn(args, 0) else {
         return Ok(JsValue::from(0));
     };
@@ -81,9 +81,7 @@ pub(super) fn n_raf(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResul
     Ok(JsValue::from(id))
 }
 
-pub(super) fn n_cancel_raf(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
-    let host = host_of(ctx)?;
-    let _js = JsStackScope::enter(&host, ctx);
+pub(super) fn n_cancel_raf(host: &Rc<Host>, args: &[JsValue], ctx: &mut Context) -> Ret {
     let id = arg_u32(args, 0, ctx)?;
     let mut st = host.st.borrow_mut();
     let before = st.raf.len();
@@ -100,9 +98,7 @@ pub(super) fn n_cancel_raf(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> 
     Ok(JsValue::undefined())
 }
 
-pub(super) fn n_post_task(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
-    let host = host_of(ctx)?;
-    let _js = JsStackScope::enter(&host, ctx);
+pub(super) fn n_post_task(host: &Rc<Host>, args: &[JsValue], ctx: &mut Context) -> Ret {
     let Some(cb) = arg_fn(args, 0) else {
         return Ok(JsValue::undefined());
     };
@@ -211,52 +207,52 @@ impl Host {
     /// Messages from other loops whose time has come become tasks of the
     /// posted-message task source.
     fn queue_due_arrivals(&self) {
-        loop {
-            let next = {
-                let mut st = self.st.borrow_mut();
-                match st.arrivals.front() {
-                    Some(a) if a.t_ns <= st.now_ns => st.arrivals.pop_front(),
-                    _ => None,
-                }
+        self.queue_due("posted-message", |st| {
+            let due = st.arrivals.front().is_some_and(|a| a.t_ns <= st.now_ns);
+            let a = if due { st.arrivals.pop_front() } else { None }?;
+            let kind = TaskKind::Message {
+                worker: a.worker,
+                data: a.data,
             };
-            let Some(a) = next else { break };
-            let label = format!("message from loop {}", a.from);
-            self.queue_task_at(
-                "posted-message",
-                label,
-                TaskKind::Message {
-                    worker: a.worker,
-                    data: a.data,
-                },
+            let fields = json!({"from_loop": a.from, "message": a.message});
+            Some((
+                format!("message from loop {}", a.from),
+                kind,
                 a.t_ns,
-                json!({"from_loop": a.from, "message": a.message}),
-            );
-        }
+                fields,
+            ))
+        });
     }
 
     /// Scripted input whose time has come becomes user-interaction tasks.
     fn queue_due_input(&self) {
-        loop {
-            let next = {
-                let mut st = self.st.borrow_mut();
-                match st.input.last() {
-                    Some(p) if p.at_ns <= st.now_ns => st.input.pop(),
-                    _ => None,
-                }
+        self.queue_due("user-interaction", |st| {
+            let due = st.input.last().is_some_and(|p| p.at_ns <= st.now_ns);
+            let p = if due { st.input.pop() } else { None }?;
+            let (label, at_ns) = (format!("input: {}", p.label), p.at_ns);
+            let kind = TaskKind::Input {
+                kind: p.kind,
+                a: p.a,
+                b: p.b,
             };
-            let Some(p) = next else { break };
-            let label = format!("input: {}", p.label);
-            self.queue_task_at(
-                "user-interaction",
-                label,
-                TaskKind::Input {
-                    kind: p.kind,
-                    a: p.a,
-                    b: p.b,
-                },
-                p.at_ns,
-                json!({"input_at_ns": p.at_ns}),
-            );
+            Some((label, kind, at_ns, json!({"input_at_ns": at_ns})))
+        });
+    }
+
+    /// Queues, in order, the tasks of `source` that `next_due` takes from
+    /// a waiting list while their time has come: label, what runs, when it
+    /// became runnable, the event's extra fields. The state is borrowed
+    /// only while taking.
+    fn queue_due(
+        &self,
+        source: &'static str,
+        next_due: impl Fn(&mut State) -> Option<(String, TaskKind, u64, serde_json::Value)>,
+    ) {
+        loop {
+            let Some((label, kind, at_ns, extra)) = next_due(&mut self.st.borrow_mut()) else {
+                break;
+            };
+            self.queue_task_at(source, label, kind, at_ns, extra);
         }
     }
 

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 
 use super::entries::Micro;
 use super::state::{fn_name, Host, Stop};
-use super::support::{arg_fn, host_of, JsStackScope};
+use super::support::{arg_fn, JsStackScope, Ret};
 
 impl JobExecutor for Host {
     fn enqueue_job(self: Rc<Self>, job: Job, context: &mut Context) {
@@ -94,13 +94,7 @@ impl HostHooks for Hooks {
     }
 }
 
-pub(super) fn n_queue_microtask(
-    _: &JsValue,
-    args: &[JsValue],
-    ctx: &mut Context,
-) -> JsResult<JsValue> {
-    let host = host_of(ctx)?;
-    let _js = JsStackScope::enter(&host, ctx);
+pub(super) fn n_queue_microtask(host: &Rc<Host>, args: &[JsValue], ctx: &mut Context) -> Ret {
     let Some(cb) = arg_fn(args, 0) else {
         return Ok(JsValue::undefined());
     };

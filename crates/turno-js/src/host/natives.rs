@@ -6,6 +6,8 @@
 //! promise state for `util.inspect`). What all of them share is in
 //! `support.rs`, which imports none of them.
 
+use std::rc::Rc;
+
 use boa_engine::builtins::promise::PromiseState;
 use boa_engine::object::builtins::{JsArray, JsPromise};
 use boa_engine::object::FunctionObjectBuilder;
@@ -16,14 +18,12 @@ use super::events::n_invoke_listener;
 use super::html::{n_cancel_raf, n_post_task, n_raf};
 use super::microtasks::n_queue_microtask;
 use super::node::{n_clear_immediate, n_next_tick, n_set_immediate};
-use super::state::MS;
-use super::support::{arg_u32, host_of, JsStackScope};
+use super::state::{Host, MS};
+use super::support::{arg_u32, host_of, JsStackScope, Ret, Scoped};
 use super::timers::{n_clear_timer, n_has_ref, n_ref_timer, n_set_timer};
 use super::workers::{n_worker_create, n_worker_end, n_worker_post};
 
-fn n_write(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
-    let host = host_of(ctx)?;
-    let _js = JsStackScope::enter(&host, ctx);
+fn n_write(host: &Rc<Host>, args: &[JsValue], ctx: &mut Context) -> Ret {
     let fd = arg_u32(args, 0, ctx)?;
     let text = args
         .get(1)
@@ -82,36 +82,60 @@ fn n_promise_state(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult
     Ok(JsArray::from_iter([JsValue::from(js_string!(s)), v], ctx).into())
 }
 
+/// How a native is called.
+#[derive(Clone, Copy)]
+enum Native {
+    /// With the host found and the JavaScript stack scope entered first
+    /// (see [`Scoped`]).
+    WithHost(Scoped),
+    /// As boa calls it: for the natives that record nothing, or sync the
+    /// clock themselves.
+    Plain(fn(&JsValue, &[JsValue], &mut Context) -> Ret),
+}
+
+impl Native {
+    fn function(self) -> NativeFunction {
+        match self {
+            Native::Plain(f) => NativeFunction::from_fn_ptr(f),
+            Native::WithHost(f) => NativeFunction::from_copy_closure(move |_, args, ctx| {
+                let host = host_of(ctx)?;
+                let _js = JsStackScope::enter(&host, ctx);
+                f(&host, args, ctx)
+            }),
+        }
+    }
+}
+
 pub(super) fn build_natives(ctx: &mut Context) -> JsResult<JsObject> {
-    type F = fn(&JsValue, &[JsValue], &mut Context) -> JsResult<JsValue>;
-    let list: [(&str, F, usize); 23] = [
-        ("workerCreate", n_worker_create, 2),
-        ("workerPost", n_worker_post, 3),
-        ("workerEnd", n_worker_end, 2),
-        ("animation", n_animation, 4),
-        ("cancelAnimation", n_cancel_animation, 1),
-        ("invokeListener", n_invoke_listener, 4),
-        ("write", n_write, 2),
-        ("setTimer", n_set_timer, 4),
-        ("clearTimer", n_clear_timer, 1),
-        ("refTimer", n_ref_timer, 2),
-        ("hasRef", n_has_ref, 1),
-        ("setImmediate", n_set_immediate, 2),
-        ("clearImmediate", n_clear_immediate, 1),
-        ("nextTick", n_next_tick, 2),
-        ("queueMicrotask", n_queue_microtask, 1),
-        ("raf", n_raf, 1),
-        ("cancelRaf", n_cancel_raf, 1),
-        ("postTask", n_post_task, 3),
-        ("now", n_now, 0),
-        ("nowNs", n_now_ns, 0),
-        ("fileName", n_file_name, 0),
-        ("exit", n_exit, 1),
-        ("promiseState", n_promise_state, 1),
+    use Native::{Plain, WithHost};
+    let list: [(&str, Native, usize); 23] = [
+        ("workerCreate", WithHost(n_worker_create), 2),
+        ("workerPost", WithHost(n_worker_post), 3),
+        ("workerEnd", WithHost(n_worker_end), 2),
+        ("animation", WithHost(n_animation), 4),
+        ("cancelAnimation", WithHost(n_cancel_animation), 1),
+        ("invokeListener", Plain(n_invoke_listener), 4),
+        ("write", WithHost(n_write), 2),
+        ("setTimer", WithHost(n_set_timer), 4),
+        ("clearTimer", WithHost(n_clear_timer), 1),
+        ("refTimer", Plain(n_ref_timer), 2),
+        ("hasRef", Plain(n_has_ref), 1),
+        ("setImmediate", WithHost(n_set_immediate), 2),
+        ("clearImmediate", WithHost(n_clear_immediate), 1),
+        ("nextTick", WithHost(n_next_tick), 2),
+        ("queueMicrotask", WithHost(n_queue_microtask), 1),
+        ("raf", WithHost(n_raf), 1),
+        ("cancelRaf", WithHost(n_cancel_raf), 1),
+        ("postTask", WithHost(n_post_task), 3),
+        ("now", Plain(n_now), 0),
+        ("nowNs", Plain(n_now_ns), 0),
+        ("fileName", Plain(n_file_name), 0),
+        ("exit", Plain(n_exit), 1),
+        ("promiseState", Plain(n_promise_state), 1),
     ];
     let obj = JsObject::with_null_proto();
     for (name, f, len) in list {
-        let func = FunctionObjectBuilder::new(ctx.realm(), NativeFunction::from_fn_ptr(f))
+        let func = FunctionObjectBuilder::new(ctx.realm(), f.function())
             .name(JsString::from(name))
             .length(len)
             .build();

@@ -7,19 +7,15 @@
 //! poll only wait (virtual time jumps to the next referenced timer) and the
 //! check phase runs the immediates queued before it started.
 
-use boa_engine::{Context, JsResult, JsValue};
+use std::rc::Rc;
+
+use boa_engine::{Context, JsValue};
 use serde_json::json;
 
 use super::state::{args_vec, fn_name, Host, Stop, MS};
-use super::support::{arg_fn, arg_u32, host_of, JsStackScope};
+use super::support::{arg_fn, arg_u32, Ret};
 
-pub(super) fn n_set_immediate(
-    _: &JsValue,
-    args: &[JsValue],
-    ctx: &mut Context,
-) -> JsResult<JsValue> {
-    let host = host_of(ctx)?;
-    let _js = JsStackScope::enter(&host, ctx);
+pub(super) fn n_set_immediate(host: &Rc<Host>, args: &[JsValue], ctx: &mut Context) -> Ret {
     let Some(cb) = arg_fn(args, 0) else {
         return Ok(JsValue::undefined());
     };
@@ -39,13 +35,7 @@ pub(super) fn n_set_immediate(
     Ok(JsValue::from(id))
 }
 
-pub(super) fn n_clear_immediate(
-    _: &JsValue,
-    args: &[JsValue],
-    ctx: &mut Context,
-) -> JsResult<JsValue> {
-    let host = host_of(ctx)?;
-    let _js = JsStackScope::enter(&host, ctx);
+pub(super) fn n_clear_immediate(host: &Rc<Host>, args: &[JsValue], ctx: &mut Context) -> Ret {
     let id = arg_u32(args, 0, ctx)?;
     let mut st = host.st.borrow_mut();
     let before = st.immediates.len();
@@ -59,9 +49,7 @@ pub(super) fn n_clear_immediate(
     Ok(JsValue::undefined())
 }
 
-pub(super) fn n_next_tick(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
-    let host = host_of(ctx)?;
-    let _js = JsStackScope::enter(&host, ctx);
+pub(super) fn n_next_tick(host: &Rc<Host>, args: &[JsValue], ctx: &mut Context) -> Ret {
     let Some(cb) = arg_fn(args, 0) else {
         return Ok(JsValue::undefined());
     };

@@ -62,6 +62,14 @@ impl Drop for JsStackScope {
     }
 }
 
+/// What a native hands back to JavaScript.
+pub(super) type Ret = JsResult<JsValue>;
+
+/// A native that runs with its host at hand and the JavaScript stack
+/// attached to everything it records: the registry (`natives.rs`) finds the
+/// host and enters the [`JsStackScope`] around it, once for all of them.
+pub(super) type Scoped = fn(&Rc<Host>, &[JsValue], &mut Context) -> Ret;
+
 pub(super) fn host_of(ctx: &Context) -> JsResult<Rc<Host>> {
     ctx.downcast_job_executor::<Host>().ok_or_else(|| {
         JsNativeError::error()

@@ -6,20 +6,20 @@
 //! `ref`/`unref`. When a due timer runs is each loop's business: `node.rs`
 //! runs it in the timers phase, `html.rs` turns it into a task.
 
+use std::rc::Rc;
+
 use boa_engine::{Context, JsObject, JsResult, JsValue};
 use serde_json::json;
 
 use super::entries::Timer;
 use super::state::{args_vec, fn_name, Host, MS};
-use super::support::{arg_fn, arg_u32, host_of, JsStackScope};
+use super::support::{arg_fn, arg_u32, host_of, Ret};
 use crate::Model;
 
 /// Node's TIMEOUT_MAX (2^31 - 1 ms).
 const TIMEOUT_MAX_MS: f64 = 2_147_483_647.0;
 
-pub(super) fn n_set_timer(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
-    let host = host_of(ctx)?;
-    let _js = JsStackScope::enter(&host, ctx);
+pub(super) fn n_set_timer(host: &Rc<Host>, args: &[JsValue], ctx: &mut Context) -> Ret {
     let Some(cb) = arg_fn(args, 0) else {
         // The prelude has already turned an HTML string handler into a
         // function; anything else that is not callable sets no timer.
@@ -43,9 +43,7 @@ pub(super) fn n_set_timer(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> J
     Ok(JsValue::from(id))
 }
 
-pub(super) fn n_clear_timer(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
-    let host = host_of(ctx)?;
-    let _js = JsStackScope::enter(&host, ctx);
+pub(super) fn n_clear_timer(host: &Rc<Host>, args: &[JsValue], ctx: &mut Context) -> Ret {
     let id = arg_u32(args, 0, ctx)?;
     host.clear_timer(id);
     Ok(JsValue::undefined())

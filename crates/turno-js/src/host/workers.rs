@@ -32,12 +32,12 @@
 use std::path::PathBuf;
 use std::rc::Rc;
 
-use boa_engine::{Context, JsResult, JsString, JsValue};
+use boa_engine::{Context, JsString, JsValue};
 use serde_json::json;
 
 use super::shared::{Arrival, Post, Shared, Spawn};
 use super::state::{Host, Stop};
-use super::support::{host_of, JsStackScope};
+use super::support::Ret;
 
 /// How long after `new Worker(url)` the worker's script runs: 1 ms of
 /// virtual time (the worker's clock starts there; its `performance.now()`
@@ -47,13 +47,7 @@ pub(super) const WORKER_START_NS: u64 = 1_000_000;
 /// `h.workerCreate(url, name)`: the new worker's id (its loop id), or a
 /// string saying why the script cannot be loaded (the prelude then fires
 /// `error` at the `Worker`, as a browser does when the fetch fails).
-pub(super) fn n_worker_create(
-    _: &JsValue,
-    args: &[JsValue],
-    ctx: &mut Context,
-) -> JsResult<JsValue> {
-    let host = host_of(ctx)?;
-    let _js = JsStackScope::enter(&host, ctx);
+pub(super) fn n_worker_create(host: &Rc<Host>, args: &[JsValue], ctx: &mut Context) -> Ret {
     let url = args
         .first()
         .cloned()
@@ -95,9 +89,7 @@ pub(super) fn n_worker_create(
 }
 
 /// `h.workerPost(to, worker, data)`: posts serialized `data` to loop `to`.
-pub(super) fn n_worker_post(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
-    let host = host_of(ctx)?;
-    let _js = JsStackScope::enter(&host, ctx);
+pub(super) fn n_worker_post(host: &Rc<Host>, args: &[JsValue], ctx: &mut Context) -> Ret {
     let to = args.first().cloned().unwrap_or_default().to_u32(ctx)?;
     let worker = args.get(1).cloned().unwrap_or_default().to_u32(ctx)?;
     let data = args.get(2).cloned().unwrap_or_default().to_string(ctx)?;
@@ -121,9 +113,7 @@ pub(super) fn n_worker_post(_: &JsValue, args: &[JsValue], ctx: &mut Context) ->
 
 /// `h.workerEnd(id, reason)`: `worker.terminate()` on the page, or the
 /// worker's own `close()`; the loop takes no step after the current one.
-pub(super) fn n_worker_end(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
-    let host = host_of(ctx)?;
-    let _js = JsStackScope::enter(&host, ctx);
+pub(super) fn n_worker_end(host: &Rc<Host>, args: &[JsValue], ctx: &mut Context) -> Ret {
     let id = args.first().cloned().unwrap_or_default().to_u32(ctx)?;
     let reason = args
         .get(1)
