@@ -73,7 +73,10 @@ for target in chart_load chart_snapshot scxml_load trace_reader; do
   (cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run "$target" "corpus/$target" -- -max_total_time=15)
 done
 
-# The model-checked concurrency tests: the real scheduling and stream code
-# under loom (a separate build with --cfg turno_loom).
+# The model-checked concurrency tests: the real scheduling, stream and
+# lock-free lane code under loom (a separate build with --cfg turno_loom).
+# lane_loom includes the check of the checker: the lane with a relaxed
+# publishing store injected must fail its model
+# (the_model_catches_a_relaxed_publication asserts that it does).
 RUSTFLAGS="--cfg turno_loom" CARGO_TARGET_DIR=target/loom \
-  cargo test -p turno --release --locked --test sched_loom --test stream_loom
+  cargo test -p turno --release --locked --test sched_loom --test stream_loom --test lane_loom

@@ -79,16 +79,47 @@ impl<M: Send + 'static> Addr<M> {
         self.mailbox.push_user(msg, None, true).0
     }
 
+    /// Retries a send refused as full a few times over a few microseconds
+    /// before the caller parks: a suspend mailbox has room again as soon as
+    /// its actor takes one message, and a sender that sees it while
+    /// spinning saves the two context switches of parking and being woken.
+    /// `may_yield`: a blocking sender also yields its thread between the
+    /// last tries (an async one must not block its executor).
+    fn spin_retry(&self, mut msg: M, may_yield: bool) -> Result<Verdict<M>, M> {
+        const SPINS: u32 = 6;
+        const YIELDS: u32 = 2;
+        for step in 0..SPINS + if may_yield { YIELDS } else { 0 } {
+            if step < SPINS {
+                for _ in 0..(1u32 << step) {
+                    std::hint::spin_loop();
+                }
+            } else {
+                std::thread::yield_now();
+            }
+            match self.retry_send(msg) {
+                Verdict::Full(back) => msg = back,
+                verdict => return Ok(verdict),
+            }
+        }
+        Err(msg)
+    }
+
     /// Sends, waiting asynchronously while a suspend mailbox is full. Other
     /// policies answer at once. Never returns [`Verdict::Full`].
     ///
-    /// Waiting senders are woken together once the mailbox has drained
-    /// below its low watermark ([`Policy::low_watermark`](crate::Policy::low_watermark)),
-    /// as muted actor senders are: each wake-up then finds room for a batch.
+    /// A refused sender first retries briefly (a few microseconds of
+    /// spinning), then waits; waiting senders are woken together once the
+    /// mailbox has drained below its low watermark
+    /// ([`Policy::low_watermark`](crate::Policy::low_watermark)), as muted
+    /// actor senders are: each wake-up then finds room for a batch.
     pub async fn send(&self, msg: M) -> Verdict<M> {
         let mut msg = match self.try_send(msg) {
             Verdict::Full(back) => back,
             verdict => return verdict,
+        };
+        msg = match self.spin_retry(msg, false) {
+            Ok(verdict) => return verdict,
+            Err(back) => back,
         };
         loop {
             let (_waiting, listener) = self.mailbox.wait_for_space();
@@ -125,6 +156,10 @@ impl<M: Send + 'static> Addr<M> {
         let mut msg = match self.try_send(msg) {
             Verdict::Full(back) => back,
             verdict => return Ok(verdict),
+        };
+        msg = match self.spin_retry(msg, true) {
+            Ok(verdict) => return Ok(verdict),
+            Err(back) => back,
         };
         loop {
             let (_waiting, listener) = self.mailbox.wait_for_space();

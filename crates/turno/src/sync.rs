@@ -1,15 +1,16 @@
-//! The synchronisation primitives of the actor core (mailboxes, the engine,
-//! the deterministic run queue), behind one seam: `--cfg turno_loom` swaps in
-//! loom's model-checked versions, so `tests/sched_loom.rs` explores every
-//! interleaving of the real scheduling code, not a copy of it.
+//! The synchronisation primitives of the actor core (mailboxes, the lock-free
+//! user lane, the engine, the deterministic run queue), behind one seam:
+//! `--cfg turno_loom` swaps in loom's model-checked versions, so
+//! `tests/sched_loom.rs` and `tests/lane_loom.rs` explore every interleaving
+//! of the real code, not a copy of it.
 
 #[cfg(not(turno_loom))]
 pub(crate) use parking_lot::Mutex;
 #[cfg(not(turno_loom))]
-pub(crate) use std::sync::atomic::{AtomicU64, AtomicUsize};
+pub(crate) use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize};
 
 #[cfg(turno_loom)]
-pub(crate) use loom::sync::atomic::{AtomicU64, AtomicUsize};
+pub(crate) use loom::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize};
 
 /// loom's mutex with parking_lot's infallible `lock()`.
 #[cfg(turno_loom)]
@@ -25,5 +26,51 @@ impl<T> Mutex<T> {
     pub(crate) fn lock(&self) -> loom::sync::MutexGuard<'_, T> {
         // Poisoning means a panic in a model thread, which loom reports.
         self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A cell written through raw pointers, with loom's closure API so that
+/// loom can check every access for data races (`loom::cell::UnsafeCell`).
+#[cfg(not(turno_loom))]
+#[derive(Debug)]
+pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
+
+#[cfg(not(turno_loom))]
+impl<T> UnsafeCell<T> {
+    pub(crate) const fn new(value: T) -> Self {
+        UnsafeCell(std::cell::UnsafeCell::new(value))
+    }
+
+    pub(crate) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
+        f(self.0.get())
+    }
+
+    pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+        f(self.0.get())
+    }
+}
+
+#[cfg(turno_loom)]
+pub(crate) use loom::cell::UnsafeCell;
+
+/// One step of a short wait for another thread's next few instructions
+/// (a producer installing a block): a CPU hint at first, then a yield.
+/// Under loom every step yields, so that the model can run the other thread.
+pub(crate) fn backoff(step: &mut u32) {
+    #[cfg(turno_loom)]
+    {
+        let _ = step;
+        loom::thread::yield_now();
+    }
+    #[cfg(not(turno_loom))]
+    {
+        if *step < 6 {
+            for _ in 0..(1u32 << *step) {
+                std::hint::spin_loop();
+            }
+            *step += 1;
+        } else {
+            std::thread::yield_now();
+        }
     }
 }

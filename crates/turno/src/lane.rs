@@ -1,0 +1,664 @@
+//! The lock-free user lane: many producers, one consumer, admission decided
+//! by the policy on an atomic length.
+//!
+//! The lane is a linked list of blocks of `BLOCK_CAP` slots (the layout of
+//! crossbeam-channel's list flavour, reduced to one consumer). One word,
+//! `tail`, holds the next position to claim and the `CLOSED` bit; positions
+//! run `LAP` to a block, the last one (`offset == BLOCK_CAP`) meaning "the
+//! next block is being installed". A producer:
+//!
+//! 1. loads `tail` and `taken` (what the consumer has removed) and asks
+//!    [`Policy::decide`] about the length `count(tail) - taken`;
+//! 2. on [`Decision::Admit`] claims the position with one compare-exchange
+//!    of `tail` (which fails if another producer claimed it, or the lane
+//!    closed, and then it starts again);
+//! 3. writes its element into the claimed slot and publishes it by storing
+//!    `WRITTEN` into the slot's state (release).
+//!
+//! The claimer of a block's last slot installs the next block before it
+//! writes; everyone else meeting the "installing" position waits for it.
+//! The consumer alone reads slots (in position order, acquire on the state),
+//! advances its head, and publishes `taken` (a plain store: one writer).
+//!
+//! **The invariant**: `count(tail) - taken` is the number of elements
+//! admitted and not yet removed, every admitted element was admitted by
+//! `decide` on a length no smaller than the real one at that moment (so a
+//! bounded lane never exceeds its capacity except by forced pushes), and
+//! each claimed position is written exactly once and read at most once.
+//! A claimed slot may be not yet written when the consumer reaches it (its
+//! producer is between steps 2 and 3): the consumer then reports nothing
+//! ready, and the producer's own wake-up, which comes after step 3, makes
+//! it look again (see `Mailbox::notify`).
+//!
+//! Keep-newest is not served here: its verdict hands the evicted oldest
+//! element to the producer ([`Offer::Evicted`]), which would make producers
+//! pop. Mailboxes with that policy keep the locked [`Buffer`](crate::buffer::Buffer).
+//!
+//! Closing sets `CLOSED` in `tail`: every later claim fails, and the
+//! elements admitted before it are exactly `count(tail) - taken` at that
+//! moment. The consumer drains the ones already written; the ones still
+//! being written are dropped with the lane.
+//!
+//! Blocks the consumer has left are reset and kept in a one-block `spare`
+//! for the next install, so a lane in steady state does not allocate.
+
+use std::mem::MaybeUninit;
+use std::ptr;
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release, SeqCst};
+
+use crate::buffer::{BufferStats, Decision, Offer, Policy};
+use crate::sync::{backoff, AtomicPtr, AtomicU64, AtomicUsize, UnsafeCell};
+
+/// Slots per block. Under loom the blocks are tiny, so that a model with a
+/// handful of elements crosses block boundaries and recycles blocks.
+#[cfg(not(turno_loom))]
+const BLOCK_CAP: usize = 31;
+#[cfg(turno_loom)]
+const BLOCK_CAP: usize = 2;
+/// Positions per block: one more than the slots, for "installing".
+const LAP: usize = BLOCK_CAP + 1;
+/// The lane is closed: no claim succeeds.
+const CLOSED: usize = 1;
+/// Positions are stored above the `CLOSED` bit.
+const SHIFT: usize = 1;
+/// A slot's state once its element is in it.
+const WRITTEN: usize = 1;
+
+/// Elements before position `pos` (the installing position holds none).
+fn count(pos: usize) -> usize {
+    (pos / LAP) * BLOCK_CAP + (pos % LAP).min(BLOCK_CAP)
+}
+
+struct Slot<T> {
+    value: UnsafeCell<MaybeUninit<T>>,
+    state: AtomicUsize,
+}
+
+struct Block<T> {
+    next: AtomicPtr<Block<T>>,
+    slots: [Slot<T>; BLOCK_CAP],
+}
+
+impl<T> Block<T> {
+    fn alloc() -> *mut Block<T> {
+        Box::into_raw(Box::new(Block {
+            next: AtomicPtr::new(ptr::null_mut()),
+            slots: std::array::from_fn(|_| Slot {
+                value: UnsafeCell::new(MaybeUninit::uninit()),
+                state: AtomicUsize::new(0),
+            }),
+        }))
+    }
+}
+
+/// How a producer offers an element.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// A new element: the policy decides ([`Buffer::offer`](crate::buffer::Buffer::offer)).
+    Offer,
+    /// An element this lane refused as full before: counted as an attempt,
+    /// not a new element ([`Buffer::offer_again`](crate::buffer::Buffer::offer_again)).
+    Retry,
+    /// Queued whatever the policy says ([`Buffer::force`](crate::buffer::Buffer::force)).
+    Force,
+    /// A new element from a sender that is muted instead of refused: on
+    /// [`Decision::Suspend`] the element comes back as
+    /// [`Pushed::WouldSuspend`], uncounted, for the caller to force.
+    Muting,
+}
+
+/// What a push did (when the lane is open).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Pushed<T> {
+    /// The buffer verdict, and the depth after the push (the length the
+    /// producer saw, plus its own element when it was queued).
+    Done(Offer<T>, usize),
+    /// [`Mode::Muting`] met a full suspend lane: nothing was done.
+    WouldSuspend(T),
+}
+
+/// What only the consumer touches.
+struct Head<T> {
+    /// The block being read; null until the first block exists.
+    block: *mut Block<T>,
+    /// The next slot to read in it (`BLOCK_CAP`: move to the next block).
+    offset: usize,
+    /// Elements removed (taken or drained), published as `Lane::taken`.
+    removed: usize,
+    closed: bool,
+}
+
+/// The lock-free user lane. See the [module docs](self).
+pub(crate) struct Lane<T> {
+    policy: Policy,
+    /// Next position to claim, shifted, with the `CLOSED` bit.
+    tail: AtomicUsize,
+    /// The block holding the tail position (null before the first push).
+    tail_block: AtomicPtr<Block<T>>,
+    /// The first block, for the consumer's first read.
+    first: AtomicPtr<Block<T>>,
+    /// `Head::removed`, for producers' length checks.
+    taken: AtomicUsize,
+    /// A reset block kept for the next install.
+    spare: AtomicPtr<Block<T>>,
+    head: UnsafeCell<Head<T>>,
+    counts: Counts,
+    /// Test-only fault injection for the loom model (`tests/lane_loom.rs`).
+    #[cfg(turno_loom)]
+    inject: Inject,
+}
+
+/// The rare outcomes, counted by read-modify-writes off the fast path; the
+/// rest of [`BufferStats`] is derived from `tail` and `taken`.
+#[derive(Default)]
+struct Counts {
+    dropped: AtomicU64,
+    rejected: AtomicU64,
+    refused_full: AtomicU64,
+    /// Attempts in [`Mode::Retry`] (they follow a refusal, so are rare).
+    retries: AtomicU64,
+    max_depth: AtomicUsize,
+    /// Elements drained at close, and taken before it.
+    drained: AtomicU64,
+    taken_at_close: AtomicU64,
+}
+
+/// A deliberately broken variant, so that a test can show that the loom
+/// model catches it.
+#[cfg(turno_loom)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Inject {
+    /// The correct lane.
+    #[default]
+    None,
+    /// A producer publishes its element with a relaxed store: the consumer
+    /// may read the slot before the element's write is visible.
+    RelaxedPublish,
+}
+
+// SAFETY: the lane owns its elements (moved in by producers, out by the
+// consumer) and shares them between threads only through the slot protocol
+// of the module docs; raw block pointers are owned by the lane. `T: Send`
+// is all that moving elements across threads needs.
+unsafe impl<T: Send> Send for Lane<T> {}
+// SAFETY: producers only claim (one CAS) and write their own claimed slot;
+// the consumer-only state (`head`) is touched by the `unsafe` consumer
+// methods, whose callers guarantee one consumer at a time.
+unsafe impl<T: Send> Sync for Lane<T> {}
+
+impl<T> Lane<T> {
+    /// An empty lane; `None` for keep-newest (see the module docs). Nothing
+    /// is allocated until the first push.
+    pub(crate) fn new(policy: Policy) -> Option<Self> {
+        if matches!(policy, Policy::KeepNewest(_)) {
+            return None;
+        }
+        Some(Lane {
+            policy,
+            tail: AtomicUsize::new(0),
+            tail_block: AtomicPtr::new(ptr::null_mut()),
+            first: AtomicPtr::new(ptr::null_mut()),
+            taken: AtomicUsize::new(0),
+            spare: AtomicPtr::new(ptr::null_mut()),
+            head: UnsafeCell::new(Head {
+                block: ptr::null_mut(),
+                offset: 0,
+                removed: 0,
+                closed: false,
+            }),
+            counts: Counts::default(),
+            #[cfg(turno_loom)]
+            inject: Inject::None,
+        })
+    }
+
+    /// The same lane with a fault injected (loom models only).
+    #[cfg(turno_loom)]
+    pub(crate) fn with_injected(mut self, inject: Inject) -> Self {
+        self.inject = inject;
+        self
+    }
+
+    fn publish_order(&self) -> std::sync::atomic::Ordering {
+        #[cfg(turno_loom)]
+        if self.inject == Inject::RelaxedPublish {
+            return Relaxed;
+        }
+        Release
+    }
+
+    /// A block for an install: the spare if there is one.
+    fn fresh_block(&self) -> *mut Block<T> {
+        let spare = self.spare.swap(ptr::null_mut(), Acquire);
+        if spare.is_null() {
+            Block::alloc()
+        } else {
+            spare
+        }
+    }
+
+    /// Keeps an unused or reset block as the spare, freeing any other.
+    fn keep_spare(&self, block: *mut Block<T>) {
+        let old = self.spare.swap(block, AcqRel);
+        if !old.is_null() {
+            // SAFETY: a block in `spare` is owned by the lane alone (taken
+            // out only by the swap in `fresh_block`), and this swap took it
+            // out; it holds no element (reset or never used).
+            drop(unsafe { Box::from_raw(old) });
+        }
+    }
+
+    /// Offers an element. `Err` hands it back when the lane is closed.
+    pub(crate) fn push(&self, value: T, mode: Mode) -> Result<Pushed<T>, T> {
+        let mut next_block: *mut Block<T> = ptr::null_mut();
+        let mut step = 0;
+        let outcome = loop {
+            let tail = self.tail.load(SeqCst);
+            if tail & CLOSED != 0 {
+                break Err(value);
+            }
+            let pos = tail >> SHIFT;
+            let offset = pos % LAP;
+            if offset == BLOCK_CAP {
+                // The claimer of the last slot is installing the next block.
+                backoff(&mut step);
+                continue;
+            }
+            let len = count(pos).saturating_sub(self.taken.load(SeqCst));
+            if mode != Mode::Force {
+                let decision = self.policy.decide(len);
+                if mode == Mode::Retry && !matches!(decision, Decision::Admit) {
+                    self.counts.retries.fetch_add(1, Relaxed);
+                }
+                if decision != Decision::Admit {
+                    break Ok(self.refuse(value, decision, mode, len));
+                }
+            }
+            let mut block = self.tail_block.load(Acquire);
+            if block.is_null() {
+                match self.install_first(&mut next_block) {
+                    Some(first) => block = first,
+                    None => continue,
+                }
+            }
+            if offset + 1 == BLOCK_CAP && next_block.is_null() {
+                next_block = self.fresh_block();
+            }
+            if self
+                .tail
+                .compare_exchange_weak(tail, tail + (1 << SHIFT), SeqCst, Relaxed)
+                .is_err()
+            {
+                backoff(&mut step);
+                continue;
+            }
+            // SAFETY: the claim succeeded, so `block` is the block of `pos`
+            // (a later block would need `tail` to have moved, failing the
+            // claim) and it is live: the consumer frees a block only after
+            // reading every slot of it, and this slot is not written yet.
+            let block = unsafe { &*block };
+            if offset + 1 == BLOCK_CAP {
+                let next = std::mem::replace(&mut next_block, ptr::null_mut());
+                self.tail_block.store(next, Release);
+                self.tail.fetch_add(1 << SHIFT, Release);
+                block.next.store(next, Release);
+            }
+            let slot = &block.slots[offset];
+            // SAFETY: this producer claimed the position, so no one else
+            // writes the slot, and the consumer reads it only after the
+            // `WRITTEN` store below.
+            slot.value.with_mut(|p| unsafe { (*p).write(value) });
+            slot.state.store(WRITTEN, self.publish_order());
+            let depth = len + 1;
+            if mode == Mode::Retry {
+                self.counts.retries.fetch_add(1, Relaxed);
+            }
+            if depth > self.counts.max_depth.load(Relaxed) {
+                self.counts.max_depth.fetch_max(depth, Relaxed);
+            }
+            let remaining = self.policy.capacity().map(|c| c.saturating_sub(depth));
+            break Ok(Pushed::Done(Offer::Enqueued { remaining }, depth));
+        };
+        if !next_block.is_null() {
+            self.keep_spare(next_block);
+        }
+        outcome
+    }
+
+    /// A decision other than admit: counted, and the element handed back.
+    #[cold]
+    #[inline(never)]
+    fn refuse(&self, value: T, decision: Decision, mode: Mode, len: usize) -> Pushed<T> {
+        match decision {
+            Decision::Suspend if mode == Mode::Muting => Pushed::WouldSuspend(value),
+            Decision::Suspend => {
+                self.counts.refused_full.fetch_add(1, Relaxed);
+                Pushed::Done(Offer::Full(value), len)
+            }
+            Decision::DropIncoming => {
+                self.counts.dropped.fetch_add(1, Relaxed);
+                Pushed::Done(Offer::Dropped(value), len)
+            }
+            Decision::Reject => {
+                self.counts.rejected.fetch_add(1, Relaxed);
+                Pushed::Done(Offer::Rejected(value), len)
+            }
+            // `new` refuses keep-newest, the only policy that evicts; and
+            // an admitted element is not refused.
+            Decision::EvictOldestThenAdmit | Decision::Admit => {
+                unreachable!("the lane refuses only by drop, reject or suspend")
+            }
+        }
+    }
+
+    /// The very first push installs the first block (`None`: another
+    /// producer did, look again; the block made here is kept for later).
+    #[cold]
+    #[inline(never)]
+    fn install_first(&self, next_block: &mut *mut Block<T>) -> Option<*mut Block<T>> {
+        let new = if next_block.is_null() {
+            self.fresh_block()
+        } else {
+            std::mem::replace(next_block, ptr::null_mut())
+        };
+        match self
+            .tail_block
+            .compare_exchange(ptr::null_mut(), new, AcqRel, Acquire)
+        {
+            Ok(_) => {
+                self.first.store(new, Release);
+                Some(new)
+            }
+            Err(_) => {
+                *next_block = new;
+                None
+            }
+        }
+    }
+
+    /// Elements admitted and not yet removed (0 once closed).
+    pub(crate) fn len(&self) -> usize {
+        let tail = self.tail.load(SeqCst);
+        if tail & CLOSED != 0 {
+            return 0;
+        }
+        count(tail >> SHIFT).saturating_sub(self.taken.load(SeqCst))
+    }
+
+    /// True once [`Lane::close`] ran.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.tail.load(SeqCst) & CLOSED != 0
+    }
+
+    /// The counters, as [`Buffer::stats`](crate::buffer::Buffer::stats)
+    /// keeps them. `max_depth` is the greatest depth a producer saw.
+    pub(crate) fn stats(&self) -> BufferStats {
+        let c = &self.counts;
+        let queued = count(self.tail.load(SeqCst) >> SHIFT) as u64;
+        let (dropped, rejected) = (c.dropped.load(Relaxed), c.rejected.load(Relaxed));
+        let full = c.refused_full.load(Relaxed);
+        let attempts = queued + dropped + rejected + full;
+        let drained = c.drained.load(Acquire);
+        let taken = if self.is_closed() {
+            c.taken_at_close.load(Acquire)
+        } else {
+            self.taken.load(SeqCst) as u64
+        };
+        BufferStats {
+            offered: attempts - c.retries.load(Relaxed),
+            attempts,
+            taken,
+            dropped,
+            rejected,
+            refused_full: full,
+            drained,
+            max_depth: c.max_depth.load(Relaxed),
+        }
+    }
+
+    /// The slot the consumer reads next, moving to the next block (and
+    /// recycling the old one) when the current one is done. `None`: no
+    /// block yet, or the next block not yet linked.
+    ///
+    /// # Safety
+    /// Only the consumer calls it (one thread at a time).
+    #[inline]
+    unsafe fn head_slot(&self, head: &mut Head<T>) -> Option<&Slot<T>> {
+        if head.block.is_null() || head.offset == BLOCK_CAP {
+            // SAFETY: forwarded from the caller.
+            if !unsafe { self.advance(head) } {
+                return None;
+            }
+        }
+        // SAFETY: the consumer's block is live: only this consumer frees
+        // blocks, and only the ones it has left (in `advance`).
+        Some(unsafe { &(&*head.block).slots[head.offset] })
+    }
+
+    /// The rare part of [`Lane::head_slot`]: the first block, or the move
+    /// to the next one. False when there is none yet.
+    ///
+    /// # Safety
+    /// Only the consumer calls it (one thread at a time).
+    #[cold]
+    #[inline(never)]
+    unsafe fn advance(&self, head: &mut Head<T>) -> bool {
+        if head.block.is_null() {
+            head.block = self.first.load(Acquire);
+            if head.block.is_null() {
+                return false;
+            }
+        }
+        if head.offset == BLOCK_CAP {
+            // SAFETY: `head.block` is live: only this consumer frees blocks,
+            // and only the one it leaves here.
+            let old = unsafe { &*head.block };
+            let next = old.next.load(Acquire);
+            if next.is_null() {
+                return false;
+            }
+            // Every slot of `old` was read, so every producer of it is done
+            // with it (the last one linked `next` before writing): reset it
+            // for a later install.
+            old.next.store(ptr::null_mut(), Relaxed);
+            for s in &old.slots {
+                s.state.store(0, Relaxed);
+            }
+            self.keep_spare(head.block);
+            head.block = next;
+            head.offset = 0;
+        }
+        true
+    }
+
+    /// True when the next element is written and can be taken.
+    ///
+    /// # Safety
+    /// Only the consumer calls it (one thread at a time).
+    pub(crate) unsafe fn ready(&self) -> bool {
+        // SAFETY: the caller is the only consumer, so `head` is not shared.
+        self.head.with_mut(|h| unsafe {
+            let h = &mut *h;
+            !h.closed
+                && self
+                    .head_slot(h)
+                    .is_some_and(|s| s.state.load(Acquire) == WRITTEN)
+        })
+    }
+
+    /// Takes the oldest element, and the depth left after it; `None` when
+    /// nothing is written yet (or the lane is closed).
+    ///
+    /// # Safety
+    /// Only the consumer calls it (one thread at a time).
+    pub(crate) unsafe fn take(&self) -> Option<(T, usize)> {
+        // SAFETY: the caller is the only consumer.
+        let value = self.head.with_mut(|h| unsafe {
+            let h = &mut *h;
+            if h.closed {
+                return None;
+            }
+            self.pop(h)
+        })?;
+        let removed = self.taken.load(Relaxed);
+        let depth = count(self.tail.load(SeqCst) >> SHIFT).saturating_sub(removed);
+        Some((value, depth))
+    }
+
+    /// # Safety
+    /// Only the consumer calls it.
+    unsafe fn pop(&self, head: &mut Head<T>) -> Option<T> {
+        // SAFETY: forwarded from the caller.
+        let slot = unsafe { self.head_slot(head) }?;
+        if slot.state.load(Acquire) != WRITTEN {
+            return None;
+        }
+        // SAFETY: `WRITTEN` (acquire) says the producer's write is done and
+        // visible; this consumer reads each position once (it moves on).
+        let value = slot.value.with(|p| unsafe { (*p).assume_init_read() });
+        head.offset += 1;
+        head.removed += 1;
+        self.taken.store(head.removed, Release);
+        Some(value)
+    }
+
+    /// Closes the lane: later pushes get `Err`. Returns how many admitted
+    /// elements were still in it (the ones already written are passed to
+    /// `drained`, the ones being written are dropped with the lane); 0 if
+    /// it was closed before.
+    ///
+    /// # Safety
+    /// Only the consumer calls it (one thread at a time).
+    pub(crate) unsafe fn close(&self, mut drained: impl FnMut(T)) -> usize {
+        // SAFETY: the caller is the only consumer.
+        self.head.with_mut(|h| unsafe {
+            let h = &mut *h;
+            if h.closed {
+                return 0;
+            }
+            let tail = self.tail.fetch_or(CLOSED, SeqCst);
+            h.closed = true;
+            self.counts.taken_at_close.store(h.removed as u64, Release);
+            let left = count(tail >> SHIFT) - h.removed;
+            self.counts.drained.store(left as u64, Release);
+            while let Some(v) = self.pop(h) {
+                drained(v);
+            }
+            left
+        })
+    }
+}
+
+impl<T> Drop for Lane<T> {
+    fn drop(&mut self) {
+        // No producer is left (they hold the lane by reference), so every
+        // claimed slot is written: drop the elements the consumer has not
+        // read, then the blocks.
+        self.head.with_mut(|h| {
+            // SAFETY: `&mut self`: no other thread touches the lane.
+            let h = unsafe { &mut *h };
+            let (mut block, mut offset) = if h.block.is_null() {
+                (self.first.load(Acquire), 0)
+            } else {
+                (h.block, h.offset)
+            };
+            while !block.is_null() {
+                // SAFETY: blocks from the consumer's one onwards are owned
+                // by the lane and linked once each; each is freed once here.
+                let b = unsafe { Box::from_raw(block) };
+                for s in &b.slots[offset.min(BLOCK_CAP)..] {
+                    if s.state.load(Acquire) == WRITTEN {
+                        // SAFETY: written and never read (the consumer read
+                        // only the slots before `offset`).
+                        s.value.with_mut(|p| unsafe { (*p).assume_init_drop() });
+                    }
+                }
+                block = b.next.load(Acquire);
+                offset = 0;
+            }
+        });
+        let spare = self.spare.swap(ptr::null_mut(), Acquire);
+        if !spare.is_null() {
+            // SAFETY: the spare is owned by the lane and holds no element.
+            drop(unsafe { Box::from_raw(spare) });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
+
+/// A thin public face of the lane for `tests/lane_loom.rs`.
+#[cfg(turno_loom)]
+pub(crate) mod model {
+    pub use super::Inject;
+    use super::{Lane, Mode, Pushed};
+    use crate::buffer::{BufferStats, Offer, Policy};
+
+    /// What a model push did.
+    #[derive(Debug, PartialEq, Eq)]
+    pub enum ModelPush<T> {
+        /// Queued.
+        Enqueued,
+        /// Handed back: dropped, rejected or full.
+        Refused(T),
+        /// The lane is closed.
+        Closed(T),
+    }
+
+    /// A lane of `T` with an optional injected fault. One thread at a time
+    /// may call the consumer methods (`take`, `ready`, `close`).
+    pub struct ModelLane<T>(Lane<T>);
+
+    impl<T> ModelLane<T> {
+        /// A lane with `policy` (not keep-newest) and `inject`.
+        pub fn new(policy: Policy, inject: Inject) -> Self {
+            ModelLane(
+                Lane::new(policy)
+                    .expect("the lane serves every policy but keep-newest")
+                    .with_injected(inject),
+            )
+        }
+
+        /// Offers a new element.
+        pub fn push(&self, value: T) -> ModelPush<T> {
+            match self.0.push(value, Mode::Offer) {
+                Ok(Pushed::Done(Offer::Enqueued { .. }, _)) => ModelPush::Enqueued,
+                Ok(Pushed::Done(
+                    Offer::Dropped(v) | Offer::Rejected(v) | Offer::Full(v) | Offer::Evicted(v),
+                    _,
+                ))
+                | Ok(Pushed::WouldSuspend(v)) => ModelPush::Refused(v),
+                Err(v) => ModelPush::Closed(v),
+            }
+        }
+
+        /// Takes the oldest written element (consumer only).
+        pub fn take(&self) -> Option<T> {
+            // SAFETY: the model calls consumer methods from one thread at a
+            // time (the documented contract of this type).
+            unsafe { self.0.take() }.map(|(v, _)| v)
+        }
+
+        /// Closes; returns the admitted elements left (consumer only).
+        pub fn close(&self, drained: impl FnMut(T)) -> usize {
+            // SAFETY: as in `take`.
+            unsafe { self.0.close(drained) }
+        }
+
+        /// Elements admitted and not yet removed.
+        pub fn len(&self) -> usize {
+            self.0.len()
+        }
+
+        /// True when nothing is admitted.
+        pub fn is_empty(&self) -> bool {
+            self.0.len() == 0
+        }
+
+        /// The counters.
+        pub fn stats(&self) -> BufferStats {
+            self.0.stats()
+        }
+    }
+}
