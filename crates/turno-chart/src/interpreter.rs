@@ -15,6 +15,12 @@
 //!   (abandons the request, aborts the future, stops the child), and a
 //!   result that arrives later is **stale: dropped and counted**
 //!   ([`ChartStats::stale_results`]), never delivered.
+//! - an `invoke.src` registered with [`ChartActor::with_charts`] starts a
+//!   **child chart inside this actor** (a [`Tree`]): events pass between
+//!   parent and child within the turn, the child's timers and invocations
+//!   are this actor's (their messages carry the child's [`Path`]), and one
+//!   persisted document holds both ([`ChartActor::on_persist_tree`],
+//!   [`ChartActor::restoring_tree`]);
 //! - `sendTo` reaches children by id, `sendParent` the parent given in
 //!   [`ChartActor::with_parent`], `emit` and snapshots reach subscribers,
 //!   `log` and custom actions reach their hooks.
@@ -45,8 +51,9 @@ use crate::core::{
 };
 use crate::event::Event;
 use crate::machine::{Machine, StateKind};
-use crate::persist::Clock;
+use crate::persist::{Clock, Restored, RestoreError, RestoredTree};
 use crate::snapshot::{Snapshot, Status};
+use crate::tree::{Charts, Path, Tagged, Tree};
 
 /// A chart actor's messages.
 pub enum ChartMsg {
@@ -54,6 +61,9 @@ pub enum ChartMsg {
     Event(Event),
     /// A delayed event's timer fired.
     Timer {
+        /// The chart that scheduled it (empty: this chart; else the
+        /// invocation ids down to an invoked child chart).
+        path: Path,
         /// The send id.
         id: String,
         /// Which scheduling.
@@ -61,6 +71,8 @@ pub enum ChartMsg {
     },
     /// An invocation finished (output) or failed (error).
     Done {
+        /// The chart that started it (see [`ChartMsg::Timer::path`]).
+        path: Path,
         /// The invocation id.
         id: String,
         /// Which start of it.
@@ -70,6 +82,8 @@ pub enum ChartMsg {
     },
     /// A delegated request timed out or its reply was lost.
     Lost {
+        /// The chart that started it.
+        path: Path,
         /// The invocation id.
         id: String,
         /// Which start of it.
@@ -104,6 +118,10 @@ type StartFn<C> = Arc<dyn Fn(&mut Context<'_, ChartActor<C>>, Started) -> Runnin
 
 /// What a service is given when it starts.
 pub struct Started {
+    /// The chart that started it: empty for the actor's own chart, else
+    /// the invocation ids down to an invoked child chart
+    /// ([`tree`](crate::tree)).
+    pub path: Path,
     /// The invocation (or child) id.
     pub id: String,
     /// Its generation: part of every message back.
@@ -143,6 +161,7 @@ impl<C: Clone + Send + Sync + 'static> Service<C> {
         Service {
             start: Arc::new(move |ctx, s: Started| {
                 let (id, generation) = (s.id.clone(), s.generation);
+                let path = s.path.clone();
                 let r = request.clone();
                 let input = s.input;
                 let asked = ctx.ask(
@@ -151,11 +170,13 @@ impl<C: Clone + Send + Sync + 'static> Service<C> {
                     timeout,
                     move |resp| match resp {
                         Response::Reply(result) => ChartMsg::Done {
+                            path: path.clone(),
                             id: id.clone(),
                             generation,
                             result,
                         },
                         Response::TimedOut => ChartMsg::Done {
+                            path: path.clone(),
                             id: id.clone(),
                             generation,
                             result: Err(Value::String("timeout".into())),
@@ -172,6 +193,7 @@ impl<C: Clone + Send + Sync + 'static> Service<C> {
                         let _ = ctx.send(
                             &me,
                             ChartMsg::Done {
+                                path: s.path,
                                 id: s.id,
                                 generation: s.generation,
                                 result: Err(Value::String("not delivered".into())),
@@ -201,6 +223,7 @@ impl<C: Clone + Send + Sync + 'static> Service<C> {
             start: Arc::new(move |ctx, s: Started| {
                 let reporter = Reporter {
                     parent: ctx.addr(),
+                    path: s.path.clone(),
                     id: s.id.clone(),
                     generation: s.generation,
                 };
@@ -222,13 +245,16 @@ impl<C: Clone + Send + Sync + 'static> Service<C> {
         Service {
             start: Arc::new(move |ctx, s: Started| {
                 let (id, generation) = (s.id.clone(), s.generation);
+                let path = s.path.clone();
                 let piped = ctx.pipe(make(s.input), None, move |resp| match resp {
                     Response::Reply(result) => ChartMsg::Done {
+                        path: path.clone(),
                         id: id.clone(),
                         generation,
                         result,
                     },
                     Response::TimedOut => ChartMsg::Lost {
+                        path: path.clone(),
                         id: id.clone(),
                         generation,
                     },
@@ -240,6 +266,7 @@ impl<C: Clone + Send + Sync + 'static> Service<C> {
                         let _ = ctx.send(
                             &me,
                             ChartMsg::Done {
+                                path: s.path,
                                 id: s.id,
                                 generation: s.generation,
                                 result: Err(Value::String(e.to_string())),
@@ -257,6 +284,7 @@ impl<C: Clone + Send + Sync + 'static> Service<C> {
 #[derive(Clone)]
 pub struct Reporter {
     parent: Addr<ChartMsg>,
+    path: Path,
     id: String,
     generation: u64,
 }
@@ -266,6 +294,7 @@ impl Reporter {
     /// `xstate.error.actor.<id>`. Stale if the chart left the state.
     pub fn done(&self, result: Result<Value, Value>) -> turno::Verdict<ChartMsg> {
         self.parent.try_send(ChartMsg::Done {
+            path: self.path.clone(),
             id: self.id.clone(),
             generation: self.generation,
             result,
@@ -313,9 +342,9 @@ type CustomFn<C> = Box<dyn FnMut(&mut Context<'_, ChartActor<C>>, &str, &Value, 
 type LogFn = Box<dyn FnMut(&str) + Send>;
 type DoneFn = Box<dyn FnMut(Status, Option<&Value>) + Send>;
 type PersistFn<C> = Box<dyn FnMut(&Snapshot<C>) + Send>;
-type RestoreFn<C> = Box<
-    dyn FnOnce(Clock) -> Result<crate::persist::Restored<C>, crate::persist::RestoreError> + Send,
->;
+type PersistTreeFn<C> = Box<dyn FnMut(&Tree<C>) + Send>;
+type RestoreFn<C> =
+    Box<dyn FnOnce(Clock, Arc<Charts<C>>) -> Result<RestoredTree<C>, RestoreError> + Send>;
 
 /// A statechart running as a turno actor. See the [module docs](self).
 ///
@@ -342,11 +371,12 @@ type RestoreFn<C> = Box<
 /// ```
 pub struct ChartActor<C: Clone + Send + Sync + 'static> {
     machine: Arc<Machine<C>>,
-    snapshot: Option<Snapshot<C>>,
+    tree: Option<Tree<C>>,
+    charts: Arc<Charts<C>>,
     services: Arc<HashMap<String, Service<C>>>,
-    timers: HashMap<(String, u64), TimerId>,
-    running: HashMap<(String, u64), Running>,
-    children: HashMap<String, (turno::ActorId, Option<Sender>)>,
+    timers: HashMap<(Path, String, u64), TimerId>,
+    running: HashMap<(Path, String, u64), Running>,
+    children: HashMap<(Path, String), (turno::ActorId, Option<Sender>)>,
     parent: Option<Sender>,
     on_snapshot: Vec<SnapshotFn>,
     on_emit: Vec<EmitFn>,
@@ -354,6 +384,7 @@ pub struct ChartActor<C: Clone + Send + Sync + 'static> {
     on_log: Option<LogFn>,
     on_done: Option<DoneFn>,
     on_persist: Vec<PersistFn<C>>,
+    on_persist_tree: Vec<PersistTreeFn<C>>,
     restore: Option<RestoreFn<C>>,
     epoch_ms: Option<u64>,
     stats: Arc<ChartStats>,
@@ -366,7 +397,8 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
     pub fn new(machine: Arc<Machine<C>>) -> Self {
         ChartActor {
             machine,
-            snapshot: None,
+            tree: None,
+            charts: Arc::new(Charts::new()),
             services: Arc::new(HashMap::new()),
             timers: HashMap::new(),
             running: HashMap::new(),
@@ -378,6 +410,7 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
             on_log: None,
             on_done: None,
             on_persist: Vec::new(),
+            on_persist_tree: Vec::new(),
             restore: None,
             epoch_ms: None,
             stats: Arc::new(ChartStats::default()),
@@ -390,6 +423,18 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
     /// instances: build the map once).
     pub fn with_services(mut self, services: Arc<HashMap<String, Service<C>>>) -> Self {
         self.services = services;
+        self
+    }
+
+    /// Invoked child charts: an `invoke.src` named in `charts` starts that
+    /// chart **inside this actor**, in the same [`Tree`] as this chart
+    /// (see [`tree`](crate::tree) for what passes between them, and why:
+    /// a snapshot of the tree is consistent between two turns). The
+    /// children's timers are this actor's timers; their invocations of
+    /// other sources start from [`with_services`](Self::with_services),
+    /// their `emit`, `log` and custom actions reach this actor's hooks.
+    pub fn with_charts(mut self, charts: Arc<Charts<C>>) -> Self {
+        self.charts = charts;
         self
     }
 
@@ -443,6 +488,16 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
         self
     }
 
+    /// [`on_persist`](Self::on_persist) for a chart with invoked child
+    /// charts: `f` gets the whole [`Tree`] (write it with
+    /// [`Persist::tree_to_string`](crate::persist::Persist::tree_to_string)),
+    /// at the same point, so the record holds parent and children as they
+    /// were between two turns.
+    pub fn on_persist_tree(mut self, f: impl FnMut(&Tree<C>) + Send + 'static) -> Self {
+        self.on_persist_tree.push(Box::new(f));
+        self
+    }
+
     /// Says where this system's clock is in real time: it read 0 at
     /// wall-clock `epoch_ms` (ms since the Unix epoch). The chart's
     /// snapshots carry it ([`Snapshot::epoch_ms`]), and a
@@ -470,7 +525,37 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
     /// here when both sides know their epoch: see [`Clock`].
     pub fn restoring(
         mut self,
-        f: impl FnOnce(Clock) -> Result<crate::persist::Restored<C>, crate::persist::RestoreError>
+        f: impl FnOnce(Clock) -> Result<Restored<C>, RestoreError> + Send + 'static,
+    ) -> Self {
+        self.restore = Some(Box::new(move |at, charts| {
+            let r = f(at)?;
+            let actions = r
+                .actions
+                .into_iter()
+                .map(|action| Tagged {
+                    path: Vec::new(),
+                    action,
+                })
+                .collect();
+            Ok(RestoredTree {
+                tree: Tree::new(r.snapshot, charts),
+                actions,
+                decisions: Vec::new(),
+                volatile_missing: Vec::new(),
+            })
+        }));
+        self
+    }
+
+    /// [`restoring`](Self::restoring) a chart with invoked child charts:
+    /// `f` is given the clock and this actor's [charts](Self::with_charts),
+    /// typically `move |at, charts| Persist::new(&m).restore_tree(&text,
+    /// charts, at)`. Every child chart comes back in the state its nested
+    /// snapshot holds, its timers re-armed at their deadlines; none is
+    /// started again.
+    pub fn restoring_tree(
+        mut self,
+        f: impl FnOnce(Clock, Arc<Charts<C>>) -> Result<RestoredTree<C>, RestoreError>
             + Send
             + 'static,
     ) -> Self {
@@ -487,7 +572,12 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
 
     /// The current snapshot (`None` before the actor's first turn).
     pub fn snapshot(&self) -> Option<&Snapshot<C>> {
-        self.snapshot.as_ref()
+        self.tree.as_ref().map(Tree::root)
+    }
+
+    /// The chart and its invoked child charts (`None` before the first turn).
+    pub fn tree(&self) -> Option<&Tree<C>> {
+        self.tree.as_ref()
     }
 
     fn define(&mut self, ctx: &Context<'_, Self>) {
@@ -539,10 +629,13 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
         });
     }
 
-    /// Runs `f` (one pure macrostep) with the trace inspector when tracing.
+    /// Runs `f` (one pure macrostep) on the chart at `path` (the trace
+    /// inspector sees this actor's own chart), then what it causes in the
+    /// tree, the write-ahead hooks and the effects.
     fn step(
         &mut self,
         ctx: &mut Context<'_, Self>,
+        path: &[String],
         f: impl FnOnce(
             &Machine<C>,
             &mut Snapshot<C>,
@@ -550,27 +643,34 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
             Option<&mut dyn FnMut(Inspect<'_>)>,
         ) -> Result<Delivery, ChartError>,
     ) -> Delivery {
-        let mut snap = self.snapshot.take().expect("started");
+        let mut tree = self.tree.take().expect("started");
         let mut actions = std::mem::take(&mut self.actions);
         let now = ctx.now().since_start().as_millis() as u64;
-        snap.now_ms = snap.now_ms.max(now);
+        tree.set_now(now);
         let m = self.machine.clone();
-        let result = if ctx.tracing() {
+        let result = if path.is_empty() && ctx.tracing() {
             let cx = &*ctx;
             let mut record = |step: Inspect<'_>| trace_step(cx, &m, step);
-            f(&m, &mut snap, &mut actions, Some(&mut record))
+            Some(f(&m, tree.root_mut(), &mut actions, Some(&mut record)))
         } else {
-            f(&m, &mut snap, &mut actions, None)
+            tree.on(&m, path, |cm, snap| f(cm, snap, &mut actions, None))
         };
         let delivery = match result {
-            Ok(d) => d,
+            Some(Ok(Delivery::Delivered)) => tree
+                .absorb(&m, path, actions.drain(..).collect())
+                .map(|out| (Delivery::Delivered, out)),
+            None | Some(Ok(Delivery::Stale)) => Ok((Delivery::Stale, Vec::new())),
+            Some(Err(e)) => Err(e),
+        };
+        let (delivery, mut out) = match delivery {
+            Ok((d, out)) => (d, out),
             Err(e) => panic!("chart {:?}: {e}", m.id()),
         };
-        self.snapshot = Some(snap);
+        self.tree = Some(tree);
         if delivery == Delivery::Delivered {
             self.persist();
         }
-        self.execute(ctx, &mut actions);
+        self.execute(ctx, &mut out);
         actions.clear();
         self.actions = actions;
         if delivery == Delivery::Delivered {
@@ -582,14 +682,17 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
 
     /// The write-ahead hooks: before the macrostep's effects.
     fn persist(&mut self) {
-        let snap = self.snapshot.as_ref().expect("started");
+        let tree = self.tree.as_ref().expect("started");
         for f in &mut self.on_persist {
-            f(snap);
+            f(tree.root());
+        }
+        for f in &mut self.on_persist_tree {
+            f(tree);
         }
     }
 
     fn notify(&mut self, ctx: &mut Context<'_, Self>) {
-        let snap = self.snapshot.as_ref().expect("started");
+        let snap = self.tree.as_ref().expect("started").root();
         if !self.on_snapshot.is_empty() {
             let value = snap.value(&self.machine).to_json();
             for f in &mut self.on_snapshot {
@@ -606,23 +709,24 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
         }
     }
 
-    fn execute(&mut self, ctx: &mut Context<'_, Self>, actions: &mut Vec<Action>) {
+    fn execute(&mut self, ctx: &mut Context<'_, Self>, actions: &mut Vec<Tagged>) {
         let now = ctx.now().since_start().as_millis() as u64;
-        for a in actions.drain(..) {
-            match a {
+        for Tagged { path, action } in actions.drain(..) {
+            match action {
                 Action::Schedule { id, seq, due_ms } => {
                     let delay = Duration::from_millis(due_ms.saturating_sub(now));
                     let t = ctx.send_after(
                         delay,
                         ChartMsg::Timer {
+                            path: path.clone(),
                             id: id.clone(),
                             seq,
                         },
                     );
-                    self.timers.insert((id, seq), t);
+                    self.timers.insert((path, id, seq), t);
                 }
                 Action::Unschedule { id, seq } => {
-                    if let Some(t) = self.timers.remove(&(id, seq)) {
+                    if let Some(t) = self.timers.remove(&(path, id, seq)) {
                         ctx.cancel_timer(t);
                     }
                 }
@@ -636,6 +740,7 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
                         Some(service) => (service.start)(
                             ctx,
                             Started {
+                                path: path.clone(),
                                 id: id.clone(),
                                 generation,
                                 input,
@@ -646,6 +751,7 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
                             let _ = ctx.send(
                                 &me,
                                 ChartMsg::Done {
+                                    path: path.clone(),
                                     id: id.clone(),
                                     generation,
                                     result: Err(Value::String(format!("no service {src:?}"))),
@@ -655,22 +761,25 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
                         }
                     };
                     if let Running::Child(child, sender) = &running {
-                        self.children.insert(id.clone(), (*child, sender.clone()));
+                        self.children
+                            .insert((path.clone(), id.clone()), (*child, sender.clone()));
                     }
-                    self.running.insert((id, generation), running);
+                    self.running.insert((path, id, generation), running);
                 }
                 Action::StopInvoke { id, generation } => {
-                    if let Some(r) = self.running.remove(&(id.clone(), generation)) {
+                    if let Some(r) = self.running.remove(&(path.clone(), id.clone(), generation)) {
                         stop_running(ctx, r);
-                        self.children.remove(&id);
+                        self.children.remove(&(path, id));
                     }
                 }
                 Action::SendTo { to, event } => {
-                    if let Some((_, Some(send))) = self.children.get(&to) {
+                    if let Some((_, Some(send))) = self.children.get(&(path, to)) {
                         send(event);
                     }
                 }
                 Action::SendParent { event } => {
+                    // Only this actor's own chart gets here: a child
+                    // chart's go to its parent in the tree.
                     if let Some(p) = &self.parent {
                         p(event);
                     }
@@ -691,18 +800,19 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
                         let r = (service.start)(
                             ctx,
                             Started {
+                                path: path.clone(),
                                 id: id.clone(),
                                 generation,
                                 input,
                             },
                         );
                         if let Running::Child(child, sender) = r {
-                            self.children.insert(id, (child, sender));
+                            self.children.insert((path, id), (child, sender));
                         }
                     }
                 }
                 Action::StopChild { id } => {
-                    if let Some((child, _)) = self.children.remove(&id) {
+                    if let Some((child, _)) = self.children.remove(&(path, id)) {
                         ctx.stop_actor(child);
                     }
                 }
@@ -766,12 +876,12 @@ impl<C: Clone + Send + Sync + 'static> Actor for ChartActor<C> {
         let m = self.machine.clone();
         let mut actions = std::mem::take(&mut self.actions);
         if let Some(restore) = self.restore.take() {
-            let r = restore(Clock::new(now, self.epoch_ms))
+            let r = restore(Clock::new(now, self.epoch_ms), self.charts.clone())
                 .unwrap_or_else(|e| panic!("chart {:?}: restore: {e}", m.id()));
-            self.snapshot = Some(r.snapshot);
-            actions.extend(r.actions);
+            self.tree = Some(r.tree);
+            let mut out = r.actions;
             self.persist();
-            self.execute(ctx, &mut actions);
+            self.execute(ctx, &mut out);
             self.actions = actions;
             self.notify(ctx);
             return;
@@ -785,9 +895,13 @@ impl<C: Clone + Send + Sync + 'static> Actor for ChartActor<C> {
         };
         let mut snap = snap.unwrap_or_else(|e| panic!("chart {:?}: {e}", m.id()));
         snap.epoch_ms = self.epoch_ms;
-        self.snapshot = Some(snap);
+        let mut tree = Tree::new(snap, self.charts.clone());
+        let mut out = tree
+            .absorb(&m, &[], actions.drain(..).collect())
+            .unwrap_or_else(|e| panic!("chart {:?}: {e}", m.id()));
+        self.tree = Some(tree);
         self.persist();
-        self.execute(ctx, &mut actions);
+        self.execute(ctx, &mut out);
         self.actions = actions;
         self.stats.macrosteps.fetch_add(1, Ordering::Relaxed);
         self.notify(ctx);
@@ -796,13 +910,13 @@ impl<C: Clone + Send + Sync + 'static> Actor for ChartActor<C> {
     fn handle(&mut self, ctx: &mut Context<'_, Self>, msg: ChartMsg) {
         match msg {
             ChartMsg::Event(event) => {
-                self.step(ctx, |m, s, a, i| {
+                self.step(ctx, &[], |m, s, a, i| {
                     transition_inspected(m, s, event, a, i).map(|()| Delivery::Delivered)
                 });
             }
-            ChartMsg::Timer { id, seq } => {
-                self.timers.remove(&(id.clone(), seq));
-                let d = self.step(ctx, |m, s, a, i| {
+            ChartMsg::Timer { path, id, seq } => {
+                self.timers.remove(&(path.clone(), id.clone(), seq));
+                let d = self.step(ctx, &path, |m, s, a, i| {
                     fire_scheduled_inspected(m, s, &id, seq, a, i)
                 });
                 if d == Delivery::Stale {
@@ -810,22 +924,28 @@ impl<C: Clone + Send + Sync + 'static> Actor for ChartActor<C> {
                 }
             }
             ChartMsg::Done {
+                path,
                 id,
                 generation,
                 result,
             } => {
-                self.running.remove(&(id.clone(), generation));
-                let d = self.step(ctx, |m, s, a, i| {
+                self.running
+                    .remove(&(path.clone(), id.clone(), generation));
+                let d = self.step(ctx, &path, |m, s, a, i| {
                     invocation_done_inspected(m, s, &id, generation, result, a, i)
                 });
                 if d == Delivery::Stale {
                     self.stats.stale_results.fetch_add(1, Ordering::Relaxed);
                 } else {
-                    self.children.remove(&id);
+                    self.children.remove(&(path, id));
                 }
             }
-            ChartMsg::Lost { id, generation } => {
-                self.running.remove(&(id, generation));
+            ChartMsg::Lost {
+                path,
+                id,
+                generation,
+            } => {
+                self.running.remove(&(path, id, generation));
                 self.stats.stale_results.fetch_add(1, Ordering::Relaxed);
             }
             ChartMsg::Subscribe(f) => self.on_snapshot.push(f),

@@ -55,6 +55,7 @@ pub mod snapshot;
 pub mod spec;
 pub mod stdlib;
 pub mod submit;
+pub mod tree;
 pub mod volatile;
 
 pub use actions::{Action, ActionScope, SendTarget};

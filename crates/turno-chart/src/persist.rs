@@ -98,11 +98,14 @@ use serde_json::{json, Map, Value};
 
 use crate::actions::{Action, SendTarget};
 use crate::algorithm::{ChartError, Run};
-use crate::core::{fire_scheduled, next_due};
 use crate::event::Event;
 use crate::machine::{Machine, StateIdx, StateKind};
 use crate::snapshot::{HistoryEntry, Invocation, Scheduled, Snapshot, StateSet, Status};
+use crate::tree::{Charts, Tree};
 use crate::volatile;
+
+mod tree_io;
+pub use tree_io::RestoredTree;
 
 /// The `format` field of every persisted snapshot.
 pub const FORMAT: &str = "turno-chart-snapshot";
@@ -343,6 +346,11 @@ pub enum InFlight {
     Rerun,
     /// Refuse to restore.
     Fail(String),
+    /// An invoked child chart ([`tree`](crate::tree)): restored from its
+    /// own snapshot, nested in its parent's document; never re-run, never
+    /// a sanitizer's choice (a sanitizer answering it for another source
+    /// fails the restore).
+    Resume,
 }
 
 type DecideFn = Arc<dyn Fn(&Invocation) -> Option<InFlight> + Send + Sync>;
@@ -674,6 +682,26 @@ fn only(o: &Obj, allowed: &[&str], path: &str) -> Result<(), SnapshotError> {
     Ok(())
 }
 
+/// The text as JSON, or why not (`$`: the whole document).
+fn parse(text: &str) -> Result<Value, SnapshotError> {
+    if text.len() > MAX_BYTES {
+        return Err(err("$", SnapshotProblem::TooLarge(text.len())));
+    }
+    serde_json::from_str(text).map_err(|e| {
+        let (line, column) = (e.line(), e.column());
+        let problem = if e.is_eof() {
+            SnapshotProblem::Truncated { line, column }
+        } else {
+            SnapshotProblem::Corrupt {
+                line,
+                column,
+                message: e.to_string(),
+            }
+        };
+        err("$", problem)
+    })
+}
+
 const TOP: &[&str] = &[
     "format",
     "format_version",
@@ -702,23 +730,7 @@ impl<C: Clone + DeserializeOwned> Persist<'_, C> {
     }
 
     fn read_parts(&self, text: &str) -> Result<Parts<C>, SnapshotError> {
-        if text.len() > MAX_BYTES {
-            return Err(err("$", SnapshotProblem::TooLarge(text.len())));
-        }
-        let doc: Value = serde_json::from_str(text).map_err(|e| {
-            let (line, column) = (e.line(), e.column());
-            let problem = if e.is_eof() {
-                SnapshotProblem::Truncated { line, column }
-            } else {
-                SnapshotProblem::Corrupt {
-                    line,
-                    column,
-                    message: e.to_string(),
-                }
-            };
-            err("$", problem)
-        })?;
-        self.read_value(doc)
+        self.read_value(parse(text)?)
     }
 
     /// Checks the header and migrates the document to this machine's version.
@@ -1185,175 +1197,36 @@ impl<C: Clone> Persist<'_, C> {
         snapshot: Snapshot<C>,
         at: impl Into<Clock>,
     ) -> Result<Restored<C>, RestoreError> {
-        let mut snap = snapshot;
-        let at = at.into();
-        let persisted_ms = snap.now_ms;
-        // Where the snapshot's clock is now, and how its times map onto
-        // this clock (`shift`, added to every time once resumed).
-        let (now_ms, shift) = match (snap.epoch_ms, at.epoch_ms) {
-            (Some(then), Some(here)) => {
-                let wall = here.saturating_add(at.now_ms);
-                // A wall clock set back never moves the chart backwards:
-                // no time has passed.
-                let now = wall.saturating_sub(then).max(persisted_ms);
-                (now, i128::from(at.now_ms) - i128::from(now))
-            }
-            _ => (at.now_ms, 0),
-        };
-        let mut actions = Vec::new();
-        // 1. Delayed events.
-        for s in &mut snap.scheduled {
-            s.due_ms = match self.resume {
-                Resume::Deadline => s.due_ms,
-                Resume::Remaining => now_ms.saturating_add(s.due_ms.saturating_sub(persisted_ms)),
-                Resume::Restart => now_ms.saturating_add(s.delay_ms),
-            };
-        }
-        let mut arm: Vec<&Scheduled> = snap
-            .scheduled
-            .iter()
-            .filter(|s| s.due_ms > now_ms)
-            .collect();
-        arm.sort_by_key(|s| (s.due_ms, s.seq));
-        for s in arm {
-            actions.push(Action::Schedule {
-                id: s.id.clone(),
-                seq: s.seq,
-                due_ms: s.due_ms,
-            });
-        }
-        // The invocations nobody is running any more.
-        let dead: Vec<(String, u64)> = snap
-            .invocations
-            .iter()
-            .map(|i| (i.id.clone(), i.generation))
-            .collect();
-        let mut resumed = Vec::new();
-        while let Some((id, seq, _)) = next_due(&snap, now_ms) {
-            fire_scheduled(self.m, &mut snap, &id, seq, &mut resumed)?;
-        }
-        snap.now_ms = snap.now_ms.max(now_ms);
-        // 2. Transient states.
-        for (state, target) in &self.sanitizer.transient {
-            let s = self
-                .m
-                .state_by_id(state)
-                .ok_or_else(|| RestoreError::UnknownTarget(state.clone()))?;
-            let t = self
-                .m
-                .state_by_id(target)
-                .ok_or_else(|| RestoreError::UnknownTarget(target.clone()))?;
-            if snap.config.contains(s) {
-                let ev = Event::with_data("turno.restore", json!({"state": state}));
-                Run::new(self.m, &mut snap, &mut resumed).goto(s, &[t], ev)?;
-            }
-        }
-        // 3. In-flight invocations (those still in flight after 1 and 2).
-        let mut decisions = Vec::new();
-        let pending: Vec<Invocation> = snap
-            .invocations
-            .iter()
-            .filter(|i| dead.contains(&(i.id.clone(), i.generation)))
-            .cloned()
-            .collect();
-        for inv in pending {
-            if !snap
-                .invocations
-                .iter()
-                .any(|i| i.id == inv.id && i.generation == inv.generation)
-            {
-                continue; // left by an earlier decision
-            }
-            let d = self.sanitizer.decision(&inv);
-            match &d {
-                InFlight::Rerun if !self.sanitizer.is_idempotent(&inv.src) => {
-                    return Err(RestoreError::InFlight {
-                        id: inv.id,
-                        src: inv.src,
-                        reason: "only sources registered as idempotent are re-run".into(),
-                    })
-                }
-                InFlight::Rerun => resumed.push(Action::StartInvoke {
-                    id: inv.id.clone(),
-                    src: inv.src.clone(),
-                    input: inv.input.clone(),
-                    generation: inv.generation,
-                }),
-                InFlight::SafeState(target) => {
-                    let t = self
-                        .m
-                        .state_by_id(target)
-                        .ok_or_else(|| RestoreError::UnknownTarget(target.clone()))?;
-                    let s = self
-                        .m
-                        .state_by_id(&inv.state)
-                        .ok_or_else(|| RestoreError::UnknownTarget(inv.state.clone()))?;
-                    let ev = Event::with_data(
-                        "turno.restore",
-                        json!({"invocation": inv.id, "src": inv.src, "input": inv.input,
-                               "started_ms": inv.started_ms}),
-                    );
-                    Run::new(self.m, &mut snap, &mut resumed).goto(s, &[t], ev)?;
-                }
-                InFlight::Fail(reason) => {
-                    return Err(RestoreError::InFlight {
-                        id: inv.id,
-                        src: inv.src,
-                        reason: reason.clone(),
-                    })
-                }
-            }
-            decisions.push((inv.id.clone(), d));
-        }
-        // Stopping what was never restarted is no action; re-running
-        // something later stopped is cancelled out.
-        let reran: Vec<(String, u64)> = resumed
-            .iter()
-            .filter_map(|a| match a {
-                Action::StartInvoke { id, generation, .. } => Some((id.clone(), *generation)),
-                _ => None,
-            })
-            .collect();
-        resumed.retain(|a| match a {
-            Action::StopInvoke { id, generation } => {
-                let k = (id.clone(), *generation);
-                !dead.contains(&k) || reran.contains(&k)
-            }
-            _ => true,
-        });
-        actions.extend(resumed);
-        rebase(&mut snap, &mut actions, shift);
-        snap.epoch_ms = at.epoch_ms.or(snap.epoch_ms);
-        snap.now_ms = snap.now_ms.max(at.now_ms);
+        let mut tree = Tree::new(snapshot, Arc::new(Charts::new()));
+        let (actions, decisions) = self.resume_tree(&mut tree, at.into(), &mut |_, _, a| Ok(a))?;
         Ok(Restored {
-            snapshot: snap,
-            actions,
-            decisions,
+            snapshot: tree.root,
+            actions: actions.into_iter().map(|t| t.action).collect(),
+            decisions: decisions.into_iter().map(|(_, id, d)| (id, d)).collect(),
             volatile_missing: Vec::new(),
             charts: Vec::new(),
         })
     }
 }
 
-/// Moves every time of a resumed chart by `shift` ms onto the restoring
-/// clock. A deadline still pending is later than the restore, so it stays
+/// Moves a time of a resumed chart by `shift` ms onto the restoring clock.
+/// A deadline still pending is later than the restore, so it stays
 /// positive; only past times (when an invocation started) can clamp at 0.
-fn rebase<C>(snap: &mut Snapshot<C>, actions: &mut [Action], shift: i128) {
+fn shifted(t: u64, shift: i128) -> u64 {
+    u64::try_from((i128::from(t) + shift).max(0)).unwrap_or(u64::MAX)
+}
+
+/// Moves every time of a resumed chart by `shift` ms (see [`shifted`]).
+fn rebase<C>(snap: &mut Snapshot<C>, shift: i128) {
     if shift == 0 {
         return;
     }
-    let mv = |t: &mut u64| *t = u64::try_from((i128::from(*t) + shift).max(0)).unwrap_or(u64::MAX);
-    mv(&mut snap.now_ms);
+    snap.now_ms = shifted(snap.now_ms, shift);
     for s in &mut snap.scheduled {
-        mv(&mut s.due_ms);
+        s.due_ms = shifted(s.due_ms, shift);
     }
     for i in &mut snap.invocations {
-        mv(&mut i.started_ms);
-    }
-    for a in actions {
-        if let Action::Schedule { due_ms, .. } = a {
-            mv(due_ms);
-        }
+        i.started_ms = shifted(i.started_ms, shift);
     }
 }
 

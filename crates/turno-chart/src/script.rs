@@ -19,19 +19,18 @@
 //! error, `never` not at all.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::actions::Action;
 use crate::algorithm::ChartError;
-use crate::core::{
-    fire_scheduled, initial_transition, invocation_done, next_due, transition_in_place,
-};
 use crate::event::Event;
 use crate::machine::Machine;
-use crate::persist::{Persist, PersistError, RestoreError, Sanitizer};
-use crate::snapshot::{Snapshot, StateValue};
+use crate::persist::{Clock, Persist, PersistError, RestoreError, Sanitizer};
+use crate::snapshot::StateValue;
+use crate::tree::{Charts, Path, Tagged, Tree};
 
 /// One output line.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -85,58 +84,70 @@ pub enum ScriptError {
     Restore(RestoreError),
 }
 
+/// Invocations of the standard actors waiting to settle: where, which.
+type Settling = VecDeque<(Path, String, String, Value, u64)>;
+
 struct Runner<'m> {
     m: &'m Machine<Value>,
-    snap: Snapshot<Value>,
-    settling: VecDeque<(String, String, Value, u64)>,
+    tree: Tree<Value>,
+    settling: Settling,
+}
+
+/// Takes note of the standard actors started (and stopped) by `actions`;
+/// the rest is of no interest to a script.
+fn note(settling: &mut Settling, actions: Vec<Tagged>) {
+    for t in actions {
+        match t.action {
+            Action::StartInvoke {
+                id,
+                src,
+                input,
+                generation,
+            } if src != "never" => {
+                settling.push_back((t.path, id, src, input, generation));
+            }
+            Action::StopInvoke { id, generation } => {
+                settling.retain(|s| !(s.0 == t.path && s.1 == id && s.4 == generation));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Settles the standard actors in the order they started, and what their
+/// results start in turn.
+fn settle(
+    m: &Machine<Value>,
+    tree: &mut Tree<Value>,
+    settling: &mut Settling,
+) -> Result<(), ChartError> {
+    while let Some((path, id, src, input, generation)) = settling.pop_front() {
+        let result = if src == "reject" {
+            Err(input)
+        } else {
+            Ok(input)
+        };
+        let (_, actions) = tree.done(m, &path, &id, generation, result)?;
+        note(settling, actions);
+    }
+    Ok(())
 }
 
 impl Runner<'_> {
-    fn absorb(&mut self, actions: Vec<Action>) {
-        for a in actions {
-            match a {
-                Action::StartInvoke {
-                    id,
-                    src,
-                    input,
-                    generation,
-                } if src != "never" => {
-                    self.settling.push_back((id, src, input, generation));
-                }
-                Action::StopInvoke { id, generation } => {
-                    self.settling.retain(|s| !(s.0 == id && s.3 == generation));
-                }
-                _ => {}
-            }
-        }
+    fn absorb(&mut self, actions: Vec<Tagged>) {
+        note(&mut self.settling, actions);
     }
 
     fn settle(&mut self) -> Result<(), ChartError> {
-        while let Some((id, src, input, generation)) = self.settling.pop_front() {
-            let result = if src == "reject" {
-                Err(input)
-            } else {
-                Ok(input)
-            };
-            let mut actions = Vec::new();
-            invocation_done(
-                self.m,
-                &mut self.snap,
-                &id,
-                generation,
-                result,
-                &mut actions,
-            )?;
-            self.absorb(actions);
-        }
-        Ok(())
+        settle(self.m, &mut self.tree, &mut self.settling)
     }
 
     fn line(&self, step: usize) -> Line {
+        let snap = self.tree.root();
         Line {
             step,
-            value: self.snap.value(self.m),
-            status: self.snap.status.as_str(),
+            value: snap.value(self.m),
+            status: snap.status.as_str(),
         }
     }
 }
@@ -145,6 +156,16 @@ impl Runner<'_> {
 /// after the initial one.
 pub fn run(m: &Machine<Value>, items: &Value) -> Result<Vec<Line>, ScriptError> {
     Ok(run_persisted(m, items, None)?.lines)
+}
+
+/// [`run`] with invoked child charts ([`tree`](crate::tree)): an
+/// `invoke.src` named in `charts` starts that chart.
+pub fn run_with(
+    m: &Machine<Value>,
+    charts: Arc<Charts<Value>>,
+    items: &Value,
+) -> Result<Vec<Line>, ScriptError> {
+    Ok(run_persisted_with(m, charts, items, None)?.lines)
 }
 
 /// Where `turno chart run --persist-at K --restore-after-ms D` persists.
@@ -185,6 +206,18 @@ pub fn run_persisted(
     items: &Value,
     at: Option<PersistAt>,
 ) -> Result<Persisted, ScriptError> {
+    run_persisted_with(m, Arc::new(Charts::new()), items, at)
+}
+
+/// [`run_persisted`] with invoked child charts: the snapshot holds the
+/// whole tree (each running child's under `charts.<invocation id>`) and the
+/// restore brings every child back in the state it was in.
+pub fn run_persisted_with(
+    m: &Machine<Value>,
+    charts: Arc<Charts<Value>>,
+    items: &Value,
+    at: Option<PersistAt>,
+) -> Result<Persisted, ScriptError> {
     let Value::Array(items) = items else {
         return Err(ScriptError::NotAnArray);
     };
@@ -201,10 +234,10 @@ pub fn run_persisted(
             });
         }
     }
-    let (snap, actions) = initial_transition(m).map_err(ScriptError::Initial)?;
+    let (tree, actions) = Tree::start(m, charts, 0).map_err(ScriptError::Initial)?;
     let mut r = Runner {
         m,
-        snap,
+        tree,
         settling: VecDeque::new(),
     };
     r.absorb(actions);
@@ -221,12 +254,11 @@ pub fn run_persisted(
             out.push(r.line(step));
         }
         let res = match item {
-            Item::Event(e) => {
-                let mut actions = Vec::new();
-                transition_in_place(m, &mut r.snap, e, &mut actions)
-                    .map(|()| r.absorb(actions))
-                    .and_then(|()| r.settle())
-            }
+            Item::Event(e) => r
+                .tree
+                .event(m, &[], e)
+                .map(|actions| r.absorb(actions))
+                .and_then(|()| r.settle()),
             Item::Advance(ms) => r.advance(ms),
         };
         res.map_err(|source| ScriptError::Chart { index, source })?;
@@ -248,28 +280,36 @@ pub fn run_persisted(
 
 impl<'m> Runner<'m> {
     fn advance(&mut self, ms: u64) -> Result<(), ChartError> {
-        let target = self.snap.now_ms.saturating_add(ms);
-        while let Some((id, seq, _)) = next_due(&self.snap, target) {
-            let mut actions = Vec::new();
-            fire_scheduled(self.m, &mut self.snap, &id, seq, &mut actions)?;
+        let target = self.tree.now_ms().saturating_add(ms);
+        while let Some((path, id, seq, _)) = self.tree.next_due(target) {
+            let (_, actions) = self.tree.fire(self.m, &path, &id, seq)?;
             self.absorb(actions);
             self.settle()?;
         }
-        self.snap.now_ms = target;
+        self.tree.set_now(target);
         Ok(())
     }
 
-    /// Writes the chart, drops it, and restores a new one `after_ms` later.
+    /// Writes the chart (and its child charts), drops it, and restores a
+    /// new one `after_ms` later; overdue events fire during the restore,
+    /// the standard actors settling between them as they do in a run.
     fn persist_and_restore(self, after_ms: u64) -> Result<(Runner<'m>, String), ScriptError> {
         let p = Persist::new(self.m).sanitizer(sanitizer());
-        let text = p.to_string(&self.snap).map_err(ScriptError::Persist)?;
-        let now = self.snap.now_ms.saturating_add(after_ms);
-        let m = self.m;
+        let text = p.tree_to_string(&self.tree).map_err(ScriptError::Persist)?;
+        let now = self.tree.now_ms().saturating_add(after_ms);
+        let (m, charts) = (self.m, self.tree.charts().clone());
         drop(self);
-        let restored = p.restore(&text, now).map_err(ScriptError::Restore)?;
+        let mut settle_overdue = |tree: &mut Tree<Value>, m: &Machine<Value>, actions| {
+            let mut settling = VecDeque::new();
+            note(&mut settling, actions);
+            settle(m, tree, &mut settling).map(|()| Vec::new())
+        };
+        let restored = p
+            .restore_tree_with(&text, charts, Clock::from(now), &mut settle_overdue)
+            .map_err(ScriptError::Restore)?;
         let mut r = Runner {
             m,
-            snap: restored.snapshot,
+            tree: restored.tree,
             settling: VecDeque::new(),
         };
         r.absorb(restored.actions);

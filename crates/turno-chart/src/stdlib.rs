@@ -17,6 +17,8 @@
 //! | action | `raise` | `event`, `delay`?, `id`? | raise, or a delayed raise (ms or a named delay) |
 //! | action | `cancel` | `id` | cancel a delayed event |
 //! | action | `emit` | `event` | emit to subscribers |
+//! | action | `sendTo` | `to`, `event`, `delay`? | send to a child by id (an invoked chart: see [`tree`](crate::tree)) |
+//! | action | `sendParent` | `event` | send to the parent chart |
 //! | action | `log` | `message`? | a log line |
 //! | delay | `short` 50, `medium` 200, `long` 1000, `ctxDelay` | | `ctxDelay` = `context.delay` |
 //! | actor | `echo`, `reject`, `never` | | resolves with its input, rejects with it, never settles |
@@ -174,6 +176,26 @@ pub fn implementations() -> Implementations<Value> {
         .action("emit", |scope: &mut ActionScope<'_, Value>| {
             if let Some(event) = event_param(scope.params()) {
                 scope.emit(event);
+            }
+        })
+        .action("sendTo", |scope: &mut ActionScope<'_, Value>| {
+            let (Some(to), Some(event)) = (
+                scope.params().get("to").and_then(Value::as_str),
+                event_param(scope.params()),
+            ) else {
+                return;
+            };
+            let to = to.to_string();
+            let delay = match scope.params().get("delay") {
+                Some(Value::Number(n)) => n.as_f64().map(|d| d.max(0.0) as u64),
+                Some(Value::String(name)) => named_delay(name, scope.context()),
+                _ => None,
+            };
+            scope.send_to(to, event, delay);
+        })
+        .action("sendParent", |scope: &mut ActionScope<'_, Value>| {
+            if let Some(event) = event_param(scope.params()) {
+                scope.send_parent(event);
             }
         })
         .action("log", |scope: &mut ActionScope<'_, Value>| {

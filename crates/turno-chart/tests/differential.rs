@@ -13,22 +13,16 @@
 //! checked too: XState is run again and must still print `expected.jsonl`.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use serde_json::Value;
-use turno_chart::{load_json, script, stdlib};
+use turno_chart::script;
 
-fn cases() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
-    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("tests/corpus exists")
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir())
-        .collect();
-    v.sort();
-    v
+mod common {
+    pub mod corpus;
 }
+use common::corpus::{cases, load_case};
 
 fn parse_lines(text: &str) -> Vec<Value> {
     text.lines()
@@ -37,12 +31,9 @@ fn parse_lines(text: &str) -> Vec<Value> {
 }
 
 fn turno_lines(case: &Path) -> Vec<Value> {
-    let machine = std::fs::read_to_string(case.join("machine.json")).unwrap();
-    let events: Value =
-        serde_json::from_str(&std::fs::read_to_string(case.join("events.json")).unwrap()).unwrap();
-    let m = load_json::<Value>(&machine, &stdlib::implementations())
+    let (m, charts, events) = load_case(case);
+    let lines = script::run_with(&m, charts, &events)
         .unwrap_or_else(|e| panic!("{}: {e}", case.display()));
-    let lines = script::run(&m, &events).unwrap_or_else(|e| panic!("{}: {e}", case.display()));
     lines
         .iter()
         .map(|l| serde_json::from_str(&serde_json::to_string(l).unwrap()).unwrap())

@@ -1,7 +1,10 @@
 //! Persisted snapshots: the `--persist-at` contract over the whole corpus,
 //! the reader's typed errors, the sanitizer.
 
-use std::path::{Path, PathBuf};
+mod common {
+    pub mod corpus;
+}
+use common::corpus::{cases, load_case};
 
 use serde_json::{json, Value};
 use turno_chart::persist::{
@@ -10,25 +13,6 @@ use turno_chart::persist::{
 use turno_chart::script::{self, PersistAt};
 use turno_chart::{initial_transition, load_json, stdlib, transition, Action, Event, Machine};
 
-fn cases() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
-    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir())
-        .collect();
-    v.sort();
-    v
-}
-
-fn load_case(case: &Path) -> (Machine<Value>, Vec<Value>) {
-    let text = std::fs::read_to_string(case.join("machine.json")).unwrap();
-    let m = load_json(&text, &stdlib::implementations()).unwrap();
-    let events: Value =
-        serde_json::from_str(&std::fs::read_to_string(case.join("events.json")).unwrap()).unwrap();
-    (m, events.as_array().unwrap().clone())
-}
-
 /// The contract: persisting after K items and restoring D ms later prints
 /// exactly what the plain run prints with `{"advance_ms": D}` inserted
 /// after K items, for every corpus case, every K and three D.
@@ -36,14 +20,16 @@ fn load_case(case: &Path) -> (Machine<Value>, Vec<Value>) {
 fn persist_at_equals_an_inserted_advance_over_the_corpus() {
     let mut runs = 0;
     for case in cases() {
-        let (m, items) = load_case(&case);
+        let (m, charts, items) = load_case(&case);
+        let items = items.as_array().unwrap().clone();
         for k in 0..=items.len() {
             for d in [0u64, 1500, 10_000] {
                 let mut inserted = items.clone();
                 inserted.insert(k, json!({"advance_ms": d}));
-                let want = script::run(&m, &Value::Array(inserted)).unwrap();
-                let got = script::run_persisted(
+                let want = script::run_with(&m, charts.clone(), &Value::Array(inserted)).unwrap();
+                let got = script::run_persisted_with(
                     &m,
+                    charts.clone(),
                     &Value::Array(items.clone()),
                     Some(PersistAt {
                         after_items: k,
@@ -63,7 +49,8 @@ fn persist_at_equals_an_inserted_advance_over_the_corpus() {
 
 #[test]
 fn persist_at_past_the_end_is_an_error() {
-    let (m, items) = load_case(&cases()[0]);
+    let (m, _, items) = load_case(&cases()[0]);
+    let items = items.as_array().unwrap().clone();
     let e = script::run_persisted(
         &m,
         &Value::Array(items.clone()),

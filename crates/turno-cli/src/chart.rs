@@ -7,7 +7,10 @@
 //! `--persist-at K --restore-after-ms D [--snapshot-out FILE]` persists the
 //! chart after K items, lets D virtual ms pass with no chart alive and goes
 //! on with a restored one: the output is exactly that of the same run with
-//! `{"advance_ms": D}` inserted after the first K items.
+//! `{"advance_ms": D}` inserted after the first K items. `--chart NAME=FILE`
+//! (repeatable) makes `invoke.src: NAME` start the JSON machine in FILE as
+//! a child chart; the snapshot then holds each running child under
+//! `charts.<invocation id>` and the contract holds for the whole tree.
 //! Errors go to stderr with exit code 2.
 //!
 //! Files ending in `.scxml` are SCXML documents, run and drawn by
@@ -16,9 +19,11 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::Subcommand;
 use serde_json::Value;
+use turno_chart::tree::{load_json_tree, Charts};
 use turno_chart::{load_json, mermaid, paths, script, stdlib, volatile, Machine};
 
 /// What `turno chart` does.
@@ -42,6 +47,11 @@ pub enum ChartCommand {
         /// Also write the snapshot taken to FILE.
         #[arg(long, value_name = "FILE", requires = "persist_at")]
         snapshot_out: Option<PathBuf>,
+        /// A child chart: `invoke.src: NAME` starts the XState JSON machine
+        /// in FILE (repeatable). Persisted snapshots hold every running
+        /// child chart under `charts.<invocation id>`.
+        #[arg(long = "chart", value_name = "NAME=FILE")]
+        charts: Vec<String>,
     },
     /// Prints every reachable state with a shortest sequence of
     /// `turno chart run` items that reaches it (one JSON line per state:
@@ -87,6 +97,36 @@ fn machine(path: &Path) -> Result<Machine<Value>, String> {
         .map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// The machine and its `--chart NAME=FILE` child charts.
+fn machine_tree(
+    path: &Path,
+    charts: &[String],
+) -> Result<(Machine<Value>, Arc<Charts<Value>>), String> {
+    let mut named = Vec::new();
+    let mut files = Vec::new();
+    for c in charts {
+        let Some((name, file)) = c
+            .split_once('=')
+            .filter(|(n, f)| !n.is_empty() && !f.is_empty())
+        else {
+            return Err(format!("--chart {c:?}: expected NAME=FILE"));
+        };
+        named.push((name.to_string(), read(Path::new(file))?));
+        files.push((name.to_string(), file.to_string()));
+    }
+    let text = read(path)?;
+    load_json_tree(&text, &named, &volatile::guards(stdlib::implementations())).map_err(|e| {
+        let file = match &e.chart {
+            Some(n) => files
+                .iter()
+                .find(|(name, _)| name == n)
+                .map_or(n.clone(), |f| f.1.clone()),
+            None => path.display().to_string(),
+        };
+        format!("{file}: {}", e.error)
+    })
+}
+
 /// Runs one `turno chart` command.
 pub fn main(cmd: ChartCommand) -> ExitCode {
     match cmd {
@@ -111,9 +151,10 @@ pub fn main(cmd: ChartCommand) -> ExitCode {
             persist_at,
             restore_after_ms,
             snapshot_out,
+            charts,
         } => {
-            let m = match machine(&mp) {
-                Ok(m) => m,
+            let (m, charts) = match machine_tree(&mp, &charts) {
+                Ok(t) => t,
                 Err(e) => return fail(e),
             };
             let items: Value = match read(&events).and_then(|t| {
@@ -127,7 +168,7 @@ pub fn main(cmd: ChartCommand) -> ExitCode {
                 after_items,
                 restore_after_ms,
             });
-            let run = match script::run_persisted(&m, &items, at) {
+            let run = match script::run_persisted_with(&m, charts, &items, at) {
                 Ok(r) => r,
                 Err(e) => return fail(format!("{}: {e}", events.display())),
             };

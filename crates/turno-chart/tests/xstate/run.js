@@ -10,6 +10,9 @@
 // {"case": DIR, "error": "..."}. One Node process then runs a whole corpus;
 // every case still gets its own machine, actor and clock.
 //
+// Child charts: each charts/NAME.json beside MACHINE.json is a machine that
+// `invoke: {src: NAME}` starts (as `turno chart run --chart NAME=FILE`).
+//
 // Time is simulated: {"advance_ms": N} fires every due delayed event in
 // deadline order (ties in the order they were scheduled), each at its own
 // deadline, so a delay scheduled by a fired event counts from that deadline.
@@ -52,12 +55,17 @@ function line(step, snap) {
 async function runCase(machinePath, eventsPath) {
   const config = JSON.parse(fs.readFileSync(machinePath, 'utf8'));
   const items = JSON.parse(fs.readFileSync(eventsPath, 'utf8'));
-  const machine = setup({
-    guards: lib.guards,
-    actions: lib.actions,
-    delays: lib.delays,
-    actors: lib.actors,
-  }).createMachine(lib.convertState(config));
+  const actors = { ...lib.actors };
+  const impl = { guards: lib.guards, actions: lib.actions, delays: lib.delays, actors };
+  const chartsDir = path.join(path.dirname(machinePath), 'charts');
+  if (fs.existsSync(chartsDir)) {
+    for (const f of fs.readdirSync(chartsDir).sort()) {
+      if (!f.endsWith('.json')) continue;
+      const child = JSON.parse(fs.readFileSync(path.join(chartsDir, f), 'utf8'));
+      actors[f.slice(0, -5)] = setup(impl).createMachine(lib.convertState(child));
+    }
+  }
+  const machine = setup(impl).createMachine(lib.convertState(config));
   const clock = new StepClock();
   const actor = createActor(machine, { clock });
   let failure = null;

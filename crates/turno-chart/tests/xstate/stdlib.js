@@ -35,6 +35,12 @@ const actions = {
   }),
   cancel: enqueueActions(({ enqueue }, p) => enqueue.cancel(p.id)),
   emit: enqueueActions(({ enqueue }, p) => enqueue.emit(p.event)),
+  sendTo: enqueueActions(({ enqueue }, p) => {
+    const opts = {};
+    if (p.delay !== undefined) opts.delay = p.delay;
+    enqueue.sendTo(p.to, p.event, opts);
+  }),
+  sendParent: enqueueActions(({ enqueue }, p) => enqueue.sendParent(p.event)),
   log: () => {},
 };
 

@@ -1,0 +1,53 @@
+//! The differential corpus, as every test that walks it reads it:
+//! `tests/corpus/<case>/` holds `machine.json`, `events.json`,
+//! `expected.jsonl` (recorded by XState) and, for a machine that invokes
+//! child charts, `charts/NAME.json` (the chart `invoke.src: NAME` starts).
+
+#![allow(dead_code)] // each test binary uses its own part
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::Value;
+use turno_chart::tree::{load_json_tree, Charts};
+use turno_chart::{stdlib, Machine};
+
+/// Every case's folder, sorted.
+pub fn cases() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("tests/corpus exists")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    v.sort();
+    v
+}
+
+/// A case's child charts: `(name, JSON config)`, sorted by name.
+pub fn case_charts(case: &Path) -> Vec<(String, String)> {
+    let Ok(dir) = std::fs::read_dir(case.join("charts")) else {
+        return Vec::new();
+    };
+    let mut v: Vec<(String, String)> = dir
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .map(|p| {
+            let name = p.file_stem().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read_to_string(&p).unwrap())
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// A case's machine (with the standard implementations), its child
+/// charts and its events.
+pub fn load_case(case: &Path) -> (Machine<Value>, Arc<Charts<Value>>, Value) {
+    let text = std::fs::read_to_string(case.join("machine.json")).unwrap();
+    let (m, charts) = load_json_tree(&text, &case_charts(case), &stdlib::implementations())
+        .unwrap_or_else(|e| panic!("{}: {e}", case.display()));
+    let events: Value =
+        serde_json::from_str(&std::fs::read_to_string(case.join("events.json")).unwrap()).unwrap();
+    (m, charts, events)
+}
