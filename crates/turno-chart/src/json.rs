@@ -164,8 +164,13 @@ fn string<'a>(j: &'a J, path: &str) -> Result<&'a str, BuildError> {
 }
 
 fn check_keys(o: &[(String, J)], allowed: &[&str], path: &str) -> Result<(), BuildError> {
+    check_keys_of(o, &[allowed], path)
+}
+
+/// [`check_keys`] against the union of several lists.
+fn check_keys_of(o: &[(String, J)], allowed: &[&[&str]], path: &str) -> Result<(), BuildError> {
     for (k, _) in o {
-        if !allowed.contains(&k.as_str()) {
+        if !allowed.iter().any(|list| list.contains(&k.as_str())) {
             return Err(fail(&format!("{path}.{k}"), Problem::UnknownKey(k.clone())));
         }
     }
@@ -220,7 +225,8 @@ pub fn load_value<C: Clone + DeserializeOwned>(
     load_json(&text, imp)
 }
 
-const ROOT_KEYS: &[&str] = &[
+/// The keys every state node may have, the root included.
+const NODE_KEYS: &[&str] = &[
     "id",
     "type",
     "initial",
@@ -236,28 +242,11 @@ const ROOT_KEYS: &[&str] = &[
     "meta",
     "description",
     "output",
-    "context",
-    "version",
 ];
-const STATE_KEYS: &[&str] = &[
-    "id",
-    "type",
-    "initial",
-    "states",
-    "on",
-    "always",
-    "after",
-    "entry",
-    "exit",
-    "invoke",
-    "onDone",
-    "tags",
-    "meta",
-    "description",
-    "output",
-    "history",
-    "target",
-];
+/// What only the root may have besides.
+const ROOT_ONLY_KEYS: &[&str] = &["context", "version"];
+/// What only a nested state (a history state) may have besides.
+const STATE_ONLY_KEYS: &[&str] = &["history", "target"];
 const TRANSITION_KEYS: &[&str] = &[
     "target",
     "guard",
@@ -281,7 +270,7 @@ fn definition<C: Clone + DeserializeOwned>(
     imp: &Implementations<C>,
 ) -> Result<Definition<C>, BuildError> {
     let o = obj(j, "$")?;
-    check_keys(o, ROOT_KEYS, "$")?;
+    check_keys_of(o, &[NODE_KEYS, ROOT_ONLY_KEYS], "$")?;
     let context = match get(o, "context") {
         Some(c) => C::deserialize(c.to_value()).map_err(|e| {
             fail(
@@ -296,14 +285,8 @@ fn definition<C: Clone + DeserializeOwned>(
             )
         })?,
     };
-    let version = match get(o, "version") {
-        Some(v) => Some(string(v, "$.version")?.to_string()),
-        None => None,
-    };
-    let key = match get(o, "id") {
-        Some(id) => string(id, "$.id")?.to_string(),
-        None => "(machine)".to_string(),
-    };
+    let version = optional_string(o, "version", "$")?;
+    let key = optional_string(o, "id", "$")?.unwrap_or_else(|| "(machine)".to_string());
     let mut root = state(j, key, "$", imp)?;
     // The root's key is its id; `state` read it as an explicit id too.
     root.id = None;
@@ -322,7 +305,7 @@ fn state<C>(
 ) -> Result<StateSpec<C>, BuildError> {
     let o = obj(j, path)?;
     if path != "$" {
-        check_keys(o, STATE_KEYS, path)?;
+        check_keys_of(o, &[NODE_KEYS, STATE_ONLY_KEYS], path)?;
     }
     let mut s = StateSpec::new(key, path);
     let mut history_deep = None;
@@ -443,31 +426,11 @@ fn state<C>(
                     s.invoke.push(invoke(inv, &ip, imp)?);
                 }
             }
-            "tags" => {
-                s.tags = match v {
-                    J::Str(t) => vec![t.clone()],
-                    J::Arr(a) => a
-                        .iter()
-                        .enumerate()
-                        .map(|(i, t)| string(t, &format!("{p}[{i}]")).map(str::to_string))
-                        .collect::<Result<_, _>>()?,
-                    _ => return Err(fail(&p, Problem::WrongType("a tag or a list of tags"))),
-                }
-            }
+            "tags" => s.tags = one_or_many(v, &p, "a tag or a list of tags")?,
             "meta" => s.meta = Some(v.to_value()),
             "description" => s.description = Some(string(v, &p)?.to_string()),
             "output" => s.output = Some(OutputSpec::Value(v.to_value())),
-            "target" => {
-                s.history_target = Some(match v {
-                    J::Str(t) => vec![t.clone()],
-                    J::Arr(a) => a
-                        .iter()
-                        .enumerate()
-                        .map(|(i, t)| string(t, &format!("{p}[{i}]")).map(str::to_string))
-                        .collect::<Result<_, _>>()?,
-                    _ => return Err(fail(&p, Problem::WrongType("a target"))),
-                })
-            }
+            "target" => s.history_target = Some(one_or_many(v, &p, "a target")?),
             // Root-only keys, read by `load`.
             "context" | "version" => {}
             _ => unreachable!("keys were checked"),
@@ -494,6 +457,26 @@ fn state<C>(
         ));
     }
     Ok(s)
+}
+
+/// `o[key]` as a string, if present (`path` is `o`'s).
+fn optional_string(o: &[(String, J)], key: &str, path: &str) -> Result<Option<String>, BuildError> {
+    get(o, key)
+        .map(|v| string(v, &format!("{path}.{key}")).map(str::to_string))
+        .transpose()
+}
+
+/// A string or a list of strings (`what` names it in the error).
+fn one_or_many(v: &J, path: &str, what: &'static str) -> Result<Vec<String>, BuildError> {
+    match v {
+        J::Str(t) => Ok(vec![t.clone()]),
+        J::Arr(a) => a
+            .iter()
+            .enumerate()
+            .map(|(i, t)| string(t, &format!("{path}[{i}]")).map(str::to_string))
+            .collect(),
+        _ => Err(fail(path, Problem::WrongType(what))),
+    }
 }
 
 fn parse_ms(d: &str) -> Option<u64> {

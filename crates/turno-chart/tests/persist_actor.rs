@@ -54,12 +54,14 @@ fn restored(m: &Arc<Machine<Value>>, seen: &Seen, text: String) -> ChartActor<Va
     actor(m, seen, &last).restoring(move |now| Persist::new(&*mm).restore(&text, now))
 }
 
-#[test]
-fn det_overdue_event_fires_at_once_after_restore_and_entry_does_not_rerun() {
-    let m = machine(5000);
+/// On DetSystem(`seed`): a chart sent GO runs `ran_ms`, its last snapshot
+/// is kept, the actor is stopped and `gap_ms` pass with nobody alive; then
+/// a chart restored from the snapshot is spawned and runs to idleness.
+/// Returns the system and what the restored chart persisted.
+fn det_restored(seed: u64, m: &Arc<Machine<Value>>, ran_ms: u64, gap_ms: u64) -> (DetSystem, Seen) {
     let seen: Seen = Arc::default();
     let last = Arc::new(Mutex::new(None));
-    let mut sys = DetSystem::new(7);
+    let mut sys = DetSystem::new(seed);
     let (m1, s1, l1) = (m.clone(), seen.clone(), last.clone());
     let a = sys
         .spawn(Props::new(), move || actor(&m1, &s1, &l1))
@@ -67,11 +69,11 @@ fn det_overdue_event_fires_at_once_after_restore_and_entry_does_not_rerun() {
     sys.run_until_idle().unwrap();
     assert!(a.try_send(ChartMsg::Event(Event::new("GO"))).is_enqueued());
     sys.run_until_idle().unwrap();
-    sys.advance(Duration::from_millis(3000)).unwrap(); // 2 s left
+    sys.advance(Duration::from_millis(ran_ms)).unwrap();
     let text = last.lock().unwrap().clone().unwrap();
     sys.stop(a.id());
     sys.run_until_idle().unwrap();
-    sys.advance(Duration::from_millis(10_000)).unwrap(); // nobody alive
+    sys.advance(Duration::from_millis(gap_ms)).unwrap(); // nobody alive
     let after: Seen = Arc::default();
     let (m2, s2) = (m.clone(), after.clone());
     let mut text = Some(text);
@@ -80,6 +82,14 @@ fn det_overdue_event_fires_at_once_after_restore_and_entry_does_not_rerun() {
     })
     .unwrap();
     sys.run_until_idle().unwrap();
+    (sys, after)
+}
+
+#[test]
+fn det_overdue_event_fires_at_once_after_restore_and_entry_does_not_rerun() {
+    let m = machine(5000);
+    // Persisted with 2 s left, restored 10 s later.
+    let (_, after) = det_restored(7, &m, 3000, 10_000);
     let after = after.lock().unwrap().clone();
     assert_eq!(after.len(), 1, "{after:?}");
     let (value, ctx, _) = &after[0];
@@ -93,29 +103,8 @@ fn det_overdue_event_fires_at_once_after_restore_and_entry_does_not_rerun() {
 #[test]
 fn det_pending_event_fires_at_its_original_deadline() {
     let m = machine(5000);
-    let seen: Seen = Arc::default();
-    let last = Arc::new(Mutex::new(None));
-    let mut sys = DetSystem::new(3);
-    let (m1, s1, l1) = (m.clone(), seen.clone(), last.clone());
-    let a = sys
-        .spawn(Props::new(), move || actor(&m1, &s1, &l1))
-        .unwrap();
-    sys.run_until_idle().unwrap();
-    assert!(a.try_send(ChartMsg::Event(Event::new("GO"))).is_enqueued());
-    sys.run_until_idle().unwrap();
-    sys.advance(Duration::from_millis(3000)).unwrap();
-    let text = last.lock().unwrap().clone().unwrap();
-    sys.stop(a.id());
-    sys.run_until_idle().unwrap();
-    sys.advance(Duration::from_millis(1000)).unwrap(); // restored with 1 s left
-    let after: Seen = Arc::default();
-    let (m2, s2) = (m.clone(), after.clone());
-    let mut text = Some(text);
-    sys.spawn(Props::new(), move || {
-        restored(&m2, &s2, text.take().unwrap())
-    })
-    .unwrap();
-    sys.run_until_idle().unwrap();
+    // Restored with 1 s left.
+    let (mut sys, after) = det_restored(3, &m, 3000, 1000);
     assert_eq!(after.lock().unwrap()[0].0, "\"busy\"");
     sys.advance(Duration::from_millis(999)).unwrap();
     assert_eq!(after.lock().unwrap().len(), 1, "not yet");

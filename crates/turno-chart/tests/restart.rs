@@ -14,7 +14,6 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -23,9 +22,16 @@ use turno::{Actor, Addr, Context, DetSystem, Props, ReplyTo, System, ThreadedSys
 use turno_chart::gateway::{Fault, Faults, Gateway, GatewayMsg, Ledger};
 use turno_chart::interpreter::{ChartActor, ChartMsg, Service};
 use turno_chart::persist::{self, Persist};
-use turno_chart::submit::{self, Submit, CHARGE, LOOKUP};
+use turno_chart::submit;
 use turno_chart::{load_json, stdlib, Event, Machine, Snapshot};
 use turno_store::Store;
+
+mod common {
+    pub mod det;
+    pub mod gateway;
+}
+use common::det::settle;
+use common::gateway::{charge_via, keyed_submit, services_with};
 
 // ---- the charts ------------------------------------------------------------
 
@@ -46,36 +52,6 @@ fn timer(id: &str, delay_ms: u64) -> Arc<Machine<Value>> {
         )
         .unwrap(),
     )
-}
-
-fn submit_machine(key: String) -> Arc<Machine<Value>> {
-    let n = Arc::new(AtomicU64::new(0));
-    let keys: submit::KeySource =
-        Arc::new(move || format!("{key}-{}", n.fetch_add(1, Ordering::Relaxed)));
-    Arc::new(Submit::new(42, keys).machine().unwrap())
-}
-
-fn services(charge: Service<Value>, gw: &Addr<GatewayMsg>) -> Arc<HashMap<String, Service<Value>>> {
-    let mut s = HashMap::new();
-    s.insert(CHARGE.to_string(), charge);
-    s.insert(
-        LOOKUP.to_string(),
-        Service::ask(gw.clone(), Duration::from_millis(500), |input, reply| {
-            GatewayMsg::Lookup {
-                key: input["key"].as_str().unwrap_or_default().to_string(),
-                reply,
-            }
-        }),
-    );
-    Arc::new(s)
-}
-
-fn charge_via(gw: &Addr<GatewayMsg>, timeout: Duration) -> Service<Value> {
-    Service::ask(gw.clone(), timeout, |input, reply| GatewayMsg::Charge {
-        key: input["key"].as_str().unwrap_or_default().to_string(),
-        amount: input["amount"].as_u64().unwrap_or(0),
-        reply,
-    })
 }
 
 /// A chart actor that hands every snapshot (write-ahead) to `on`, fresh or
@@ -501,7 +477,7 @@ fn process(
     let gw = sys
         .spawn(Props::new(), move || Gateway::new(l.clone(), f.clone()))
         .unwrap();
-    let svc = services(charge_via(&gw, Duration::from_millis(1000)), &gw);
+    let svc = services_with(charge_via(&gw, Duration::from_millis(1000)), &gw);
     let (mut st, mut tt) = match texts {
         Some((s, t)) => (Some(s), Some(t)),
         None => (None, None),
@@ -521,19 +497,6 @@ fn process(
     Process { sys, submit, timer }
 }
 
-fn settle(sys: &mut DetSystem) {
-    for _ in 0..1000 {
-        sys.run_until_idle().unwrap();
-        match sys.next_deadline() {
-            Some(d) => {
-                sys.advance_to(d).unwrap();
-            }
-            None => return,
-        }
-    }
-    panic!("did not settle");
-}
-
 /// Each seed: the flow runs in process 1 for a seed-chosen number of turns
 /// and virtual milliseconds, process 1 dies (no stop, no last write: only
 /// what its charts persisted survives), and process 2 starts a
@@ -547,7 +510,7 @@ fn det_two_processes_many_seeds() {
     let mut crashed_in: HashMap<String, u64> = HashMap::new();
     for seed in 0..SEEDS {
         let ledger = Ledger::new();
-        let sm = submit_machine(format!("key-{seed}"));
+        let sm = keyed_submit(format!("key-{seed}"));
         let delay = 1000 + (seed * 37) % 4000;
         let tm = timer("timer", delay);
         let (slog, tlog): (Log, Log) = (Arc::default(), Arc::default());

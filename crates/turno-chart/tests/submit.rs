@@ -4,52 +4,27 @@
 //! after every macrostep of the flow.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
 use turno::{Addr, DetSystem, Props, System};
-use turno_chart::gateway::{Fault, Faults, Gateway, GatewayMsg, Ledger};
+use turno_chart::gateway::{Fault, Faults, Gateway, Ledger};
 use turno_chart::interpreter::{ChartActor, ChartMsg, Service};
 use turno_chart::persist::Persist;
-use turno_chart::submit::{self, Submit, CHARGE, LOOKUP};
+use turno_chart::submit;
 use turno_chart::{Event, Machine};
+
+mod common {
+    pub mod det;
+    pub mod gateway;
+}
+use common::det::{settle, step_until};
+use common::gateway::{services, submit_machine};
 
 const SEEDS: u64 = 200;
 
 type FaultPlan = fn() -> Vec<Fault>;
-
-fn machine(seed: u64) -> Arc<Machine<Value>> {
-    let n = Arc::new(AtomicU64::new(0));
-    let keys: submit::KeySource =
-        Arc::new(move || format!("key-{seed}-{}", n.fetch_add(1, Ordering::Relaxed)));
-    Arc::new(Submit::new(42, keys).machine().unwrap())
-}
-
-fn services(gw: &Addr<GatewayMsg>) -> Arc<HashMap<String, Service<Value>>> {
-    let mut s = HashMap::new();
-    s.insert(
-        CHARGE.to_string(),
-        Service::ask(gw.clone(), Duration::from_millis(1000), |input, reply| {
-            GatewayMsg::Charge {
-                key: input["key"].as_str().unwrap_or_default().to_string(),
-                amount: input["amount"].as_u64().unwrap_or(0),
-                reply,
-            }
-        }),
-    );
-    s.insert(
-        LOOKUP.to_string(),
-        Service::ask(gw.clone(), Duration::from_millis(500), |input, reply| {
-            GatewayMsg::Lookup {
-                key: input["key"].as_str().unwrap_or_default().to_string(),
-                reply,
-            }
-        }),
-    );
-    Arc::new(s)
-}
 
 /// Snapshots (value, persisted text) after every macrostep.
 type Log = Arc<Mutex<Vec<(String, Value, String)>>>;
@@ -74,7 +49,7 @@ impl World {
             .unwrap();
         World {
             sys,
-            m: machine(seed),
+            m: submit_machine(seed),
             ledger,
             services: services(&gw),
             log: Arc::default(),
@@ -114,16 +89,7 @@ impl World {
 
     /// Runs until nothing is runnable and no timer is pending.
     fn settle(&mut self) {
-        for _ in 0..1000 {
-            self.sys.run_until_idle().unwrap();
-            match self.sys.next_deadline() {
-                Some(d) => {
-                    self.sys.advance_to(d).unwrap();
-                }
-                None => return,
-            }
-        }
-        panic!("did not settle");
+        settle(&mut self.sys);
     }
 
     fn last(&self) -> (String, Value) {
@@ -304,18 +270,8 @@ fn a_crash_and_restore_at_every_step_charges_exactly_once() {
                 w.send(&a, "CONFIRM");
                 // Step turn by turn until the chart has written
                 // `crash_after` snapshots (or finished), then kill it.
-                let mut guard = 0;
-                while w.log.lock().unwrap().len() < crash_after && guard < 10_000 {
-                    if !w.sys.step() {
-                        match w.sys.next_deadline() {
-                            Some(d) => {
-                                w.sys.advance_to(d).unwrap();
-                            }
-                            None => break,
-                        }
-                    }
-                    guard += 1;
-                }
+                let log = w.log.clone();
+                step_until(&mut w.sys, || log.lock().unwrap().len() >= crash_after);
                 let text = w.log.lock().unwrap().last().unwrap().2.clone();
                 let at = w.log.lock().unwrap().last().unwrap().0.clone();
                 w.sys.stop(a.id());
