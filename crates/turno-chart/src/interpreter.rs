@@ -51,7 +51,7 @@ use crate::core::{
 };
 use crate::event::Event;
 use crate::machine::{Machine, StateKind};
-use crate::persist::{Clock, Restored, RestoreError, RestoredTree};
+use crate::persist::{Clock, RestoreError, Restored, RestoredTree};
 use crate::snapshot::{Snapshot, Status};
 use crate::tree::{Charts, Path, Tagged, Tree};
 
@@ -555,9 +555,7 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
     /// started again.
     pub fn restoring_tree(
         mut self,
-        f: impl FnOnce(Clock, Arc<Charts<C>>) -> Result<RestoredTree<C>, RestoreError>
-            + Send
-            + 'static,
+        f: impl FnOnce(Clock, Arc<Charts<C>>) -> Result<RestoredTree<C>, RestoreError> + Send + 'static,
     ) -> Self {
         self.restore = Some(Box::new(f));
         self
@@ -657,7 +655,7 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
         };
         let delivery = match result {
             Some(Ok(Delivery::Delivered)) => tree
-                .absorb(&m, path, actions.drain(..).collect())
+                .absorb(&m, path, std::mem::take(&mut actions))
                 .map(|out| (Delivery::Delivered, out)),
             None | Some(Ok(Delivery::Stale)) => Ok((Delivery::Stale, Vec::new())),
             Some(Err(e)) => Err(e),
@@ -897,7 +895,7 @@ impl<C: Clone + Send + Sync + 'static> Actor for ChartActor<C> {
         snap.epoch_ms = self.epoch_ms;
         let mut tree = Tree::new(snap, self.charts.clone());
         let mut out = tree
-            .absorb(&m, &[], actions.drain(..).collect())
+            .absorb(&m, &[], std::mem::take(&mut actions))
             .unwrap_or_else(|e| panic!("chart {:?}: {e}", m.id()));
         self.tree = Some(tree);
         self.persist();
@@ -929,8 +927,7 @@ impl<C: Clone + Send + Sync + 'static> Actor for ChartActor<C> {
                 generation,
                 result,
             } => {
-                self.running
-                    .remove(&(path.clone(), id.clone(), generation));
+                self.running.remove(&(path.clone(), id.clone(), generation));
                 let d = self.step(ctx, &path, |m, s, a, i| {
                     invocation_done_inspected(m, s, &id, generation, result, a, i)
                 });

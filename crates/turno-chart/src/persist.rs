@@ -105,7 +105,7 @@ use crate::tree::{Charts, Tree};
 use crate::volatile;
 
 mod tree_io;
-pub use tree_io::RestoredTree;
+pub use tree_io::{Decisions, RestoredTree};
 
 /// The `format` field of every persisted snapshot.
 pub const FORMAT: &str = "turno-chart-snapshot";

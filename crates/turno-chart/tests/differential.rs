@@ -32,8 +32,8 @@ fn parse_lines(text: &str) -> Vec<Value> {
 
 fn turno_lines(case: &Path) -> Vec<Value> {
     let (m, charts, events) = load_case(case);
-    let lines = script::run_with(&m, charts, &events)
-        .unwrap_or_else(|e| panic!("{}: {e}", case.display()));
+    let lines =
+        script::run_with(&m, charts, &events).unwrap_or_else(|e| panic!("{}: {e}", case.display()));
     lines
         .iter()
         .map(|l| serde_json::from_str(&serde_json::to_string(l).unwrap()).unwrap())

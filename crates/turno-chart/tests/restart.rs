@@ -216,7 +216,7 @@ fn child_process() {
         // Long enough that the first process dies in `sending`.
         charge_via(&gw, Duration::from_secs(60))
     };
-    let svc = services(charge, &gw);
+    let svc = services_with(charge, &gw);
     let none: Arc<HashMap<String, Service<Value>>> = Arc::default();
     // A second process that ran `review`'s entry again would make this key.
     let keys = if first {
@@ -224,7 +224,7 @@ fn child_process() {
     } else {
         "second".into()
     };
-    let sm = submit_machine(keys);
+    let sm = keyed_submit(keys);
     let (short, long) = (timer("short", SHORT_MS), timer("long", LONG_MS));
     let saved = |owner: &str| {
         (!first).then(|| {

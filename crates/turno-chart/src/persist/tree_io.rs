@@ -16,10 +16,14 @@ pub struct RestoredTree<C> {
     pub actions: Vec<Tagged>,
     /// Per in-flight invocation (the chart's path and the invocation id),
     /// what was decided; invoked charts are [`InFlight::Resume`].
-    pub decisions: Vec<(Path, String, InFlight)>,
+    pub decisions: Decisions,
     /// The volatile fields dropped when persisting, per chart.
     pub volatile_missing: Vec<(Path, String)>,
 }
+
+/// Per in-flight invocation (the chart's path, the invocation id), what
+/// the restore decided.
+pub type Decisions = Vec<(Path, String, InFlight)>;
 
 /// What the owner does with actions while the restore fires overdue
 /// events; it returns those it did not carry out.
@@ -243,7 +247,7 @@ impl<C: Clone> Persist<'_, C> {
         tree: &mut Tree<C>,
         at: Clock,
         settle: Settle<'_, C>,
-    ) -> Result<(Vec<Tagged>, Vec<(Path, String, InFlight)>), RestoreError> {
+    ) -> Result<(Vec<Tagged>, Decisions), RestoreError> {
         let m = self.m;
         let persisted_ms = tree.root.now_ms;
         // Where the snapshot's clock is now, and how its times map onto

@@ -2,7 +2,7 @@
 
 #![allow(dead_code)] // each test binary uses its own part
 
-use turno::{DetSystem, System};
+use turno::DetSystem;
 
 /// Runs until nothing is runnable and no timer is pending, moving virtual
 /// time from deadline to deadline.
