@@ -46,8 +46,18 @@ fn serve(trace: &Path, source: Option<&Path>, port: u16) -> ExitCode {
             ix.len()
         );
     }
+    let times = loaded
+        .index_times()
+        .map(|t| {
+            format!(
+                "; {:.0} ms on a CPU, {:.0} ms waiting for one",
+                t.cpu.as_secs_f64() * 1000.0,
+                t.waiting.as_secs_f64() * 1000.0
+            )
+        })
+        .unwrap_or_default();
     eprintln!(
-        "turno inspect: {} events indexed in {:.0} ms ({} checkpoints)",
+        "turno inspect: {} events indexed in {:.0} ms ({} checkpoints{times})",
         ix.len(),
         loaded.index_ms(),
         ix.checkpoints()

@@ -43,7 +43,7 @@ function ms(ns) {
   return (Number(ns) / 1e6).toFixed(3) + " ms";
 }
 
-const state = { meta: null, step: 0, len: 0, pending: null, inflight: false, lastView: null, renderMs: [] };
+const state = { meta: null, step: 0, len: 0, loop: 0, pending: null, inflight: false, lastView: null, renderMs: [] };
 window.__inspector = state;
 
 // ---------------------------------------------------------------- stepping
@@ -58,7 +58,7 @@ async function go(k) {
       const want = state.pending;
       state.pending = null;
       const t0 = performance.now();
-      const r = await fetch("/api/step?k=" + want);
+      const r = await fetch(`/api/step?k=${want}&loop=${state.loop}`);
       if (!r.ok) throw new Error(await r.text());
       const view = await r.json();
       if (state.pending === null) {
@@ -114,6 +114,7 @@ function render(view) {
   state.step = view.step;
   state.lastView = view;
   document.body.dataset.step = String(view.step);
+  document.body.dataset.loop = String(view.loop ?? 0);
   $("step").textContent = String(view.step);
   $("slider").value = String(view.step);
   $("time").textContent = ms(view.world.t_ns);
@@ -123,8 +124,20 @@ function render(view) {
   renderTimeline(view);
 }
 
+// The event's js_stack, when the event ran on the loop shown.
+function eventStack(view) {
+  return view.event && (view.event.loop ?? 0) === view.loop ? view.event.js_stack : null;
+}
+
+// The source of the loop shown: the program, or a worker's script.
+function loopSource(view) {
+  if (!view.loop) return state.meta.source;
+  const w = (state.meta.workers || []).find((w) => w.id === view.loop);
+  return w ? w.source : null;
+}
+
 function currentLine(view) {
-  const stack = (view.event && view.event.js_stack) || (view.world.js.stack.length ? view.world.js.js_stack : null);
+  const stack = eventStack(view) || (view.world.js.stack.length ? view.world.js.js_stack : null);
   if (!stack || !stack.length) return null;
   // js_stack is written outermost first: the innermost frame is the last.
   const m = /:(\d+):(\d+)\)$/.exec(stack[stack.length - 1]);
@@ -134,15 +147,17 @@ function currentLine(view) {
 function renderJs(view) {
   const w = view.world, js = w.js, moved = movedSet(view);
   // source
-  const src = state.meta.source;
+  const src = loopSource(view);
   const line = currentLine(view);
   const body = $("source");
   if (!src) {
     fill("source", el("div", { class: "empty", text: "source not found (pass --source FILE)" }));
-  } else if (!body.dataset.built) {
+    delete body.dataset.built;
+  } else if (body.dataset.built !== src.file) {
     body.replaceChildren(...src.lines.map((t, i) =>
       el("div", { class: "src-line", "data-line": i + 1 }, el("span", { class: "no", text: i + 1 }), el("span", { text: t }))));
-    body.dataset.built = "1";
+    body.dataset.built = src.file;
+    $("source-file").textContent = short(src.file);
   }
   if (src) {
     for (const c of body.querySelectorAll(".current")) c.classList.remove("current");
@@ -156,7 +171,7 @@ function renderJs(view) {
     class: "frame" + (moved.has("stack|" + (i + 1)) ? " moved" : ""), "data-depth": i + 1, text: f })).reverse();
   const popped = (view.moved || []).find((m) => m.lane === "stack" && m.action === "pop");
   // js_stack is outermost first; shown innermost on top, like the host frames.
-  const jsFrames = (view.event && view.event.js_stack || []).map((f) => el("div", { class: "frame js-frame", text: f })).reverse();
+  const jsFrames = (eventStack(view) || []).map((f) => el("div", { class: "frame js-frame", text: f })).reverse();
   fill("stack",
     popped ? el("div", { class: "frame box ghost pop", text: "popped: " + popped.label }) : null,
     ...frames,
@@ -399,6 +414,17 @@ async function main() {
   $("len").textContent = String(meta.len);
   $("slider").max = String(meta.len);
   if (meta.source) $("source-file").textContent = short(meta.source.file);
+  if (meta.workers && meta.workers.length) {
+    // One event loop at a time: each has its own queues, stack and promises.
+    const sel = $("loop");
+    sel.append(el("option", { value: 0, text: "0: main" }),
+      ...meta.workers.map((w) => el("option", { value: w.id, text: `${w.id}: worker ${w.name || w.file}` })));
+    sel.onchange = () => {
+      state.loop = Number(sel.value);
+      go(state.step);
+    };
+    $("loop-picker").hidden = false;
+  }
   if (meta.error) showError("the trace is cut here: " + meta.error);
   wireToolbar();
   await go(0);

@@ -155,6 +155,46 @@ await test("javascript trace: the source line is the innermost js_stack frame", 
 });
 
 // ------------------------------------------------------------------ actors
+await test("javascript trace with a worker: one event loop at a time", async () => {
+  // turno-js records the page and a dedicated worker, each its own loop.
+  const js = "crates/turno-js/tests/corpus/html-live/l03_worker_messages.js";
+  const s = await serve(TURNO, ["js", "run", js, "--model", "html", "--inspect"]);
+  try {
+    await open(s.url);
+    assert.equal(await page.isVisible("#loop-picker"), true);
+    const options = await texts("#loop option");
+    assert.equal(options.length, 2);
+    assert.equal(options[0], "0: main");
+    assert.match(options[1], /^1: worker (.*\/)?l03_worker_messages\.worker\.js$/);
+    // Step 14 (after seq 13): both messages wait in the worker's task queue;
+    // the page's own queue is empty.
+    await goto(14);
+    assert.equal(await page.getAttribute("body", "data-loop"), "0");
+    assert.deepEqual(await attrs("[data-lane='queue:task'] .box:not(.ghost)", "data-item"), []);
+    await page.selectOption("#loop", "1");
+    await page.waitForSelector("body[data-loop='1'][data-step='14']");
+    assert.deepEqual(await attrs("[data-lane='queue:task'] .box:not(.ghost)", "data-item"), ["1", "2"]);
+    assert.deepEqual(await attrs("[data-lane='queue:task'] .box.moved", "data-item"), ["2"]);
+    // Step 31: each loop runs a task of its own at the same time.
+    await goto(31);
+    assert.deepEqual(await texts("#stack .frame:not(.js-frame):not(.ghost)"), ["event listener: onmessage", "task: message from loop 0"]);
+    // The stack_push at seq 30 ran on the page: nothing moved in the worker.
+    assert.equal(await page.locator("#stack .frame.moved").count(), 0);
+    assert.equal(await page.locator("#stack .js-frame").count(), 0);
+    // The worker's source is its own script, its current line from its js_stack.
+    await goto(25);
+    assert.match(await page.textContent("#source-file"), /l03_worker_messages\.worker\.js$/);
+    assert.equal(await page.getAttribute(".src-line.current", "data-line"), "4");
+    await page.locator("#pane-queues").screenshot({ path: join(SHOTS, "js-worker-queues.png") });
+    await page.selectOption("#loop", "0");
+    await page.waitForSelector("body[data-loop='0'][data-step='25']");
+    assert.match(await page.textContent("#source-file"), /l03_worker_messages\.js$/);
+    await goto(31);
+    assert.deepEqual(await texts("#stack .frame:not(.js-frame):not(.ghost)"), ["task: message from loop 1"]);
+    assert.deepEqual(await attrs("#stack .frame.moved", "data-depth"), ["1"]);
+  } finally { stop(s); }
+});
+
 await test("actor trace from the overload demo: depth bars and drop counts", async () => {
   const s = await serve(TURNO, ["demo", "overload", "--seconds", "5", "--capacity", "20", "--inspect", "keep-newest"]);
   try {

@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 use turno_trace::actor::{Dropped, TurnKind};
+use turno_trace::world::JsWorld;
 use turno_trace::{ActorEvent, Event, JsEvent, Kind, World};
 
 /// One element that moved at a step.
@@ -39,13 +40,17 @@ fn boxname(b: Option<u64>) -> (Option<String>, String) {
 /// What `event` moved, given the world just before it.
 pub fn moved(before: &World, event: &Event) -> Vec<Moved> {
     match &event.kind {
-        Kind::Js(j) => js(before, j),
+        Kind::Js(j) => match before.js_loop(event.loop_id.unwrap_or(0)) {
+            Some(js_world) => js(js_world, j),
+            None => js(&JsWorld::default(), j),
+        },
         Kind::Actor(a) => actor(before, event.seq, a),
         Kind::Other(_) => Vec::new(),
     }
 }
 
-fn js(before: &World, e: &JsEvent) -> Vec<Moved> {
+/// What a JavaScript event moved in its own loop (`before` is that loop).
+fn js(before: &JsWorld, e: &JsEvent) -> Vec<Moved> {
     match e {
         JsEvent::Enqueue {
             queue, id, label, ..
@@ -55,7 +60,6 @@ fn js(before: &World, e: &JsEvent) -> Vec<Moved> {
             Some(id.0.to_string()),
             label.clone().unwrap_or_else(|| {
                 before
-                    .js
                     .queues
                     .get(queue)
                     .and_then(|q| q.iter().find(|x| x.id == *id))
@@ -65,7 +69,6 @@ fn js(before: &World, e: &JsEvent) -> Vec<Moved> {
         )],
         JsEvent::Dequeue { queue, id, .. } | JsEvent::Cancel { queue, id } => {
             let label = before
-                .js
                 .queues
                 .get(queue)
                 .and_then(|q| q.iter().find(|x| x.id == *id))

@@ -15,6 +15,7 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use turno_trace::{Event, Format, Header, Index, WaitFor, World};
 
+use crate::cpu::ThreadTimes;
 use crate::moved::{moved, Moved};
 use crate::Error;
 
@@ -34,7 +35,10 @@ pub struct Loaded {
     path: PathBuf,
     index: Index,
     source: Option<Source>,
+    /// Each dedicated worker's script, by loop id (those found).
+    worker_sources: Vec<(u32, Source)>,
     index_ms: f64,
+    index_times: Option<ThreadTimes>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -49,15 +53,20 @@ impl Loaded {
     /// given and next to the trace.
     pub fn open(path: &Path, source: Option<&Path>) -> Result<Loaded, Error> {
         let t0 = Instant::now();
+        let times0 = ThreadTimes::now();
         let file = File::open(path).map_err(|e| Error::Open(path.to_owned(), e))?;
         let index = Index::build(file)?;
         let index_ms = t0.elapsed().as_secs_f64() * 1000.0;
+        let index_times = ThreadTimes::now().zip(times0).map(|(t1, t0)| t1.since(t0));
         let source = find_source(path, index.header(), source);
+        let worker_sources = worker_sources(path, &index, source.as_ref());
         Ok(Loaded {
             path: path.to_owned(),
             index,
             source,
+            worker_sources,
             index_ms,
+            index_times,
         })
     }
 
@@ -71,6 +80,13 @@ impl Loaded {
         self.index_ms
     }
 
+    /// How the indexing thread spent that time: on a CPU, and waiting for
+    /// one (`None` where the kernel does not say). On a loaded machine the
+    /// wait is what separates the wall time from the work.
+    pub fn index_times(&self) -> Option<ThreadTimes> {
+        self.index_times
+    }
+
     fn file(&self) -> Result<File, ApiError> {
         File::open(&self.path)
             .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
@@ -79,6 +95,30 @@ impl Loaded {
     /// The view of step `k`: the world after `k` events, the event that
     /// led to it and what it moved.
     pub fn step(&self, k: u64) -> Result<StepView, Error> {
+        self.step_in_loop(k, 0)
+    }
+
+    /// [`Loaded::step`] seen from one JavaScript event loop (0: the page
+    /// or main thread, 1..: a dedicated worker): the view's `world.js` is
+    /// that loop's (each loop has its own queues, stack and promises), and
+    /// `moved` lists only what the event moved there (the console is
+    /// shared). A loop not yet started shows empty.
+    pub fn step_in_loop(&self, k: u64, loop_id: u32) -> Result<StepView, Error> {
+        let mut view = self.step_all(k)?;
+        view.loop_id = loop_id;
+        if loop_id != 0 {
+            let w = &mut view.world;
+            w.js = w.workers.remove(&loop_id).unwrap_or_default();
+        }
+        let event_loop = view.event.as_ref().map(|e| e.loop_id.unwrap_or(0));
+        if event_loop.is_some_and(|l| l != loop_id) {
+            view.moved.retain(|m| m.lane == "console");
+        }
+        view.world.workers.clear();
+        Ok(view)
+    }
+
+    fn step_all(&self, k: u64) -> Result<StepView, Error> {
         let k = k.min(self.index.len());
         let open = || File::open(&self.path).map_err(|e| Error::Open(self.path.clone(), e));
         if k == 0 {
@@ -95,18 +135,45 @@ impl Loaded {
     }
 }
 
-fn find_source(trace: &Path, header: &Header, given: Option<&Path>) -> Option<Source> {
-    let read = |p: &Path| -> Option<Source> {
-        let meta = std::fs::metadata(p).ok()?;
-        if !meta.is_file() || meta.len() > MAX_SOURCE {
-            return None;
-        }
-        let text = std::fs::read_to_string(p).ok()?;
-        Some(Source {
-            file: p.display().to_string(),
-            lines: text.lines().map(str::to_owned).collect(),
+fn read_source(p: &Path) -> Option<Source> {
+    let meta = std::fs::metadata(p).ok()?;
+    if !meta.is_file() || meta.len() > MAX_SOURCE {
+        return None;
+    }
+    let text = std::fs::read_to_string(p).ok()?;
+    Some(Source {
+        file: p.display().to_string(),
+        lines: text.lines().map(str::to_owned).collect(),
+    })
+}
+
+/// A worker's script is named relative to the program that started it:
+/// looked for next to the main program's source, then next to the trace,
+/// then as given.
+fn worker_sources(trace: &Path, index: &Index, main: Option<&Source>) -> Vec<(u32, Source)> {
+    let dirs: Vec<PathBuf> = [
+        main.and_then(|s| Path::new(&s.file).parent().map(Path::to_owned)),
+        trace.parent().map(Path::to_owned),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    index
+        .marks()
+        .workers
+        .iter()
+        .filter_map(|w| {
+            let name = Path::new(&w.file);
+            dirs.iter()
+                .find_map(|d| read_source(&d.join(name)))
+                .or_else(|| read_source(name))
+                .map(|s| (w.id, s))
         })
-    };
+        .collect()
+}
+
+fn find_source(trace: &Path, header: &Header, given: Option<&Path>) -> Option<Source> {
+    let read = read_source;
     if let Some(p) = given {
         return read(p);
     }
@@ -125,6 +192,10 @@ fn find_source(trace: &Path, header: &Header, given: Option<&Path>) -> Option<So
 pub struct StepView {
     /// The step (events applied).
     pub step: u64,
+    /// The JavaScript event loop `world.js` shows (0: the page or main
+    /// thread).
+    #[serde(rename = "loop")]
+    pub loop_id: u32,
     /// Steps in the trace.
     pub len: u64,
     /// The event that led to this step (`None` at step 0).
@@ -141,6 +212,7 @@ impl StepView {
     fn new(step: u64, len: u64, event: Option<Event>, moved: Vec<Moved>, world: World) -> Self {
         StepView {
             step,
+            loop_id: 0,
             len,
             event,
             moved,
@@ -164,7 +236,18 @@ struct Meta<'a> {
     tasks: usize,
     chart_events: usize,
     source: Option<&'a Source>,
+    workers: Vec<WorkerMeta<'a>>,
     index_ms: f64,
+}
+
+/// A dedicated worker's loop as the page's selector lists it.
+#[derive(Serialize)]
+struct WorkerMeta<'a> {
+    id: u32,
+    name: &'a str,
+    file: &'a str,
+    parent: u32,
+    source: Option<&'a Source>,
 }
 
 pub(crate) struct ApiError(StatusCode, String);
@@ -206,6 +289,21 @@ async fn meta(State(app): State<App>) -> Json<serde_json::Value> {
         tasks: marks.tasks.len(),
         chart_events: marks.chart_events.len(),
         source: app.source.as_ref(),
+        workers: marks
+            .workers
+            .iter()
+            .map(|w| WorkerMeta {
+                id: w.id,
+                name: &w.name,
+                file: &w.file,
+                parent: w.parent,
+                source: app
+                    .worker_sources
+                    .iter()
+                    .find(|(id, _)| *id == w.id)
+                    .map(|(_, s)| s),
+            })
+            .collect(),
         index_ms: app.index_ms,
     };
     Json(serde_json::to_value(m).unwrap_or_default())
@@ -214,10 +312,12 @@ async fn meta(State(app): State<App>) -> Json<serde_json::Value> {
 #[derive(Deserialize)]
 struct StepQuery {
     k: u64,
+    #[serde(default, rename = "loop")]
+    loop_id: u32,
 }
 
 async fn step(State(app): State<App>, Query(q): Query<StepQuery>) -> Result<Response, ApiError> {
-    let view = tokio::task::spawn_blocking(move || app.step(q.k))
+    let view = tokio::task::spawn_blocking(move || app.step_in_loop(q.k, q.loop_id))
         .await
         .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))??;
     Ok(Json(view).into_response())

@@ -38,6 +38,22 @@ pub struct Marks {
     pub renders: Vec<(u64, u64)>,
     /// `chart_event` (a statechart starts an event).
     pub chart_events: Vec<u64>,
+    /// The dedicated workers' event loops, in creation order (from their
+    /// `worker_start`): loop 0, the page or main thread, is not listed.
+    pub workers: Vec<WorkerMark>,
+}
+
+/// A dedicated worker's event loop, as its `worker_start` names it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct WorkerMark {
+    /// Its loop id.
+    pub id: u32,
+    /// The `name` option (empty when none).
+    pub name: String,
+    /// The script file it loaded.
+    pub file: String,
+    /// The loop that created it.
+    pub parent: u32,
 }
 
 /// A validated, indexed trace.
@@ -255,6 +271,14 @@ fn mark(marks: &mut Marks, e: &Event, step: u64) {
         Kind::Js(JsEvent::RenderStart { frame_time_ns, .. }) => {
             marks.renders.push((step, *frame_time_ns))
         }
+        Kind::Js(JsEvent::WorkerStart {
+            worker, name, file, ..
+        }) => marks.workers.push(WorkerMark {
+            id: *worker,
+            name: name.clone(),
+            file: file.clone(),
+            parent: e.loop_id.unwrap_or(0),
+        }),
         _ => {}
     }
 }

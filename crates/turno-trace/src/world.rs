@@ -43,8 +43,15 @@ pub struct World {
     pub charts: BTreeMap<ActorId, ChartView>,
     /// Totals over the whole system.
     pub totals: Totals,
-    /// The JavaScript event loop (JavaScript traces).
+    /// The JavaScript event loop (JavaScript traces): loop 0, the page or
+    /// Node's main thread (events without a `loop` field belong to it).
     pub js: JsWorld,
+    /// The event loops of dedicated workers, by loop id (1.. in creation
+    /// order). Each loop has its own queues, stack and promises, and its
+    /// ids are its own (`docs/js-trace-format.md`), so loops are never
+    /// folded into one view.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub workers: BTreeMap<u32, JsWorld>,
     /// What the program printed, newest last.
     pub console: Console,
     /// Events of kinds this reader does not know.
@@ -337,12 +344,13 @@ impl World {
     pub fn apply(&mut self, e: &Event) {
         self.step += 1;
         self.t_ns = e.t_ns;
+        let loop_id = e.loop_id.unwrap_or(0);
         if let Some(s) = &e.js_stack {
-            self.js.js_stack = s.clone();
+            self.js_loop_mut(loop_id).js_stack = s.clone();
         }
         match &e.kind {
             Kind::Actor(a) => self.apply_actor(e.seq, a),
-            Kind::Js(j) => self.apply_js(e.seq, e.t_ns, j),
+            Kind::Js(j) => self.apply_js(loop_id, e.seq, e.t_ns, j),
             Kind::Other(_) => self.unknown_events += 1,
         }
     }
@@ -360,14 +368,31 @@ impl World {
             .values()
             .map(|c| 4 + c.states.len() + c.transitions.len() + c.active.len())
             .sum();
-        let queues: usize = self.js.queues.values().map(Vec::len).sum();
-        16 + actors
-            + charts
-            + self.asks.len()
-            + queues
-            + self.js.stack.len()
-            + self.js.promises.len()
-            + self.console.lines.len()
+        let loops: usize = std::iter::once(&self.js)
+            .chain(self.workers.values())
+            .map(|js| {
+                js.queues.values().map(Vec::len).sum::<usize>() + js.stack.len() + js.promises.len()
+            })
+            .sum();
+        16 + actors + charts + self.asks.len() + loops + self.console.lines.len()
+    }
+
+    /// The event loop `id` (0: the page or Node's main thread, 1..: a
+    /// dedicated worker), if it has been seen.
+    pub fn js_loop(&self, id: u32) -> Option<&JsWorld> {
+        if id == 0 {
+            Some(&self.js)
+        } else {
+            self.workers.get(&id)
+        }
+    }
+
+    fn js_loop_mut(&mut self, id: u32) -> &mut JsWorld {
+        if id == 0 {
+            &mut self.js
+        } else {
+            self.workers.entry(id).or_default()
+        }
     }
 
     fn actor(&mut self, id: ActorId) -> &mut ActorView {
@@ -615,9 +640,13 @@ impl World {
         }
     }
 
-    fn apply_js(&mut self, seq: u64, t_ns: u64, e: &JsEvent) {
+    fn apply_js(&mut self, loop_id: u32, seq: u64, t_ns: u64, e: &JsEvent) {
         use JsEvent as J;
-        let js = &mut self.js;
+        let js = if loop_id == 0 {
+            &mut self.js
+        } else {
+            self.workers.entry(loop_id).or_default()
+        };
         if !js.animations.is_empty() {
             js.animations
                 .retain(|_, a| a.end_ns.is_none_or(|end| end >= t_ns));
@@ -772,8 +801,8 @@ impl World {
                     NOTES_KEPT,
                 );
             }
-            // The world folds every loop into one view; a reader that wants
-            // a worker's queues apart filters by the envelope's `loop`.
+            // Each loop's queues are its own (`World::workers`); the worker's
+            // lifecycle shows in its loop's events.
             J::WorkerStart { .. }
             | J::WorkerError { .. }
             | J::MessagePost { .. }

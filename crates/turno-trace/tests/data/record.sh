@@ -8,6 +8,8 @@
 #                           keep-oldest(5), 2 virtual seconds
 #   chart_crossing.jsonl    turno-chart's interpreter on the runtime
 #                           (turno-inspect's chart_trace example)
+#   worker_messages.jsonl   turno-js, html model, two event loops: the page
+#                           and a dedicated worker (html-live/l03)
 # node_combinators.jsonl and html_raf.jsonl come from turno js run of the
 # seed's corpus programs (h08_raf_microtasks.js and a Promise combinator
 # program) and are kept as recorded.
@@ -36,4 +38,8 @@ mv "$path" overload_keep_oldest.jsonl
 rm -f "$err"
 
 "$chart" chart_crossing.jsonl >/dev/null
-echo "recorded: html_anim_input.jsonl overload_keep_oldest.jsonl chart_crossing.jsonl"
+
+corpus=$here/../../../turno-js/tests/corpus/html-live
+(cd "$corpus" && "$turno" js run --model html --trace "$here/worker_messages.jsonl" \
+  l03_worker_messages.js >/dev/null)
+echo "recorded: html_anim_input.jsonl overload_keep_oldest.jsonl chart_crossing.jsonl worker_messages.jsonl"
