@@ -465,17 +465,28 @@ impl<C: Clone + Send + Sync + 'static> StateBuilder<C> {
     ) -> Self {
         let path = format!("{}.after.{ms}", self.spec.path);
         if let Some(t) = self.transition(path, f) {
-            match self
-                .spec
-                .after
-                .iter_mut()
-                .find(|(d, _)| matches!(d, DelaySpec::Ms(x) if *x == ms))
-            {
-                Some((_, ts)) => ts.push(t),
-                None => self.spec.after.push((DelaySpec::Ms(ms), vec![t])),
-            }
+            self.push_after(
+                |d| matches!(d, DelaySpec::Ms(x) if *x == ms),
+                || DelaySpec::Ms(ms),
+                t,
+            );
         }
         self
+    }
+
+    /// Adds `t` to the delay `same` finds among this state's `after`
+    /// entries, or a new entry for `delay()`: one entry per delay, as in
+    /// XState's `after` object.
+    fn push_after(
+        &mut self,
+        same: impl Fn(&DelaySpec<C>) -> bool,
+        delay: impl FnOnce() -> DelaySpec<C>,
+        t: TransitionSpec<C>,
+    ) {
+        match self.spec.after.iter_mut().find(|(d, _)| same(d)) {
+            Some((_, ts)) => ts.push(t),
+            None => self.spec.after.push((delay(), vec![t])),
+        }
     }
 
     /// A transition taken after the named delay (registered with
@@ -497,21 +508,14 @@ impl<C: Clone + Send + Sync + 'static> StateBuilder<C> {
             return self;
         };
         if let Some(t) = self.transition(path, f) {
-            match self
-                .spec
-                .after
-                .iter_mut()
-                .find(|(d, _)| matches!(d, DelaySpec::Named { name, .. } if name == delay))
-            {
-                Some((_, ts)) => ts.push(t),
-                None => self.spec.after.push((
-                    DelaySpec::Named {
-                        name: delay.to_string(),
-                        imp,
-                    },
-                    vec![t],
-                )),
-            }
+            self.push_after(
+                |d| matches!(d, DelaySpec::Named { name, .. } if name == delay),
+                || DelaySpec::Named {
+                    name: delay.to_string(),
+                    imp,
+                },
+                t,
+            );
         }
         self
     }
