@@ -174,9 +174,16 @@ fn normalized(doc: &str) -> Value {
     v
 }
 
-/// The uninterrupted run, `{"advance_ms": downtime}` inserted after `k`
-/// items: marks and the last document.
-fn reference(seed: u64, items: &[Item], k: usize, downtime: u64) -> (Vec<String>, Value) {
+/// A fresh DetSystem with the parent chart started at epoch `E1`.
+struct Started {
+    m: Arc<Machine<Value>>,
+    charts: Arc<Charts<Value>>,
+    rec: Shared,
+    sys: DetSystem,
+    a: Addr<ChartMsg>,
+}
+
+fn started(seed: u64) -> Started {
     let (m, charts) = machines();
     let rec: Shared = Arc::default();
     let mut sys = DetSystem::new(seed);
@@ -185,6 +192,21 @@ fn reference(seed: u64, items: &[Item], k: usize, downtime: u64) -> (Vec<String>
         .spawn(Props::new(), move || chart(&m1, &c1, E1, &r1, None))
         .unwrap();
     sys.run_until_idle().unwrap();
+    Started {
+        m,
+        charts,
+        rec,
+        sys,
+        a,
+    }
+}
+
+/// The uninterrupted run, `{"advance_ms": downtime}` inserted after `k`
+/// items: marks and the last document.
+fn reference(seed: u64, items: &[Item], k: usize, downtime: u64) -> (Vec<String>, Value) {
+    let Started {
+        rec, mut sys, a, ..
+    } = started(seed);
     for (i, item) in items.iter().enumerate() {
         if i == k {
             sys.advance(Duration::from_millis(downtime)).unwrap();
@@ -202,14 +224,13 @@ fn reference(seed: u64, items: &[Item], k: usize, downtime: u64) -> (Vec<String>
 /// ms later a new system (its clock at 0, its epoch the wall time then)
 /// restores the last document written and plays the rest.
 fn crashed(seed: u64, items: &[Item], k: usize, downtime: u64) -> (Vec<String>, Value, Value) {
-    let (m, charts) = machines();
-    let rec: Shared = Arc::default();
-    let mut sys = DetSystem::new(seed);
-    let (m1, c1, r1) = (m.clone(), charts.clone(), rec.clone());
-    let a = sys
-        .spawn(Props::new(), move || chart(&m1, &c1, E1, &r1, None))
-        .unwrap();
-    sys.run_until_idle().unwrap();
+    let Started {
+        m,
+        charts,
+        rec,
+        mut sys,
+        a,
+    } = started(seed);
     for item in &items[..k] {
         play(&mut sys, &a, item);
     }
