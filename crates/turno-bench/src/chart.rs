@@ -15,7 +15,10 @@
 //!   (turno: a [`ChartActor`] on `DetSystem` and on a one-worker
 //!   `ThreadedSystem`; XState: `createActor(machine).start()`, `send`);
 //! - memory per idle chart actor (turno: the counting allocator of
-//!   `actors/memory.rs`; XState: `process.memoryUsage().heapUsed` around
+//!   `actors/memory.rs`, and beside it an idle actor with a zero-sized
+//!   state on the same system, the runtime's share; the difference is
+//!   turno-chart's; `TURNO_BENCH_ALLOC_SIZES=1` prints both by allocation
+//!   size; XState: `process.memoryUsage().heapUsed` around
 //!   `K` started actors, after `gc()`).
 //!
 //! XState runs in `node` from `crates/turno-chart/tests/xstate` (`npm ci`
@@ -58,6 +61,14 @@ fn events() -> Vec<Event> {
 
 fn dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// An actor with a zero-sized state: the runtime's idle actor.
+struct Idle;
+
+impl turno::Actor for Idle {
+    type Msg = ();
+    fn handle(&mut self, _: &mut turno::Context<'_, Self>, (): ()) {}
 }
 
 /// Runs the chart bench.
@@ -195,9 +206,10 @@ pub fn run(args: &Args, h: &mut Harness) {
 
     // Memory per idle chart actor.
     let mut turno_memory = None;
+    let mut runtime_memory = None;
     if args.selected("chart/memory", "turno") {
         let mm = m.clone();
-        turno_memory = crate::actors::memory::measure_bytes(IDLE, move |k| {
+        turno_memory = crate::actors::memory::measure_bytes("turno-chart", IDLE, move |k| {
             let mut sys = DetSystem::builder().metrics(false).build();
             let mut v = Vec::with_capacity(k as usize);
             for _ in 0..k {
@@ -207,6 +219,16 @@ pub fn run(args: &Args, h: &mut Harness) {
                         .unwrap(),
                 );
             }
+            sys.run_until_idle().unwrap();
+            (sys, v)
+        });
+        // The runtime's own share: an idle actor with a zero-sized state
+        // on the same system, so the chart's share is the difference.
+        runtime_memory = crate::actors::memory::measure_bytes("turno-idle", IDLE, move |k| {
+            let mut sys = DetSystem::builder().metrics(false).build();
+            let v: Vec<_> = (0..k)
+                .map(|_| sys.spawn(Props::new(), || Idle).unwrap())
+                .collect();
             sys.run_until_idle().unwrap();
             (sys, v)
         });
@@ -229,6 +251,9 @@ pub fn run(args: &Args, h: &mut Harness) {
     }
     if let Some(b) = turno_memory {
         lines.push(serde_json::json!({"bench": "chart/memory", "impl": "turno", "n": IDLE, "bytes_per_actor": b.round(), "target": 1024, "met": b < 1024.0}));
+    }
+    if let (Some(b), Some(r)) = (turno_memory, runtime_memory) {
+        lines.push(serde_json::json!({"bench": "chart/memory", "impl": "turno-idle-actor", "n": IDLE, "bytes_per_actor": r.round(), "chart_share": (b - r).round()}));
     }
     if let Some(b) = xstate_memory {
         lines.push(serde_json::json!({"bench": "chart/memory", "impl": "xstate", "n": IDLE, "bytes_per_actor": b.round()}));

@@ -372,8 +372,19 @@ type RestoreFn<C> =
 pub struct ChartActor<C: Clone + Send + Sync + 'static> {
     machine: Arc<Machine<C>>,
     tree: Option<Tree<C>>,
-    charts: Arc<Charts<C>>,
-    services: Arc<HashMap<String, Service<C>>>,
+    /// Scratch for each macrostep's actions (kept to reuse its capacity).
+    actions: Vec<Action>,
+    /// What an idle chart of a plain machine never touches (services,
+    /// timers, invocations, children, hooks, subscribers, counters): boxed
+    /// on first use, so an idle chart actor is its tree and six words.
+    rare: Option<Box<Rare<C>>>,
+    defined: bool,
+}
+
+/// The parts of a [`ChartActor`] that most charts never use.
+struct Rare<C: Clone + Send + Sync + 'static> {
+    charts: Option<Arc<Charts<C>>>,
+    services: Option<Arc<HashMap<String, Service<C>>>>,
     timers: HashMap<(Path, String, u64), TimerId>,
     running: HashMap<(Path, String, u64), Running>,
     children: HashMap<(Path, String), (turno::ActorId, Option<Sender>)>,
@@ -387,19 +398,14 @@ pub struct ChartActor<C: Clone + Send + Sync + 'static> {
     on_persist_tree: Vec<PersistTreeFn<C>>,
     restore: Option<RestoreFn<C>>,
     epoch_ms: Option<u64>,
-    stats: Arc<ChartStats>,
-    actions: Vec<Action>,
-    defined: bool,
+    stats: Option<Arc<ChartStats>>,
 }
 
-impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
-    /// A chart actor for `machine`, with no services.
-    pub fn new(machine: Arc<Machine<C>>) -> Self {
-        ChartActor {
-            machine,
-            tree: None,
-            charts: Arc::new(Charts::new()),
-            services: Arc::new(HashMap::new()),
+impl<C: Clone + Send + Sync + 'static> Default for Rare<C> {
+    fn default() -> Self {
+        Rare {
+            charts: None,
+            services: None,
             timers: HashMap::new(),
             running: HashMap::new(),
             children: HashMap::new(),
@@ -413,16 +419,32 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
             on_persist_tree: Vec::new(),
             restore: None,
             epoch_ms: None,
-            stats: Arc::new(ChartStats::default()),
+            stats: None,
+        }
+    }
+}
+
+impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
+    /// A chart actor for `machine`, with no services.
+    pub fn new(machine: Arc<Machine<C>>) -> Self {
+        ChartActor {
+            machine,
+            tree: None,
             actions: Vec::new(),
+            rare: None,
             defined: false,
         }
+    }
+
+    /// The rare parts, boxed now if they were not yet.
+    fn rare(&mut self) -> &mut Rare<C> {
+        self.rare.get_or_insert_with(Box::default)
     }
 
     /// The services `invoke.src` and `spawnChild` name (shared between
     /// instances: build the map once).
     pub fn with_services(mut self, services: Arc<HashMap<String, Service<C>>>) -> Self {
-        self.services = services;
+        self.rare().services = Some(services);
         self
     }
 
@@ -434,31 +456,31 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
     /// other sources start from [`with_services`](Self::with_services),
     /// their `emit`, `log` and custom actions reach this actor's hooks.
     pub fn with_charts(mut self, charts: Arc<Charts<C>>) -> Self {
-        self.charts = charts;
+        self.rare().charts = (!charts.is_empty()).then_some(charts);
         self
     }
 
     /// Where `sendParent` goes.
     pub fn with_parent(mut self, parent: Sender) -> Self {
-        self.parent = Some(parent);
+        self.rare().parent = Some(parent);
         self
     }
 
     /// Shares counters with the caller (see [`ChartStats`]).
     pub fn with_stats(mut self, stats: Arc<ChartStats>) -> Self {
-        self.stats = stats;
+        self.rare().stats = Some(stats);
         self
     }
 
     /// Calls `f` with the state value and status after every macrostep.
     pub fn on_snapshot(mut self, f: impl FnMut(&Value, Status) + Send + 'static) -> Self {
-        self.on_snapshot.push(Box::new(f));
+        self.rare().on_snapshot.push(Box::new(f));
         self
     }
 
     /// Calls `f` for every emitted event.
     pub fn on_emit(mut self, f: impl FnMut(&Event) + Send + 'static) -> Self {
-        self.on_emit.push(Box::new(f));
+        self.rare().on_emit.push(Box::new(f));
         self
     }
 
@@ -467,13 +489,13 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
         mut self,
         f: impl FnMut(&mut Context<'_, ChartActor<C>>, &str, &Value, &Event) + Send + 'static,
     ) -> Self {
-        self.on_custom = Some(Box::new(f));
+        self.rare().on_custom = Some(Box::new(f));
         self
     }
 
     /// Receives `log` lines.
     pub fn on_log(mut self, f: impl FnMut(&str) + Send + 'static) -> Self {
-        self.on_log = Some(Box::new(f));
+        self.rare().on_log = Some(Box::new(f));
         self
     }
 
@@ -484,7 +506,7 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
     /// starts, no event leaves and no timer is armed that a crash could
     /// hide from the restored chart.
     pub fn on_persist(mut self, f: impl FnMut(&Snapshot<C>) + Send + 'static) -> Self {
-        self.on_persist.push(Box::new(f));
+        self.rare().on_persist.push(Box::new(f));
         self
     }
 
@@ -494,7 +516,7 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
     /// at the same point, so the record holds parent and children as they
     /// were between two turns.
     pub fn on_persist_tree(mut self, f: impl FnMut(&Tree<C>) + Send + 'static) -> Self {
-        self.on_persist_tree.push(Box::new(f));
+        self.rare().on_persist_tree.push(Box::new(f));
         self
     }
 
@@ -508,7 +530,7 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
     /// system; on `DetSystem`, any fixed number (virtual wall time). Without
     /// it, snapshots restore on this system's clock only.
     pub fn with_epoch(mut self, epoch_ms: u64) -> Self {
-        self.epoch_ms = Some(epoch_ms);
+        self.rare().epoch_ms = Some(epoch_ms);
         self
     }
 
@@ -527,7 +549,7 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
         mut self,
         f: impl FnOnce(Clock) -> Result<Restored<C>, RestoreError> + Send + 'static,
     ) -> Self {
-        self.restore = Some(Box::new(move |at, charts| {
+        self.rare().restore = Some(Box::new(move |at, charts| {
             let r = f(at)?;
             let actions = r
                 .actions
@@ -557,14 +579,14 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
         mut self,
         f: impl FnOnce(Clock, Arc<Charts<C>>) -> Result<RestoredTree<C>, RestoreError> + Send + 'static,
     ) -> Self {
-        self.restore = Some(Box::new(f));
+        self.rare().restore = Some(Box::new(f));
         self
     }
 
     /// Called once when the chart is done (or failed) with its output or
     /// error; a child chart uses it to report to its parent.
     pub fn on_done(mut self, f: impl FnMut(Status, Option<&Value>) + Send + 'static) -> Self {
-        self.on_done = Some(Box::new(f));
+        self.rare().on_done = Some(Box::new(f));
         self
     }
 
@@ -629,7 +651,8 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
 
     /// Runs `f` (one pure macrostep) on the chart at `path` (the trace
     /// inspector sees this actor's own chart), then what it causes in the
-    /// tree, the write-ahead hooks and the effects.
+    /// tree, the write-ahead hooks and the effects. The snapshot is
+    /// stepped where it lies, never moved.
     fn step(
         &mut self,
         ctx: &mut Context<'_, Self>,
@@ -641,66 +664,80 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
             Option<&mut dyn FnMut(Inspect<'_>)>,
         ) -> Result<Delivery, ChartError>,
     ) -> Delivery {
-        let mut tree = self.tree.take().expect("started");
-        let mut actions = std::mem::take(&mut self.actions);
         let now = ctx.now().since_start().as_millis() as u64;
+        let m = &*self.machine;
+        let tree = self.tree.as_mut().expect("started");
         tree.set_now(now);
-        let m = self.machine.clone();
+        let actions = &mut self.actions;
         let result = if path.is_empty() && ctx.tracing() {
             let cx = &*ctx;
-            let mut record = |step: Inspect<'_>| trace_step(cx, &m, step);
-            Some(f(&m, tree.root_mut(), &mut actions, Some(&mut record)))
+            let mut record = |step: Inspect<'_>| trace_step(cx, m, step);
+            Some(f(m, tree.root_mut(), actions, Some(&mut record)))
         } else {
-            tree.on(&m, path, |cm, snap| f(cm, snap, &mut actions, None))
+            tree.on(m, path, |cm, snap| f(cm, snap, actions, None))
         };
         let delivery = match result {
+            Some(Ok(Delivery::Delivered)) if actions.is_empty() && tree.children.is_empty() => {
+                Ok((Delivery::Delivered, Vec::new()))
+            }
             Some(Ok(Delivery::Delivered)) => tree
-                .absorb(&m, path, std::mem::take(&mut actions))
+                .absorb(m, path, std::mem::take(actions))
                 .map(|out| (Delivery::Delivered, out)),
             None | Some(Ok(Delivery::Stale)) => Ok((Delivery::Stale, Vec::new())),
             Some(Err(e)) => Err(e),
         };
-        let (delivery, mut out) = match delivery {
-            Ok((d, out)) => (d, out),
-            Err(e) => panic!("chart {:?}: {e}", m.id()),
-        };
-        self.tree = Some(tree);
+        let (delivery, mut out) = delivery.unwrap_or_else(|e| panic!("chart {:?}: {e}", m.id()));
+        actions.clear();
         if delivery == Delivery::Delivered {
             self.persist();
         }
-        self.execute(ctx, &mut out);
-        actions.clear();
-        self.actions = actions;
+        if !out.is_empty() {
+            self.execute(ctx, &mut out);
+        }
         if delivery == Delivery::Delivered {
-            self.stats.macrosteps.fetch_add(1, Ordering::Relaxed);
+            self.count_macrostep();
             self.notify(ctx);
         }
         delivery
     }
 
+    fn count_macrostep(&self) {
+        if let Some(stats) = self.rare.as_ref().and_then(|r| r.stats.as_ref()) {
+            stats.macrosteps.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn count(&self, counter: impl Fn(&ChartStats) -> &AtomicU64) {
+        if let Some(stats) = self.rare.as_ref().and_then(|r| r.stats.as_ref()) {
+            counter(stats).fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     /// The write-ahead hooks: before the macrostep's effects.
     fn persist(&mut self) {
-        let tree = self.tree.as_ref().expect("started");
-        for f in &mut self.on_persist {
+        let (Some(tree), Some(rare)) = (self.tree.as_ref(), self.rare.as_mut()) else {
+            return;
+        };
+        for f in &mut rare.on_persist {
             f(tree.root());
         }
-        for f in &mut self.on_persist_tree {
+        for f in &mut rare.on_persist_tree {
             f(tree);
         }
     }
 
     fn notify(&mut self, ctx: &mut Context<'_, Self>) {
         let snap = self.tree.as_ref().expect("started").root();
-        if !self.on_snapshot.is_empty() {
+        if let Some(rare) = self.rare.as_mut().filter(|r| !r.on_snapshot.is_empty()) {
             let value = snap.value(&self.machine).to_json();
-            for f in &mut self.on_snapshot {
+            for f in &mut rare.on_snapshot {
                 f(&value, snap.status);
             }
         }
         if snap.status != Status::Active {
             let status = snap.status;
             let payload = snap.output.clone().or_else(|| snap.error.clone());
-            if let Some(mut f) = self.on_done.take() {
+            if let Some(mut f) = self.rare.as_mut().and_then(|r| r.on_done.take()) {
                 f(status, payload.as_ref());
             }
             ctx.stop();
@@ -709,6 +746,7 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
 
     fn execute(&mut self, ctx: &mut Context<'_, Self>, actions: &mut Vec<Tagged>) {
         let now = ctx.now().since_start().as_millis() as u64;
+        let rare = self.rare.get_or_insert_with(Box::default);
         for Tagged { path, action } in actions.drain(..) {
             match action {
                 Action::Schedule { id, seq, due_ms } => {
@@ -721,10 +759,10 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
                             seq,
                         },
                     );
-                    self.timers.insert((path, id, seq), t);
+                    rare.timers.insert((path, id, seq), t);
                 }
                 Action::Unschedule { id, seq } => {
-                    if let Some(t) = self.timers.remove(&(path, id, seq)) {
+                    if let Some(t) = rare.timers.remove(&(path, id, seq)) {
                         ctx.cancel_timer(t);
                     }
                 }
@@ -734,7 +772,8 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
                     input,
                     generation,
                 } => {
-                    let running = match self.services.get(&src).cloned() {
+                    let service = rare.services.as_ref().and_then(|s| s.get(&src)).cloned();
+                    let running = match service {
                         Some(service) => (service.start)(
                             ctx,
                             Started {
@@ -759,41 +798,42 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
                         }
                     };
                     if let Running::Child(child, sender) = &running {
-                        self.children
+                        rare.children
                             .insert((path.clone(), id.clone()), (*child, sender.clone()));
                     }
-                    self.running.insert((path, id, generation), running);
+                    rare.running.insert((path, id, generation), running);
                 }
                 Action::StopInvoke { id, generation } => {
-                    if let Some(r) = self.running.remove(&(path.clone(), id.clone(), generation)) {
+                    if let Some(r) = rare.running.remove(&(path.clone(), id.clone(), generation)) {
                         stop_running(ctx, r);
-                        self.children.remove(&(path, id));
+                        rare.children.remove(&(path, id));
                     }
                 }
                 Action::SendTo { to, event } => {
-                    if let Some((_, Some(send))) = self.children.get(&(path, to)) {
+                    if let Some((_, Some(send))) = rare.children.get(&(path, to)) {
                         send(event);
                     }
                 }
                 Action::SendParent { event } => {
                     // Only this actor's own chart gets here: a child
                     // chart's go to its parent in the tree.
-                    if let Some(p) = &self.parent {
+                    if let Some(p) = &rare.parent {
                         p(event);
                     }
                 }
                 Action::Emit { event } => {
-                    for f in &mut self.on_emit {
+                    for f in &mut rare.on_emit {
                         f(&event);
                     }
                 }
                 Action::Log { message } => {
-                    if let Some(f) = &mut self.on_log {
+                    if let Some(f) = &mut rare.on_log {
                         f(&message);
                     }
                 }
                 Action::SpawnChild { id, src, input } => {
-                    if let Some(service) = self.services.get(&src).cloned() {
+                    let service = rare.services.as_ref().and_then(|s| s.get(&src)).cloned();
+                    if let Some(service) = service {
                         let generation = u64::MAX;
                         let r = (service.start)(
                             ctx,
@@ -805,12 +845,12 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
                             },
                         );
                         if let Running::Child(child, sender) = r {
-                            self.children.insert((path, id), (child, sender));
+                            rare.children.insert((path, id), (child, sender));
                         }
                     }
                 }
                 Action::StopChild { id } => {
-                    if let Some((child, _)) = self.children.remove(&(path, id)) {
+                    if let Some((child, _)) = rare.children.remove(&(path, id)) {
                         ctx.stop_actor(child);
                     }
                 }
@@ -819,7 +859,7 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
                     params,
                     event,
                 } => {
-                    if let Some(f) = &mut self.on_custom {
+                    if let Some(f) = &mut rare.on_custom {
                         f(ctx, &name, &params, &event);
                     }
                 }
@@ -872,18 +912,22 @@ impl<C: Clone + Send + Sync + 'static> Actor for ChartActor<C> {
         // A restarted instance starts from the initial state again.
         let now = ctx.now().since_start().as_millis() as u64;
         let m = self.machine.clone();
-        let mut actions = std::mem::take(&mut self.actions);
-        if let Some(restore) = self.restore.take() {
-            let r = restore(Clock::new(now, self.epoch_ms), self.charts.clone())
+        let (epoch_ms, charts) = match &self.rare {
+            Some(r) => (r.epoch_ms, r.charts.clone()),
+            None => (None, None),
+        };
+        if let Some(restore) = self.rare.as_mut().and_then(|r| r.restore.take()) {
+            let charts = charts.unwrap_or_else(|| Arc::new(Charts::new()));
+            let r = restore(Clock::new(now, epoch_ms), charts)
                 .unwrap_or_else(|e| panic!("chart {:?}: restore: {e}", m.id()));
             self.tree = Some(r.tree);
             let mut out = r.actions;
             self.persist();
             self.execute(ctx, &mut out);
-            self.actions = actions;
             self.notify(ctx);
             return;
         }
+        let mut actions = std::mem::take(&mut self.actions);
         let snap = if ctx.tracing() {
             let cx = &*ctx;
             let mut record = |step: Inspect<'_>| trace_step(cx, &m, step);
@@ -892,16 +936,25 @@ impl<C: Clone + Send + Sync + 'static> Actor for ChartActor<C> {
             initial_transition_inspected(&m, now, &mut actions, None)
         };
         let mut snap = snap.unwrap_or_else(|e| panic!("chart {:?}: {e}", m.id()));
-        snap.epoch_ms = self.epoch_ms;
-        let mut tree = Tree::new(snap, self.charts.clone());
-        let mut out = tree
-            .absorb(&m, &[], std::mem::take(&mut actions))
-            .unwrap_or_else(|e| panic!("chart {:?}: {e}", m.id()));
+        snap.epoch_ms = epoch_ms;
+        let mut tree = match charts {
+            Some(charts) => Tree::new(snap, charts),
+            None => Tree::bare(snap),
+        };
+        let mut out = if actions.is_empty() {
+            Vec::new()
+        } else {
+            tree.absorb(&m, &[], std::mem::take(&mut actions))
+                .unwrap_or_else(|e| panic!("chart {:?}: {e}", m.id()))
+        };
         self.tree = Some(tree);
         self.persist();
-        self.execute(ctx, &mut out);
+        if !out.is_empty() {
+            self.execute(ctx, &mut out);
+        }
+        actions.clear();
         self.actions = actions;
-        self.stats.macrosteps.fetch_add(1, Ordering::Relaxed);
+        self.count_macrostep();
         self.notify(ctx);
     }
 
@@ -913,12 +966,14 @@ impl<C: Clone + Send + Sync + 'static> Actor for ChartActor<C> {
                 });
             }
             ChartMsg::Timer { path, id, seq } => {
-                self.timers.remove(&(path.clone(), id.clone(), seq));
+                if let Some(r) = &mut self.rare {
+                    r.timers.remove(&(path.clone(), id.clone(), seq));
+                }
                 let d = self.step(ctx, &path, |m, s, a, i| {
                     fire_scheduled_inspected(m, s, &id, seq, a, i)
                 });
                 if d == Delivery::Stale {
-                    self.stats.stale_timers.fetch_add(1, Ordering::Relaxed);
+                    self.count(|s| &s.stale_timers);
                 }
             }
             ChartMsg::Done {
@@ -927,14 +982,16 @@ impl<C: Clone + Send + Sync + 'static> Actor for ChartActor<C> {
                 generation,
                 result,
             } => {
-                self.running.remove(&(path.clone(), id.clone(), generation));
+                if let Some(r) = &mut self.rare {
+                    r.running.remove(&(path.clone(), id.clone(), generation));
+                }
                 let d = self.step(ctx, &path, |m, s, a, i| {
                     invocation_done_inspected(m, s, &id, generation, result, a, i)
                 });
                 if d == Delivery::Stale {
-                    self.stats.stale_results.fetch_add(1, Ordering::Relaxed);
-                } else {
-                    self.children.remove(&(path, id));
+                    self.count(|s| &s.stale_results);
+                } else if let Some(r) = &mut self.rare {
+                    r.children.remove(&(path, id));
                 }
             }
             ChartMsg::Lost {
@@ -942,17 +999,36 @@ impl<C: Clone + Send + Sync + 'static> Actor for ChartActor<C> {
                 id,
                 generation,
             } => {
-                self.running.remove(&(path, id, generation));
-                self.stats.stale_results.fetch_add(1, Ordering::Relaxed);
+                if let Some(r) = &mut self.rare {
+                    r.running.remove(&(path, id, generation));
+                }
+                self.count(|s| &s.stale_results);
             }
-            ChartMsg::Subscribe(f) => self.on_snapshot.push(f),
-            ChartMsg::SubscribeEmitted(f) => self.on_emit.push(f),
+            ChartMsg::Subscribe(f) => self.rare().on_snapshot.push(f),
+            ChartMsg::SubscribeEmitted(f) => self.rare().on_emit.push(f),
         }
     }
 
     fn stopped(&mut self, ctx: &mut Context<'_, Self>) {
-        for (_, r) in self.running.drain() {
-            stop_running(ctx, r);
+        if let Some(r) = &mut self.rare {
+            for (_, run) in r.running.drain() {
+                stop_running(ctx, run);
+            }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An idle chart actor is its tree (the snapshot and two words) and a
+    /// few words: everything else is behind the box allocated on first use.
+    #[test]
+    fn an_idle_chart_actor_is_its_tree_and_six_words() {
+        assert_eq!(
+            std::mem::size_of::<ChartActor<Value>>(),
+            std::mem::size_of::<Tree<Value>>() + 6 * std::mem::size_of::<usize>(),
+        );
     }
 }

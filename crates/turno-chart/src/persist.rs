@@ -1197,7 +1197,7 @@ impl<C: Clone> Persist<'_, C> {
         snapshot: Snapshot<C>,
         at: impl Into<Clock>,
     ) -> Result<Restored<C>, RestoreError> {
-        let mut tree = Tree::new(snapshot, Arc::new(Charts::new()));
+        let mut tree = Tree::bare(snapshot);
         let (actions, decisions) = self.resume_tree(&mut tree, at.into(), &mut |_, _, a| Ok(a))?;
         Ok(Restored {
             snapshot: tree.root,

@@ -297,7 +297,7 @@ impl<'m> Runner<'m> {
         let p = Persist::new(self.m).sanitizer(sanitizer());
         let text = p.tree_to_string(&self.tree).map_err(ScriptError::Persist)?;
         let now = self.tree.now_ms().saturating_add(after_ms);
-        let (m, charts) = (self.m, self.tree.charts().clone());
+        let (m, charts) = (self.m, self.tree.charts());
         drop(self);
         let mut settle_overdue = |tree: &mut Tree<Value>, m: &Machine<Value>, actions| {
             let mut settling = VecDeque::new();

@@ -178,7 +178,8 @@ pub(crate) struct Child<C> {
 pub struct Tree<C> {
     pub(crate) root: Snapshot<C>,
     pub(crate) children: Vec<Child<C>>,
-    pub(crate) charts: Arc<Charts<C>>,
+    /// `None`: no charts registered (most trees: no allocation).
+    pub(crate) charts: Option<Arc<Charts<C>>>,
 }
 
 enum Work {
@@ -206,7 +207,16 @@ impl<C: Clone> Tree<C> {
         Tree {
             root,
             children: Vec::new(),
-            charts,
+            charts: (!charts.is_empty()).then_some(charts),
+        }
+    }
+
+    /// A tree with no charts registered: every invocation is the owner's.
+    pub(crate) fn bare(root: Snapshot<C>) -> Self {
+        Tree {
+            root,
+            children: Vec::new(),
+            charts: None,
         }
     }
 
@@ -235,8 +245,13 @@ impl<C: Clone> Tree<C> {
     }
 
     /// The registered charts.
-    pub fn charts(&self) -> &Arc<Charts<C>> {
-        &self.charts
+    pub fn charts(&self) -> Arc<Charts<C>> {
+        self.charts.clone().unwrap_or_default()
+    }
+
+    /// The chart registered as `src`.
+    pub(crate) fn chart(&self, src: &str) -> Option<&Arc<Machine<C>>> {
+        self.charts.as_ref().and_then(|c| c.get(src))
     }
 
     /// The snapshot of the child chart at `path` (not the root).
@@ -398,7 +413,7 @@ impl<C: Clone> Tree<C> {
                                 .iter()
                                 .any(|i| i.id == id && i.generation == generation)
                     });
-                    let machine = self.charts.get(&src).cloned();
+                    let machine = self.chart(&src).cloned();
                     let (true, Some(machine)) = (in_flight, machine) else {
                         continue;
                     };
@@ -488,7 +503,7 @@ impl<C: Clone> Tree<C> {
                     src,
                     generation,
                     ..
-                } if self.charts.get(&src).is_some() => work.push_back(Work::Start {
+                } if self.chart(&src).is_some() => work.push_back(Work::Start {
                     path: from.to_vec(),
                     id,
                     src,

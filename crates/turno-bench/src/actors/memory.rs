@@ -104,22 +104,7 @@ fn measure<T>(args: &Args, imp: &str, k: u64, spawn: impl FnOnce(u64) -> T) {
     if !args.selected("memory", imp) {
         return;
     }
-    let sizes_before: Vec<i64> = SIZES.iter().map(|c| c.load(Ordering::SeqCst)).collect();
-    COUNTING.store(true, Ordering::SeqCst);
-    let before = live();
-    let keep = spawn(k);
-    let after = live();
-    COUNTING.store(false, Ordering::SeqCst);
-    if std::env::var_os("TURNO_BENCH_ALLOC_SIZES").is_some() {
-        eprintln!("{imp}: live allocations per actor by size (bytes: count)");
-        for (b, c) in SIZES.iter().enumerate() {
-            let d = c.load(Ordering::SeqCst) - sizes_before[b];
-            if d.unsigned_abs() >= k / 2 {
-                eprintln!("  <= {:>5}: {:.2}", b * 8, d as f64 / k as f64);
-            }
-        }
-    }
-    let per = (after - before) as f64 / k as f64;
+    let (per, keep) = counted(imp, k, spawn);
     if args.json {
         println!(
             "{}",
@@ -135,14 +120,32 @@ fn measure<T>(args: &Args, imp: &str, k: u64, spawn: impl FnOnce(u64) -> T) {
 /// module, such as `chart`): counted like [`measure`], returned instead of
 /// printed.
 #[cfg_attr(not(feature = "chart"), allow(dead_code))]
-pub fn measure_bytes<T>(k: u64, spawn: impl FnOnce(u64) -> T) -> Option<f64> {
+pub fn measure_bytes<T>(imp: &str, k: u64, spawn: impl FnOnce(u64) -> T) -> Option<f64> {
+    let (per, keep) = counted(imp, k.max(1), spawn);
+    drop(keep);
+    Some(per)
+}
+
+/// Runs `spawn(k)` with counting on: live bytes per item, and what it
+/// returned (still alive). With `TURNO_BENCH_ALLOC_SIZES` set, prints the
+/// live allocations per item by size to stderr.
+fn counted<T>(imp: &str, k: u64, spawn: impl FnOnce(u64) -> T) -> (f64, T) {
+    let sizes_before: Vec<i64> = SIZES.iter().map(|c| c.load(Ordering::SeqCst)).collect();
     COUNTING.store(true, Ordering::SeqCst);
     let before = live();
     let keep = spawn(k);
     let after = live();
     COUNTING.store(false, Ordering::SeqCst);
-    drop(keep);
-    Some((after - before) as f64 / k.max(1) as f64)
+    if std::env::var_os("TURNO_BENCH_ALLOC_SIZES").is_some() {
+        eprintln!("{imp}: live allocations per actor by size (bytes: count)");
+        for (b, c) in SIZES.iter().enumerate() {
+            let d = c.load(Ordering::SeqCst) - sizes_before[b];
+            if d.unsigned_abs() >= k / 2 {
+                eprintln!("  <= {:>5}: {:.2}", b * 8, d as f64 / k as f64);
+            }
+        }
+    }
+    ((after - before) as f64 / k as f64, keep)
 }
 
 /// Gives spawned async actors time to run their start.

@@ -106,11 +106,9 @@ impl<C: Clone + DeserializeOwned> Persist<'_, C> {
             &mut Vec::new(),
             &mut Vec::new(),
         )?;
-        Ok(Tree {
-            root: snap,
-            children,
-            charts,
-        })
+        let mut tree = Tree::new(snap, charts);
+        tree.children = children;
+        Ok(tree)
     }
 
     /// Reads a persisted tree and resumes it at `at`, as
@@ -153,11 +151,8 @@ impl<C: Clone + DeserializeOwned> Persist<'_, C> {
             &mut volatile_missing,
             &mut Vec::new(),
         )?;
-        let mut tree = Tree {
-            root: snap,
-            children,
-            charts,
-        };
+        let mut tree = Tree::new(snap, charts);
+        tree.children = children;
         let (actions, decisions) = self.resume_tree(&mut tree, at, settle)?;
         Ok(RestoredTree {
             tree,
@@ -283,7 +278,7 @@ impl<C: Clone> Persist<'_, C> {
             .flat_map(|(p, s)| {
                 s.invocations
                     .iter()
-                    .filter(|i| tree.charts.get(&i.src).is_none())
+                    .filter(|i| tree.chart(&i.src).is_none())
                     .map(move |i| (p.clone(), i.id.clone(), i.generation))
                     .collect::<Vec<_>>()
             })
@@ -340,7 +335,7 @@ impl<C: Clone> Persist<'_, C> {
             };
             let here: Vec<Invocation> = snap.invocations.clone();
             for inv in here {
-                if tree.charts.get(&inv.src).is_some() {
+                if tree.chart(&inv.src).is_some() {
                     decisions.push((path.clone(), inv.id.clone(), InFlight::Resume));
                     continue;
                 }
