@@ -142,6 +142,8 @@ pub(crate) trait Wake: Send + Sync {
 /// The untyped operations the engine needs on any actor's mailbox, without
 /// touching the actor's cell.
 pub(crate) trait MailboxOps: Send + Sync {
+    /// The actor's path (the tree keeps none of its own).
+    fn path(&self) -> &ActorPath;
     fn push_control(&self, c: Control) -> bool;
     fn push_signal(&self, s: Signal) -> bool;
     fn forget_muted(&self, sender: ActorId);
@@ -559,6 +561,10 @@ impl<M: Send + 'static> Mailbox<M> {
 }
 
 impl<M: Send + 'static> MailboxOps for Mailbox<M> {
+    fn path(&self) -> &ActorPath {
+        &self.path
+    }
+
     fn push_control(&self, c: Control) -> bool {
         Mailbox::push_control(self, c)
     }

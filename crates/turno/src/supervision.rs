@@ -171,6 +171,15 @@ impl Supervision {
         self.strategy
     }
 
+    /// Whether this is [`Supervision::default`] (so the tree need not keep it).
+    pub(crate) fn is_default(&self) -> bool {
+        let d = Supervision::default();
+        self.decider.is_none()
+            && self.strategy == d.strategy
+            && self.max_restarts == d.max_restarts
+            && self.within == d.within
+    }
+
     pub(crate) fn decide(&self, failure: &Failure) -> Directive {
         match &self.decider {
             Some(decide) => decide(failure),

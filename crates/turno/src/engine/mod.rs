@@ -132,11 +132,11 @@ impl Engine {
             .lock()
             .nodes
             .get(&id)
-            .map(|n| n.path.name().to_string())
+            .map(|n| n.path().name().to_string())
     }
 
     pub(crate) fn path(&self, id: ActorId) -> Option<ActorPath> {
-        self.tree.lock().nodes.get(&id).map(|n| n.path.clone())
+        self.tree.lock().nodes.get(&id).map(|n| n.path().clone())
     }
 
     pub(crate) fn children(&self, id: ActorId) -> Vec<ActorId> {

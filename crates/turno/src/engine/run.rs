@@ -103,18 +103,7 @@ impl Engine {
                 self.supervise(Some((slot, cell)), child, error)
             }
             Control::ChildTerminated(child) => {
-                let then = {
-                    let mut tree = self.tree.lock();
-                    let Some(node) = tree.nodes.get_mut(&slot.id) else {
-                        return Flow::Continue;
-                    };
-                    node.children.remove(&child);
-                    if node.children.is_empty() {
-                        node.then.take()
-                    } else {
-                        None
-                    }
-                };
+                let then = self.tree.lock().child_terminated(slot.id, child);
                 match then {
                     Some(then) => self.complete_stop(slot, cell, then),
                     None => Flow::Continue,
@@ -180,12 +169,7 @@ impl Engine {
         if !watch.is_empty() || !unwatch.is_empty() {
             let mut tree = self.tree.lock();
             for target in watch {
-                if tree.nodes.contains_key(&target) {
-                    let list = tree.watchers.entry(target).or_default();
-                    if !list.contains(&id) {
-                        list.push(id);
-                    }
-                } else {
+                if !tree.watch(target, id) {
                     cell.push_signal(Signal::Terminated {
                         actor: target,
                         reason: ExitReason::Stopped,
@@ -193,9 +177,7 @@ impl Engine {
                 }
             }
             for target in unwatch {
-                if let Some(list) = tree.watchers.get_mut(&target) {
-                    list.retain(|w| *w != id);
-                }
+                tree.unwatch(target, id);
             }
         }
         for by in muted_by {

@@ -3,6 +3,7 @@
 //! answer to a child's failure.
 
 use std::collections::{BTreeSet, HashMap};
+use std::hash::BuildHasherDefault;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -25,30 +26,77 @@ pub(super) enum Then {
     Restart(u32),
 }
 
+/// One actor in the tree: what every actor needs (32 bytes); the parts
+/// only some actors use (children, watchers, restart history, wait-for
+/// edges, a pending stop, a supervision other than the default) are in
+/// [`NodeRare`], allocated on first use. An idle leaf actor so costs its
+/// map entry and nothing else.
 pub(super) struct Node {
     pub(super) slot: Arc<Slot>,
-    pub(super) path: ActorPath,
+    /// The supervisor: [`ROOT`] for a top-level actor.
+    pub(super) parent: ActorId,
+    pub(super) rare: Option<Box<NodeRare>>,
+    pub(super) restart_count: u32,
     /// Its path is in the system's path index (it was spawned named).
     pub(super) named: bool,
-    pub(super) parent: Option<ActorId>,
+}
+
+/// The parts of a [`Node`] most actors never use.
+#[derive(Default)]
+pub(super) struct NodeRare {
     /// Ids grow with spawn order, so this is also start order (restarts keep
     /// the id and the position), as rest-for-one needs.
     pub(super) children: BTreeSet<ActorId>,
-    pub(super) supervision: Supervision,
+    /// How it supervises its children (`None`: the default).
+    pub(super) supervision: Option<Supervision>,
     pub(super) restarts: RestartLog,
     /// Receivers whose mailboxes mute this actor.
     pub(super) waiting_on: Vec<ActorId>,
+    /// Actors told when this one stops.
+    pub(super) watchers: Vec<ActorId>,
     /// Set while waiting for children to stop.
     pub(super) then: Option<Then>,
-    pub(super) restart_count: u32,
 }
+
+impl Node {
+    /// The rare parts, allocated now if this is their first use.
+    pub(super) fn rare(&mut self) -> &mut NodeRare {
+        self.rare.get_or_insert_with(Box::default)
+    }
+
+    pub(super) fn path(&self) -> &ActorPath {
+        self.slot.mailbox.path()
+    }
+
+    pub(super) fn then(&self) -> Option<&Then> {
+        self.rare.as_ref().and_then(|r| r.then.as_ref())
+    }
+
+    pub(super) fn waiting_on(&self) -> &[ActorId] {
+        self.rare.as_ref().map_or(&[], |r| &r.waiting_on)
+    }
+
+    pub(super) fn has_children(&self) -> bool {
+        self.rare.as_ref().is_some_and(|r| !r.children.is_empty())
+    }
+
+    pub(super) fn supervision(&self) -> Supervision {
+        self.rare
+            .as_ref()
+            .and_then(|r| r.supervision.clone())
+            .unwrap_or_default()
+    }
+}
+
+/// The map of live actors. Actor ids are sequential and never reused, so a
+/// multiplicative hash spreads them as well as SipHash would, for much less.
+type Nodes = HashMap<ActorId, Node, BuildHasherDefault<rustc_hash::FxHasher>>;
 
 #[derive(Default)]
 pub(super) struct Tree {
-    pub(super) nodes: HashMap<ActorId, Node>,
+    pub(super) nodes: Nodes,
     pub(super) root_children: BTreeSet<ActorId>,
     pub(super) root_restarts: RestartLog,
-    pub(super) watchers: HashMap<ActorId, Vec<ActorId>>,
 }
 
 impl Tree {
@@ -58,8 +106,39 @@ impl Tree {
         }
         self.nodes
             .get(&id)
-            .map(|n| n.children.iter().copied().collect())
+            .and_then(|n| n.rare.as_ref())
+            .map(|r| r.children.iter().copied().collect())
             .unwrap_or_default()
+    }
+
+    /// `child` of `parent` has stopped: forgets it, and returns what
+    /// `parent` was waiting to do once its last child stopped.
+    pub(super) fn child_terminated(&mut self, parent: ActorId, child: ActorId) -> Option<Then> {
+        let rare = self.nodes.get_mut(&parent)?.rare.as_mut()?;
+        rare.children.remove(&child);
+        if rare.children.is_empty() {
+            rare.then.take()
+        } else {
+            None
+        }
+    }
+
+    /// `watcher` is told when `target` stops; false if `target` is not alive.
+    pub(super) fn watch(&mut self, target: ActorId, watcher: ActorId) -> bool {
+        let Some(node) = self.nodes.get_mut(&target) else {
+            return false;
+        };
+        let list = &mut node.rare().watchers;
+        if !list.contains(&watcher) {
+            list.push(watcher);
+        }
+        true
+    }
+
+    pub(super) fn unwatch(&mut self, target: ActorId, watcher: ActorId) {
+        if let Some(r) = self.nodes.get_mut(&target).and_then(|n| n.rare.as_mut()) {
+            r.watchers.retain(|w| *w != watcher);
+        }
     }
 }
 
@@ -140,22 +219,29 @@ impl Engine {
                 return refused;
             }
             match parent {
-                Some(p) => tree.nodes.get_mut(&p).expect("checked").children.insert(id),
+                Some(p) => tree
+                    .nodes
+                    .get_mut(&p)
+                    .expect("checked")
+                    .rare()
+                    .children
+                    .insert(id),
                 None => tree.root_children.insert(id),
             };
+            let rare = (!supervision.is_default()).then(|| {
+                Box::new(NodeRare {
+                    supervision: Some(supervision),
+                    ..NodeRare::default()
+                })
+            });
             tree.nodes.insert(
                 id,
                 Node {
                     slot: slot.clone(),
-                    path: path.clone(),
-                    named,
-                    parent,
-                    children: BTreeSet::new(),
-                    supervision,
-                    restarts: RestartLog::default(),
-                    waiting_on: Vec::new(),
-                    then: None,
+                    parent: parent.unwrap_or(ROOT),
+                    rare,
                     restart_count: 0,
+                    named,
                 },
             );
         }
@@ -180,18 +266,19 @@ impl Engine {
             let Some(node) = tree.nodes.get_mut(&slot.id) else {
                 return Flow::Continue;
             };
-            if node.then.is_some() {
+            if node.then().is_some() {
                 // Already stopping: a stop overrides a restart, never the reverse.
                 if matches!(then, Then::Finalize(_)) {
-                    node.then = Some(then);
+                    node.rare().then = Some(then);
                 }
                 return Flow::Continue;
             }
-            if node.children.is_empty() {
-                None
+            if node.has_children() {
+                let rare = node.rare();
+                rare.then = Some(then.clone());
+                Some(rare.children.iter().copied().collect::<Vec<_>>())
             } else {
-                node.then = Some(then.clone());
-                Some(node.children.iter().copied().collect::<Vec<_>>())
+                None
             }
         };
         match children {
@@ -264,13 +351,14 @@ impl Engine {
             // Freed under the tree lock, before anyone hears of the stop: a
             // watcher told of it may give the name to a new actor at once.
             if let Some(n) = node.as_ref().filter(|n| n.named) {
-                self.shared.release_path(&n.path, id);
+                self.shared.release_path(n.path(), id);
             }
-            let parent = node.as_ref().and_then(|n| n.parent);
+            let parent = node.as_ref().map(|n| n.parent).filter(|p| *p != ROOT);
             if parent.is_none() {
                 tree.root_children.remove(&id);
             }
-            (parent, tree.watchers.remove(&id).unwrap_or_default())
+            let watchers = node.and_then(|n| n.rare).map(|r| r.watchers);
+            (parent, watchers.unwrap_or_default())
         };
         self.release_from(slot, unmuted);
         self.trace(|| ActorEvent::Stop {
@@ -304,7 +392,8 @@ impl Engine {
             actor: slot.id.into(),
             error: error.clone(),
         });
-        let parent = self.tree.lock().nodes.get(&slot.id).and_then(|n| n.parent);
+        let parent =
+            (self.tree.lock().nodes.get(&slot.id).map(|n| n.parent)).filter(|p| *p != ROOT);
         match parent {
             Some(p) => {
                 self.push_control(
@@ -331,12 +420,12 @@ impl Engine {
         let (decision, child_path) = {
             let mut tree = self.tree.lock();
             let child_path = match tree.nodes.get(&child) {
-                Some(n) if n.slot.is_failed() && n.then.is_none() => n.path.clone(),
+                Some(n) if n.slot.is_failed() && n.then().is_none() => n.path().clone(),
                 _ => return Flow::Continue, // stopped or restarted meanwhile
             };
             let supervision = match sup_id {
                 Some(s) => match tree.nodes.get(&s) {
-                    Some(n) => n.supervision.clone(),
+                    Some(n) => n.supervision(),
                     None => return Flow::Continue,
                 },
                 None => self.root.clone(),
@@ -352,7 +441,7 @@ impl Engine {
                 Directive::Restart => {
                     let now = self.shared.clock.now();
                     let log = match sup_id {
-                        Some(s) => &mut tree.nodes.get_mut(&s).expect("checked").restarts,
+                        Some(s) => &mut tree.nodes.get_mut(&s).expect("checked").rare().restarts,
                         None => &mut tree.root_restarts,
                     };
                     match log.try_restart(&supervision, now) {
@@ -420,4 +509,21 @@ enum Decision {
     Stop,
     Escalate,
     Restart(Vec<ActorId>, u32),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An idle leaf actor's share of the tree is its node and map entry
+    /// (issue 11: at most 256 bytes per idle actor); the rest is rare.
+    #[test]
+    fn a_node_is_four_words_and_its_rare_parts_start_unallocated() {
+        assert_eq!(std::mem::size_of::<Node>(), 32);
+        assert!(Supervision::default().is_default());
+        assert!(!Supervision::new(crate::Strategy::OneForAll).is_default());
+        assert!(!Supervision::default()
+            .decider(|_| Directive::Stop)
+            .is_default());
+    }
 }

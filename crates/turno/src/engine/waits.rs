@@ -24,7 +24,7 @@ impl Tree {
             }
             seen.push(a);
             if let Some(n) = self.nodes.get(&a) {
-                stack.extend(n.waiting_on.iter().copied());
+                stack.extend(n.waiting_on().iter().copied());
             }
         }
         false
@@ -57,12 +57,12 @@ impl Engine {
             return; // the receiver drained before we got here
         }
         if let Some(node) = tree.nodes.get_mut(&sender.id) {
-            if node.waiting_on.contains(&receiver) {
+            if node.waiting_on().contains(&receiver) {
                 // One turn can be muted twice by the same receiver (it drained
                 // and filled again between two sends): one edge, one count.
                 return;
             }
-            node.waiting_on.push(receiver);
+            node.rare().waiting_on.push(receiver);
             sender.state.fetch_add(1, Ordering::SeqCst); // one more mute
             drop(tree);
             self.trace(|| ActorEvent::Mute {
@@ -95,10 +95,13 @@ impl Engine {
                 if receiver.mailbox.is_muting(s) && !self.injected_stale_release() {
                     continue;
                 }
-                if let Some(node) = tree.nodes.get_mut(&s) {
-                    let before = node.waiting_on.len();
-                    node.waiting_on.retain(|r| *r != receiver.id);
-                    if node.waiting_on.len() < before {
+                let Some(node) = tree.nodes.get_mut(&s) else {
+                    continue;
+                };
+                if let Some(rare) = node.rare.as_mut() {
+                    let before = rare.waiting_on.len();
+                    rare.waiting_on.retain(|r| *r != receiver.id);
+                    if rare.waiting_on.len() < before {
                         freed.push(node.slot.clone());
                     }
                 }
