@@ -132,11 +132,12 @@ impl Engine {
             .lock()
             .nodes
             .get(&id)
-            .map(|n| n.path().name().to_string())
+            .and_then(|n| n.path())
+            .map(|p| p.name().to_string())
     }
 
     pub(crate) fn path(&self, id: ActorId) -> Option<ActorPath> {
-        self.tree.lock().nodes.get(&id).map(|n| n.path().clone())
+        self.tree.lock().nodes.get(&id).and_then(|n| n.path())
     }
 
     pub(crate) fn children(&self, id: ActorId) -> Vec<ActorId> {
@@ -155,7 +156,8 @@ impl Engine {
     #[cfg(turno_loom)]
     pub(crate) fn is_listed(&self, receiver: ActorId, sender: ActorId) -> bool {
         self.slot(receiver)
-            .is_some_and(|r| r.mailbox.is_muting(sender))
+            .and_then(|r| r.mailbox())
+            .is_some_and(|m| m.is_muting(sender))
     }
 
     pub(crate) fn slot(&self, id: ActorId) -> Option<Arc<Slot>> {
@@ -189,14 +191,16 @@ impl Engine {
     /// Never takes the target's cell lock (its runner may hold it), only its
     /// mailbox lock.
     fn control_to(slot: &Slot, c: Control) {
-        if slot.mailbox.push_control(c) {
+        if slot.mailbox().is_some_and(|m| m.push_control(c)) {
             slot.unpark();
         }
     }
 
     pub(crate) fn push_signal(&self, id: ActorId, s: Signal) {
         if let Some(slot) = self.slot(id) {
-            slot.mailbox.push_signal(s);
+            if let Some(m) = slot.mailbox() {
+                m.push_signal(s);
+            }
         }
     }
 }

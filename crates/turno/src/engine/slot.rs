@@ -23,8 +23,11 @@ pub(crate) struct Slot {
     pub(super) state: AtomicU64,
     /// End of a simulated busy period, in nanoseconds (with `BUSY` set).
     pub(super) busy_until: AtomicU64,
-    /// The mailbox, reachable without the cell's lock.
-    pub(super) mailbox: Arc<dyn MailboxOps>,
+    /// The mailbox, reachable without the cell's lock. Weak: the mailbox
+    /// holds the slot (its waker), and the cell, alive until the actor
+    /// stops, holds an address; a strong reference here made a cycle that
+    /// kept every stopped actor's slot and mailbox alive forever.
+    pub(super) mailbox: Weak<dyn MailboxOps>,
     pub(super) me: Weak<Slot>,
     pub(super) sched: Arc<dyn Scheduler>,
 }
@@ -43,6 +46,12 @@ pub(super) const MUTES: u64 = (1 << 32) - 1;
 pub(super) const BLOCKING: u64 = FAILED | STOPPING | BUSY | MUTES;
 
 impl Slot {
+    /// The mailbox; `None` once the actor has stopped and every address of
+    /// it is gone.
+    pub(super) fn mailbox(&self) -> Option<Arc<dyn MailboxOps>> {
+        self.mailbox.upgrade()
+    }
+
     /// May the actor handle user mail and signals now?
     pub(super) fn blocked(&self) -> bool {
         self.state.load(Ordering::SeqCst) & BLOCKING != 0

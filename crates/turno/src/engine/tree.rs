@@ -64,8 +64,11 @@ impl Node {
         self.rare.get_or_insert_with(Box::default)
     }
 
-    pub(super) fn path(&self) -> &ActorPath {
-        self.slot.mailbox.path()
+    /// The path, kept by the mailbox. A node is in the tree only while
+    /// its cell (which holds an address, so the mailbox) is alive, so this
+    /// is `None` only for an actor that has stopped.
+    pub(super) fn path(&self) -> Option<ActorPath> {
+        self.slot.mailbox().map(|m| m.path().clone())
     }
 
     pub(super) fn then(&self) -> Option<&Then> {
@@ -192,7 +195,7 @@ impl Engine {
         let slot = Arc::new_cyclic(|me| Slot {
             id,
             cell: Mutex::new(None),
-            mailbox: cell.mailbox_ops(),
+            mailbox: Arc::downgrade(&cell.mailbox_ops()),
             state: AtomicU64::new(0),
             busy_until: AtomicU64::new(0),
             me: me.clone(),
@@ -252,10 +255,11 @@ impl Engine {
             parent: Some(parent.unwrap_or(ROOT).into()),
             policy: policy.into(),
         });
-        slot.mailbox.set_waker(slot.clone());
+        let mailbox = cell.mailbox_ops();
+        mailbox.set_waker(slot.clone());
         // The cell is in place before the first wake-up can reach a runner.
         *slot.cell.lock() = Some(cell);
-        slot.mailbox.push_control(Control::Start);
+        mailbox.push_control(Control::Start);
         Registered::Yes
     }
 
@@ -350,8 +354,9 @@ impl Engine {
             let node = tree.nodes.remove(&id);
             // Freed under the tree lock, before anyone hears of the stop: a
             // watcher told of it may give the name to a new actor at once.
-            if let Some(n) = node.as_ref().filter(|n| n.named) {
-                self.shared.release_path(n.path(), id);
+            // (The cell is alive, so its mailbox and path are.)
+            if let Some(path) = node.as_ref().filter(|n| n.named).and_then(Node::path) {
+                self.shared.release_path(&path, id);
             }
             let parent = node.as_ref().map(|n| n.parent).filter(|p| *p != ROOT);
             if parent.is_none() {
@@ -420,7 +425,10 @@ impl Engine {
         let (decision, child_path) = {
             let mut tree = self.tree.lock();
             let child_path = match tree.nodes.get(&child) {
-                Some(n) if n.slot.is_failed() && n.then().is_none() => n.path().clone(),
+                Some(n) if n.slot.is_failed() && n.then().is_none() => match n.path() {
+                    Some(path) => path,
+                    None => return Flow::Continue,
+                },
                 _ => return Flow::Continue, // stopped or restarted meanwhile
             };
             let supervision = match sup_id {

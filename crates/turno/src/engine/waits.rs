@@ -50,10 +50,12 @@ impl Engine {
         };
         if tree.waits_for(receiver, sender.id) {
             drop(tree);
-            rslot.mailbox.forget_muted(sender.id);
+            if let Some(m) = rslot.mailbox() {
+                m.forget_muted(sender.id);
+            }
             return;
         }
-        if !rslot.mailbox.is_muting(sender.id) {
+        if !rslot.mailbox().is_some_and(|m| m.is_muting(sender.id)) {
             return; // the receiver drained before we got here
         }
         if let Some(node) = tree.nodes.get_mut(&sender.id) {
@@ -89,10 +91,12 @@ impl Engine {
             return;
         }
         let mut freed = Vec::new();
+        let mailbox = receiver.mailbox();
+        let listed = |s| mailbox.as_ref().is_some_and(|m| m.is_muting(s));
         {
             let mut tree = self.tree.lock();
             for s in senders {
-                if receiver.mailbox.is_muting(s) && !self.injected_stale_release() {
+                if listed(s) && !self.injected_stale_release() {
                     continue;
                 }
                 let Some(node) = tree.nodes.get_mut(&s) else {
