@@ -233,7 +233,7 @@ impl<A: Actor> Cell<A> {
             actor: actor_id.into(),
             what,
         });
-        let metrics = &self.addr.mailbox.metrics;
+        let metrics = self.addr.mailbox.metrics();
         // Turn time is sampled (see `crate::metrics`): the clock is read on
         // one message turn in `TURN_SAMPLE`, never on a hook.
         let sampled = match what {
@@ -276,7 +276,7 @@ impl<A: Actor> Cell<A> {
     fn stale(&mut self, request: RequestId, reason: StaleReason) -> TurnOutcome {
         let mailbox = &self.addr.mailbox;
         mailbox.count_stale();
-        mailbox.metrics.stale();
+        mailbox.metrics().stale();
         let actor = self.addr.id();
         let shared = self.shared();
         shared

@@ -224,7 +224,7 @@ impl<'a, A: Actor> Context<'a, A> {
         let size = self.rare.get().stash.push(msg)?;
         self.fx.stashed += 1;
         let actor = self.id();
-        self.addr.mailbox.metrics.stash(size);
+        self.addr.mailbox.metrics().stash(size);
         self.trace(|| ActorEvent::Stash {
             actor: actor.into(),
             size,
@@ -239,7 +239,7 @@ impl<'a, A: Actor> Context<'a, A> {
         if count > 0 {
             self.fx.unstashed += count;
             let actor = self.id();
-            self.addr.mailbox.metrics.stash(0);
+            self.addr.mailbox.metrics().stash(0);
             self.trace(|| ActorEvent::Unstash {
                 actor: actor.into(),
                 count,

@@ -26,7 +26,7 @@ use crate::addr::ActorId;
 use crate::ask::RequestId;
 use crate::buffer::{Buffer, BufferStats, Decision, Offer, Policy};
 use crate::ids::ActorPath;
-use crate::metrics::MailboxMetrics;
+use crate::metrics::{MailboxMetrics, Metrics};
 use crate::shared::SystemShared;
 use crate::supervision::ExitReason;
 use crate::time::Instant;
@@ -188,7 +188,7 @@ pub(crate) struct Mailbox<M> {
     /// Outside senders currently waiting for room: takes notify only then.
     waiting_senders: AtomicUsize,
     pub(crate) shared: Arc<SystemShared>,
-    pub(crate) metrics: MailboxMetrics,
+    metrics: MailboxMetrics,
     stale_replies: AtomicU64,
     /// The scheduler's hook; unset for probes and the test kit.
     waker: OnceLock<Arc<dyn Wake>>,
@@ -222,7 +222,7 @@ impl<M: Send + 'static> Mailbox<M> {
         policy: Policy,
         shared: Arc<SystemShared>,
     ) -> Self {
-        let metrics = MailboxMetrics::new(&shared, &path, policy);
+        let metrics = MailboxMetrics::new(&shared);
         Mailbox {
             id,
             path,
@@ -246,6 +246,15 @@ impl<M: Send + 'static> Mailbox<M> {
 
     pub(crate) fn policy(&self) -> Policy {
         self.policy
+    }
+
+    /// The actor's metric handles, labelled with its name and policy.
+    pub(crate) fn metrics(&self) -> Metrics<'_> {
+        Metrics {
+            handles: &self.metrics,
+            actor: &self.path,
+            policy: self.policy,
+        }
     }
 
     /// Offers a user message. `muting_sender` is the sending actor when the
@@ -353,7 +362,7 @@ impl<M: Send + 'static> Mailbox<M> {
                 Verdict::Enqueued { remaining }
             }
             Offer::Evicted(env) => {
-                self.metrics.dropped();
+                self.metrics().dropped();
                 shared.tracer.emit(&shared.clock, || ActorEvent::Drop {
                     actor: actor.into(),
                     policy: drop_policy(self.policy),
@@ -367,7 +376,7 @@ impl<M: Send + 'static> Mailbox<M> {
                 Verdict::Evicted(env.into_msg())
             }
             Offer::Dropped(env) => {
-                self.metrics.dropped();
+                self.metrics().dropped();
                 shared.tracer.emit(&shared.clock, || ActorEvent::Drop {
                     actor: actor.into(),
                     policy: drop_policy(self.policy),
@@ -376,7 +385,7 @@ impl<M: Send + 'static> Mailbox<M> {
                 Verdict::Dropped(env.into_msg())
             }
             Offer::Rejected(env) => {
-                self.metrics.rejected();
+                self.metrics().rejected();
                 shared.tracer.emit(&shared.clock, || ActorEvent::Reject {
                     actor: actor.into(),
                 });
@@ -477,7 +486,7 @@ impl<M: Send + 'static> Mailbox<M> {
             unmuted = std::mem::take(&mut st.muted);
         }
         drop(st);
-        self.metrics.depth(depth);
+        self.metrics().depth(depth);
         // Outside senders waiting for room are woken like muted actors: all
         // at once, when the depth is below the low watermark, so that each
         // wake-up finds room for a batch instead of one slot (one context

@@ -40,15 +40,21 @@ use crate::shared::SystemShared;
 /// actor; a power of two).
 pub const TURN_SAMPLE: u32 = 64;
 
-/// Metric handles of one actor, each registered on its own first use.
-pub(crate) enum MailboxMetrics {
-    Off,
-    On {
-        /// The label is the path's last segment, the actor's name.
-        actor: ActorPath,
-        policy: Policy,
-        handles: OnceLock<Box<Handles>>,
-    },
+/// Metric handles of one actor, each registered on its own first use: two
+/// words per actor until then (the label, the actor's name and policy, is
+/// the mailbox's, passed in through [`Metrics`]).
+pub(crate) struct MailboxMetrics {
+    /// `Some(None)` when metrics are off; unset until the first metric when
+    /// on.
+    handles: OnceLock<Option<Box<Handles>>>,
+}
+
+/// One actor's metric handles with their label, as a mailbox lends them.
+pub(crate) struct Metrics<'a> {
+    pub(crate) handles: &'a MailboxMetrics,
+    /// The label is the path's last segment, the actor's name.
+    pub(crate) actor: &'a ActorPath,
+    pub(crate) policy: Policy,
 }
 
 /// One actor's handles. Each is registered when first needed, not all six
@@ -68,33 +74,32 @@ pub(crate) struct Handles {
 }
 
 impl MailboxMetrics {
-    pub(crate) fn new(shared: &SystemShared, path: &ActorPath, policy: Policy) -> Self {
-        if !shared.metrics {
-            return MailboxMetrics::Off;
-        }
-        MailboxMetrics::On {
-            actor: path.clone(),
-            policy,
-            handles: OnceLock::new(),
+    pub(crate) fn new(shared: &SystemShared) -> Self {
+        MailboxMetrics {
+            handles: if shared.metrics {
+                OnceLock::new()
+            } else {
+                OnceLock::from(None)
+            },
         }
     }
+}
 
+impl Metrics<'_> {
     pub(crate) fn enabled(&self) -> bool {
-        matches!(self, MailboxMetrics::On { .. })
+        !matches!(self.handles.handles.get(), Some(None))
     }
 
     /// The actor's handles (allocated on the first metric), its name and
     /// policy; `None` when off.
     #[inline]
     fn get(&self) -> Option<(&Handles, &str, Policy)> {
-        match self {
-            MailboxMetrics::Off => None,
-            MailboxMetrics::On {
-                actor,
-                policy,
-                handles,
-            } => Some((handles.get_or_init(Box::default), actor.name(), *policy)),
-        }
+        let handles = self
+            .handles
+            .handles
+            .get_or_init(|| Some(Box::default()))
+            .as_deref()?;
+        Some((handles, self.actor.name(), self.policy))
     }
 
     pub(crate) fn depth(&self, depth: usize) {
