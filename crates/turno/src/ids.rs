@@ -120,12 +120,32 @@ impl ActorPath {
         self.child_with(name.len(), |s| s.push_str(name))
     }
 
-    /// The path of the unnamed child `id`: segment `$<id>`.
+    /// The path of the unnamed child `id`: segment `$<id>`. Built on the
+    /// stack when it fits, so that it costs one allocation (the `Arc`), not
+    /// a `String` as well: every actor spawned without a name pays this.
     pub(crate) fn unnamed_child(&self, id: ActorId) -> ActorPath {
-        use fmt::Write;
-        self.child_with(21, |s| {
-            let _ = write!(s, "${}", id.0);
-        })
+        let mut digits = itoa::Buffer::new();
+        let digits = digits.format(id.0);
+        let mut buf = [0u8; 64];
+        let sep = usize::from(!self.is_root());
+        let len = self.0.len() + sep + 1 + digits.len();
+        let on_the_heap = || {
+            self.child_with(1 + digits.len(), |s| {
+                s.push('$');
+                s.push_str(digits);
+            })
+        };
+        if len > buf.len() {
+            return on_the_heap();
+        }
+        let parts: [&[u8]; 4] = [self.0.as_bytes(), &b"/"[..sep], b"$", digits.as_bytes()];
+        let mut at = 0;
+        for part in parts {
+            buf[at..at + part.len()].copy_from_slice(part);
+            at += part.len();
+        }
+        // A path and ASCII digits are UTF-8: the fallback is never taken.
+        std::str::from_utf8(&buf[..len]).map_or_else(|_| on_the_heap(), |p| ActorPath(p.into()))
     }
 
     fn child_with(&self, len: usize, segment: impl FnOnce(&mut String)) -> ActorPath {
@@ -252,6 +272,16 @@ mod tests {
         assert_eq!(root.segments().count(), 0);
         assert_eq!(worker.unnamed_child(ActorId(7)).as_str(), "/sup/worker/$7");
         assert_eq!(root.unnamed_child(ActorId(7)).name(), "$7");
+        assert_eq!(root.unnamed_child(ActorId(7)).as_str(), "/$7");
+        assert_eq!(
+            root.unnamed_child(ActorId(u64::MAX)).as_str(),
+            format!("/${}", u64::MAX)
+        );
+        let deep = root.child(&"n".repeat(70));
+        assert_eq!(
+            deep.unnamed_child(ActorId(12)).as_str(),
+            format!("/{}/$12", "n".repeat(70))
+        );
     }
 
     #[test]
