@@ -404,7 +404,10 @@ impl<A: Actor> AnyCell for Cell<A> {
                 None => TurnOutcome::Discarded,
             },
             Next::User(env, unmuted) => {
-                fx.unmuted.extend(unmuted);
+                // Almost always empty: skip the call (and the drop) then.
+                if !unmuted.is_empty() {
+                    fx.unmuted.extend(unmuted);
+                }
                 match env {
                     Envelope::Msg(msg) => self.handle(TurnKind::Message, msg, fx),
                     Envelope::Reply(id, msg) => match self

@@ -47,7 +47,7 @@ use crate::actor::{Actor, Props};
 use crate::addr::ActorId;
 #[cfg(turno_loom)]
 use crate::addr::Addr;
-use crate::effects::TimerKey;
+use crate::effects::{Effects, TimerKey};
 use crate::engine::{Engine, Scheduler, Slot};
 #[cfg(turno_loom)]
 use crate::shared::SystemConfig;
@@ -134,6 +134,7 @@ impl SystemBuilder<DetOptions> {
             rng: fastrand::Rng::with_seed(self.options.seed),
             step_limit: self.options.step_limit,
             turns: 0,
+            fx: Effects::default(),
         }
     }
 }
@@ -145,6 +146,8 @@ pub struct DetSystem {
     rng: fastrand::Rng,
     step_limit: u64,
     turns: u64,
+    /// The effects record every batch reuses (see `Engine::run_slot`).
+    fx: Effects,
 }
 
 impl DetSystem {
@@ -193,7 +196,7 @@ impl DetSystem {
             ready.swap_remove(i)
         };
         self.turns += 1;
-        self.engine.run_slot(&slot, 1);
+        self.engine.run_slot(&slot, 1, &mut self.fx);
         true
     }
 
@@ -350,7 +353,9 @@ impl SharedRunner {
         let slot = self.queue.ready.lock().pop();
         match slot {
             Some(slot) => {
-                self.engine.run_slot(&slot, 1);
+                // Each loom thread runs with a record of its own.
+                self.engine
+                    .run_slot(&slot, 1, &mut crate::effects::Effects::default());
                 true
             }
             None => false,
@@ -379,7 +384,8 @@ impl SharedRunner {
                 None => return false,
             }
         };
-        self.engine.run_slot(&slot, 1);
+        self.engine
+            .run_slot(&slot, 1, &mut crate::effects::Effects::default());
         true
     }
 

@@ -87,39 +87,18 @@ impl Effects {
         self.sent.is_some()
     }
 
-    /// An empty record for one batch of turns: the one the last batch on
-    /// this thread gave back, if any, instead of building and dropping a
-    /// record of ten vectors per batch: about 30 instructions fewer per
-    /// message where every batch is one turn (pingpong, 852 -> 823 under
-    /// callgrind, see BENCHMARKS.md).
-    pub(crate) fn take_spare() -> Box<Effects> {
-        #[cfg(not(turno_loom))]
-        if let Some(fx) = SPARE.with(|s| s.take()) {
-            return fx;
-        }
-        Box::default()
+    /// Readies a batch's record for the next batch of its owner (a
+    /// worker, a local or deterministic system). The engine applies (and
+    /// so empties) every record with effects before its batch ends, so only
+    /// what no scheduler reads is left to reset: the per-batch counters and
+    /// the asks (which only the test kit shows). Owning the record saves
+    /// building and dropping ten vectors per batch (about 30 instructions
+    /// per message where every batch is one turn, as in pingpong), and
+    /// not checking the ten effect lists again about 25 more.
+    pub(crate) fn end_batch(&mut self) {
+        debug_assert!(self.is_empty(), "a batch ended with effects not applied");
+        self.stashed = 0;
+        self.unstashed = 0;
+        self.asks.clear();
     }
-
-    /// Gives a batch's record back for the next batch on this thread. The
-    /// engine applies (and so empties) every record with effects before
-    /// its batch ends, so only what no scheduler reads is left to reset:
-    /// the per-batch counters and the asks (which only the test kit shows).
-    /// Not checking the ten effect lists again saves about 25 instructions
-    /// per batch.
-    pub(crate) fn give_back(mut fx: Box<Effects>) {
-        debug_assert!(fx.is_empty(), "a batch ended with effects not applied");
-        fx.stashed = 0;
-        fx.unstashed = 0;
-        fx.asks.clear();
-        if !fx.recording() {
-            #[cfg(not(turno_loom))]
-            SPARE.with(|s| s.set(Some(fx)));
-        }
-    }
-}
-
-#[cfg(not(turno_loom))]
-thread_local! {
-    /// This thread's spare effects record (see [`Effects::take_spare`]).
-    static SPARE: std::cell::Cell<Option<Box<Effects>>> = const { std::cell::Cell::new(None) };
 }

@@ -61,7 +61,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::addr::ActorId;
-use crate::effects::TimerKey;
+use crate::effects::{Effects, TimerKey};
 use crate::engine::{Engine, Scheduler, Slot, ROOT};
 use crate::sync::Mutex;
 use crate::system::{ShutdownReport, ShutdownTimeout, System, SystemBuilder};
@@ -131,6 +131,7 @@ impl SystemBuilder<LocalOptions> {
             queue,
             batch: self.options.batch,
             turns: 0,
+            fx: Effects::default(),
         }
     }
 }
@@ -142,6 +143,8 @@ pub struct LocalSystem {
     queue: Arc<LocalQueue>,
     batch: usize,
     turns: u64,
+    /// The effects record every batch reuses (see `Engine::run_slot`).
+    fx: Effects,
 }
 
 impl LocalSystem {
@@ -173,7 +176,7 @@ impl LocalSystem {
         let Some(slot) = self.queue.ready.lock().pop_front() else {
             return false;
         };
-        self.turns += self.engine.run_slot(&slot, self.batch) as u64;
+        self.turns += self.engine.run_slot(&slot, self.batch, &mut self.fx) as u64;
         true
     }
 

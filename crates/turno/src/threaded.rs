@@ -50,7 +50,7 @@ use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use parking_lot::{Condvar, Mutex};
 
 use crate::addr::ActorId;
-use crate::effects::TimerKey;
+use crate::effects::{Effects, TimerKey};
 use crate::engine::{Engine, Scheduler, Slot, ROOT};
 use crate::system::System;
 use crate::system::SystemBuilder;
@@ -74,6 +74,10 @@ struct Local {
     system: usize,
     deque: Worker<Arc<Slot>>,
     lifo: Option<Arc<Slot>>,
+    /// The LIFO slot's actor was handed off by the batch running now and is
+    /// not in [`Core::pending`] yet: the running actor's count passes to it
+    /// when the batch ends (see [`Core::schedule`]).
+    lifo_uncounted: bool,
     lifo_run: u32,
 }
 
@@ -85,7 +89,11 @@ struct Core {
     sleeping: AtomicUsize,
     sleep_lock: Mutex<()>,
     sleep_cv: Condvar,
-    /// Slots scheduled and not yet run to the end of their batch.
+    /// Slots scheduled and not yet run to the end of their batch, except
+    /// a hand-off waiting in a worker's LIFO slot while the batch that
+    /// woke it still runs (that batch's own count covers both, and passes
+    /// to it when the batch ends): so a request and its reply handed off
+    /// on one worker touch this shared counter not at all.
     pending: AtomicUsize,
     idle_lock: Mutex<()>,
     idle_cv: Condvar,
@@ -103,10 +111,15 @@ impl Core {
         }
     }
 
-    fn next_task(&self, index: usize) -> Option<Arc<Slot>> {
+    /// Ends the batch just run (its count passes to the actor it handed
+    /// off, if any) and picks the next slot to run on worker `index`.
+    fn next_task(&self, index: usize, finished: bool) -> Option<Arc<Slot>> {
         let local = LOCAL.with(|l| {
             let mut l = l.borrow_mut();
             let l = l.as_mut()?;
+            if finished && !std::mem::take(&mut l.lifo_uncounted) {
+                self.finished_one();
+            }
             if l.lifo_run < MAX_LIFO_RUN {
                 if let Some(s) = l.lifo.take() {
                     l.lifo_run += 1;
@@ -151,15 +164,26 @@ impl Core {
 }
 
 impl Scheduler for Core {
+    /// A slot woken by a batch running on one of this system's workers is
+    /// handed off: it takes the worker's LIFO slot and runs next there,
+    /// and is not counted in `pending` (the running batch's count passes
+    /// to it when that batch ends, in `next_task`). The actor it displaces
+    /// from the LIFO slot goes to the deque, where others may steal it, so
+    /// it is counted first if it was the uncounted one. Only this worker
+    /// reads or writes its LIFO slot and the flag, so no ordering is
+    /// involved; `pending` stays `SeqCst` for `wait_idle`.
     fn schedule(&self, slot: Arc<Slot>) {
-        self.pending.fetch_add(1, Ordering::SeqCst);
-        // On one of our workers: hand-off, the woken actor runs next here.
         // `Ok(spare)`: whether the local deque has work others could steal.
         let placed = LOCAL.with(|l| {
             let mut l = l.borrow_mut();
             match l.as_mut() {
                 Some(l) if l.system == self.system => {
-                    if let Some(previous) = l.lifo.replace(slot) {
+                    let previous = l.lifo.replace(slot);
+                    let uncounted = std::mem::replace(&mut l.lifo_uncounted, true);
+                    if let Some(previous) = previous {
+                        if uncounted {
+                            self.pending.fetch_add(1, Ordering::SeqCst);
+                        }
                         l.deque.push(previous);
                     }
                     Ok(!l.deque.is_empty())
@@ -169,6 +193,7 @@ impl Scheduler for Core {
         });
         match placed {
             Err(slot) => {
+                self.pending.fetch_add(1, Ordering::SeqCst);
                 self.injector.push(slot);
                 self.notify_sleeper();
             }
@@ -269,13 +294,17 @@ fn worker(core: Arc<Core>, engine: Arc<Engine>, index: usize, deque: Worker<Arc<
             system: core.system,
             deque,
             lifo: None,
+            lifo_uncounted: false,
             lifo_run: 0,
         })
     });
+    let mut finished = false;
+    // The effects record every batch of this worker reuses.
+    let mut fx = Effects::default();
     loop {
-        if let Some(slot) = core.next_task(index) {
-            engine.run_slot(&slot, core.batch);
-            core.finished_one();
+        if let Some(slot) = core.next_task(index, std::mem::take(&mut finished)) {
+            engine.run_slot(&slot, core.batch, &mut fx);
+            finished = true;
             continue;
         }
         if core.shutdown.load(Ordering::SeqCst) {

@@ -16,7 +16,12 @@ use crate::trace::ActorEvent;
 impl Engine {
     /// Runs up to `batch` units of work of one actor (control messages
     /// first), then requeues, parks or idles it. Returns the turns run.
-    pub(crate) fn run_slot(&self, slot: &Arc<Slot>, batch: usize) -> usize {
+    ///
+    /// `fx` is the caller's effects record, empty, reused by every batch
+    /// it runs (a worker, a local or deterministic system owns one): a
+    /// turn that only sends leaves it empty and skips `apply` altogether,
+    /// and no batch builds, drops or fetches a record of its own.
+    pub(crate) fn run_slot(&self, slot: &Arc<Slot>, batch: usize, fx: &mut Effects) -> usize {
         let mut guard = slot.cell.lock();
         let Some(cell) = guard.as_mut() else {
             return 0;
@@ -24,13 +29,9 @@ impl Engine {
         let mut ran = 0;
         let mut flow = Flow::Continue;
         let mut idle = false;
-        // One effects record for the whole batch, and the same one for every
-        // batch on this thread: a turn that only sends leaves it empty and
-        // skips `apply` altogether.
-        let mut fx = Effects::take_spare();
         while ran < batch.max(1) && flow == Flow::Continue {
             let blocked = slot.blocked();
-            match cell.step(blocked, &mut fx) {
+            match cell.step(blocked, fx) {
                 Step::Control(c) => {
                     ran += 1;
                     flow = self.control(slot, cell.as_mut(), c);
@@ -50,12 +51,12 @@ impl Engine {
                 Step::Ran(TurnOutcome::Handled) => {
                     ran += 1;
                     if !fx.is_empty() {
-                        flow = self.apply(slot, cell.as_mut(), std::mem::take(&mut *fx));
+                        flow = self.apply(slot, cell.as_mut(), std::mem::take(fx));
                     }
                 }
             }
         }
-        Effects::give_back(fx);
+        fx.end_batch();
         if flow == Flow::Finalized {
             // Dropping the cell drops its address, breaking the
             // mailbox -> slot -> cell -> mailbox cycle.
