@@ -220,10 +220,19 @@ impl LocalSystem {
     }
 
     /// Fires every timer whose deadline has passed. False if there was none.
+    /// Called after every batch: inlined, so that with no timer pending it
+    /// is one load and a branch (as a call it was about 20 instructions
+    /// per batch, for the frame of the loop below).
+    #[inline]
     fn fire_due(&mut self) -> bool {
         if !self.queue.has_timers.load(Ordering::Relaxed) {
             return false;
         }
+        self.fire_pending()
+    }
+
+    #[inline(never)]
+    fn fire_pending(&mut self) -> bool {
         let mut fired = false;
         loop {
             let next = {
