@@ -137,7 +137,9 @@ impl Metrics<'_> {
     pub(crate) fn stash(&self, size: usize) {
         if let Some((h, actor, _)) = self.get() {
             h.stash
-                .get_or_init(|| metrics::gauge!("turno_stash_size", "actor" => actor.name().to_string()))
+                .get_or_init(
+                    || metrics::gauge!("turno_stash_size", "actor" => actor.name().to_string()),
+                )
                 .set(size as f64);
         }
     }
