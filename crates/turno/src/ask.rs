@@ -11,10 +11,11 @@
 //! mailbox*, not by when the asker gets to it: a reply enqueued before the
 //! deadline wins, even if the asker is still busy when the deadline passes
 //! and the timeout signal (system lane) would otherwise be served ahead of
-//! the reply (user lane). The reply's enqueue time is taken under the
-//! mailbox lock, and the timeout is judged after the timeout signal was taken
-//! under the same lock, so the rule holds exactly on both schedulers. A reply
-//! enqueued at or after the deadline is stale ([`StaleReason::TimedOut`]).
+//! the reply (user lane). The reply's enqueue time is taken under the lock
+//! of the mailbox's system lane, and the timeout is judged after the timeout
+//! signal was taken under the same lock, so the rule holds exactly on every
+//! scheduler. A reply enqueued at or after the deadline is stale
+//! ([`StaleReason::TimedOut`]), even when taken before the timeout signal.
 //! One exception, the policy's own: a reply evicted from a keep-newest
 //! mailbox before it was handled is lost (counted as a drop), and the request
 //! then times out.
@@ -207,8 +208,8 @@ struct AskPort<M, R, F> {
     mailbox: Arc<Mailbox<M>>,
     on_response: F,
     /// Nanoseconds + 1 of the first reply's enqueue (0: none yet); written
-    /// under the asker's mailbox lock, so whoever takes the timeout signal
-    /// from that mailbox afterwards sees it.
+    /// under the lock of the asker's system lane, so whoever takes the
+    /// timeout signal from that mailbox afterwards sees it.
     replied_at: AtomicU64,
     _reply: PhantomData<fn(R)>,
 }

@@ -58,7 +58,7 @@ pub(crate) trait AnyCell: Send {
     fn try_idle(&self) -> bool;
     /// Runs the `started` hook, building an instance first if needed.
     fn start(&mut self, fx: &mut Effects);
-    /// Takes the next unit of work under one mailbox lock: a control
+    /// Takes the next unit of work from the mailbox: a control
     /// message is returned to the engine; otherwise, unless `blocked`, a
     /// signal, re-delivery or message is handled.
     fn step(&mut self, blocked: bool, fx: &mut Effects) -> Step;

@@ -51,8 +51,9 @@
 //! assert_eq!(total.stats().dropped, 1);
 //! ```
 
-// `unsafe` lives in the lock-free user lane alone, each block with a
-// `// SAFETY:` comment (the workspace denies undocumented ones).
+// `unsafe` lives in the lock-free user lane and in the three mailbox calls of
+// its consumer side, each block with a `// SAFETY:` comment (the workspace
+// denies undocumented ones).
 #![deny(unsafe_code)]
 
 mod actor;
@@ -67,12 +68,10 @@ pub mod deterministic;
 mod effects;
 mod engine;
 mod ids;
-// Not yet the mailbox's user lane (see ARCHITECTURE.md): used by its own
-// tests and loom model only, hence `dead_code` in other builds.
 #[allow(unsafe_code)]
-#[cfg_attr(not(any(test, turno_loom)), allow(dead_code))]
 mod lane;
 pub mod local;
+#[allow(unsafe_code)]
 mod mailbox;
 pub mod metrics;
 mod panics;

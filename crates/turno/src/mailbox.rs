@@ -5,8 +5,12 @@
 //! [`Addr`](crate::Addr); only the scheduler running the actor takes from it.
 //! Two lanes:
 //!
-//! - the **user lane** is a [`Buffer`] with the actor's [`Policy`]: this is
-//!   where ordinary messages and replies wait, FIFO per sender;
+//! - the **user lane** applies the actor's [`Policy`]: this is where
+//!   ordinary messages and replies wait, FIFO per sender. It is the
+//!   lock-free [`Lane`](crate::lane) (admission by `Policy::decide` on an
+//!   atomic length), except under keep-newest, which keeps the locked
+//!   [`Buffer`] because its verdict hands the evicted oldest message to the
+//!   producer;
 //! - the **system lane** carries control (start, stop, child failure) and
 //!   signals (timer fires, ask timeouts, terminations). It is unbounded
 //!   because its producers are bounded by construction (one entry per timer,
@@ -19,7 +23,8 @@ use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 
-use crate::sync::{AtomicU64, AtomicUsize, Mutex};
+use crate::lane::{Lane, Mode, Pushed};
+use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Mutex};
 use event_listener::Event;
 
 use crate::addr::ActorId;
@@ -31,7 +36,7 @@ use crate::shared::SystemShared;
 use crate::supervision::ExitReason;
 use crate::time::Instant;
 use crate::timer::TimerId;
-use crate::trace::{drop_policy, ActorEvent, DeadLetterReason, Dropped, Lane};
+use crate::trace::{drop_policy, ActorEvent, DeadLetterReason, Dropped, Lane as TraceLane};
 
 /// What happened to one sent message. Every send returns one; nothing is
 /// lost without a verdict.
@@ -164,29 +169,66 @@ pub(crate) enum Signal {
     },
 }
 
-struct State<M> {
-    user: Buffer<Envelope<M>>,
+/// The system lane: control and signals, under a lock of its own (they are
+/// rare); their counts are mirrored in atomics so that the hot path looks
+/// at them without the lock.
+struct SystemLane {
     control: VecDeque<Control>,
     signals: VecDeque<Signal>,
     closed: bool,
-    /// The scheduler has been told about this actor and has not yet seen it
-    /// idle: further pushes need not notify it again.
-    notified: bool,
-    /// Senders muted by this mailbox, released below the low watermark.
-    muted: Vec<ActorId>,
 }
 
+/// The user lane's store: the lock-free [`Lane`] for every policy but
+/// keep-newest, whose verdict hands the evicted oldest message back to the
+/// producer and so keeps the locked [`Buffer`] (the reference
+/// implementation the lane is tested against).
+enum UserLane<M> {
+    Free(Lane<Envelope<M>>),
+    Locked(Mutex<LockedLane<M>>),
+}
+
+struct LockedLane<M> {
+    buf: Buffer<Envelope<M>>,
+    closed: bool,
+}
+
+/// A queued user-lane offer: the buffer verdict, the depth after it, and
+/// whether the sender was newly muted.
+type Admitted<M> = (Offer<Envelope<M>>, usize, bool);
+
 /// One actor's mailbox. Shared (behind an `Arc`) by every address of the actor.
+///
+/// Producers (any thread) push; the consumer side (`next`, `has_work`,
+/// `try_idle`, `close`, `pop_user`) is called only by whoever holds the
+/// actor's cell (its runner, or the test kit's probe), one at a time.
 pub(crate) struct Mailbox<M> {
     pub(crate) id: ActorId,
     /// Where the actor sits in the tree; its name is the last segment.
     pub(crate) path: ActorPath,
     policy: Policy,
-    state: Mutex<State<M>>,
+    user: UserLane<M>,
+    system: Mutex<SystemLane>,
+    control_len: AtomicUsize,
+    signal_len: AtomicUsize,
+    /// The scheduler has been told about this actor and has not yet seen it
+    /// idle: further pushes need not notify it again. Producers set it with
+    /// a swap *after* their element is visible; the consumer clears it with
+    /// a swap *before* its last look (see `Mailbox::idle`).
+    notified: AtomicBool,
+    /// Senders muted by this mailbox, released below the low watermark.
+    /// Closing a lock-free lane holds this lock, so no sender is muted by a
+    /// closed mailbox.
+    muted: Mutex<Vec<ActorId>>,
+    muted_len: AtomicUsize,
     /// Woken when room appears in a suspend mailbox, or when it closes.
     space: Event,
     /// Outside senders currently waiting for room: takes notify only then.
     waiting_senders: AtomicUsize,
+    /// Consumer-only: a take saw the lane at its capacity (less the one
+    /// taken) since the last look for waiting senders, so a sender may have
+    /// been refused and be waiting. Only then does a take below the low
+    /// watermark pay the fence of that look.
+    maybe_waiting: AtomicBool,
     pub(crate) shared: Arc<SystemShared>,
     metrics: MailboxMetrics,
     stale_replies: AtomicU64,
@@ -223,20 +265,34 @@ impl<M: Send + 'static> Mailbox<M> {
         shared: Arc<SystemShared>,
     ) -> Self {
         let metrics = MailboxMetrics::new(&shared);
+        // `--cfg turno_locked_lane` builds every mailbox on the locked
+        // reference, to run the whole suite against it.
+        let lane = Lane::new(policy).filter(|_| !cfg!(turno_locked_lane));
+        let user = match lane {
+            Some(lane) => UserLane::Free(lane),
+            None => UserLane::Locked(Mutex::new(LockedLane {
+                buf: Buffer::new(policy),
+                closed: false,
+            })),
+        };
         Mailbox {
             id,
             path,
             policy,
-            state: Mutex::new(State {
-                user: Buffer::new(policy),
+            user,
+            system: Mutex::new(SystemLane {
                 control: VecDeque::new(),
                 signals: VecDeque::new(),
                 closed: false,
-                notified: false,
-                muted: Vec::new(),
             }),
+            control_len: AtomicUsize::new(0),
+            signal_len: AtomicUsize::new(0),
+            notified: AtomicBool::new(false),
+            muted: Mutex::new(Vec::new()),
+            muted_len: AtomicUsize::new(0),
             space: Event::new(),
             waiting_senders: AtomicUsize::new(0),
+            maybe_waiting: AtomicBool::new(false),
             shared,
             metrics,
             stale_replies: AtomicU64::new(0),
@@ -269,82 +325,162 @@ impl<M: Send + 'static> Mailbox<M> {
         muting_sender: Option<ActorId>,
         retry: bool,
     ) -> (Verdict<M>, bool) {
-        let mut st = self.state.lock();
-        if st.closed {
-            drop(st);
-            self.dead_letter(DeadLetterReason::Closed);
-            return (Verdict::Closed(msg), false);
-        }
-        let mut muted = false;
-        let offer = match muting_sender {
-            // An actor sender is never refused by a suspend mailbox: its
-            // message goes in (the overshoot) and it is muted instead.
-            Some(sender) if st.user.decision() == Decision::Suspend => {
-                if !st.muted.contains(&sender) {
-                    st.muted.push(sender);
-                    muted = true;
+        let (offer, depth, muted) = match &self.user {
+            UserLane::Free(lane) => {
+                let mode = match (muting_sender, retry) {
+                    (Some(_), _) => Mode::Muting,
+                    (None, true) => Mode::Retry,
+                    (None, false) => Mode::Offer,
+                };
+                match lane.push(Envelope::Msg(msg), mode) {
+                    Ok(Pushed::Done(offer, depth)) => (offer, depth, false),
+                    Ok(Pushed::WouldSuspend(env)) => match muting_sender {
+                        Some(sender) => match self.mute_and_force(lane, sender, env) {
+                            Ok(done) => done,
+                            Err(env) => return self.closed_verdict(env),
+                        },
+                        None => unreachable!("only a muting sender is told WouldSuspend"),
+                    },
+                    Err(env) => return self.closed_verdict(env),
                 }
-                st.user.force(Envelope::Msg(msg))
             }
-            _ if retry => st.user.offer_again(Envelope::Msg(msg)),
-            _ => st.user.offer(Envelope::Msg(msg)),
+            UserLane::Locked(locked) => {
+                let mut st = locked.lock();
+                if st.closed {
+                    drop(st);
+                    return self.closed_verdict(Envelope::Msg(msg));
+                }
+                let mut newly = false;
+                let offer = match muting_sender {
+                    Some(sender) if st.buf.decision() == Decision::Suspend => {
+                        // As `mute_and_force`, under the lane's lock.
+                        let mut muted = self.muted.lock();
+                        if !muted.contains(&sender) {
+                            muted.push(sender);
+                            self.muted_len.store(muted.len(), Ordering::Release);
+                            newly = true;
+                        }
+                        st.buf.force(Envelope::Msg(msg))
+                    }
+                    _ if retry => st.buf.offer_again(Envelope::Msg(msg)),
+                    _ => st.buf.offer(Envelope::Msg(msg)),
+                };
+                let depth = st.buf.len();
+                drop(st);
+                if let Offer::Evicted(Envelope::Reply(id, _)) = &offer {
+                    // Keep-newest evicted a reply: its request must still get
+                    // one response (the timeout), see `Asks::reply_evicted`.
+                    self.push_signal(Signal::ReplyEvicted(*id));
+                }
+                (offer, depth, newly)
+            }
         };
-        if let Offer::Evicted(Envelope::Reply(id, _)) = &offer {
-            // Keep-newest evicted a reply: its request must still get one
-            // response (the timeout), see `Asks::reply_evicted`.
-            st.signals.push_back(Signal::ReplyEvicted(*id));
-        }
-        let depth = st.user.len();
-        let wake = self.note_push(&mut st);
-        drop(st);
+        let queued = offer.is_queued();
         let verdict = self.account(offer, depth);
-        if wake {
-            self.wake();
+        if queued {
+            self.notify();
         }
         (verdict, muted)
+    }
+
+    /// A sender meeting a full suspend mailbox: its message goes in (the
+    /// overshoot) and it is muted instead of refused. Listed before its
+    /// message is visible, so the take of that message sees it; under the
+    /// muted lock, which closing takes too, so a closed mailbox mutes no one.
+    fn mute_and_force(
+        &self,
+        lane: &Lane<Envelope<M>>,
+        sender: ActorId,
+        env: Envelope<M>,
+    ) -> Result<Admitted<M>, Envelope<M>> {
+        let mut muted = self.muted.lock();
+        if lane.is_closed() {
+            return Err(env);
+        }
+        let newly = !muted.contains(&sender);
+        if newly {
+            muted.push(sender);
+            self.muted_len.store(muted.len(), Ordering::Release);
+        }
+        match lane.push(env, Mode::Force) {
+            Ok(Pushed::Done(offer, depth)) => Ok((offer, depth, newly)),
+            // Force neither suspends nor meets a close (it needs this lock).
+            Ok(Pushed::WouldSuspend(env)) | Err(env) => {
+                if newly {
+                    muted.retain(|s| *s != sender);
+                    self.muted_len.store(muted.len(), Ordering::Release);
+                }
+                Err(env)
+            }
+        }
+    }
+
+    fn closed_verdict(&self, env: Envelope<M>) -> (Verdict<M>, bool) {
+        self.dead_letter(DeadLetterReason::Closed);
+        (Verdict::Closed(env.into_msg()), false)
     }
 
     /// Queues a reply: replies bypass the policy's refusal (they answer a
     /// request the receiver made itself, so the receiver bounds them), but a
     /// keep-newest mailbox may later evict them like any message.
-    /// `on_queued` runs under the mailbox lock with the enqueue time: the
-    /// asker judges "reply before deadline" from it (see [`crate::ask`]).
+    /// `on_queued` runs with the enqueue time before the reply can be taken:
+    /// the asker judges "reply before deadline" from it (see [`crate::ask`]).
     pub(crate) fn push_reply(
         &self,
         id: RequestId,
         msg: M,
         on_queued: impl FnOnce(Instant),
     ) -> bool {
-        let mut st = self.state.lock();
-        if st.closed {
-            drop(st);
-            self.dead_letter(DeadLetterReason::Closed);
-            return false;
-        }
-        on_queued(self.shared.clock.now());
-        let offer = st.user.force(Envelope::Reply(id, msg));
-        let depth = st.user.len();
-        let wake = self.note_push(&mut st);
-        drop(st);
+        let (offer, depth) = match &self.user {
+            UserLane::Free(lane) => {
+                {
+                    // Under the system lane's lock, which the take of the
+                    // ask's timeout signal holds too: either that take sees
+                    // this enqueue time, or the time is read after it (at
+                    // or past the deadline), as `crate::ask` requires.
+                    let sys = self.system.lock();
+                    if sys.closed {
+                        drop(sys);
+                        self.dead_letter(DeadLetterReason::Closed);
+                        return false;
+                    }
+                    on_queued(self.shared.clock.now());
+                }
+                match lane.push(Envelope::Reply(id, msg), Mode::Force) {
+                    Ok(Pushed::Done(offer, depth)) => (offer, depth),
+                    Ok(Pushed::WouldSuspend(_)) | Err(_) => {
+                        self.dead_letter(DeadLetterReason::Closed);
+                        return false;
+                    }
+                }
+            }
+            UserLane::Locked(locked) => {
+                let mut st = locked.lock();
+                if st.closed {
+                    drop(st);
+                    self.dead_letter(DeadLetterReason::Closed);
+                    return false;
+                }
+                on_queued(self.shared.clock.now());
+                let offer = st.buf.force(Envelope::Reply(id, msg));
+                let depth = st.buf.len();
+                (offer, depth)
+            }
+        };
         let _ = self.account(offer, depth);
-        if wake {
-            self.wake();
-        }
+        self.notify();
         true
     }
 
-    fn wake(&self) {
-        if let Some(w) = self.waker.get() {
-            w.wake();
-        }
-    }
-
-    fn note_push(&self, st: &mut State<M>) -> bool {
-        if st.notified {
-            false
-        } else {
-            st.notified = true;
-            true
+    /// After a push is visible: tells the scheduler, unless it was told
+    /// already. A swap (a read-modify-write of the flag the consumer clears
+    /// with a swap before its last look), so either this sees the flag
+    /// cleared and wakes, or the consumer's look sees this push.
+    fn notify(&self) {
+        if !self.notified.swap(true, Ordering::AcqRel) {
+            if let Some(w) = self.waker.get() {
+                w.wake();
+            }
         }
     }
 
@@ -356,7 +492,7 @@ impl<M: Send + 'static> Mailbox<M> {
             Offer::Enqueued { remaining } => {
                 shared.tracer.emit(&shared.clock, || ActorEvent::Enqueue {
                     actor: actor.into(),
-                    lane: Lane::User,
+                    lane: TraceLane::User,
                     depth,
                 });
                 Verdict::Enqueued { remaining }
@@ -370,7 +506,7 @@ impl<M: Send + 'static> Mailbox<M> {
                 });
                 shared.tracer.emit(&shared.clock, || ActorEvent::Enqueue {
                     actor: actor.into(),
-                    lane: Lane::User,
+                    lane: TraceLane::User,
                     depth,
                 });
                 Verdict::Evicted(env.into_msg())
@@ -420,20 +556,23 @@ impl<M: Send + 'static> Mailbox<M> {
 
     /// Runs `push` on the system lane of an open mailbox, then traces and
     /// wakes as every push does.
-    fn push_system(&self, push: impl FnOnce(&mut State<M>)) -> bool {
-        let mut st = self.state.lock();
+    fn push_system(&self, push: impl FnOnce(&mut SystemLane)) -> bool {
+        let mut st = self.system.lock();
         if st.closed {
             return false;
         }
         push(&mut st);
+        self.publish_system_lens(&st);
         let depth = st.control.len() + st.signals.len();
-        let wake = self.note_push(&mut st);
         drop(st);
         self.trace_system_enqueue(depth);
-        if wake {
-            self.wake();
-        }
+        self.notify();
         true
+    }
+
+    fn publish_system_lens(&self, st: &SystemLane) {
+        self.control_len.store(st.control.len(), Ordering::Release);
+        self.signal_len.store(st.signals.len(), Ordering::Release);
     }
 
     fn trace_system_enqueue(&self, depth: usize) {
@@ -442,96 +581,209 @@ impl<M: Send + 'static> Mailbox<M> {
             .tracer
             .emit(&self.shared.clock, || ActorEvent::Enqueue {
                 actor: actor.into(),
-                lane: Lane::System,
+                lane: TraceLane::System,
                 depth,
             });
     }
 
     pub(crate) fn has_control(&self) -> bool {
-        !self.state.lock().control.is_empty()
+        self.control_len.load(Ordering::Acquire) > 0
     }
 
-    /// Takes the next unit of work under one lock, in priority order:
-    /// control; then, unless `blocked`, a signal, a re-delivery (reported,
-    /// the stash holds it), a user-lane entry. When there is nothing and the
-    /// actor is not blocked, it is marked idle in the same critical section,
-    /// so a concurrent push cannot be missed.
-    pub(crate) fn next(&self, blocked: bool, has_redelivery: bool) -> Next<M> {
-        let mut st = self.state.lock();
-        if let Some(c) = st.control.pop_front() {
-            if st.control.is_empty() {
+    fn has_signal(&self) -> bool {
+        self.signal_len.load(Ordering::Acquire) > 0
+    }
+
+    /// Pops from the system lane under its lock.
+    fn pop_system<T>(&self, pop: impl FnOnce(&mut SystemLane) -> Option<T>) -> Option<T> {
+        let mut st = self.system.lock();
+        let item = pop(&mut st);
+        if item.is_some() {
+            if st.control.is_empty() && st.control.capacity() > 0 {
                 // Control is rare (start, stop, supervision): an idle actor
                 // should not keep its buffer.
                 st.control.shrink_to_fit();
             }
-            return Next::Control(c);
+            self.publish_system_lens(&st);
         }
-        if blocked {
-            return Next::Idle;
+        item
+    }
+
+    /// True when the user lane has an entry to take (consumer side).
+    fn user_ready(&self) -> bool {
+        match &self.user {
+            // SAFETY: the mailbox's consumer side runs on one thread at a
+            // time (the actor's runner holds its cell; see `Mailbox`).
+            UserLane::Free(lane) => unsafe { lane.ready() },
+            UserLane::Locked(locked) => !locked.lock().buf.is_empty(),
         }
-        if let Some(s) = st.signals.pop_front() {
-            return Next::Signal(s);
+    }
+
+    /// Takes a user-lane entry and the depth left (consumer side).
+    fn take_user(&self) -> Option<(Envelope<M>, usize)> {
+        match &self.user {
+            // SAFETY: as in `user_ready`.
+            UserLane::Free(lane) => unsafe { lane.take() },
+            UserLane::Locked(locked) => {
+                let mut st = locked.lock();
+                let item = st.buf.take()?;
+                Some((item, st.buf.len()))
+            }
         }
-        if has_redelivery {
-            return Next::Redeliver;
+    }
+
+    /// The consumer found nothing: marks the actor idle, unless work raced
+    /// in before the mark and the consumer won it back (false: go on).
+    fn idle(&self, extra_work: bool) -> bool {
+        if extra_work {
+            return false;
         }
-        let Some(item) = st.user.take() else {
-            st.notified = false;
-            return Next::Idle;
-        };
-        let depth = st.user.len();
-        let mut unmuted = Vec::new();
-        let below_low = self.policy.low_watermark().is_some_and(|low| depth < low);
-        if below_low && !st.muted.is_empty() {
-            unmuted = std::mem::take(&mut st.muted);
+        self.notified.swap(false, Ordering::AcqRel);
+        if !self.has_control() && !self.has_signal() && !self.user_ready() {
+            return true;
         }
-        drop(st);
+        // Work arrived. Its producer's swap either came before ours (then
+        // it saw the flag set and woke no one: whoever sets the flag back
+        // now owns the work) or after (it has woken the scheduler already).
+        self.notified.swap(true, Ordering::AcqRel)
+    }
+
+    /// Takes the next unit of work, in priority order: control; then,
+    /// unless `blocked`, a signal, a re-delivery (reported, the stash holds
+    /// it), a user-lane entry. When there is nothing and the actor is not
+    /// blocked, it is marked idle, and a push that races with the mark is
+    /// either seen here or wakes the scheduler (see `Mailbox::idle`).
+    pub(crate) fn next(&self, blocked: bool, has_redelivery: bool) -> Next<M> {
+        loop {
+            if self.has_control() {
+                if let Some(c) = self.pop_system(|st| st.control.pop_front()) {
+                    return Next::Control(c);
+                }
+            }
+            if blocked {
+                return Next::Idle;
+            }
+            if self.has_signal() {
+                if let Some(s) = self.pop_system(|st| st.signals.pop_front()) {
+                    return Next::Signal(s);
+                }
+            }
+            if has_redelivery {
+                return Next::Redeliver;
+            }
+            if let Some((item, depth)) = self.take_user() {
+                return Next::User(item, self.after_take(depth));
+            }
+            if self.idle(false) {
+                return Next::Idle;
+            }
+        }
+    }
+
+    /// After a take that left `depth`: releases the muted senders and wakes
+    /// waiting outside senders below the low watermark.
+    fn after_take(&self, depth: usize) -> Vec<ActorId> {
         self.metrics().depth(depth);
+        let Policy::Suspend(cap) = self.policy else {
+            return Vec::new();
+        };
+        // A refusal at a time t saw `cap` queued, so the first take after t
+        // leaves at least `cap - 1`: it sets the flag.
+        if depth + 1 >= cap {
+            self.maybe_waiting.store(true, Ordering::Relaxed);
+        }
+        let low = (cap / 2).max(1);
+        if depth >= low {
+            return Vec::new();
+        }
+        let mut unmuted = Vec::new();
+        if self.muted_len.load(Ordering::Acquire) > 0 {
+            // The take and this release are not one atomic step: producers
+            // may have refilled the lane since, and a sender muted by that
+            // refill must stay muted. So the depth is checked again under
+            // the muted lock (no sender is listed meanwhile); if it is back
+            // at the watermark, a later take releases them.
+            let release = |muted: &mut Vec<ActorId>, len: usize| {
+                if len < low {
+                    self.muted_len.store(0, Ordering::Release);
+                    std::mem::take(muted)
+                } else {
+                    Vec::new()
+                }
+            };
+            unmuted = match &self.user {
+                UserLane::Free(lane) => release(&mut self.muted.lock(), lane.len()),
+                // The locked lane's senders take its lock, then the muted one.
+                UserLane::Locked(locked) => {
+                    let st = locked.lock();
+                    release(&mut self.muted.lock(), st.buf.len())
+                }
+            };
+        }
         // Outside senders waiting for room are woken like muted actors: all
         // at once, when the depth is below the low watermark, so that each
         // wake-up finds room for a batch instead of one slot (one context
         // switch per message is what made a full suspend mailbox slow). A
         // waiting sender registers before re-trying its send, so either it
-        // sees the room made here, or this sees it waiting; while it waits
-        // above the watermark, the takes that drain the mailbox come here.
-        if below_low && self.waiting_senders.load(Ordering::SeqCst) > 0 {
-            self.space.notify(usize::MAX);
+        // sees the room made here, or this sees it waiting (the fence orders
+        // the take before the look); while it waits above the watermark,
+        // the takes that drain the mailbox come here. No sender was
+        // refused since the last look unless `maybe_waiting` is set.
+        if self.maybe_waiting.load(Ordering::Relaxed) {
+            self.maybe_waiting.store(false, Ordering::Relaxed);
+            std::sync::atomic::fence(Ordering::SeqCst);
+            if self.waiting_senders.load(Ordering::SeqCst) > 0 {
+                self.space.notify(usize::MAX);
+            }
         }
-        Next::User(item, unmuted)
+        unmuted
     }
 
     /// Takes the next user-lane entry (the test kit's probes).
     pub(crate) fn pop_user(&self) -> Option<Envelope<M>> {
-        self.state.lock().user.take()
+        self.take_user().map(|(item, _)| item)
     }
 
-    /// True when anything is queued in either lane.
+    /// True when anything is queued in either lane (consumer side).
     pub(crate) fn has_work(&self) -> bool {
-        let st = self.state.lock();
-        !st.control.is_empty() || !st.signals.is_empty() || !st.user.is_empty()
+        self.has_control() || self.has_signal() || self.user_ready()
     }
 
     /// Marks the actor idle if nothing is queued; false if work raced in.
     pub(crate) fn try_idle(&self, extra_work: bool) -> bool {
-        let mut st = self.state.lock();
-        if extra_work || !st.control.is_empty() || !st.signals.is_empty() || !st.user.is_empty() {
-            return false;
-        }
-        st.notified = false;
-        true
+        self.idle(extra_work)
     }
 
     /// Closes the mailbox: later sends get [`Verdict::Closed`]. Queued user
     /// messages are drained as dead letters; the muted senders are returned
     /// for release.
     pub(crate) fn close(&self) -> Vec<ActorId> {
-        let mut st = self.state.lock();
-        st.closed = true;
-        let drained = st.user.drain().count();
-        st.control.clear();
-        st.signals.clear();
-        let muted = std::mem::take(&mut st.muted);
-        drop(st);
+        {
+            let mut st = self.system.lock();
+            st.closed = true;
+            st.control.clear();
+            st.signals.clear();
+            self.publish_system_lens(&st);
+        }
+        // Each store closes under the lock its muting senders hold (so no
+        // sender is muted after the close), in their order.
+        let (drained, muted) = match &self.user {
+            UserLane::Free(lane) => {
+                let mut muted = self.muted.lock();
+                // SAFETY: as in `user_ready`.
+                let drained = unsafe { lane.close(drop) };
+                self.muted_len.store(0, Ordering::Release);
+                (drained, std::mem::take(&mut *muted))
+            }
+            UserLane::Locked(locked) => {
+                let mut st = locked.lock();
+                st.closed = true;
+                let drained = st.buf.drain().count();
+                let mut muted = self.muted.lock();
+                self.muted_len.store(0, Ordering::Release);
+                (drained, std::mem::take(&mut *muted))
+            }
+        };
         for _ in 0..drained {
             self.dead_letter(DeadLetterReason::Drained);
         }
@@ -540,15 +792,21 @@ impl<M: Send + 'static> Mailbox<M> {
     }
 
     pub(crate) fn is_closed(&self) -> bool {
-        self.state.lock().closed
+        self.system.lock().closed
     }
 
     pub(crate) fn user_len(&self) -> usize {
-        self.state.lock().user.len()
+        match &self.user {
+            UserLane::Free(lane) => lane.len(),
+            UserLane::Locked(locked) => locked.lock().buf.len(),
+        }
     }
 
     pub(crate) fn stats(&self) -> BufferStats {
-        self.state.lock().user.stats()
+        match &self.user {
+            UserLane::Free(lane) => lane.stats(),
+            UserLane::Locked(locked) => locked.lock().buf.stats(),
+        }
     }
 
     pub(crate) fn count_stale(&self) {
@@ -583,11 +841,13 @@ impl<M: Send + 'static> MailboxOps for Mailbox<M> {
     }
 
     fn forget_muted(&self, sender: ActorId) {
-        self.state.lock().muted.retain(|s| *s != sender);
+        let mut muted = self.muted.lock();
+        muted.retain(|s| *s != sender);
+        self.muted_len.store(muted.len(), Ordering::Release);
     }
 
     fn is_muting(&self, sender: ActorId) -> bool {
-        self.state.lock().muted.contains(&sender)
+        self.muted.lock().contains(&sender)
     }
 
     fn set_waker(&self, waker: Arc<dyn Wake>) {

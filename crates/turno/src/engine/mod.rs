@@ -188,8 +188,8 @@ impl Engine {
         }
     }
 
-    /// Never takes the target's cell lock (its runner may hold it), only its
-    /// mailbox lock.
+    /// Never takes the target's cell lock (its runner may hold it), only the
+    /// lock of its mailbox's system lane.
     fn control_to(slot: &Slot, c: Control) {
         if slot.mailbox().is_some_and(|m| m.push_control(c)) {
             slot.unpark();

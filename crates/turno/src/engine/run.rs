@@ -77,8 +77,9 @@ impl Engine {
         }
         if slot.try_park() {
             // A control message pushed before `PARKED` was set found nothing
-            // to unpark: look again now that it is set. (Its push and this
-            // look are ordered by the mailbox lock.)
+            // to unpark: look again now that it is set. (The push is
+            // published before its unpark, a read-modify-write of the state
+            // word as this park is, so this look sees it.)
             if cell.has_control() {
                 slot.unpark();
             }
