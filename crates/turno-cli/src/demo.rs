@@ -111,7 +111,7 @@ impl Actor for Producer {
         st.sent += 1;
         match verdict {
             Verdict::Enqueued { .. } => {}
-            Verdict::Evicted(_) | Verdict::Dropped(_) => st.dropped += 1,
+            Verdict::Evicting | Verdict::Dropped(_) => st.dropped += 1,
             Verdict::Rejected(_) | Verdict::Full(_) => st.rejected += 1,
             Verdict::Closed(_) => unreachable!("the consumer outlives the demo"),
         }

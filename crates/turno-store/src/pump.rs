@@ -392,7 +392,7 @@ impl<M: Send + 'static, F: Fn(Delivery) -> M> Runner<M, F> {
                             // Blocks while a suspend mailbox is full: the
                             // backpressure reaches the queue here.
                             match self.addr.send_blocking(msg) {
-                                Verdict::Enqueued { .. } | Verdict::Evicted(_) => {
+                                Verdict::Enqueued { .. } | Verdict::Evicting => {
                                     sent += 1;
                                     self.stats.delivered.fetch_add(1, Ordering::Relaxed);
                                 }

@@ -175,7 +175,7 @@ impl<M: Send + 'static> Addr<M> {
         let port = Arc::new(ChannelPort(parking_lot::Mutex::new(Some(tx))));
         let reply_to = ReplyTo { id, port };
         match self.send_blocking_until(request(reply_to), Some(deadline)) {
-            Ok(Verdict::Enqueued { .. } | Verdict::Evicted(_)) => {}
+            Ok(Verdict::Enqueued { .. } | Verdict::Evicting) => {}
             Ok(Verdict::Dropped(m)) => return Err(BridgeError::Dropped(m)),
             Ok(Verdict::Rejected(m) | Verdict::Full(m)) => return Err(BridgeError::Rejected(m)),
             Ok(Verdict::Closed(m)) => return Err(BridgeError::Closed(m)),

@@ -83,7 +83,7 @@ where
     let reply_to = ReplyTo::with_port(id, Arc::new(OneshotPort(Mutex::new(Some(tx)))));
     let exchange = async {
         match to.send(request(reply_to)).await {
-            Verdict::Enqueued { .. } | Verdict::Evicted(_) => {}
+            Verdict::Enqueued { .. } | Verdict::Evicting => {}
             Verdict::Dropped(m) => return Err(BridgeError::Dropped(m)),
             Verdict::Rejected(m) | Verdict::Full(m) => return Err(BridgeError::Rejected(m)),
             Verdict::Closed(m) => return Err(BridgeError::Closed(m)),

@@ -8,7 +8,7 @@
 //!
 //! | policy | when full | verdict |
 //! |---|---|---|
-//! | [`Policy::KeepNewest`] | the *oldest* queued element is evicted, the new one queued | [`Offer::Evicted`] with the evicted element |
+//! | [`Policy::KeepNewest`] | the *oldest* queued element is evicted, the new one queued | [`Offer::Evicted`] with the evicted element ([`Offer::Evicting`] where the consumer evicts, see below) |
 //! | [`Policy::KeepOldest`] | the *incoming* element is dropped | [`Offer::Dropped`] with the incoming element |
 //! | [`Policy::Reject`] | the incoming element is handed back | [`Offer::Rejected`] |
 //! | [`Policy::Suspend`] | the producer must wait (or, for an actor, is muted) | [`Offer::Full`] |
@@ -21,9 +21,22 @@
 //! store that applies it. A queue kept elsewhere (a lock-free lane, say)
 //! can reuse the same decision without this store.
 //!
-//! The buffer is single-threaded on purpose: mailboxes and streams wrap it
-//! in their own lock and add their own wake-up logic, so the policy logic is
-//! written (and tested) once.
+//! The buffer is single-threaded on purpose: streams wrap it in their own
+//! lock and add their own wake-up logic, so the policy logic is written (and
+//! tested) once. Mailboxes keep their messages in a lock-free lane that
+//! applies the same decision, tested against this store.
+//!
+//! **Where keep-newest evicts.** [`Buffer::new`] evicts at the offer and
+//! hands the evicted element to the producer ([`Offer::Evicted`], Swift
+//! `AsyncStream`'s `.dropped(oldest)`: streams). [`Buffer::evicting_on_take`]
+//! defers the eviction to the consumer, the rule of mailboxes, whose
+//! producers never remove anything: a full offer is queued and answered
+//! [`Offer::Evicting`], and the consumer's next [`Buffer::evict_owed`] (before
+//! each take, and before a drain) removes, oldest first, one queued element
+//! per such offer, as the eager store would have (never below the capacity:
+//! elements forced past it are not evicted for). Both stores take, drop and
+//! keep the same elements in the same order; the deferred one holds the
+//! owed elements until the consumer comes.
 //!
 //! ```
 //! use turno::buffer::{Buffer, Offer, Policy};
@@ -59,6 +72,9 @@ use serde::{Deserialize, Serialize};
 pub enum Policy {
     /// A sliding window: when full, the oldest queued element is evicted and
     /// the incoming one is queued. Capacity 1 keeps the last known value.
+    /// In a mailbox the receiver makes the eviction, before its next take
+    /// ([`Verdict::Evicting`](crate::Verdict::Evicting)); a stream evicts at
+    /// the push and hands the evicted element to the producer.
     KeepNewest(usize),
     /// When full, the incoming element is dropped; the queued ones are kept.
     KeepOldest(usize),
@@ -179,7 +195,8 @@ pub enum Decision {
     /// There is room: queue the incoming element ([`Offer::Enqueued`]).
     Admit,
     /// Full under [`Policy::KeepNewest`]: push the oldest queued element
-    /// out, then queue the incoming one ([`Offer::Evicted`]).
+    /// out, then queue the incoming one ([`Offer::Evicted`]; or queue it and
+    /// leave the eviction to the consumer, [`Offer::Evicting`]).
     EvictOldestThenAdmit,
     /// Full under [`Policy::KeepOldest`] (or keep-newest with nothing to
     /// evict): the incoming element is lost ([`Offer::Dropped`]).
@@ -216,6 +233,10 @@ pub enum Offer<T> {
     /// The incoming element was queued, and to make room the oldest queued
     /// one was pushed out: here it is ([`Policy::KeepNewest`]).
     Evicted(T),
+    /// The incoming element was queued into a full keep-newest store that
+    /// evicts on take ([`Buffer::evicting_on_take`]): the consumer evicts
+    /// the oldest queued element before its next take.
+    Evicting,
     /// The incoming element was lost to the policy: here it is
     /// ([`Policy::KeepOldest`], or any policy with capacity 0).
     Dropped(T),
@@ -229,9 +250,12 @@ pub enum Offer<T> {
 
 impl<T> Offer<T> {
     /// True when the offered element itself was queued:
-    /// [`Offer::Enqueued`] and [`Offer::Evicted`].
+    /// [`Offer::Enqueued`], [`Offer::Evicted`] and [`Offer::Evicting`].
     pub fn is_queued(&self) -> bool {
-        matches!(self, Offer::Enqueued { .. } | Offer::Evicted(_))
+        matches!(
+            self,
+            Offer::Enqueued { .. } | Offer::Evicted(_) | Offer::Evicting
+        )
     }
 }
 
@@ -274,6 +298,9 @@ pub struct Buffer<T> {
     items: VecDeque<T>,
     policy: Policy,
     stats: BufferStats,
+    /// `Some`: keep-newest evictions are the consumer's (see
+    /// [`Buffer::evicting_on_take`]); the number still owed.
+    owed: Option<usize>,
 }
 
 impl<T> Buffer<T> {
@@ -285,7 +312,49 @@ impl<T> Buffer<T> {
             items: VecDeque::new(),
             policy,
             stats: BufferStats::default(),
+            owed: None,
         }
+    }
+
+    /// A buffer whose keep-newest evictions are made by the consumer, the
+    /// mailbox rule (see the [module docs](self)): a full offer is queued
+    /// and answered [`Offer::Evicting`]; [`Buffer::evict_owed`] removes the
+    /// owed elements. Other policies behave as under [`Buffer::new`].
+    ///
+    /// ```
+    /// use turno::buffer::{Buffer, Offer, Policy};
+    ///
+    /// let mut b = Buffer::evicting_on_take(Policy::KeepNewest(2));
+    /// let _ = (b.offer(1), b.offer(2));
+    /// assert_eq!(b.offer(3), Offer::Evicting); // queued: 1 is owed
+    /// assert_eq!(b.len(), 3);
+    /// assert_eq!(b.evict_owed().collect::<Vec<_>>(), vec![1]);
+    /// assert_eq!(b.take(), Some(2));
+    /// assert_eq!(b.stats().dropped, 1);
+    /// ```
+    pub fn evicting_on_take(policy: Policy) -> Self {
+        Buffer {
+            owed: Some(0),
+            ..Buffer::new(policy)
+        }
+    }
+
+    /// Removes the elements owed to keep-newest offers answered
+    /// [`Offer::Evicting`], oldest first, counted as dropped: as many as
+    /// such offers since the last call, and never below the capacity.
+    /// Empty for a buffer built by [`Buffer::new`].
+    pub fn evict_owed(&mut self) -> std::collections::vec_deque::Drain<'_, T> {
+        let owed = self.owed.unwrap_or(0);
+        let over = self
+            .policy
+            .capacity()
+            .map_or(0, |cap| self.items.len().saturating_sub(cap));
+        let n = owed.min(over);
+        if let Some(owed) = &mut self.owed {
+            *owed = 0;
+        }
+        self.stats.dropped += n as u64;
+        self.items.drain(..n)
     }
 
     /// The policy this buffer applies.
@@ -343,6 +412,13 @@ impl<T> Buffer<T> {
         self.stats.attempts += 1;
         match self.decision() {
             Decision::Admit => self.push(item),
+            Decision::EvictOldestThenAdmit if self.owed.is_some() => {
+                if let Some(owed) = &mut self.owed {
+                    *owed += 1;
+                }
+                let _ = self.push(item);
+                Offer::Evicting
+            }
             Decision::EvictOldestThenAdmit => match self.items.pop_front() {
                 Some(oldest) => {
                     self.items.push_back(item);
@@ -434,6 +510,35 @@ mod tests {
         assert_eq!(b.offer("c"), Offer::Evicted("b"));
         assert_eq!(b.take(), Some("c"));
         assert_eq!(b.take(), None);
+    }
+
+    #[test]
+    fn evicting_on_take_removes_what_the_eager_store_removed() {
+        let mut lazy = Buffer::evicting_on_take(Policy::KeepNewest(2));
+        let mut eager = Buffer::new(Policy::KeepNewest(2));
+        for i in 0..2 {
+            assert_eq!(lazy.offer(i), eager.offer(i));
+        }
+        assert_eq!(eager.offer(2), Offer::Evicted(0));
+        assert_eq!(lazy.offer(2), Offer::Evicting);
+        // A forced element past the capacity is not evicted for.
+        let _ = (eager.force(3), lazy.force(3));
+        assert_eq!(eager.offer(4), Offer::Evicted(1));
+        assert_eq!(lazy.offer(4), Offer::Evicting);
+        assert_eq!(lazy.len(), 5);
+        assert_eq!(lazy.evict_owed().collect::<Vec<_>>(), vec![0, 1]);
+        assert_eq!(lazy.evict_owed().count(), 0);
+        assert_eq!(lazy.take(), eager.take());
+        let (l, e) = (lazy.stats(), eager.stats());
+        assert_eq!(
+            (l.offered, l.taken, l.dropped),
+            (e.offered, e.taken, e.dropped)
+        );
+        // The deferred store held the owed elements meanwhile.
+        assert_eq!((l.max_depth, e.max_depth), (5, 3));
+        assert_eq!(lazy.drain().collect::<Vec<_>>(), vec![3, 4]);
+        // Nothing owed under the eager store.
+        assert_eq!(eager.evict_owed().count(), 0);
     }
 
     #[test]

@@ -324,8 +324,8 @@ impl<'a, A: Actor> Context<'a, A> {
         let id = self.shared().next_request();
         let (reply_to, timeout_port) = ask::new_request(id, self.addr.mailbox.clone(), on_response);
         match self.send(to, request(reply_to)) {
-            // Evicted: keep-newest pushed an older message out, ours is queued.
-            Verdict::Enqueued { .. } | Verdict::Evicted(_) => {}
+            // Evicting: ours is queued, the receiver evicts an older one.
+            Verdict::Enqueued { .. } | Verdict::Evicting => {}
             Verdict::Dropped(m) => return Err(AskError::Dropped(m)),
             Verdict::Rejected(m) => return Err(AskError::Rejected(m)),
             Verdict::Full(m) => return Err(AskError::Rejected(m)),

@@ -30,14 +30,20 @@
 //! ready, and the producer's own wake-up, which comes after step 3, makes
 //! it look again (see `Mailbox::notify`).
 //!
-//! Keep-newest is not served here: its verdict hands the evicted oldest
-//! element to the producer ([`Offer::Evicted`]), which would make producers
-//! pop. Mailboxes with that policy keep the locked [`Buffer`](crate::buffer::Buffer).
+//! **Keep-newest is evicted by the consumer**, as
+//! [`Buffer::evicting_on_take`](crate::buffer::Buffer::evicting_on_take)
+//! does (the reference): a producer meeting a full keep-newest lane claims
+//! its position as on admit, counts one eviction owed (before publishing
+//! its element) and is answered [`Offer::Evicting`]; the consumer, before a
+//! take, removes oldest first as many elements as are owed, never below the
+//! capacity (an owed count from a producer that saw a stale `taken` and so
+//! a lane fuller than it was is dropped there, unapplied). Producers still
+//! never pop.
 //!
 //! Closing sets `CLOSED` in `tail`: every later claim fails, and the
 //! elements admitted before it are exactly `count(tail) - taken` at that
-//! moment. The consumer drains the ones already written; the ones still
-//! being written are dropped with the lane.
+//! moment. The consumer evicts the owed ones, drains the rest already
+//! written; the ones still being written are dropped with the lane.
 //!
 //! Blocks the consumer has left are reset and kept in a one-block `spare`
 //! for the next install, so a lane in steady state does not allocate.
@@ -123,8 +129,11 @@ struct Head<T> {
     block: *mut Block<T>,
     /// The next slot to read in it (`BLOCK_CAP`: move to the next block).
     offset: usize,
-    /// Elements removed (taken or drained), published as `Lane::taken`.
+    /// Elements removed (taken, evicted or drained), published as
+    /// `Lane::taken`.
     removed: usize,
+    /// Of them, evicted (keep-newest).
+    evicted: usize,
     closed: bool,
 }
 
@@ -158,7 +167,11 @@ struct Counts {
     /// Attempts in [`Mode::Retry`] (they follow a refusal, so are rare).
     retries: AtomicU64,
     max_depth: AtomicUsize,
-    /// Elements drained at close, and taken before it.
+    /// Evictions owed to keep-newest pushes answered `Evicting`.
+    owed: AtomicUsize,
+    /// Elements evicted by the consumer (`Head::evicted`, for `stats`).
+    evicted: AtomicU64,
+    /// Elements drained at close, and taken before it (evictions aside).
     drained: AtomicU64,
     taken_at_close: AtomicU64,
 }
@@ -187,13 +200,9 @@ unsafe impl<T: Send> Send for Lane<T> {}
 unsafe impl<T: Send> Sync for Lane<T> {}
 
 impl<T> Lane<T> {
-    /// An empty lane; `None` for keep-newest (see the module docs). Nothing
-    /// is allocated until the first push.
-    pub(crate) fn new(policy: Policy) -> Option<Self> {
-        if matches!(policy, Policy::KeepNewest(_)) {
-            return None;
-        }
-        Some(Lane {
+    /// An empty lane. Nothing is allocated until the first push.
+    pub(crate) fn new(policy: Policy) -> Self {
+        Lane {
             policy,
             tail: AtomicUsize::new(0),
             tail_block: AtomicPtr::new(ptr::null_mut()),
@@ -204,12 +213,13 @@ impl<T> Lane<T> {
                 block: ptr::null_mut(),
                 offset: 0,
                 removed: 0,
+                evicted: 0,
                 closed: false,
             }),
             counts: Counts::default(),
             #[cfg(turno_loom)]
             inject: Inject::None,
-        })
+        }
     }
 
     /// The same lane with a fault injected (loom models only).
@@ -265,13 +275,17 @@ impl<T> Lane<T> {
                 continue;
             }
             let len = count(pos).saturating_sub(self.taken.load(SeqCst));
+            let mut evicting = false;
             if mode != Mode::Force {
-                let decision = self.policy.decide(len);
-                if mode == Mode::Retry && !matches!(decision, Decision::Admit) {
-                    self.counts.retries.fetch_add(1, Relaxed);
-                }
-                if decision != Decision::Admit {
-                    break Ok(self.refuse(value, decision, mode, len));
+                match self.policy.decide(len) {
+                    Decision::Admit => {}
+                    Decision::EvictOldestThenAdmit => evicting = true,
+                    decision => {
+                        if mode == Mode::Retry {
+                            self.counts.retries.fetch_add(1, Relaxed);
+                        }
+                        break Ok(self.refuse(value, decision, mode, len));
+                    }
                 }
             }
             let mut block = self.tail_block.load(Acquire);
@@ -308,6 +322,11 @@ impl<T> Lane<T> {
             // writes the slot, and the consumer reads it only after the
             // `WRITTEN` store below.
             slot.value.with_mut(|p| unsafe { (*p).write(value) });
+            if evicting {
+                // Before the publication, so that the take of this element
+                // sees the eviction it owes.
+                self.counts.owed.fetch_add(1, AcqRel);
+            }
             slot.state.store(WRITTEN, self.publish_order());
             let depth = len + 1;
             if mode == Mode::Retry {
@@ -315,6 +334,9 @@ impl<T> Lane<T> {
             }
             if depth > self.counts.max_depth.load(Relaxed) {
                 self.counts.max_depth.fetch_max(depth, Relaxed);
+            }
+            if evicting {
+                break Ok(Pushed::Done(Offer::Evicting, depth));
             }
             let remaining = self.policy.capacity().map(|c| c.saturating_sub(depth));
             break Ok(Pushed::Done(Offer::Enqueued { remaining }, depth));
@@ -343,8 +365,7 @@ impl<T> Lane<T> {
                 self.counts.rejected.fetch_add(1, Relaxed);
                 Pushed::Done(Offer::Rejected(value), len)
             }
-            // `new` refuses keep-newest, the only policy that evicts; and
-            // an admitted element is not refused.
+            // `push` admits on these two.
             Decision::EvictOldestThenAdmit | Decision::Admit => {
                 unreachable!("the lane refuses only by drop, reject or suspend")
             }
@@ -399,16 +420,18 @@ impl<T> Lane<T> {
         let full = c.refused_full.load(Relaxed);
         let attempts = queued + dropped + rejected + full;
         let drained = c.drained.load(Acquire);
+        let evicted = c.evicted.load(Acquire);
         let taken = if self.is_closed() {
             c.taken_at_close.load(Acquire)
         } else {
-            self.taken.load(SeqCst) as u64
+            (self.taken.load(SeqCst) as u64).saturating_sub(evicted)
         };
         BufferStats {
             offered: attempts - c.retries.load(Relaxed),
             attempts,
             taken,
-            dropped,
+            // Incoming elements dropped, and the oldest evicted.
+            dropped: dropped + evicted,
             rejected,
             refused_full: full,
             drained,
@@ -487,22 +510,85 @@ impl<T> Lane<T> {
     }
 
     /// Takes the oldest element, and the depth left after it; `None` when
-    /// nothing is written yet (or the lane is closed).
+    /// nothing is written yet (or the lane is closed). Keep-newest
+    /// evictions owed are made first, each element passed to `evicted`.
     ///
     /// # Safety
     /// Only the consumer calls it (one thread at a time).
-    pub(crate) unsafe fn take(&self) -> Option<(T, usize)> {
+    pub(crate) unsafe fn take(&self, evicted: impl FnMut(T)) -> Option<(T, usize)> {
         // SAFETY: the caller is the only consumer.
         let value = self.head.with_mut(|h| unsafe {
             let h = &mut *h;
             if h.closed {
                 return None;
             }
+            if self.counts.owed.load(Relaxed) > 0 {
+                self.evict_owed(h, evicted);
+            }
             self.pop(h)
         })?;
         let removed = self.taken.load(Relaxed);
         let depth = count(self.tail.load(SeqCst) >> SHIFT).saturating_sub(removed);
         Some((value, depth))
+    }
+
+    /// Makes the owed keep-newest evictions now (each element passed to
+    /// `evicted`), as the next take would; returns how many. The mailbox
+    /// calls it before looking at its signals, so that the signal of an
+    /// evicted reply is served before the next message.
+    ///
+    /// # Safety
+    /// Only the consumer calls it (one thread at a time).
+    #[inline]
+    pub(crate) unsafe fn evict(&self, evicted: impl FnMut(T)) -> usize {
+        if self.counts.owed.load(Relaxed) == 0 {
+            return 0;
+        }
+        // SAFETY: the caller is the only consumer.
+        self.head.with_mut(|h| unsafe {
+            let h = &mut *h;
+            if h.closed {
+                return 0;
+            }
+            self.evict_owed(h, evicted)
+        })
+    }
+
+    /// Removes the owed keep-newest evictions, oldest first, never below
+    /// the capacity; returns how many.
+    ///
+    /// # Safety
+    /// Only the consumer calls it.
+    #[cold]
+    #[inline(never)]
+    unsafe fn evict_owed(&self, head: &mut Head<T>, mut evicted: impl FnMut(T)) -> usize {
+        // Acquire: every owed count seen here comes after its producer's
+        // claim, so the `tail` read below counts the claimed elements.
+        let owed = self.counts.owed.swap(0, AcqRel);
+        let len = count(self.tail.load(SeqCst) >> SHIFT) - head.removed;
+        let over = self
+            .policy
+            .capacity()
+            .map_or(0, |cap| len.saturating_sub(cap));
+        let n = owed.min(over);
+        let mut done = 0;
+        while done < n {
+            // SAFETY: forwarded from the caller.
+            match unsafe { self.pop(head) } {
+                Some(v) => {
+                    evicted(v);
+                    done += 1;
+                }
+                // The oldest is still being written: the rest is owed on.
+                None => {
+                    self.counts.owed.fetch_add(n - done, AcqRel);
+                    break;
+                }
+            }
+        }
+        head.evicted += done;
+        self.counts.evicted.store(head.evicted as u64, Release);
+        done
     }
 
     /// # Safety
@@ -522,14 +608,15 @@ impl<T> Lane<T> {
         Some(value)
     }
 
-    /// Closes the lane: later pushes get `Err`. Returns how many admitted
-    /// elements were still in it (the ones already written are passed to
-    /// `drained`, the ones being written are dropped with the lane); 0 if
-    /// it was closed before.
+    /// Closes the lane: later pushes get `Err`. The owed keep-newest
+    /// evictions are made first (passed to `evicted`); returns how many
+    /// admitted elements were left after them (the ones already written
+    /// are passed to `drained`, the ones being written are dropped with the
+    /// lane); 0 if it was closed before.
     ///
     /// # Safety
     /// Only the consumer calls it (one thread at a time).
-    pub(crate) unsafe fn close(&self, mut drained: impl FnMut(T)) -> usize {
+    pub(crate) unsafe fn close(&self, mut drained: impl FnMut(T), evicted: impl FnMut(T)) -> usize {
         // SAFETY: the caller is the only consumer.
         self.head.with_mut(|h| unsafe {
             let h = &mut *h;
@@ -537,8 +624,13 @@ impl<T> Lane<T> {
                 return 0;
             }
             let tail = self.tail.fetch_or(CLOSED, SeqCst);
+            if self.counts.owed.load(Relaxed) > 0 {
+                self.evict_owed(h, evicted);
+            }
             h.closed = true;
-            self.counts.taken_at_close.store(h.removed as u64, Release);
+            self.counts
+                .taken_at_close
+                .store((h.removed - h.evicted) as u64, Release);
             let left = count(tail >> SHIFT) - h.removed;
             self.counts.drained.store(left as u64, Release);
             while let Some(v) = self.pop(h) {
@@ -611,19 +703,17 @@ pub(crate) mod model {
     pub struct ModelLane<T>(Lane<T>);
 
     impl<T> ModelLane<T> {
-        /// A lane with `policy` (not keep-newest) and `inject`.
+        /// A lane with `policy` and `inject`.
         pub fn new(policy: Policy, inject: Inject) -> Self {
-            ModelLane(
-                Lane::new(policy)
-                    .expect("the lane serves every policy but keep-newest")
-                    .with_injected(inject),
-            )
+            ModelLane(Lane::new(policy).with_injected(inject))
         }
 
         /// Offers a new element.
         pub fn push(&self, value: T) -> ModelPush<T> {
             match self.0.push(value, Mode::Offer) {
-                Ok(Pushed::Done(Offer::Enqueued { .. }, _)) => ModelPush::Enqueued,
+                Ok(Pushed::Done(Offer::Enqueued { .. } | Offer::Evicting, _)) => {
+                    ModelPush::Enqueued
+                }
                 Ok(Pushed::Done(
                     Offer::Dropped(v) | Offer::Rejected(v) | Offer::Full(v) | Offer::Evicted(v),
                     _,
@@ -637,13 +727,13 @@ pub(crate) mod model {
         pub fn take(&self) -> Option<T> {
             // SAFETY: the model calls consumer methods from one thread at a
             // time (the documented contract of this type).
-            unsafe { self.0.take() }.map(|(v, _)| v)
+            unsafe { self.0.take(drop) }.map(|(v, _)| v)
         }
 
         /// Closes; returns the admitted elements left (consumer only).
         pub fn close(&self, drained: impl FnMut(T)) -> usize {
             // SAFETY: as in `take`.
-            unsafe { self.0.close(drained) }
+            unsafe { self.0.close(drained, drop) }
         }
 
         /// Elements admitted and not yet removed.

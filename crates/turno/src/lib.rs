@@ -51,7 +51,7 @@
 //! assert_eq!(total.stats().dropped, 1);
 //! ```
 
-// `unsafe` lives in the lock-free user lane and in the three mailbox calls of
+// `unsafe` lives in the lock-free user lane and in the mailbox's calls of
 // its consumer side, each block with a `// SAFETY:` comment (the workspace
 // denies undocumented ones).
 #![deny(unsafe_code)]

@@ -8,9 +8,8 @@
 //! - the **user lane** applies the actor's [`Policy`]: this is where
 //!   ordinary messages and replies wait, FIFO per sender. It is the
 //!   lock-free [`Lane`](crate::lane) (admission by `Policy::decide` on an
-//!   atomic length), except under keep-newest, which keeps the locked
-//!   [`Buffer`] because its verdict hands the evicted oldest message to the
-//!   producer;
+//!   atomic length; keep-newest evictions made by the consumer before a
+//!   take), tested against the locked [`Buffer`](crate::buffer::Buffer);
 //! - the **system lane** carries control (start, stop, child failure) and
 //!   signals (timer fires, ask timeouts, terminations). It is unbounded
 //!   because its producers are bounded by construction (one entry per timer,
@@ -29,7 +28,7 @@ use event_listener::Event;
 
 use crate::addr::ActorId;
 use crate::ask::RequestId;
-use crate::buffer::{Buffer, BufferStats, Decision, Offer, Policy};
+use crate::buffer::{BufferStats, Offer, Policy};
 use crate::ids::ActorPath;
 use crate::metrics::{MailboxMetrics, Metrics};
 use crate::shared::SystemShared;
@@ -54,9 +53,19 @@ pub enum Verdict<M> {
         /// Free slots after this message, `None` for an unbounded mailbox.
         remaining: Option<usize>,
     },
-    /// The message is in the mailbox, and to make room the oldest queued
-    /// one was pushed out (keep-newest): here it is. The mailbox is full.
-    Evicted(M),
+    /// The message is in the mailbox, which was full (keep-newest): the
+    /// receiver evicts its oldest queued message before it takes the next
+    /// one. The evicted message is counted as a drop
+    /// ([`BufferStats::dropped`], the `turno_mailbox_dropped_total` metric)
+    /// and traced (`drop`, `which: oldest`) when the receiver evicts it;
+    /// it is not handed back (senders never take from a mailbox).
+    ///
+    /// One eviction per such verdict, except that a sender racing with the
+    /// receiver's take may see the mailbox fuller than it was by then: the
+    /// receiver never evicts below the capacity, so that verdict's eviction
+    /// is not made. A mailbox closed before its receiver comes evicts what
+    /// is owed before draining the rest as dead letters.
+    Evicting,
     /// The message was lost to the policy (keep-oldest): here it is.
     Dropped(M),
     /// The mailbox is full and rejects: here is the message back.
@@ -72,17 +81,16 @@ pub enum Verdict<M> {
 
 impl<M> Verdict<M> {
     /// True when the sent message is now queued: [`Verdict::Enqueued`], and
-    /// [`Verdict::Evicted`] (a keep-newest send that pushed an older message
-    /// out).
+    /// [`Verdict::Evicting`] (a keep-newest send into a full mailbox).
     pub fn is_enqueued(&self) -> bool {
-        matches!(self, Verdict::Enqueued { .. } | Verdict::Evicted(_))
+        matches!(self, Verdict::Enqueued { .. } | Verdict::Evicting)
     }
 
     /// A payload-free summary, handy for logs, counters and tests.
     pub fn kind(&self) -> VerdictKind {
         match self {
             Verdict::Enqueued { .. } => VerdictKind::Enqueued,
-            Verdict::Evicted(_) => VerdictKind::Evicted,
+            Verdict::Evicting => VerdictKind::Evicting,
             Verdict::Dropped(_) => VerdictKind::Dropped,
             Verdict::Rejected(_) => VerdictKind::Rejected,
             Verdict::Full(_) => VerdictKind::Full,
@@ -97,8 +105,8 @@ impl<M> Verdict<M> {
 pub enum VerdictKind {
     /// See [`Verdict::Enqueued`].
     Enqueued,
-    /// See [`Verdict::Evicted`].
-    Evicted,
+    /// See [`Verdict::Evicting`].
+    Evicting,
     /// See [`Verdict::Dropped`].
     Dropped,
     /// See [`Verdict::Rejected`].
@@ -178,20 +186,6 @@ struct SystemLane {
     closed: bool,
 }
 
-/// The user lane's store: the lock-free [`Lane`] for every policy but
-/// keep-newest, whose verdict hands the evicted oldest message back to the
-/// producer and so keeps the locked [`Buffer`] (the reference
-/// implementation the lane is tested against).
-enum UserLane<M> {
-    Free(Lane<Envelope<M>>),
-    Locked(Mutex<LockedLane<M>>),
-}
-
-struct LockedLane<M> {
-    buf: Buffer<Envelope<M>>,
-    closed: bool,
-}
-
 /// A queued user-lane offer: the buffer verdict, the depth after it, and
 /// whether the sender was newly muted.
 type Admitted<M> = (Offer<Envelope<M>>, usize, bool);
@@ -206,7 +200,7 @@ pub(crate) struct Mailbox<M> {
     /// Where the actor sits in the tree; its name is the last segment.
     pub(crate) path: ActorPath,
     policy: Policy,
-    user: UserLane<M>,
+    user: Lane<Envelope<M>>,
     system: Mutex<SystemLane>,
     control_len: AtomicUsize,
     signal_len: AtomicUsize,
@@ -265,21 +259,11 @@ impl<M: Send + 'static> Mailbox<M> {
         shared: Arc<SystemShared>,
     ) -> Self {
         let metrics = MailboxMetrics::new(&shared);
-        // `--cfg turno_locked_lane` builds every mailbox on the locked
-        // reference, to run the whole suite against it.
-        let lane = Lane::new(policy).filter(|_| !cfg!(turno_locked_lane));
-        let user = match lane {
-            Some(lane) => UserLane::Free(lane),
-            None => UserLane::Locked(Mutex::new(LockedLane {
-                buf: Buffer::new(policy),
-                closed: false,
-            })),
-        };
         Mailbox {
             id,
             path,
             policy,
-            user,
+            user: Lane::new(policy),
             system: Mutex::new(SystemLane {
                 control: VecDeque::new(),
                 signals: VecDeque::new(),
@@ -325,55 +309,21 @@ impl<M: Send + 'static> Mailbox<M> {
         muting_sender: Option<ActorId>,
         retry: bool,
     ) -> (Verdict<M>, bool) {
-        let (offer, depth, muted) = match &self.user {
-            UserLane::Free(lane) => {
-                let mode = match (muting_sender, retry) {
-                    (Some(_), _) => Mode::Muting,
-                    (None, true) => Mode::Retry,
-                    (None, false) => Mode::Offer,
-                };
-                match lane.push(Envelope::Msg(msg), mode) {
-                    Ok(Pushed::Done(offer, depth)) => (offer, depth, false),
-                    Ok(Pushed::WouldSuspend(env)) => match muting_sender {
-                        Some(sender) => match self.mute_and_force(lane, sender, env) {
-                            Ok(done) => done,
-                            Err(env) => return self.closed_verdict(env),
-                        },
-                        None => unreachable!("only a muting sender is told WouldSuspend"),
-                    },
+        let mode = match (muting_sender, retry) {
+            (Some(_), _) => Mode::Muting,
+            (None, true) => Mode::Retry,
+            (None, false) => Mode::Offer,
+        };
+        let (offer, depth, muted) = match self.user.push(Envelope::Msg(msg), mode) {
+            Ok(Pushed::Done(offer, depth)) => (offer, depth, false),
+            Ok(Pushed::WouldSuspend(env)) => match muting_sender {
+                Some(sender) => match self.mute_and_force(sender, env) {
+                    Ok(done) => done,
                     Err(env) => return self.closed_verdict(env),
-                }
-            }
-            UserLane::Locked(locked) => {
-                let mut st = locked.lock();
-                if st.closed {
-                    drop(st);
-                    return self.closed_verdict(Envelope::Msg(msg));
-                }
-                let mut newly = false;
-                let offer = match muting_sender {
-                    Some(sender) if st.buf.decision() == Decision::Suspend => {
-                        // As `mute_and_force`, under the lane's lock.
-                        let mut muted = self.muted.lock();
-                        if !muted.contains(&sender) {
-                            muted.push(sender);
-                            self.muted_len.store(muted.len(), Ordering::Release);
-                            newly = true;
-                        }
-                        st.buf.force(Envelope::Msg(msg))
-                    }
-                    _ if retry => st.buf.offer_again(Envelope::Msg(msg)),
-                    _ => st.buf.offer(Envelope::Msg(msg)),
-                };
-                let depth = st.buf.len();
-                drop(st);
-                if let Offer::Evicted(Envelope::Reply(id, _)) = &offer {
-                    // Keep-newest evicted a reply: its request must still get
-                    // one response (the timeout), see `Asks::reply_evicted`.
-                    self.push_signal(Signal::ReplyEvicted(*id));
-                }
-                (offer, depth, newly)
-            }
+                },
+                None => unreachable!("only a muting sender is told WouldSuspend"),
+            },
+            Err(env) => return self.closed_verdict(env),
         };
         let queued = offer.is_queued();
         let verdict = self.account(offer, depth);
@@ -387,12 +337,14 @@ impl<M: Send + 'static> Mailbox<M> {
     /// overshoot) and it is muted instead of refused. Listed before its
     /// message is visible, so the take of that message sees it; under the
     /// muted lock, which closing takes too, so a closed mailbox mutes no one.
+    #[cold]
+    #[inline(never)]
     fn mute_and_force(
         &self,
-        lane: &Lane<Envelope<M>>,
         sender: ActorId,
         env: Envelope<M>,
     ) -> Result<Admitted<M>, Envelope<M>> {
+        let lane = &self.user;
         let mut muted = self.muted.lock();
         if lane.is_closed() {
             return Err(env);
@@ -415,6 +367,8 @@ impl<M: Send + 'static> Mailbox<M> {
         }
     }
 
+    #[cold]
+    #[inline(never)]
     fn closed_verdict(&self, env: Envelope<M>) -> (Verdict<M>, bool) {
         self.dead_letter(DeadLetterReason::Closed);
         (Verdict::Closed(env.into_msg()), false)
@@ -431,40 +385,24 @@ impl<M: Send + 'static> Mailbox<M> {
         msg: M,
         on_queued: impl FnOnce(Instant),
     ) -> bool {
-        let (offer, depth) = match &self.user {
-            UserLane::Free(lane) => {
-                {
-                    // Under the system lane's lock, which the take of the
-                    // ask's timeout signal holds too: either that take sees
-                    // this enqueue time, or the time is read after it (at
-                    // or past the deadline), as `crate::ask` requires.
-                    let sys = self.system.lock();
-                    if sys.closed {
-                        drop(sys);
-                        self.dead_letter(DeadLetterReason::Closed);
-                        return false;
-                    }
-                    on_queued(self.shared.clock.now());
-                }
-                match lane.push(Envelope::Reply(id, msg), Mode::Force) {
-                    Ok(Pushed::Done(offer, depth)) => (offer, depth),
-                    Ok(Pushed::WouldSuspend(_)) | Err(_) => {
-                        self.dead_letter(DeadLetterReason::Closed);
-                        return false;
-                    }
-                }
+        {
+            // Under the system lane's lock, which the take of the ask's
+            // timeout signal holds too: either that take sees this enqueue
+            // time, or the time is read after it (at or past the deadline),
+            // as `crate::ask` requires.
+            let sys = self.system.lock();
+            if sys.closed {
+                drop(sys);
+                self.dead_letter(DeadLetterReason::Closed);
+                return false;
             }
-            UserLane::Locked(locked) => {
-                let mut st = locked.lock();
-                if st.closed {
-                    drop(st);
-                    self.dead_letter(DeadLetterReason::Closed);
-                    return false;
-                }
-                on_queued(self.shared.clock.now());
-                let offer = st.buf.force(Envelope::Reply(id, msg));
-                let depth = st.buf.len();
-                (offer, depth)
+            on_queued(self.shared.clock.now());
+        }
+        let (offer, depth) = match self.user.push(Envelope::Reply(id, msg), Mode::Force) {
+            Ok(Pushed::Done(offer, depth)) => (offer, depth),
+            Ok(Pushed::WouldSuspend(_)) | Err(_) => {
+                self.dead_letter(DeadLetterReason::Closed);
+                return false;
             }
         };
         let _ = self.account(offer, depth);
@@ -497,20 +435,16 @@ impl<M: Send + 'static> Mailbox<M> {
                 });
                 Verdict::Enqueued { remaining }
             }
-            Offer::Evicted(env) => {
-                self.metrics().dropped();
-                shared.tracer.emit(&shared.clock, || ActorEvent::Drop {
-                    actor: actor.into(),
-                    policy: drop_policy(self.policy),
-                    which: Dropped::Oldest,
-                });
+            // The eviction itself is the consumer's (`Mailbox::evicted`).
+            Offer::Evicting => {
                 shared.tracer.emit(&shared.clock, || ActorEvent::Enqueue {
                     actor: actor.into(),
                     lane: TraceLane::User,
                     depth,
                 });
-                Verdict::Evicted(env.into_msg())
+                Verdict::Evicting
             }
+            Offer::Evicted(_) => unreachable!("the lane evicts on take, not on offer"),
             Offer::Dropped(env) => {
                 self.metrics().dropped();
                 shared.tracer.emit(&shared.clock, || ActorEvent::Drop {
@@ -611,24 +545,37 @@ impl<M: Send + 'static> Mailbox<M> {
 
     /// True when the user lane has an entry to take (consumer side).
     fn user_ready(&self) -> bool {
-        match &self.user {
-            // SAFETY: the mailbox's consumer side runs on one thread at a
-            // time (the actor's runner holds its cell; see `Mailbox`).
-            UserLane::Free(lane) => unsafe { lane.ready() },
-            UserLane::Locked(locked) => !locked.lock().buf.is_empty(),
-        }
+        // SAFETY: the mailbox's consumer side runs on one thread at a time
+        // (the actor's runner holds its cell; see `Mailbox`).
+        unsafe { self.user.ready() }
     }
 
-    /// Takes a user-lane entry and the depth left (consumer side).
+    /// Takes a user-lane entry and the depth left (consumer side), making
+    /// the keep-newest evictions owed first.
+    #[inline]
     fn take_user(&self) -> Option<(Envelope<M>, usize)> {
-        match &self.user {
-            // SAFETY: as in `user_ready`.
-            UserLane::Free(lane) => unsafe { lane.take() },
-            UserLane::Locked(locked) => {
-                let mut st = locked.lock();
-                let item = st.buf.take()?;
-                Some((item, st.buf.len()))
-            }
+        // SAFETY: as in `user_ready`.
+        unsafe { self.user.take(|env| self.evicted(env)) }
+    }
+
+    /// The consumer evicted the oldest message of a full keep-newest
+    /// mailbox (see `Verdict::Evicting`): counted as a drop and traced.
+    #[cold]
+    #[inline(never)]
+    fn evicted(&self, env: Envelope<M>) {
+        self.metrics().dropped();
+        let actor = self.id;
+        self.shared
+            .tracer
+            .emit(&self.shared.clock, || ActorEvent::Drop {
+                actor: actor.into(),
+                policy: drop_policy(self.policy),
+                which: Dropped::Oldest,
+            });
+        if let Envelope::Reply(id, _) = env {
+            // Its request must still get one response (the timeout), see
+            // `Asks::reply_evicted`.
+            self.push_signal(Signal::ReplyEvicted(id));
         }
     }
 
@@ -663,6 +610,11 @@ impl<M: Send + 'static> Mailbox<M> {
             if blocked {
                 return Next::Idle;
             }
+            // Keep-newest evictions owed, before the signals: an evicted
+            // reply's signal then comes ahead of the next message, as it
+            // would had the sender evicted it.
+            // SAFETY: as in `user_ready`.
+            unsafe { self.user.evict(|env| self.evicted(env)) };
             if self.has_signal() {
                 if let Some(s) = self.pop_system(|st| st.signals.pop_front()) {
                     return Next::Signal(s);
@@ -703,22 +655,11 @@ impl<M: Send + 'static> Mailbox<M> {
             // refill must stay muted. So the depth is checked again under
             // the muted lock (no sender is listed meanwhile); if it is back
             // at the watermark, a later take releases them.
-            let release = |muted: &mut Vec<ActorId>, len: usize| {
-                if len < low {
-                    self.muted_len.store(0, Ordering::Release);
-                    std::mem::take(muted)
-                } else {
-                    Vec::new()
-                }
-            };
-            unmuted = match &self.user {
-                UserLane::Free(lane) => release(&mut self.muted.lock(), lane.len()),
-                // The locked lane's senders take its lock, then the muted one.
-                UserLane::Locked(locked) => {
-                    let st = locked.lock();
-                    release(&mut self.muted.lock(), st.buf.len())
-                }
-            };
+            let mut muted = self.muted.lock();
+            if self.user.len() < low {
+                self.muted_len.store(0, Ordering::Release);
+                unmuted = std::mem::take(&mut *muted);
+            }
         }
         // Outside senders waiting for room are woken like muted actors: all
         // at once, when the depth is below the low watermark, so that each
@@ -767,22 +708,12 @@ impl<M: Send + 'static> Mailbox<M> {
         }
         // Each store closes under the lock its muting senders hold (so no
         // sender is muted after the close), in their order.
-        let (drained, muted) = match &self.user {
-            UserLane::Free(lane) => {
-                let mut muted = self.muted.lock();
-                // SAFETY: as in `user_ready`.
-                let drained = unsafe { lane.close(drop) };
-                self.muted_len.store(0, Ordering::Release);
-                (drained, std::mem::take(&mut *muted))
-            }
-            UserLane::Locked(locked) => {
-                let mut st = locked.lock();
-                st.closed = true;
-                let drained = st.buf.drain().count();
-                let mut muted = self.muted.lock();
-                self.muted_len.store(0, Ordering::Release);
-                (drained, std::mem::take(&mut *muted))
-            }
+        let (drained, muted) = {
+            let mut muted = self.muted.lock();
+            // SAFETY: as in `user_ready`.
+            let drained = unsafe { self.user.close(drop, |env| self.evicted(env)) };
+            self.muted_len.store(0, Ordering::Release);
+            (drained, std::mem::take(&mut *muted))
         };
         for _ in 0..drained {
             self.dead_letter(DeadLetterReason::Drained);
@@ -796,17 +727,11 @@ impl<M: Send + 'static> Mailbox<M> {
     }
 
     pub(crate) fn user_len(&self) -> usize {
-        match &self.user {
-            UserLane::Free(lane) => lane.len(),
-            UserLane::Locked(locked) => locked.lock().buf.len(),
-        }
+        self.user.len()
     }
 
     pub(crate) fn stats(&self) -> BufferStats {
-        match &self.user {
-            UserLane::Free(lane) => lane.stats(),
-            UserLane::Locked(locked) => locked.lock().buf.stats(),
-        }
+        self.user.stats()
     }
 
     pub(crate) fn count_stale(&self) {

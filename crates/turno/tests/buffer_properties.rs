@@ -66,6 +66,7 @@ proptest! {
                             prop_assert!(matches!(policy, Policy::Suspend(_)));
                             handed_back.push(e);
                         }
+                        Offer::Evicting => prop_assert!(false, "the eager store evicts at the offer"),
                     }
                     next += 1;
                 }
@@ -100,6 +101,43 @@ proptest! {
         let kept: Vec<u32> = std::iter::from_fn(|| b.take()).collect();
         let start = n.saturating_sub(cap as u32);
         prop_assert_eq!(kept, (start..n).collect::<Vec<_>>());
+    }
+
+    /// The mailbox rule (keep-newest evicted by the consumer before each
+    /// take) removes and delivers exactly what the eager store does, in the
+    /// same order, forced elements included; it only holds the owed ones
+    /// longer.
+    #[test]
+    fn evicting_on_take_keeps_what_evicting_on_offer_keeps(
+        policy in policy(),
+        ops in prop::collection::vec(
+            prop_oneof![4 => Just(StoreOp::Offer), 1 => Just(StoreOp::Force), 2 => Just(StoreOp::Take)],
+            0..200,
+        ),
+    ) {
+        let mut eager = Buffer::new(policy);
+        let mut lazy = Buffer::evicting_on_take(policy);
+        let (mut eager_gone, mut lazy_gone) = (Vec::new(), Vec::new());
+        for (next, op) in (0u32..).zip(ops) {
+            match op {
+                StoreOp::Offer => match (eager.offer(next), lazy.offer(next)) {
+                    (Offer::Evicted(e), Offer::Evicting) => eager_gone.push(e),
+                    (a, b) => prop_assert_eq!(a, b),
+                },
+                StoreOp::Force => prop_assert_eq!(eager.force(next), lazy.force(next)),
+                StoreOp::Take => {
+                    lazy_gone.extend(lazy.evict_owed());
+                    prop_assert_eq!(&lazy_gone, &eager_gone);
+                    prop_assert_eq!(lazy.take(), eager.take());
+                    prop_assert_eq!(lazy.len(), eager.len());
+                }
+            }
+        }
+        lazy_gone.extend(lazy.evict_owed());
+        prop_assert_eq!(&lazy_gone, &eager_gone);
+        prop_assert_eq!(lazy.drain().collect::<Vec<_>>(), eager.drain().collect::<Vec<_>>());
+        let (l, e) = (lazy.stats(), eager.stats());
+        prop_assert_eq!((l.offered, l.attempts, l.taken, l.dropped, l.drained), (e.offered, e.attempts, e.taken, e.dropped, e.drained));
     }
 
     #[test]

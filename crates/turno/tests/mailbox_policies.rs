@@ -33,18 +33,37 @@ fn recorder(sys: &mut DetSystem, policy: Policy) -> (turno::Addr<u32>, Arc<Mutex
 }
 
 #[test]
-fn keep_newest_evicts_the_oldest_and_names_it() {
+fn keep_newest_queues_and_the_receiver_evicts_the_oldest() {
     let mut sys = DetSystem::new(1);
     let (a, log) = recorder(&mut sys, Policy::KeepNewest(3));
     assert_eq!(a.try_send(1), Verdict::Enqueued { remaining: Some(2) });
     assert_eq!(a.try_send(2), Verdict::Enqueued { remaining: Some(1) });
     assert_eq!(a.try_send(3), Verdict::Enqueued { remaining: Some(0) });
-    assert_eq!(a.try_send(4), Verdict::Evicted(1));
-    assert_eq!(a.try_send(5), Verdict::Evicted(2));
+    assert_eq!(a.try_send(4), Verdict::Evicting);
+    assert_eq!(a.try_send(5), Verdict::Evicting);
+    // Queued, the evictions owed: nothing is dropped until the receiver takes.
+    assert_eq!(a.depth(), 5);
+    assert_eq!(a.stats().dropped, 0);
     sys.run_until_idle().unwrap();
     assert_eq!(*log.lock(), vec![3, 4, 5]);
     let st = a.stats();
     assert_eq!((st.offered, st.taken, st.dropped), (5, 3, 2));
+}
+
+#[test]
+fn keep_newest_evicts_what_is_owed_before_a_close_drains_the_rest() {
+    let mut sys = DetSystem::new(1);
+    let (a, log) = recorder(&mut sys, Policy::KeepNewest(2));
+    for i in 1..=5 {
+        assert!(a.try_send(i).is_enqueued());
+    }
+    sys.stop(a.id());
+    sys.run_until_idle().unwrap();
+    assert!(log.lock().is_empty());
+    let st = a.stats();
+    // Three evictions were owed (5 queued, capacity 2): dropped; the two
+    // newest were drained as dead letters.
+    assert_eq!((st.offered, st.taken, st.dropped, st.drained), (5, 0, 3, 2));
 }
 
 #[test]

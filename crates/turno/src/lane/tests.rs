@@ -25,6 +25,8 @@ fn policy() -> impl Strategy<Value = Policy> {
     // Capacities past one block (31 slots) so that admission decisions are
     // taken across block boundaries too.
     prop_oneof![
+        (0usize..40).prop_map(Policy::KeepNewest),
+        (0usize..4).prop_map(Policy::KeepNewest),
         (0usize..40).prop_map(Policy::KeepOldest),
         (0usize..40).prop_map(Policy::Reject),
         (0usize..40).prop_map(Policy::Suspend),
@@ -47,7 +49,8 @@ fn ops() -> impl Strategy<Value = Vec<Op>> {
 }
 
 /// The reference: the locked lane as the mailbox used it (a `Buffer` and a
-/// closed flag; closing drains the buffer).
+/// closed flag; closing drains the buffer), with keep-newest evictions made
+/// on take (`Buffer::evicting_on_take`, the mailbox rule).
 struct Reference {
     buf: Buffer<u32>,
     closed: bool,
@@ -79,8 +82,8 @@ proptest! {
     /// Same operations, same verdicts, same elements out, same counters.
     #[test]
     fn the_lane_gives_the_locked_lanes_verdicts(policy in policy(), ops in ops()) {
-        let lane = Lane::new(policy).unwrap();
-        let mut reference = Reference { buf: Buffer::new(policy), closed: false };
+        let lane = Lane::new(policy);
+        let mut reference = Reference { buf: Buffer::evicting_on_take(policy), closed: false };
         for (v, op) in ops.into_iter().enumerate() {
             let v = v as u32;
             match op {
@@ -93,26 +96,35 @@ proptest! {
                     prop_assert_eq!(lane_push(&lane, v, mode), reference.push(v, mode), "{:?} of {}", op, v);
                 }
                 Op::Take => {
+                    let mut evicted = Vec::new();
                     // SAFETY: this test is the lane's only consumer.
-                    let got = unsafe { lane.take() };
-                    let want = if reference.closed { None } else { reference.buf.take() };
+                    let got = unsafe { lane.take(|v| evicted.push(v)) };
+                    let (want, want_evicted) = if reference.closed {
+                        (None, Vec::new())
+                    } else {
+                        let gone: Vec<u32> = reference.buf.evict_owed().collect();
+                        (reference.buf.take(), gone)
+                    };
                     prop_assert_eq!(got.map(|(v, _)| v), want);
+                    prop_assert_eq!(evicted, want_evicted);
                     if let Some((_, depth)) = got {
                         prop_assert_eq!(depth, reference.buf.len());
                     }
                 }
                 Op::Close => {
-                    let mut drained = Vec::new();
+                    let (mut drained, mut evicted) = (Vec::new(), Vec::new());
                     // SAFETY: as above.
-                    let left = unsafe { lane.close(|v| drained.push(v)) };
-                    let want: Vec<u32> = if reference.closed {
-                        Vec::new()
+                    let left = unsafe { lane.close(|v| drained.push(v), |v| evicted.push(v)) };
+                    let (want, want_evicted): (Vec<u32>, Vec<u32>) = if reference.closed {
+                        (Vec::new(), Vec::new())
                     } else {
                         reference.closed = true;
-                        reference.buf.drain().collect()
+                        let gone = reference.buf.evict_owed().collect();
+                        (reference.buf.drain().collect(), gone)
                     };
                     prop_assert_eq!(left, want.len());
                     prop_assert_eq!(drained, want);
+                    prop_assert_eq!(evicted, want_evicted);
                 }
             }
             let want_len = if reference.closed { 0 } else { reference.buf.len() };
@@ -138,11 +150,12 @@ impl Drop for Counted {
 
 /// `producers` threads offer `each` elements while this thread takes them;
 /// with `close_after`, it closes the lane after that many takes while the
-/// producers go on. Every element must end exactly once: taken, drained by
-/// the close, handed back by a verdict, or (admitted before the close but
-/// still being written) dropped with the lane, and counted in the close.
+/// producers go on. Every element must end exactly once: taken, evicted
+/// (keep-newest), drained by the close, handed back by a verdict, or
+/// (admitted before the close but still being written) dropped with the
+/// lane, and counted in the close.
 fn race(policy: Policy, producers: u64, each: u64, close_after: Option<usize>) {
-    let lane = Arc::new(Lane::new(policy).unwrap());
+    let lane = Arc::new(Lane::new(policy));
     let drops = Arc::new(AtomicUsize::new(0));
     let handles: Vec<_> = (0..producers)
         .map(|p| {
@@ -150,6 +163,7 @@ fn race(policy: Policy, producers: u64, each: u64, close_after: Option<usize>) {
             std::thread::spawn(move || {
                 let mut back = Vec::new();
                 let mut closed = 0u64;
+                let mut evicting = 0u64;
                 for i in 0..each {
                     let id = p * each + i;
                     let mut msg = Counted {
@@ -160,6 +174,10 @@ fn race(policy: Policy, producers: u64, each: u64, close_after: Option<usize>) {
                     loop {
                         match lane.push(msg, mode) {
                             Ok(Pushed::Done(Offer::Enqueued { .. }, _)) => break,
+                            Ok(Pushed::Done(Offer::Evicting, _)) => {
+                                evicting += 1;
+                                break;
+                            }
                             Ok(Pushed::Done(Offer::Full(m), _)) => {
                                 // A waiting sender retries; one in three
                                 // gives up after its first retry.
@@ -182,27 +200,28 @@ fn race(policy: Policy, producers: u64, each: u64, close_after: Option<usize>) {
                                 break;
                             }
                             Ok(Pushed::Done(Offer::Evicted(_), _)) => {
-                                unreachable!("no keep-newest lane")
+                                unreachable!("the lane evicts on take")
                             }
                             Ok(Pushed::WouldSuspend(_)) => unreachable!("no muting sender here"),
                         }
                     }
                 }
-                (back, closed)
+                (back, closed, evicting)
             })
         })
         .collect();
     let mut taken = Vec::new();
     let mut drained = Vec::new();
+    let mut evicted = Vec::new();
     let mut left = 0;
     loop {
         // SAFETY: this thread is the lane's only consumer.
-        match unsafe { lane.take() } {
+        match unsafe { lane.take(|m| evicted.push(m.id)) } {
             Some((m, _)) => {
                 taken.push(m.id);
                 if close_after == Some(taken.len()) {
                     // SAFETY: as above.
-                    left = unsafe { lane.close(|m| drained.push(m.id)) };
+                    left = unsafe { lane.close(|m| drained.push(m.id), |m| evicted.push(m.id)) };
                     break;
                 }
             }
@@ -212,20 +231,22 @@ fn race(policy: Policy, producers: u64, each: u64, close_after: Option<usize>) {
     }
     let mut back = Vec::new();
     let mut closed = 0;
+    let mut evicting = 0;
     for h in handles {
-        let (b, c) = h.join().unwrap();
+        let (b, c, e) = h.join().unwrap();
         back.extend(b);
         closed += c;
+        evicting += e;
     }
     // The producers are joined: whatever they wrote is visible now.
     // SAFETY: as above.
-    while let Some((m, _)) = unsafe { lane.take() } {
+    while let Some((m, _)) = unsafe { lane.take(|m| evicted.push(m.id)) } {
         taken.push(m.id);
     }
     let stats = lane.stats();
     drop(Arc::try_unwrap(lane).ok().expect("the producers are done"));
     let mut seen = HashSet::new();
-    for id in taken.iter().chain(&drained).chain(&back) {
+    for id in taken.iter().chain(&drained).chain(&back).chain(&evicted) {
         assert!(seen.insert(*id), "{id} counted twice under {policy}");
     }
     let total = (producers * each) as usize;
@@ -241,9 +262,22 @@ fn race(policy: Policy, producers: u64, each: u64, close_after: Option<usize>) {
     assert_eq!(stats.taken, taken.len() as u64, "under {policy}");
     assert_eq!(stats.drained, left as u64, "under {policy}");
     if close_after.is_none() {
-        assert_eq!(taken.len() + back.len(), total, "under {policy}");
+        assert_eq!(
+            taken.len() + back.len() + evicted.len(),
+            total,
+            "under {policy}"
+        );
     }
-    if let Some(cap) = policy.capacity() {
+    if let Policy::KeepNewest(cap) = policy {
+        // At most one eviction per `Evicting` verdict, every one counted;
+        // and once the producers are done the lane is trimmed to at most
+        // the capacity before each take, so the last `cap` survive.
+        assert!(evicted.len() as u64 <= evicting, "under {policy}");
+        assert_eq!(stats.dropped, evicted.len() as u64, "under {policy}");
+        if close_after.is_none() {
+            assert!(taken.len() >= cap.min(total), "under {policy}");
+        }
+    } else if let Some(cap) = policy.capacity() {
         assert!(stats.max_depth <= cap, "{} past {cap}", stats.max_depth);
     }
 }
@@ -256,6 +290,8 @@ fn many_producers_lose_nothing_under_every_lane_policy() {
         Policy::Suspend(1),
         Policy::Reject(5),
         Policy::KeepOldest(40),
+        Policy::KeepNewest(4),
+        Policy::KeepNewest(1),
     ] {
         race(policy, 4, 3_000, None);
     }
@@ -263,7 +299,12 @@ fn many_producers_lose_nothing_under_every_lane_policy() {
 
 #[test]
 fn a_close_racing_with_producers_counts_each_element_once() {
-    for policy in [Policy::Unbounded, Policy::Suspend(64), Policy::Reject(16)] {
+    for policy in [
+        Policy::Unbounded,
+        Policy::Suspend(64),
+        Policy::Reject(16),
+        Policy::KeepNewest(8),
+    ] {
         race(policy, 3, 2_000, Some(500));
     }
 }

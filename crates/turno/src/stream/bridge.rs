@@ -97,8 +97,8 @@ where
     while let Some(item) = poll_fn(|cx| stream.as_mut().poll_next(cx)).await {
         match to.send(map(item)).await {
             Verdict::Enqueued { .. } => report.enqueued += 1,
-            // The incoming message is queued but an older one was lost.
-            Verdict::Evicted(_) | Verdict::Dropped(_) => report.dropped += 1,
+            // The incoming message is queued but an older one is lost.
+            Verdict::Evicting | Verdict::Dropped(_) => report.dropped += 1,
             Verdict::Rejected(_) => report.rejected += 1,
             // `send` waits instead of answering Full; treat it as closed if
             // it ever did, rather than spin.

@@ -119,15 +119,18 @@ impl<T> YieldResult<T> {
     }
 }
 
-/// The buffer core's verdict is the stream's, one for one.
-impl<T> From<Offer<T>> for YieldResult<T> {
-    fn from(offer: Offer<T>) -> Self {
+impl<T> YieldResult<T> {
+    /// The buffer core's verdict is the stream's, one for one. A stream's
+    /// buffer evicts at the offer ([`Buffer::new`](crate::buffer::Buffer::new)),
+    /// so it never answers [`Offer::Evicting`].
+    fn from_offer(offer: Offer<T>) -> Self {
         match offer {
             Offer::Enqueued { remaining } => YieldResult::Enqueued { remaining },
             Offer::Evicted(t) => YieldResult::Evicted(t),
             Offer::Dropped(t) => YieldResult::Dropped(t),
             Offer::Rejected(t) => YieldResult::Rejected(t),
             Offer::Full(t) => YieldResult::Full(t),
+            Offer::Evicting => unreachable!("a stream's buffer evicts at the offer"),
         }
     }
 }
@@ -261,7 +264,7 @@ impl<T, E> Shared<T, E> {
             let remaining = self.policy.capacity();
             return (YieldResult::Enqueued { remaining }, st.consumer.clone());
         }
-        (st.buffer.offer(item).into(), None)
+        (YieldResult::from_offer(st.buffer.offer(item)), None)
     }
 
     fn push(&self, item: T) -> YieldResult<T> {
