@@ -259,7 +259,81 @@ impl<T> Lane<T> {
     }
 
     /// Offers an element. `Err` hands it back when the lane is closed.
+    ///
+    /// The common case is tried once inline (open, admitted, inside an
+    /// installed block, the claim won); anything else goes to the loop of
+    /// [`Lane::push_slow`], which decides again from scratch.
+    #[inline]
     pub(crate) fn push(&self, value: T, mode: Mode) -> Result<Pushed<T>, T> {
+        let tail = self.tail.load(SeqCst);
+        let pos = tail >> SHIFT;
+        let offset = pos % LAP;
+        if tail & CLOSED == 0 && offset + 1 < BLOCK_CAP {
+            let len = count(pos).saturating_sub(self.taken.load(SeqCst));
+            if mode == Mode::Force || self.policy.decide(len) == Decision::Admit {
+                let block = self.tail_block.load(Acquire);
+                if !block.is_null()
+                    && self
+                        .tail
+                        .compare_exchange(tail, tail + (1 << SHIFT), SeqCst, Relaxed)
+                        .is_ok()
+                {
+                    // SAFETY: as in `push_slow`: the claim succeeded, so
+                    // `block` is the live block of `pos`, and this producer
+                    // alone writes the claimed slot (not its block's last,
+                    // so no install is due).
+                    return Ok(unsafe { self.write(&*block, offset, value, len, mode, false) });
+                }
+            }
+        }
+        self.push_slow(value, mode)
+    }
+
+    /// Writes and publishes the element of a claimed position, counts it,
+    /// and says what the push did.
+    ///
+    /// # Safety
+    /// The caller claimed position `offset` of `block` and has not written it.
+    #[inline]
+    unsafe fn write(
+        &self,
+        block: &Block<T>,
+        offset: usize,
+        value: T,
+        len: usize,
+        mode: Mode,
+        evicting: bool,
+    ) -> Pushed<T> {
+        // SAFETY: `offset < BLOCK_CAP` for a claimed slot (the installing
+        // position is never claimed).
+        let slot = unsafe { block.slots.get_unchecked(offset) };
+        // SAFETY: this producer claimed the position, so no one else
+        // writes the slot, and the consumer reads it only after the
+        // `WRITTEN` store below.
+        slot.value.with_mut(|p| unsafe { (*p).write(value) });
+        if evicting {
+            // Before the publication, so that the take of this element
+            // sees the eviction it owes.
+            self.counts.owed.fetch_add(1, AcqRel);
+        }
+        slot.state.store(WRITTEN, self.publish_order());
+        let depth = len + 1;
+        if mode == Mode::Retry {
+            self.counts.retries.fetch_add(1, Relaxed);
+        }
+        if depth > self.counts.max_depth.load(Relaxed) {
+            self.counts.max_depth.fetch_max(depth, Relaxed);
+        }
+        if evicting {
+            return Pushed::Done(Offer::Evicting, depth);
+        }
+        let remaining = self.policy.capacity().map(|c| c.saturating_sub(depth));
+        Pushed::Done(Offer::Enqueued { remaining }, depth)
+    }
+
+    /// The general push: retries claims, installs blocks, refuses.
+    #[inline(never)]
+    fn push_slow(&self, value: T, mode: Mode) -> Result<Pushed<T>, T> {
         let mut next_block: *mut Block<T> = ptr::null_mut();
         let mut step = 0;
         let outcome = loop {
@@ -317,29 +391,8 @@ impl<T> Lane<T> {
                 self.tail.fetch_add(1 << SHIFT, Release);
                 block.next.store(next, Release);
             }
-            let slot = &block.slots[offset];
-            // SAFETY: this producer claimed the position, so no one else
-            // writes the slot, and the consumer reads it only after the
-            // `WRITTEN` store below.
-            slot.value.with_mut(|p| unsafe { (*p).write(value) });
-            if evicting {
-                // Before the publication, so that the take of this element
-                // sees the eviction it owes.
-                self.counts.owed.fetch_add(1, AcqRel);
-            }
-            slot.state.store(WRITTEN, self.publish_order());
-            let depth = len + 1;
-            if mode == Mode::Retry {
-                self.counts.retries.fetch_add(1, Relaxed);
-            }
-            if depth > self.counts.max_depth.load(Relaxed) {
-                self.counts.max_depth.fetch_max(depth, Relaxed);
-            }
-            if evicting {
-                break Ok(Pushed::Done(Offer::Evicting, depth));
-            }
-            let remaining = self.policy.capacity().map(|c| c.saturating_sub(depth));
-            break Ok(Pushed::Done(Offer::Enqueued { remaining }, depth));
+            // SAFETY: claimed above, not written yet.
+            break Ok(unsafe { self.write(block, offset, value, len, mode, evicting) });
         };
         if !next_block.is_null() {
             self.keep_spare(next_block);
@@ -454,8 +507,9 @@ impl<T> Lane<T> {
             }
         }
         // SAFETY: the consumer's block is live: only this consumer frees
-        // blocks, and only the ones it has left (in `advance`).
-        Some(unsafe { &(&*head.block).slots[head.offset] })
+        // blocks, and only the ones it has left (in `advance`); and
+        // `head.offset < BLOCK_CAP` here (`advance` moved on otherwise).
+        Some(unsafe { (*head.block).slots.get_unchecked(head.offset) })
     }
 
     /// The rare part of [`Lane::head_slot`]: the first block, or the move
@@ -525,9 +579,10 @@ impl<T> Lane<T> {
             if self.counts.owed.load(Relaxed) > 0 {
                 self.evict_owed(h, evicted);
             }
-            self.pop(h)
+            let value = self.pop(h)?;
+            Some((value, h.removed))
         })?;
-        let removed = self.taken.load(Relaxed);
+        let (value, removed) = value;
         let depth = count(self.tail.load(SeqCst) >> SHIFT).saturating_sub(removed);
         Some((value, depth))
     }
