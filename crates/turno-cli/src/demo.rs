@@ -318,7 +318,10 @@ mod tests {
     fn keep_newest_bounds_delay_and_loses_the_surplus() {
         let o = run(&scenario(), Policy::KeepNewest(50));
         conserved(&o);
-        assert!(o.max_depth <= 50);
+        // The receiver evicts before each take, so the lane holds the
+        // capacity plus what arrives during one turn: at 100 sends/s and
+        // 12.5 ms per turn, at most 2 more.
+        assert!((50..=52).contains(&o.max_depth), "{o:?}");
         assert!((1140..=1200).contains(&o.dropped), "{o:?}");
         // Messages advance at 100/s (80 taken + 20 evicted): ~0.5 s.
         assert!(o.max < Duration::from_millis(520), "{o:?}");

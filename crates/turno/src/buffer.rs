@@ -73,8 +73,9 @@ pub enum Policy {
     /// A sliding window: when full, the oldest queued element is evicted and
     /// the incoming one is queued. Capacity 1 keeps the last known value.
     /// In a mailbox the receiver makes the eviction, before its next take
-    /// ([`Verdict::Evicting`](crate::Verdict::Evicting)); a stream evicts at
-    /// the push and hands the evicted element to the producer.
+    /// ([`Verdict::Evicting`](crate::Verdict::Evicting)), so the mailbox
+    /// holds up to its capacity plus what arrives during one turn; a stream
+    /// evicts at the push and hands the evicted element to the producer.
     KeepNewest(usize),
     /// When full, the incoming element is dropped; the queued ones are kept.
     KeepOldest(usize),

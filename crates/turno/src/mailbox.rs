@@ -60,6 +60,10 @@ pub enum Verdict<M> {
     /// and traced (`drop`, `which: oldest`) when the receiver evicts it;
     /// it is not handed back (senders never take from a mailbox).
     ///
+    /// So a keep-newest mailbox holds at most its capacity plus the
+    /// messages sent to it during one turn of its receiver (its depth and
+    /// `max_depth` count them until they are evicted).
+    ///
     /// One eviction per such verdict, except that a sender racing with the
     /// receiver's take may see the mailbox fuller than it was by then: the
     /// receiver never evicts below the capacity, so that verdict's eviction
