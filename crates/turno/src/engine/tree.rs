@@ -15,7 +15,7 @@ use crate::cell::AnyCell;
 use crate::effects::{Effects, Spawned};
 use crate::ids::ActorPath;
 use crate::mailbox::{Control, Signal};
-use crate::supervision::{Directive, ExitReason, Failure, RestartLog, Supervision};
+use crate::supervision::{Directive, ExitReason, Failure, RestartLog, Strategy, Supervision};
 use crate::sync::{AtomicU64, Mutex};
 use crate::trace::ActorEvent;
 
@@ -455,7 +455,12 @@ impl Engine {
                     match log.try_restart(&supervision, now) {
                         None => Decision::Escalate,
                         Some(in_period) => {
-                            let siblings = tree.children(sup_id.unwrap_or(ROOT));
+                            // One-for-one needs no siblings (listing the
+                            // root's is a scan of the tree).
+                            let siblings = match supervision.strategy() {
+                                Strategy::OneForOne => Vec::new(),
+                                _ => tree.children(sup_id.unwrap_or(ROOT)),
+                            };
                             let targets =
                                 supervision.strategy().children_to_restart(child, &siblings);
                             Decision::Restart(targets, in_period)
