@@ -15,7 +15,6 @@
 //! The mailbox also keeps the set of senders it has *muted* (suspend policy):
 //! they are released when the depth falls below the low watermark.
 
-use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 
@@ -29,6 +28,7 @@ use crate::ids::ActorPath;
 use crate::metrics::{MailboxMetrics, Metrics};
 use crate::shared::SystemShared;
 use crate::supervision::ExitReason;
+use crate::system_lane::SystemQueues;
 use crate::time::Instant;
 use crate::timer::TimerId;
 use crate::trace::{drop_policy, ActorEvent, DeadLetterReason, Dropped, Lane};
@@ -166,8 +166,7 @@ pub(crate) enum Signal {
 
 struct State<M> {
     user: Buffer<Envelope<M>>,
-    control: VecDeque<Control>,
-    signals: VecDeque<Signal>,
+    system: SystemQueues,
     closed: bool,
     /// The scheduler has been told about this actor and has not yet seen it
     /// idle: further pushes need not notify it again.
@@ -229,8 +228,7 @@ impl<M: Send + 'static> Mailbox<M> {
             policy,
             state: Mutex::new(State {
                 user: Buffer::new(policy),
-                control: VecDeque::new(),
-                signals: VecDeque::new(),
+                system: SystemQueues::default(),
                 closed: false,
                 notified: false,
                 muted: Vec::new(),
@@ -292,7 +290,7 @@ impl<M: Send + 'static> Mailbox<M> {
         if let Offer::Evicted(Envelope::Reply(id, _)) = &offer {
             // Keep-newest evicted a reply: its request must still get one
             // response (the timeout), see `Asks::reply_evicted`.
-            st.signals.push_back(Signal::ReplyEvicted(*id));
+            st.system.push_signal(Signal::ReplyEvicted(*id));
         }
         let depth = st.user.len();
         let wake = self.note_push(&mut st);
@@ -406,16 +404,13 @@ impl<M: Send + 'static> Mailbox<M> {
 
     /// Pushes a control message. Returns false when the mailbox is closed.
     pub(crate) fn push_control(&self, c: Control) -> bool {
-        self.push_system(|st| match c {
-            // A (re)start runs before anything else.
-            Control::Start => st.control.push_front(c),
-            _ => st.control.push_back(c),
-        })
+        // A (re)start runs before anything else (see `SystemQueues`).
+        self.push_system(|st| st.system.push_control(c))
     }
 
     /// Pushes a signal. Returns false when the mailbox is closed.
     pub(crate) fn push_signal(&self, s: Signal) -> bool {
-        self.push_system(|st| st.signals.push_back(s))
+        self.push_system(|st| st.system.push_signal(s))
     }
 
     /// Runs `push` on the system lane of an open mailbox, then traces and
@@ -426,7 +421,7 @@ impl<M: Send + 'static> Mailbox<M> {
             return false;
         }
         push(&mut st);
-        let depth = st.control.len() + st.signals.len();
+        let depth = st.system.control_len() + st.system.signal_len();
         let wake = self.note_push(&mut st);
         drop(st);
         self.trace_system_enqueue(depth);
@@ -448,7 +443,7 @@ impl<M: Send + 'static> Mailbox<M> {
     }
 
     pub(crate) fn has_control(&self) -> bool {
-        !self.state.lock().control.is_empty()
+        self.state.lock().system.control_len() > 0
     }
 
     /// Takes the next unit of work under one lock, in priority order:
@@ -458,18 +453,15 @@ impl<M: Send + 'static> Mailbox<M> {
     /// so a concurrent push cannot be missed.
     pub(crate) fn next(&self, blocked: bool, has_redelivery: bool) -> Next<M> {
         let mut st = self.state.lock();
-        if let Some(c) = st.control.pop_front() {
-            if st.control.is_empty() {
-                // Control is rare (start, stop, supervision): an idle actor
-                // should not keep its buffer.
-                st.control.shrink_to_fit();
-            }
+        // An idle actor keeps no system-lane buffer: the queues free
+        // themselves once empty.
+        if let Some(c) = st.system.pop_control() {
             return Next::Control(c);
         }
         if blocked {
             return Next::Idle;
         }
-        if let Some(s) = st.signals.pop_front() {
+        if let Some(s) = st.system.pop_signal() {
             return Next::Signal(s);
         }
         if has_redelivery {
@@ -508,13 +500,13 @@ impl<M: Send + 'static> Mailbox<M> {
     /// True when anything is queued in either lane.
     pub(crate) fn has_work(&self) -> bool {
         let st = self.state.lock();
-        !st.control.is_empty() || !st.signals.is_empty() || !st.user.is_empty()
+        !st.system.is_empty() || !st.user.is_empty()
     }
 
     /// Marks the actor idle if nothing is queued; false if work raced in.
     pub(crate) fn try_idle(&self, extra_work: bool) -> bool {
         let mut st = self.state.lock();
-        if extra_work || !st.control.is_empty() || !st.signals.is_empty() || !st.user.is_empty() {
+        if extra_work || !st.system.is_empty() || !st.user.is_empty() {
             return false;
         }
         st.notified = false;
@@ -528,8 +520,7 @@ impl<M: Send + 'static> Mailbox<M> {
         let mut st = self.state.lock();
         st.closed = true;
         let drained = st.user.drain().count();
-        st.control.clear();
-        st.signals.clear();
+        st.system.clear();
         let muted = std::mem::take(&mut st.muted);
         drop(st);
         for _ in 0..drained {
