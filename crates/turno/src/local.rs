@@ -11,9 +11,7 @@
 //!   only inside [`LocalSystem::run_until_idle`], [`System::settle`],
 //!   [`System::sleep`] or [`LocalSystem::run_for`]; but there is no seeded
 //!   choice: runnable actors run in the order they became runnable (a FIFO
-//!   run queue), each for a batch of up to `batch` turns; an actor woken
-//!   from another thread (or from the owner's thread between runs) joins
-//!   the queue at the next batch boundary;
+//!   run queue), each for a batch of up to `batch` turns;
 //! - like [`ThreadedSystem`](crate::ThreadedSystem) its clock is real:
 //!   timers fire once their deadline has passed, at the next look at the
 //!   timer heap (between batches), and `simulate_work` is ignored.
@@ -57,9 +55,8 @@
 //! sys.shutdown(Duration::from_secs(5)).unwrap();
 //! ```
 
-use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -74,40 +71,13 @@ use crate::timer::TimerHeap;
 /// Default turns of one actor per scheduling (as on the threaded scheduler).
 pub const DEFAULT_BATCH: usize = 32;
 
-static NEXT_SYSTEM: AtomicUsize = AtomicUsize::new(1);
-
-thread_local! {
-    /// While a [`LocalSystem`] runs a batch on this thread: its id, and the
-    /// actors that batch made runnable, in order. The owner moves them to
-    /// its own run queue when the batch ends, so a send between two of its
-    /// actors takes no lock and no atomic read-modify-write to queue the
-    /// receiver (system id 0: no batch running).
-    static STAGED: RefCell<Staged> = const {
-        RefCell::new(Staged {
-            system: 0,
-            slots: Vec::new(),
-        })
-    };
-}
-
-struct Staged {
-    system: usize,
-    slots: Vec<Arc<Slot>>,
-}
-
-/// What the engine sees of the local scheduler: where a woken actor is
-/// queued, and the timer heap. A slot woken by one of the system's own
-/// batches is staged on the owner's thread (see [`STAGED`]); one woken
-/// from anywhere else (another thread, or the owner's thread between
-/// runs) goes to `outside`, behind a lock, and joins the owner's run
-/// queue at the next batch boundary.
+/// The FIFO run queue and the timer heap. The owner's thread is the only
+/// one that takes from them; the locks are there because an address may
+/// be used from another thread, and uncontended they are one
+/// compare-and-swap each.
+#[derive(Default)]
 struct LocalQueue {
-    system: usize,
-    outside: Mutex<VecDeque<Arc<Slot>>>,
-    /// Set (under `outside`'s lock) by a push there, cleared by the owner
-    /// when it takes them: a hint, so that the owner looks at the lock
-    /// only when something may be there; the idle decision takes the lock.
-    has_outside: AtomicBool,
+    ready: Mutex<VecDeque<Arc<Slot>>>,
     timers: Mutex<TimerHeap>,
     /// Whether the heap may hold a timer: set when one is added, cleared
     /// when the heap is found empty, so that the look for due timers after
@@ -118,20 +88,7 @@ struct LocalQueue {
 
 impl Scheduler for LocalQueue {
     fn schedule(&self, slot: Arc<Slot>) {
-        let slot = STAGED.with(|s| {
-            let mut s = s.borrow_mut();
-            if s.system == self.system {
-                s.slots.push(slot);
-                None
-            } else {
-                Some(slot)
-            }
-        });
-        if let Some(slot) = slot {
-            let mut outside = self.outside.lock();
-            outside.push_back(slot);
-            self.has_outside.store(true, Ordering::Relaxed);
-        }
+        self.ready.lock().push_back(slot);
     }
 
     fn add_timer(&self, actor: ActorId, key: TimerKey, deadline: Instant) {
@@ -142,42 +99,6 @@ impl Scheduler for LocalQueue {
 
     fn simulates_work(&self) -> bool {
         false
-    }
-}
-
-/// Marks a batch of `system` running on this thread until dropped (also
-/// when a panic unwinds through it); a batch of another local system
-/// running inside one of this one's turns keeps its own staged slots.
-struct Staging {
-    previous: usize,
-    outer: Option<Vec<Arc<Slot>>>,
-}
-
-impl Staging {
-    fn enter(system: usize) -> Staging {
-        STAGED.with(|s| {
-            let mut s = s.borrow_mut();
-            let previous = std::mem::replace(&mut s.system, system);
-            let outer = (previous != 0).then(|| std::mem::take(&mut s.slots));
-            Staging { previous, outer }
-        })
-    }
-
-    /// Moves the slots the batch staged to the end of `run`.
-    fn leave(self, run: &mut VecDeque<Arc<Slot>>) {
-        STAGED.with(|s| run.extend(s.borrow_mut().slots.drain(..)));
-    }
-}
-
-impl Drop for Staging {
-    fn drop(&mut self) {
-        STAGED.with(|s| {
-            let mut s = s.borrow_mut();
-            s.system = self.previous;
-            if let Some(outer) = self.outer.take() {
-                s.slots = outer;
-            }
-        });
     }
 }
 
@@ -203,13 +124,7 @@ impl SystemBuilder<LocalOptions> {
     /// Builds the system.
     pub fn build(self) -> LocalSystem {
         let (shared, root) = self.config.build(Clock::real());
-        let queue = Arc::new(LocalQueue {
-            system: NEXT_SYSTEM.fetch_add(1, Ordering::Relaxed),
-            outside: Mutex::new(VecDeque::new()),
-            has_outside: AtomicBool::new(false),
-            timers: Mutex::new(TimerHeap::default()),
-            has_timers: AtomicBool::new(false),
-        });
+        let queue = Arc::new(LocalQueue::default());
         let engine = Engine::new(shared, queue.clone(), root);
         LocalSystem {
             engine,
@@ -217,7 +132,6 @@ impl SystemBuilder<LocalOptions> {
             batch: self.options.batch,
             turns: 0,
             fx: Effects::default(),
-            run: VecDeque::new(),
         }
     }
 }
@@ -231,8 +145,6 @@ pub struct LocalSystem {
     turns: u64,
     /// The effects record every batch reuses (see `Engine::run_slot`).
     fx: Effects,
-    /// The FIFO run queue, the owner's alone (see [`LocalQueue`]).
-    run: VecDeque<Arc<Slot>>,
 }
 
 impl LocalSystem {
@@ -261,24 +173,11 @@ impl LocalSystem {
     /// Runs the actor that has waited longest for a batch of turns. False
     /// when no actor is runnable (timers are not looked at).
     pub fn run_one(&mut self) -> bool {
-        if self.queue.has_outside.load(Ordering::Relaxed) || self.run.is_empty() {
-            self.take_outside();
-        }
-        let Some(slot) = self.run.pop_front() else {
+        let Some(slot) = self.queue.ready.lock().pop_front() else {
             return false;
         };
-        let staging = Staging::enter(self.queue.system);
         self.turns += self.engine.run_slot(&slot, self.batch, &mut self.fx) as u64;
-        staging.leave(&mut self.run);
         true
-    }
-
-    /// Appends the actors made runnable from outside the system's own
-    /// batches to the run queue.
-    fn take_outside(&mut self) {
-        let mut outside = self.queue.outside.lock();
-        self.queue.has_outside.store(false, Ordering::Relaxed);
-        self.run.extend(outside.drain(..));
     }
 
     /// Runs until no actor is runnable and no timer is due, firing the
