@@ -218,7 +218,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
         if enabled.is_empty() && !self.scxml() && event.name().starts_with("xstate.error.actor.") {
             // XState: an unhandled invocation error fails the chart.
             self.snap.status = Status::Error;
-            self.snap.error = Some(event.get("error").cloned().unwrap_or(Value::Null));
+            self.snap.error = Some(Box::new(event.get("error").cloned().unwrap_or(Value::Null)));
             self.stop_everything();
             return Ok(());
         }
@@ -683,7 +683,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
             // data, evaluated as it is exited, is the session's output.
             if self.scxml() && node.kind == StateKind::Final && node.parent == Some(0) {
                 if let Some(o) = &node.output {
-                    self.snap.output = self.eval_value_try(o, event);
+                    self.snap.output = self.eval_value_try(o, event).map(Box::new);
                 }
             }
         }
@@ -912,7 +912,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
                     continue;
                 }
                 self.snap.status = Status::Done;
-                self.snap.output = self.machine_output(completion, event);
+                self.snap.output = self.machine_output(completion, event).map(Box::new);
             }
         }
     }

@@ -2,6 +2,7 @@
 //! snapshot's `now_ms`, set by whoever drives the chart).
 
 use serde_json::{Map, Value};
+use thin_vec::ThinVec;
 
 use crate::actions::{Action, SendTarget};
 use crate::algorithm::{ChartError, Inspector, Run};
@@ -18,12 +19,12 @@ fn pre_initial<C: Clone>(m: &Machine<C>, now_ms: u64) -> Snapshot<C> {
         status: Status::Active,
         config: StateSet::with_states(m.n()),
         context: m.initial_context().clone(),
-        history: Vec::new(),
+        history: ThinVec::new(),
         output: None,
         error: None,
-        scheduled: Vec::new(),
-        invocations: Vec::new(),
-        children: Vec::new(),
+        scheduled: ThinVec::new(),
+        invocations: ThinVec::new(),
+        children: ThinVec::new(),
         now_ms,
         next_seq: 0,
         machine_version: m.version().map(str::to_string),

@@ -738,7 +738,7 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
             let status = snap.status;
             let payload = snap.output.clone().or_else(|| snap.error.clone());
             if let Some(mut f) = self.rare.as_mut().and_then(|r| r.on_done.take()) {
-                f(status, payload.as_ref());
+                f(status, payload.as_deref());
             }
             ctx.stop();
         }

@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use smallvec::SmallVec;
+use thin_vec::ThinVec;
 
 use crate::actions::SendTarget;
 use crate::event::Event;
@@ -205,17 +206,18 @@ pub struct Snapshot<C> {
     /// The extended state.
     pub context: C,
     /// History values.
-    pub history: Vec<HistoryEntry>,
-    /// The machine's output, once done.
-    pub output: Option<Value>,
+    pub history: ThinVec<HistoryEntry>,
+    /// The machine's output, once done (boxed, as `error`: rarely set,
+    /// so an active snapshot stays small).
+    pub output: Option<Box<Value>>,
     /// The error, when the status is `error`.
-    pub error: Option<Value>,
+    pub error: Option<Box<Value>>,
     /// Delayed events not yet fired, with absolute deadlines.
-    pub scheduled: Vec<Scheduled>,
+    pub scheduled: ThinVec<Scheduled>,
     /// Invocations in flight.
-    pub invocations: Vec<Invocation>,
+    pub invocations: ThinVec<Invocation>,
     /// Children spawned with `spawnChild` and not stopped.
-    pub children: Vec<String>,
+    pub children: ThinVec<String>,
     /// The chart's clock at the last macrostep, in milliseconds (set by the
     /// caller: the pure core never reads a clock).
     pub now_ms: u64,

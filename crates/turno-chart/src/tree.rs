@@ -57,6 +57,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
+use thin_vec::ThinVec;
 
 use serde_json::Value;
 
@@ -167,7 +168,7 @@ pub(crate) struct Child<C> {
     pub(crate) generation: u64,
     pub(crate) machine: Arc<Machine<C>>,
     pub(crate) snapshot: Snapshot<C>,
-    pub(crate) children: Vec<Child<C>>,
+    pub(crate) children: ThinVec<Child<C>>,
 }
 
 /// A chart and its invoked child charts. See the [module docs](self).
@@ -177,7 +178,7 @@ pub(crate) struct Child<C> {
 /// the [`Charts`].
 pub struct Tree<C> {
     pub(crate) root: Snapshot<C>,
-    pub(crate) children: Vec<Child<C>>,
+    pub(crate) children: ThinVec<Child<C>>,
     /// `None`: no charts registered (most trees: no allocation).
     pub(crate) charts: Option<Arc<Charts<C>>>,
 }
@@ -206,7 +207,7 @@ impl<C: Clone> Tree<C> {
     pub fn new(root: Snapshot<C>, charts: Arc<Charts<C>>) -> Self {
         Tree {
             root,
-            children: Vec::new(),
+            children: ThinVec::new(),
             charts: (!charts.is_empty()).then_some(charts),
         }
     }
@@ -215,7 +216,7 @@ impl<C: Clone> Tree<C> {
     pub(crate) fn bare(root: Snapshot<C>) -> Self {
         Tree {
             root,
-            children: Vec::new(),
+            children: ThinVec::new(),
             charts: None,
         }
     }
@@ -425,7 +426,7 @@ impl<C: Clone> Tree<C> {
                         generation,
                         machine,
                         snapshot: snap,
-                        children: Vec::new(),
+                        children: ThinVec::new(),
                     };
                     let Some(siblings) = self.children_at(&path) else {
                         continue;
@@ -561,8 +562,10 @@ impl<C: Clone> Tree<C> {
         };
         let result = match c.snapshot.status {
             Status::Active => return,
-            Status::Done => Ok(c.snapshot.output.clone().unwrap_or(Value::Null)),
-            Status::Error | Status::Stopped => Err(c.snapshot.error.clone().unwrap_or(Value::Null)),
+            Status::Done => Ok(c.snapshot.output.as_deref().cloned().unwrap_or(Value::Null)),
+            Status::Error | Status::Stopped => {
+                Err(c.snapshot.error.as_deref().cloned().unwrap_or(Value::Null))
+            }
         };
         work.push_back(Work::Done {
             path: parent.to_vec(),
@@ -594,7 +597,7 @@ impl<C: Clone> Tree<C> {
         Some(f(&c.machine, &mut c.snapshot))
     }
 
-    pub(crate) fn children_at(&mut self, path: &[String]) -> Option<&mut Vec<Child<C>>> {
+    pub(crate) fn children_at(&mut self, path: &[String]) -> Option<&mut ThinVec<Child<C>>> {
         if path.is_empty() {
             return Some(&mut self.children);
         }

@@ -422,7 +422,7 @@ impl Session {
             if snap.status != Status::Active {
                 self.to_invoke.clear();
                 if snap.status == Status::Done {
-                    let data = snap.output.clone();
+                    let data = snap.output.as_deref().cloned();
                     let slot = self.ctx.with(|c| c.slot);
                     self.ctx.with(|c| c.post.borrow_mut().done(slot, data));
                 }

@@ -81,6 +81,7 @@ pub mod stream;
 pub mod supervision;
 mod sync;
 pub mod system;
+mod system_lane;
 pub mod testkit;
 #[cfg(not(turno_loom))]
 pub mod threaded;

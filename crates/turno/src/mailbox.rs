@@ -18,7 +18,6 @@
 //! The mailbox also keeps the set of senders it has *muted* (suspend policy):
 //! they are released when the depth falls below the low watermark.
 
-use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 
@@ -33,6 +32,7 @@ use crate::ids::ActorPath;
 use crate::metrics::{MailboxMetrics, Metrics};
 use crate::shared::SystemShared;
 use crate::supervision::ExitReason;
+use crate::system_lane::SystemQueues;
 use crate::time::Instant;
 use crate::timer::TimerId;
 use crate::trace::{drop_policy, ActorEvent, DeadLetterReason, Dropped, Lane as TraceLane};
@@ -185,8 +185,7 @@ pub(crate) enum Signal {
 /// rare); their counts are mirrored in atomics so that the hot path looks
 /// at them without the lock.
 struct SystemLane {
-    control: VecDeque<Control>,
-    signals: VecDeque<Signal>,
+    queues: SystemQueues,
     closed: bool,
 }
 
@@ -269,8 +268,7 @@ impl<M: Send + 'static> Mailbox<M> {
             policy,
             user: Lane::new(policy),
             system: Mutex::new(SystemLane {
-                control: VecDeque::new(),
-                signals: VecDeque::new(),
+                queues: SystemQueues::default(),
                 closed: false,
             }),
             control_len: AtomicUsize::new(0),
@@ -480,16 +478,13 @@ impl<M: Send + 'static> Mailbox<M> {
 
     /// Pushes a control message. Returns false when the mailbox is closed.
     pub(crate) fn push_control(&self, c: Control) -> bool {
-        self.push_system(|st| match c {
-            // A (re)start runs before anything else.
-            Control::Start => st.control.push_front(c),
-            _ => st.control.push_back(c),
-        })
+        // A (re)start runs before anything else (see `SystemQueues`).
+        self.push_system(|st| st.queues.push_control(c))
     }
 
     /// Pushes a signal. Returns false when the mailbox is closed.
     pub(crate) fn push_signal(&self, s: Signal) -> bool {
-        self.push_system(|st| st.signals.push_back(s))
+        self.push_system(|st| st.queues.push_signal(s))
     }
 
     /// Runs `push` on the system lane of an open mailbox, then traces and
@@ -501,7 +496,7 @@ impl<M: Send + 'static> Mailbox<M> {
         }
         push(&mut st);
         self.publish_system_lens(&st);
-        let depth = st.control.len() + st.signals.len();
+        let depth = st.queues.control_len() + st.queues.signal_len();
         drop(st);
         self.trace_system_enqueue(depth);
         self.notify();
@@ -509,8 +504,10 @@ impl<M: Send + 'static> Mailbox<M> {
     }
 
     fn publish_system_lens(&self, st: &SystemLane) {
-        self.control_len.store(st.control.len(), Ordering::Release);
-        self.signal_len.store(st.signals.len(), Ordering::Release);
+        self.control_len
+            .store(st.queues.control_len(), Ordering::Release);
+        self.signal_len
+            .store(st.queues.signal_len(), Ordering::Release);
     }
 
     fn trace_system_enqueue(&self, depth: usize) {
@@ -536,12 +533,9 @@ impl<M: Send + 'static> Mailbox<M> {
     fn pop_system<T>(&self, pop: impl FnOnce(&mut SystemLane) -> Option<T>) -> Option<T> {
         let mut st = self.system.lock();
         let item = pop(&mut st);
+        // An idle actor keeps no system-lane buffer: the queues free
+        // themselves once empty.
         if item.is_some() {
-            if st.control.is_empty() && st.control.capacity() > 0 {
-                // Control is rare (start, stop, supervision): an idle actor
-                // should not keep its buffer.
-                st.control.shrink_to_fit();
-            }
             self.publish_system_lens(&st);
         }
         item
@@ -607,7 +601,7 @@ impl<M: Send + 'static> Mailbox<M> {
     pub(crate) fn next(&self, blocked: bool, has_redelivery: bool) -> Next<M> {
         loop {
             if self.has_control() {
-                if let Some(c) = self.pop_system(|st| st.control.pop_front()) {
+                if let Some(c) = self.pop_system(|st| st.queues.pop_control()) {
                     return Next::Control(c);
                 }
             }
@@ -620,7 +614,7 @@ impl<M: Send + 'static> Mailbox<M> {
             // SAFETY: as in `user_ready`.
             unsafe { self.user.evict(|env| self.evicted(env)) };
             if self.has_signal() {
-                if let Some(s) = self.pop_system(|st| st.signals.pop_front()) {
+                if let Some(s) = self.pop_system(|st| st.queues.pop_signal()) {
                     return Next::Signal(s);
                 }
             }
@@ -706,8 +700,7 @@ impl<M: Send + 'static> Mailbox<M> {
         {
             let mut st = self.system.lock();
             st.closed = true;
-            st.control.clear();
-            st.signals.clear();
+            st.queues.clear();
             self.publish_system_lens(&st);
         }
         // Each store closes under the lock its muting senders hold (so no

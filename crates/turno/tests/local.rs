@@ -154,3 +154,120 @@ fn settle_gives_up_on_a_message_loop_after_its_timeout() {
     assert!(sys.settle(Duration::from_secs(5)));
     assert_eq!(sys.actor_count(), 0);
 }
+
+/// Passes each number on to `next` (or to itself), counting down to 0.
+struct Relay {
+    next: Option<turno::Addr<u32>>,
+    out: mpsc::Sender<u32>,
+}
+impl Actor for Relay {
+    type Msg = u32;
+    fn handle(&mut self, ctx: &mut Context<'_, Self>, n: u32) {
+        self.out.send(n).unwrap();
+        if n > 0 {
+            let to = self.next.clone().unwrap_or_else(|| ctx.addr());
+            ctx.tell(&to, n - 1);
+        }
+    }
+}
+
+/// Runs a whole other local system inside its turn, after waking `peer`
+/// (an actor of its own system) and before its turn ends.
+struct Host {
+    peer: turno::Addr<u32>,
+    inner_seen: mpsc::Sender<u32>,
+}
+impl Actor for Host {
+    type Msg = ();
+    fn handle(&mut self, ctx: &mut Context<'_, Self>, _m: ()) {
+        ctx.tell(&self.peer, 3);
+        let mut inner = LocalSystem::new();
+        let out = self.inner_seen.clone();
+        let a = inner
+            .spawn(Props::new(), move || Relay {
+                next: None,
+                out: out.clone(),
+            })
+            .unwrap();
+        assert!(a.try_send(5).is_enqueued());
+        // start + six messages, all the inner system's own
+        assert_eq!(inner.run_until_idle(), 7);
+        inner.shutdown(Duration::from_secs(5)).unwrap();
+    }
+}
+
+/// An actor woken by a turn is queued by the system it belongs to: a
+/// system run inside a turn of another keeps its own actors, and the outer
+/// system still runs the actor that turn woke before the inner system ran.
+/// (A guard for any thread-local shortcut in the run queue: one tried in
+/// issue 11 failed this when the inner system took the outer's wake-ups.)
+#[test]
+fn a_system_run_inside_a_turn_keeps_each_systems_actors_apart() {
+    let (tx, rx) = mpsc::channel();
+    let (inner_tx, inner_rx) = mpsc::channel();
+    let mut outer = LocalSystem::new();
+    let out = tx.clone();
+    let peer = outer
+        .spawn(Props::new(), move || Relay {
+            next: None,
+            out: out.clone(),
+        })
+        .unwrap();
+    let host = outer
+        .spawn(Props::new(), move || Host {
+            peer: peer.clone(),
+            inner_seen: inner_tx.clone(),
+        })
+        .unwrap();
+    assert_eq!(outer.run_until_idle(), 2); // the two starts
+    assert!(host.try_send(()).is_enqueued());
+    // the host's turn, then the peer's four messages (3, 2, 1, 0)
+    assert_eq!(outer.run_until_idle(), 5);
+    assert_eq!(rx.try_iter().collect::<Vec<_>>(), [3, 2, 1, 0]);
+    assert_eq!(inner_rx.try_iter().collect::<Vec<_>>(), [5, 4, 3, 2, 1, 0]);
+    outer.shutdown(Duration::from_secs(5)).unwrap();
+}
+
+/// Actors woken by turns and actors woken from another thread while the
+/// system runs are all run, each exactly as often as it has mail.
+#[test]
+fn a_ring_driven_from_two_threads_loses_nothing() {
+    let (tx, rx) = mpsc::channel();
+    let mut sys = LocalSystem::new();
+    let out = tx.clone();
+    let last = sys
+        .spawn(Props::new(), move || Relay {
+            next: None,
+            out: out.clone(),
+        })
+        .unwrap();
+    let out = tx.clone();
+    let first = sys
+        .spawn(Props::new(), move || Relay {
+            next: Some(last.clone()),
+            out: out.clone(),
+        })
+        .unwrap();
+    sys.run_until_idle();
+    let outside = {
+        let first = first.clone();
+        std::thread::spawn(move || {
+            for _ in 0..200 {
+                assert!(first.try_send(0).is_enqueued());
+                std::thread::yield_now();
+            }
+        })
+    };
+    assert!(first.try_send(1000).is_enqueued());
+    while !outside.is_finished() {
+        sys.run_until_idle();
+    }
+    outside.join().unwrap();
+    sys.run_until_idle();
+    let seen: Vec<u32> = rx.try_iter().collect();
+    // 1000 down to 0 through the chain (1001 turns), plus 200 zeros from
+    // outside.
+    assert_eq!(seen.len(), 1001 + 200);
+    assert_eq!(seen.iter().filter(|&&n| n == 0).count(), 201);
+    sys.shutdown(Duration::from_secs(5)).unwrap();
+}

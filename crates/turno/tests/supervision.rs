@@ -274,3 +274,26 @@ fn a_panicking_turn_has_no_effects_but_its_sends() {
     assert!(sys.children(a.id()).is_empty());
     assert!(log.lock().is_empty(), "{:?}", log.lock());
 }
+
+struct Idle;
+
+impl Actor for Idle {
+    type Msg = ();
+    fn handle(&mut self, _: &mut Context<'_, Self>, (): ()) {}
+}
+
+#[test]
+fn the_roots_children_are_listed_in_start_order_without_the_stopped() {
+    let mut sys = DetSystem::new(3);
+    let addrs: Vec<_> = (0..40)
+        .map(|_| sys.spawn(Props::new(), || Idle).unwrap())
+        .collect();
+    sys.run_until_idle().unwrap();
+    sys.stop(addrs[7].id());
+    sys.run_until_idle().unwrap();
+    let expected: Vec<_> = (addrs.iter().enumerate())
+        .filter(|(i, _)| *i != 7)
+        .map(|(_, a)| a.id())
+        .collect();
+    assert_eq!(sys.children(turno::ROOT), expected);
+}

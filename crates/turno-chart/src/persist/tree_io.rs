@@ -107,7 +107,7 @@ impl<C: Clone + DeserializeOwned> Persist<'_, C> {
             &mut Vec::new(),
         )?;
         let mut tree = Tree::new(snap, charts);
-        tree.children = children;
+        tree.children = children.into();
         Ok(tree)
     }
 
@@ -152,7 +152,7 @@ impl<C: Clone + DeserializeOwned> Persist<'_, C> {
             &mut Vec::new(),
         )?;
         let mut tree = Tree::new(snap, charts);
-        tree.children = children;
+        tree.children = children.into();
         let (actions, decisions) = self.resume_tree(&mut tree, at, settle)?;
         Ok(RestoredTree {
             tree,
@@ -211,7 +211,7 @@ fn read_children<C: Clone + DeserializeOwned>(
             generation: inv.generation,
             machine: m.clone(),
             snapshot: snap,
-            children,
+            children: children.into(),
         });
     }
     if let Some(id) = docs.into_keys().next() {
@@ -333,7 +333,7 @@ impl<C: Clone> Persist<'_, C> {
             let Some(snap) = tree.snapshot_at(&path) else {
                 continue; // stopped by an earlier decision
             };
-            let here: Vec<Invocation> = snap.invocations.clone();
+            let here: Vec<Invocation> = snap.invocations.to_vec();
             for inv in here {
                 if tree.chart(&inv.src).is_some() {
                     decisions.push((path.clone(), inv.id.clone(), InFlight::Resume));

@@ -15,7 +15,7 @@ use crate::cell::AnyCell;
 use crate::effects::{Effects, Spawned};
 use crate::ids::ActorPath;
 use crate::mailbox::{Control, Signal};
-use crate::supervision::{Directive, ExitReason, Failure, RestartLog, Supervision};
+use crate::supervision::{Directive, ExitReason, Failure, RestartLog, Strategy, Supervision};
 use crate::sync::{AtomicU64, Mutex};
 use crate::trace::ActorEvent;
 
@@ -95,17 +95,26 @@ impl Node {
 /// multiplicative hash spreads them as well as SipHash would, for much less.
 type Nodes = HashMap<ActorId, Node, BuildHasherDefault<rustc_hash::FxHasher>>;
 
+/// The tree. The root's children are not listed (a set entry per
+/// top-level actor, for the rare queries that need them all: shutdown and
+/// the root's restart strategies): they are the nodes whose parent is
+/// [`ROOT`].
 #[derive(Default)]
 pub(super) struct Tree {
     pub(super) nodes: Nodes,
-    pub(super) root_children: BTreeSet<ActorId>,
     pub(super) root_restarts: RestartLog,
 }
 
 impl Tree {
+    /// `id`'s children in start order (ids grow with spawn order).
     pub(super) fn children(&self, id: ActorId) -> Vec<ActorId> {
         if id == ROOT {
-            return self.root_children.iter().copied().collect();
+            let mut top: Vec<ActorId> = (self.nodes.iter())
+                .filter(|(_, n)| n.parent == ROOT)
+                .map(|(id, _)| *id)
+                .collect();
+            top.sort_unstable();
+            return top;
         }
         self.nodes
             .get(&id)
@@ -221,16 +230,10 @@ impl Engine {
                 let _ = cell.stop(&mut Effects::default());
                 return refused;
             }
-            match parent {
-                Some(p) => tree
-                    .nodes
-                    .get_mut(&p)
-                    .expect("checked")
-                    .rare()
-                    .children
-                    .insert(id),
-                None => tree.root_children.insert(id),
-            };
+            if let Some(p) = parent {
+                let parent = tree.nodes.get_mut(&p).expect("checked");
+                parent.rare().children.insert(id);
+            }
             let rare = (!supervision.is_default()).then(|| {
                 Box::new(NodeRare {
                     supervision: Some(supervision),
@@ -359,9 +362,6 @@ impl Engine {
                 self.shared.release_path(&path, id);
             }
             let parent = node.as_ref().map(|n| n.parent).filter(|p| *p != ROOT);
-            if parent.is_none() {
-                tree.root_children.remove(&id);
-            }
             let watchers = node.and_then(|n| n.rare).map(|r| r.watchers);
             (parent, watchers.unwrap_or_default())
         };
@@ -455,7 +455,12 @@ impl Engine {
                     match log.try_restart(&supervision, now) {
                         None => Decision::Escalate,
                         Some(in_period) => {
-                            let siblings = tree.children(sup_id.unwrap_or(ROOT));
+                            // One-for-one needs no siblings (listing the
+                            // root's is a scan of the tree).
+                            let siblings = match supervision.strategy() {
+                                Strategy::OneForOne => Vec::new(),
+                                _ => tree.children(sup_id.unwrap_or(ROOT)),
+                            };
                             let targets =
                                 supervision.strategy().children_to_restart(child, &siblings);
                             Decision::Restart(targets, in_period)

@@ -1,0 +1,155 @@
+//! The queues of a mailbox's system lane: control messages, then signals.
+//!
+//! Every actor's first control message is a start, and most actors never
+//! get another (no children, no timers, no watches, never restarted): so a
+//! (re)start is a flag, and the two queues are allocated on the first other
+//! entry and freed again once both are empty. An idle actor's system lane is
+//! two words, where two empty `VecDeque`s were eight.
+//!
+//! The order is the lane's: a (re)start before any other control message,
+//! the others first in, first out; signals first in, first out. The lock
+//! and the wake-ups are the mailbox's.
+
+use std::collections::VecDeque;
+
+use crate::mailbox::{Control, Signal};
+
+/// See the [module docs](self).
+#[derive(Default)]
+pub(crate) struct SystemQueues {
+    /// A (re)start is queued: it is taken before any other control message.
+    /// Two (re)starts queued at once are one (a second `started` hook on
+    /// the same instance has no meaning).
+    start: bool,
+    queues: Option<Box<Queues>>,
+}
+
+#[derive(Default)]
+struct Queues {
+    control: VecDeque<Control>,
+    signals: VecDeque<Signal>,
+}
+
+impl SystemQueues {
+    pub(crate) fn push_control(&mut self, c: Control) {
+        match c {
+            Control::Start => self.start = true,
+            c => self.queues().control.push_back(c),
+        }
+    }
+
+    pub(crate) fn push_signal(&mut self, s: Signal) {
+        self.queues().signals.push_back(s);
+    }
+
+    /// The next control message, a (re)start first.
+    pub(crate) fn pop_control(&mut self) -> Option<Control> {
+        if std::mem::take(&mut self.start) {
+            return Some(Control::Start);
+        }
+        let c = self.queues.as_mut()?.control.pop_front();
+        self.free_if_empty();
+        c
+    }
+
+    pub(crate) fn pop_signal(&mut self) -> Option<Signal> {
+        let s = self.queues.as_mut()?.signals.pop_front();
+        self.free_if_empty();
+        s
+    }
+
+    pub(crate) fn control_len(&self) -> usize {
+        usize::from(self.start) + self.queues.as_ref().map_or(0, |q| q.control.len())
+    }
+
+    pub(crate) fn signal_len(&self) -> usize {
+        self.queues.as_ref().map_or(0, |q| q.signals.len())
+    }
+
+    // The lock-free mailbox reads the lengths it mirrors in atomics
+    // instead; the tests still ask.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn is_empty(&self) -> bool {
+        !self.start && self.queues.is_none()
+    }
+
+    /// Drops everything queued (the mailbox is closing).
+    pub(crate) fn clear(&mut self) {
+        self.start = false;
+        self.queues = None;
+    }
+
+    fn queues(&mut self) -> &mut Queues {
+        self.queues.get_or_insert_with(Box::default)
+    }
+
+    fn free_if_empty(&mut self) {
+        if self
+            .queues
+            .as_ref()
+            .is_some_and(|q| q.control.is_empty() && q.signals.is_empty())
+        {
+            self.queues = None;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::addr::ActorId;
+    use crate::supervision::ExitReason;
+    use crate::timer::TimerId;
+
+    fn kind(c: Option<Control>) -> Option<String> {
+        c.map(|c| format!("{c:?}"))
+    }
+
+    #[test]
+    fn a_start_goes_first_and_allocates_nothing() {
+        let mut q = SystemQueues::default();
+        q.push_control(Control::ChildTerminated(ActorId(3)));
+        q.push_control(Control::Start);
+        assert_eq!(q.control_len(), 2);
+        assert_eq!(kind(q.pop_control()).as_deref(), Some("Start"));
+        assert_eq!(
+            kind(q.pop_control()).as_deref(),
+            Some("ChildTerminated(ActorId(3))")
+        );
+        assert!(q.is_empty() && q.queues.is_none(), "freed once empty");
+        q.push_control(Control::Start);
+        assert!(q.queues.is_none(), "a start alone allocates nothing");
+        assert_eq!(kind(q.pop_control()).as_deref(), Some("Start"));
+        assert_eq!(kind(q.pop_control()), None);
+        assert!(q.is_empty());
+    }
+
+    #[test]
+    fn control_and_signals_keep_their_own_fifo_order() {
+        let mut q = SystemQueues::default();
+        q.push_signal(Signal::Timer(TimerId(1)));
+        q.push_control(Control::Stop(ExitReason::Stopped));
+        q.push_signal(Signal::Timer(TimerId(2)));
+        q.push_control(Control::Restart(1));
+        assert_eq!((q.control_len(), q.signal_len()), (2, 2));
+        assert_eq!(kind(q.pop_control()).as_deref(), Some("Stop(Stopped)"));
+        assert!(matches!(q.pop_signal(), Some(Signal::Timer(TimerId(1)))));
+        assert_eq!(kind(q.pop_control()).as_deref(), Some("Restart(1)"));
+        assert_eq!(kind(q.pop_control()), None);
+        assert!(!q.is_empty(), "a signal is still queued");
+        assert!(matches!(q.pop_signal(), Some(Signal::Timer(TimerId(2)))));
+        assert!(q.pop_signal().is_none());
+        assert!(q.is_empty() && q.queues.is_none());
+    }
+
+    #[test]
+    fn clear_drops_everything() {
+        let mut q = SystemQueues::default();
+        q.push_control(Control::Start);
+        q.push_signal(Signal::Timer(TimerId(1)));
+        q.clear();
+        assert!(q.is_empty());
+        assert_eq!((q.control_len(), q.signal_len()), (0, 0));
+        assert!(q.pop_control().is_none() && q.pop_signal().is_none());
+    }
+}
