@@ -398,6 +398,12 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
             return;
         }
         let event_id = self.m.events.get(event.name()).copied();
+        if let Some(e) = event_id {
+            // No active state handles the event: nothing to walk.
+            if !self.snap.config.intersects(&self.m.handlers[e as usize]) {
+                return;
+            }
+        }
         self.select_node(0, event_id, event, out);
         if out.len() > 1 {
             let filtered = self.remove_conflicting_transitions(out);
@@ -454,6 +460,18 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
         out: &mut Trans,
     ) -> bool {
         let node = self.m.state(s);
+        if let Some(e) = event_id {
+            // Neither the state nor an active descendant handles the
+            // event: the subtree selects nothing.
+            let handlers = &self.m.handlers[e as usize];
+            if !self
+                .snap
+                .config
+                .intersects_in(handlers, s, node.last_descendant)
+            {
+                return false;
+            }
+        }
         match node.kind {
             StateKind::Compound => {
                 let child = node
@@ -485,16 +503,26 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
 
     /// The first enabled candidate of one state.
     fn next(&mut self, s: StateIdx, event_id: Option<u32>, event: &Event, out: &mut Trans) -> bool {
-        let mut scratch = std::mem::take(&mut self.scratch);
         let m = self.m;
         let mut found = None;
-        for &t in m.candidates(event_id, event.name(), s, &mut scratch) {
-            if self.guard_passes(t, event) {
-                found = Some(t);
-                break;
+        if let Some(e) = event_id {
+            // The machine's table: no scratch list to build.
+            for &t in m.candidates_of(e, s) {
+                if self.guard_passes(t, event) {
+                    found = Some(t);
+                    break;
+                }
             }
+        } else {
+            let mut scratch = std::mem::take(&mut self.scratch);
+            for &t in m.candidates(event_id, event.name(), s, &mut scratch) {
+                if self.guard_passes(t, event) {
+                    found = Some(t);
+                    break;
+                }
+            }
+            self.scratch = scratch;
         }
-        self.scratch = scratch;
         match found {
             Some(t) => {
                 out.push(t);
@@ -632,13 +660,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
             self.execute_content(&tr.actions, event);
         }
         match plan {
-            Some(p) => self.enter_set(
-                p.to_enter.clone(),
-                p.default_entry.clone(),
-                SmallVec::new(),
-                event,
-                false,
-            ),
+            Some(p) => self.enter_set(&p.to_enter, &p.default_entry, SmallVec::new(), event, false),
             None => {
                 let (to_enter, default_entry, history_content) = self.entry_set_of(refs, &domains);
                 if let ([t], false) = (enabled, self.history_read.get()) {
@@ -648,7 +670,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
                         default_entry: default_entry.clone(),
                     });
                 }
-                self.enter_set(to_enter, default_entry, history_content, event, false);
+                self.enter_set(&to_enter, &default_entry, history_content, event, false);
             }
         }
         self.after_done(event);
@@ -704,20 +726,13 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
                 continue;
             }
             match domain {
-                None => {
-                    self.snap.config.for_each(|s| {
-                        exit.insert(s);
-                    });
-                }
+                None => exit.insert_all(&self.snap.config),
                 Some(d) => {
                     if t.reenter && t.source == d {
                         exit.insert(d);
                     }
-                    self.snap.config.for_each(|s| {
-                        if self.m.is_descendant(s, d) {
-                            exit.insert(s);
-                        }
-                    });
+                    let last = self.m.state(d).last_descendant;
+                    exit.insert_from_range(&self.snap.config, d + 1, last);
                 }
             }
         }
@@ -736,7 +751,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
         let m = self.m;
         let mut order: smallvec::SmallVec<[StateIdx; 16]> = smallvec::SmallVec::new();
         exit.for_each_rev(|s| order.push(s));
-        for &s in &order {
+        for &s in order.iter().filter(|_| m.has_history) {
             for &h in &m.state(s).children {
                 let StateKind::History { deep } = m.state(h).kind else {
                     continue;
@@ -797,7 +812,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
         initial: bool,
     ) {
         let (to_enter, default_entry, history_content) = self.entry_set_of(ts, domains);
-        self.enter_set(to_enter, default_entry, history_content, event, initial);
+        self.enter_set(&to_enter, &default_entry, history_content, event, initial);
     }
 
     /// The entry set of a microstep, the states entered by default, and
@@ -819,21 +834,16 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
     /// Enters `to_enter` in document order (the rest of `enterStates`).
     fn enter_set(
         &mut self,
-        to_enter: StateSet,
-        mut default_entry: StateSet,
+        to_enter: &StateSet,
+        default_entry: &StateSet,
         history_content: HistoryContent,
         event: &Event,
         initial: bool,
     ) {
         let n = self.m.n();
-        if initial {
-            default_entry.insert(0);
-        }
         let m = self.m;
-        let mut order: smallvec::SmallVec<[StateIdx; 16]> = smallvec::SmallVec::new();
-        to_enter.for_each(|s| order.push(s));
         let mut completed = StateSet::with_states(n);
-        for s in order {
+        for s in to_enter.ones() {
             self.snap.config.insert(s);
             self.changed = true;
             self.note(Inspect::Enter(s));
@@ -872,7 +882,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
                     generation,
                 });
             }
-            if default_entry.contains(s) {
+            if default_entry.contains(s) || (initial && s == 0) {
                 self.execute_content(&node.initial_actions, event);
             }
             for &(_, h) in history_content.iter().filter(|(p, _)| *p == s) {

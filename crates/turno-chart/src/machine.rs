@@ -289,6 +289,11 @@ pub struct Machine<C> {
     pub(crate) cand: Vec<TransIdx>,
     /// States with wildcard descriptors (for events not in `events`).
     pub(crate) has_wildcards: bool,
+    /// `handlers[event]`: the states with a candidate for that exact event
+    /// name; selection skips every subtree where no active state is one.
+    pub(crate) handlers: Vec<crate::snapshot::StateSet>,
+    /// Some state has a history child (else exits record no history).
+    pub(crate) has_history: bool,
     pub(crate) context: C,
     pub(crate) version: Option<String>,
     /// Microsteps one macrostep may take before it is a runaway loop.
@@ -410,6 +415,14 @@ impl<C> Machine<C> {
     #[inline]
     pub fn is_descendant(&self, a: StateIdx, b: StateIdx) -> bool {
         a > b && a <= self.states[b as usize].last_descendant
+    }
+
+    /// The candidate transitions of `state` for the exact event `event`
+    /// (an id of `events`), from the table.
+    #[inline]
+    pub(crate) fn candidates_of(&self, event: u32, state: StateIdx) -> &[TransIdx] {
+        let (a, b) = self.cand_ranges[event as usize * self.n() + state as usize];
+        &self.cand[a as usize..b as usize]
     }
 
     /// The candidate transitions of `state` for `event`, in XState's
@@ -694,6 +707,19 @@ impl Builder {
                 cand_ranges.push((start, cand.len() as u32));
             }
         }
+        let handlers = (0..names_by_id.len())
+            .map(|e| {
+                let mut set = crate::snapshot::StateSet::with_states(n);
+                for s in 0..n {
+                    let (a, b) = cand_ranges[e * n + s];
+                    if a < b {
+                        set.insert(s as StateIdx);
+                    }
+                }
+                set
+            })
+            .collect();
+        let has_history = states.iter().any(|s| s.is_history());
         let atomic = states.iter().map(|s| s.is_atomic()).collect();
         let plans = transitions.iter().map(|_| OnceLock::new()).collect();
         let has_eventless = states.iter().any(|s| !s.always.is_empty());
@@ -705,6 +731,8 @@ impl Builder {
             cand_ranges,
             cand,
             has_wildcards,
+            handlers,
+            has_history,
             context,
             version,
             max_microsteps: DEFAULT_MAX_MICROSTEPS,

@@ -81,6 +81,45 @@ impl StateSet {
         self.0.iter().zip(other.0.iter()).any(|(a, b)| a & b != 0)
     }
 
+    /// Do the sets share a state in `lo..=hi` (a state and its
+    /// descendants, in document order)? A few word operations.
+    #[inline]
+    pub(crate) fn intersects_in(&self, other: &StateSet, lo: StateIdx, hi: StateIdx) -> bool {
+        let (lo, hi) = (lo as usize, hi as usize);
+        let (wl, wh) = (lo / 64, hi / 64);
+        (wl..=wh).any(|w| {
+            let bits = self.0.get(w).copied().unwrap_or(0) & other.0.get(w).copied().unwrap_or(0);
+            bits & range_mask(w, lo, hi) != 0
+        })
+    }
+
+    /// Adds the states of `other` in `lo..=hi`.
+    #[inline]
+    pub(crate) fn insert_from_range(&mut self, other: &StateSet, lo: StateIdx, hi: StateIdx) {
+        let (lo, hi) = (lo as usize, hi as usize);
+        if lo > hi {
+            return;
+        }
+        let (wl, wh) = (lo / 64, hi / 64);
+        if self.0.len() <= wh {
+            self.0.resize(wh + 1, 0);
+        }
+        for w in wl..=wh {
+            self.0[w] |= other.0.get(w).copied().unwrap_or(0) & range_mask(w, lo, hi);
+        }
+    }
+
+    /// Adds every state of `other`.
+    #[inline]
+    pub(crate) fn insert_all(&mut self, other: &StateSet) {
+        if self.0.len() < other.0.len() {
+            self.0.resize(other.0.len(), 0);
+        }
+        for (a, b) in self.0.iter_mut().zip(other.0.iter()) {
+            *a |= b;
+        }
+    }
+
     /// The states in document order.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = StateIdx> + '_ {
         self.0.iter().enumerate().flat_map(|(w, &bits)| {
@@ -93,6 +132,16 @@ impl StateSet {
             }
             fwd.into_iter()
         })
+    }
+
+    /// The states in document order, without allocating.
+    #[inline]
+    pub(crate) fn ones(&self) -> Ones<'_> {
+        Ones {
+            words: &self.0,
+            w: 0,
+            bits: self.0.first().copied().unwrap_or(0),
+        }
     }
 
     /// Calls `f` for each state in document order, without allocating.
@@ -120,6 +169,40 @@ impl StateSet {
             }
         }
     }
+}
+
+/// [`StateSet::ones`]: the states of a set in document order.
+pub(crate) struct Ones<'a> {
+    words: &'a [u64],
+    w: usize,
+    bits: u64,
+}
+
+impl Iterator for Ones<'_> {
+    type Item = StateIdx;
+
+    #[inline]
+    fn next(&mut self) -> Option<StateIdx> {
+        while self.bits == 0 {
+            self.w += 1;
+            self.bits = *self.words.get(self.w)?;
+        }
+        let t = self.bits.trailing_zeros() as usize;
+        self.bits &= self.bits - 1;
+        Some((self.w * 64 + t) as StateIdx)
+    }
+}
+
+/// The bits of word `w` that stand for states in `lo..=hi`.
+#[inline]
+fn range_mask(w: usize, lo: usize, hi: usize) -> u64 {
+    let from = if w == lo / 64 { !0u64 << (lo % 64) } else { !0 };
+    let to = if w == hi / 64 {
+        !0u64 >> (63 - hi % 64)
+    } else {
+        !0
+    };
+    from & to
 }
 
 /// Where a chart is in its life.
