@@ -1,7 +1,9 @@
 //! Times the phases of opening a trace, in wall and CPU time: reading the
 //! bytes, the JSON syntax alone, decoding and validating (`Reader`), and
 //! the whole index (decode, apply, checkpoints). Usage:
-//! `cargo run --release -p turno-trace --example index_phases -- TRACE`.
+//! `cargo run --release -p turno-trace --example index_phases -- TRACE
+//! [PHASE...]` (phases by the start of their names, e.g. `Index`; all
+//! without one).
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
@@ -21,6 +23,10 @@ fn cpu() -> f64 {
 }
 
 fn phase(name: &str, f: impl FnOnce() -> u64) {
+    let only: Vec<String> = std::env::args().skip(2).collect();
+    if !only.is_empty() && !only.iter().any(|o| name.starts_with(o.as_str())) {
+        return;
+    }
     let (w, c) = (Instant::now(), cpu());
     let n = f();
     println!(

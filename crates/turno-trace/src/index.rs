@@ -96,7 +96,8 @@ impl Index {
         let mut since = 0u64;
         loop {
             let pos = reader.position();
-            if since >= interval.max(world.weight() as u64) {
+            // `weight` walks the world: only once the interval is reached.
+            if since >= interval && since >= world.weight() as u64 {
                 checkpoints.push(Checkpoint {
                     step: world.step,
                     pos,

@@ -36,6 +36,7 @@
 
 pub mod actor;
 mod event;
+mod fast;
 mod ids;
 pub mod index;
 pub mod js;

@@ -164,18 +164,34 @@ impl<R: BufRead> Reader<R> {
     }
 
     fn next_event(&mut self) -> Result<Option<Event>, ReadError> {
+        let format = self.header.format;
         loop {
             let line = self.pos.line;
-            let n = read_line(&mut self.src, &mut self.buf, line)?;
-            if n == 0 {
-                return Ok(None);
-            }
-            self.pos.offset += n as u64;
-            self.pos.line += 1;
-            if trim(&self.buf).is_empty() {
-                continue;
-            }
-            let event = parse_event(self.header.format, &self.buf, line)?;
+            // A line wholly in the source's buffer (all but the few that
+            // straddle its end) is decoded there, without a copy.
+            let buffered = self.src.fill_buf().map_err(|e| io_error(line, e))?;
+            let event = if let Some(end) = memchr::memchr(b'\n', buffered) {
+                let bytes = &buffered[..=end];
+                let event = (!trim(bytes).is_empty()).then(|| parse_event(format, bytes, line));
+                self.src.consume(end + 1);
+                self.pos.offset += end as u64 + 1;
+                self.pos.line += 1;
+                match event {
+                    Some(e) => e?,
+                    None => continue,
+                }
+            } else {
+                let n = read_line(&mut self.src, &mut self.buf, line)?;
+                if n == 0 {
+                    return Ok(None);
+                }
+                self.pos.offset += n as u64;
+                self.pos.line += 1;
+                if trim(&self.buf).is_empty() {
+                    continue;
+                }
+                parse_event(format, &self.buf, line)?
+            };
             if event.seq != self.pos.seq {
                 return Err(ReadError::new(
                     line,
@@ -242,7 +258,7 @@ fn read_line<R: BufRead>(src: &mut R, buf: &mut Vec<u8>, line: u64) -> Result<us
         .by_ref()
         .take(limit)
         .read_until(b'\n', buf)
-        .map_err(|e| ReadError::new(line, None, Problem::Io, e.to_string()))?;
+        .map_err(|e| io_error(line, e))?;
     if buf.len() > MAX_LINE {
         return Err(ReadError::new(
             line,
@@ -252,6 +268,10 @@ fn read_line<R: BufRead>(src: &mut R, buf: &mut Vec<u8>, line: u64) -> Result<us
         ));
     }
     Ok(n)
+}
+
+fn io_error(line: u64, e: std::io::Error) -> ReadError {
+    ReadError::new(line, None, Problem::Io, e.to_string())
 }
 
 fn trim(b: &[u8]) -> &[u8] {
@@ -334,56 +354,14 @@ fn parse_header(buf: &[u8], line: u64) -> Result<Header, ReadError> {
 
 const ENVELOPE: [&str; 5] = ["seq", "t_ns", "kind", "js_stack", "loop"];
 
-/// One event line of a family, decoded in one pass straight from the bytes
-/// (no intermediate `Value`): the fast path for well-formed lines.
-#[derive(Deserialize)]
-struct FastLine<K> {
-    seq: u64,
-    t_ns: u64,
-    #[serde(flatten)]
-    kind: K,
-    #[serde(default)]
-    js_stack: Option<Vec<String>>,
-    #[serde(default, rename = "loop")]
-    loop_id: Option<u32>,
-}
-
-impl<K> FastLine<K> {
-    fn into_event(self, kind: impl FnOnce(K) -> Kind) -> Event {
-        Event {
-            seq: self.seq,
-            t_ns: self.t_ns,
-            kind: kind(self.kind),
-            js_stack: self.js_stack,
-            loop_id: self.loop_id,
-        }
-    }
-}
-
-/// Decodes a line of a known kind that is well formed, or gives up.
-///
-/// The fast path only ever accepts what [`parse_event_checked`] accepts,
-/// with the same result (a property test holds them to it); anything else
-/// (an unknown kind, a bad field, a duplicate key) is left to that slower
-/// path, which names the line and field at fault.
-fn parse_event_fast(format: Format, buf: &[u8]) -> Option<Event> {
-    // serde would take a JSON array as a struct's fields in order; the
-    // format wants an object.
-    if trim(buf).first() != Some(&b'{') {
-        return None;
-    }
-    match format {
-        Format::Turno => serde_json::from_slice::<FastLine<ActorEvent>>(buf)
-            .ok()
-            .map(|l| l.into_event(Kind::Actor)),
-        Format::TurnoJs => serde_json::from_slice::<FastLine<JsEvent>>(buf)
-            .ok()
-            .map(|l| l.into_event(Kind::Js)),
-    }
-}
-
+/// Decodes one event line: a well-formed line of a known kind by the fast
+/// decoder ([`crate::fast`]), which only ever accepts what
+/// [`parse_event_checked`] accepts, with the same result (property tests
+/// hold them to it); anything else (an unknown kind, a bad field, a
+/// duplicate key) by that slower path, which names the line and field at
+/// fault.
 fn parse_event(format: Format, buf: &[u8], line: u64) -> Result<Event, ReadError> {
-    match parse_event_fast(format, buf) {
+    match crate::fast::decode(format, buf) {
         Some(e) => Ok(e),
         None => parse_event_checked(format, buf, line),
     }
@@ -391,7 +369,11 @@ fn parse_event(format: Format, buf: &[u8], line: u64) -> Result<Event, ReadError
 
 /// The reference decoder: through a JSON `Value`, field by field, so a
 /// problem can be named exactly.
-fn parse_event_checked(format: Format, buf: &[u8], line: u64) -> Result<Event, ReadError> {
+pub(crate) fn parse_event_checked(
+    format: Format,
+    buf: &[u8],
+    line: u64,
+) -> Result<Event, ReadError> {
     let mut m = parse_object(buf, line)?;
     let field_err =
         |field: &str, msg: String| ReadError::new(line, Some(field), Problem::Field, msg);
@@ -577,66 +559,7 @@ pub const JS_KINDS: &[&str] = &[
 
 #[cfg(test)]
 mod tests {
-    use proptest::prelude::*;
-
     use super::*;
-
-    const JS: [&str; 2] = [
-        include_str!("../tests/data/node_combinators.jsonl"),
-        include_str!("../tests/data/html_raf.jsonl"),
-    ];
-    const ACTOR: &str = "{\"seq\":0,\"t_ns\":0,\"kind\":\"spawn\",\"actor\":1,\"name\":\"a\",\"parent\":null,\"policy\":\"keep-oldest(4)\"}\n\
-        {\"seq\":1,\"t_ns\":5,\"kind\":\"enqueue\",\"actor\":1,\"lane\":\"user\",\"depth\":1}\n\
-        {\"seq\":2,\"t_ns\":5,\"kind\":\"drop\",\"actor\":1,\"policy\":\"keep_oldest\",\"which\":\"incoming\"}\n\
-        {\"seq\":3,\"t_ns\":9,\"kind\":\"turn_start\",\"actor\":1,\"what\":\"message\"}\n\
-        {\"seq\":4,\"t_ns\":9,\"kind\":\"chart_transition\",\"actor\":1,\"source\":\"s\",\"event\":null,\"targets\":[\"t\"]}\n";
-
-    /// Pieces that make a valid line subtly different: duplicate keys,
-    /// floats, nulls, escapes, other kinds, arrays.
-    const PIECES: &[&str] = &[
-        ",\"kind\":\"dequeue\"",
-        ",\"kind\":\"enqueue\"",
-        ",\"seq\":1",
-        ",\"js_stack\":null",
-        ",\"js_stack\":[1]",
-        ",\"loop\":1",
-        ",\"loop\":-1",
-        ",\"loop\":null",
-        ",\"label\":\"x\"",
-        "1.0",
-        "-1",
-        "null",
-        "\"",
-        "\\u0041",
-        "[",
-        "]",
-        "{",
-        "}",
-        " ",
-        "1e2",
-    ];
-
-    fn lines() -> Vec<(Format, &'static str)> {
-        let mut v = Vec::new();
-        for text in JS {
-            v.extend(text.lines().skip(1).map(|l| (Format::TurnoJs, l)));
-        }
-        v.extend(ACTOR.lines().map(|l| (Format::Turno, l)));
-        v
-    }
-
-    #[test]
-    fn the_fast_path_takes_every_line_of_the_real_traces() {
-        for (format, l) in lines() {
-            let fast = parse_event_fast(format, l.as_bytes());
-            assert_eq!(
-                fast.as_ref(),
-                parse_event_checked(format, l.as_bytes(), 1).ok().as_ref(),
-                "{l}"
-            );
-            assert!(fast.is_some(), "{l}");
-        }
-    }
 
     /// The kinds serde says an enum has, from its unknown-variant message.
     fn serde_kinds(format: Format) -> Vec<String> {
@@ -667,30 +590,5 @@ mod tests {
         want_js.sort();
         assert_eq!(actor, want_actor);
         assert_eq!(js, want_js);
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(2000))]
-
-        /// Whatever the fast path accepts, the checked path accepts with
-        /// the same event; so the fast path changes speed, never meaning.
-        #[test]
-        fn the_fast_path_agrees_with_the_checked_one(
-            which in any::<prop::sample::Index>(),
-            edits in prop::collection::vec((any::<prop::sample::Index>(), 0usize..4, any::<prop::sample::Index>()), 1..4),
-        ) {
-            let all = lines();
-            let (format, line) = all[which.index(all.len())];
-            let mut bytes = line.as_bytes().to_vec();
-            for (at, cut, piece) in edits {
-                let at = at.index(bytes.len() + 1);
-                let end = (at + cut).min(bytes.len());
-                bytes.splice(at..end, PIECES[piece.index(PIECES.len())].bytes());
-            }
-            if let Some(fast) = parse_event_fast(format, &bytes) {
-                let checked = parse_event_checked(format, &bytes, 1);
-                prop_assert_eq!(Ok(fast), checked, "{}", String::from_utf8_lossy(&bytes));
-            }
-        }
     }
 }

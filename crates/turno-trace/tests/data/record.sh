@@ -13,6 +13,10 @@
 # node_combinators.jsonl and html_raf.jsonl come from turno js run of the
 # seed's corpus programs (h08_raf_microtasks.js and a Promise combinator
 # program) and are kept as recorded.
+# every_kind_actor.jsonl and every_kind_js.jsonl are written by hand: one
+# line (or a few) of every kind of each family in the writer's shape, for the
+# fast decoder's tests (src/fast/tests.rs checks they are what the writer
+# writes).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 target=${CARGO_TARGET_DIR:-$here/../../../../target}
