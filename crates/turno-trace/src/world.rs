@@ -9,6 +9,7 @@
 //! without a turn only shows up in the next `enqueue`'s `depth`).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -78,7 +79,8 @@ pub struct Totals {
 /// An actor's mailbox, stash and timers as the trace shows them.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ActorView {
-    /// Its name.
+    /// Its name (`$<id>` for one seen before its `spawn`, as the runtime
+    /// names an actor spawned without a name).
     pub name: String,
     /// Its path from the root, when the trace records it.
     #[serde(default)]
@@ -318,10 +320,39 @@ pub struct PromiseView {
 /// The console: the newest [`CONSOLE_LINES`] writes.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Console {
-    /// (stream, text), newest last.
-    pub lines: VecDeque<(Stream, String)>,
+    /// (stream, text), newest last. Each text is shared (an `Arc`) by
+    /// every checkpoint that holds it, so a checkpoint of a program that
+    /// prints a lot copies no text.
+    #[serde(with = "shared_lines")]
+    pub lines: VecDeque<(Stream, Arc<str>)>,
     /// Writes no longer kept.
     pub forgotten: u64,
+}
+
+/// Console lines as a list of `[stream, text]` (serde's own `Arc` support
+/// is a feature of serde's: enabling it would rebuild every crate that
+/// depends on serde in the workspace).
+mod shared_lines {
+    use std::collections::VecDeque;
+    use std::sync::Arc;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use crate::js::Stream;
+
+    pub fn serialize<S: Serializer>(
+        lines: &VecDeque<(Stream, Arc<str>)>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.collect_seq(lines.iter().map(|(stream, text)| (stream, &**text)))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<VecDeque<(Stream, Arc<str>)>, D::Error> {
+        let lines = Vec::<(Stream, String)>::deserialize(d)?;
+        Ok(lines.into_iter().map(|(s, t)| (s, Arc::from(t))).collect())
+    }
 }
 
 fn push_bounded<T>(q: &mut VecDeque<T>, v: T, max: usize) -> bool {
@@ -397,8 +428,10 @@ impl World {
 
     fn actor(&mut self, id: ActorId) -> &mut ActorView {
         self.actors.entry(id).or_insert_with(|| ActorView {
-            // An actor seen before its spawn (a trace cut from a ring).
-            name: format!("actor-{}", id.0),
+            // An actor seen before its spawn (a trace cut from a ring) is
+            // named as the runtime names an actor spawned without a name:
+            // `$` names are the runtime's own, so no chosen name collides.
+            name: format!("${}", id.0),
             path: None,
             parent: None,
             policy: Policy::Unbounded,
@@ -778,7 +811,7 @@ impl World {
             J::Output { stream, text } => {
                 if push_bounded(
                     &mut self.console.lines,
-                    (*stream, text.clone()),
+                    (*stream, Arc::from(text.as_str())),
                     CONSOLE_LINES,
                 ) {
                     self.console.forgotten += 1;

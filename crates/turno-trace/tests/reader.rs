@@ -68,7 +68,7 @@ fn html_trace_reconstructs_queues_and_promises() {
     // The render step is marked and the console has what was printed.
     assert_eq!(index.marks().renders.len(), 1);
     let end = index.world_at(Cursor::new(HTML), index.len()).unwrap();
-    assert_eq!(end.console.lines[0].1, "script microtask\n");
+    assert_eq!(&*end.console.lines[0].1, "script microtask\n");
     assert_eq!(end.js.ended.map(|e| e.0), Some(0));
 }
 

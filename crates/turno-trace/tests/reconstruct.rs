@@ -320,3 +320,18 @@ proptest! {
         check(&text, &events, interval, &ks)?;
     }
 }
+
+/// A trace cut from a ring can mention an actor before its `spawn`: it is
+/// named as the runtime names an unnamed actor (`$<id>`, a name no spawn
+/// can choose), and its `spawn`, when it comes, gives the real name.
+#[test]
+fn an_actor_seen_before_its_spawn_is_named_like_an_unnamed_one() {
+    let text = "{\"format\":\"turno-trace\",\"version\":1}\n\
+        {\"seq\":0,\"t_ns\":0,\"kind\":\"enqueue\",\"actor\":7,\"lane\":\"user\",\"depth\":1}\n\
+        {\"seq\":1,\"t_ns\":0,\"kind\":\"spawn\",\"actor\":7,\"name\":\"worker\",\"parent\":0,\"policy\":\"unbounded\"}\n";
+    let index = Index::build(Cursor::new(text)).unwrap();
+    let before = index.world_at(Cursor::new(text), 1).unwrap();
+    assert_eq!(before.actors[&ActorId(7)].name, "$7");
+    let after = index.world_at(Cursor::new(text), 2).unwrap();
+    assert_eq!(after.actors[&ActorId(7)].name, "worker");
+}
