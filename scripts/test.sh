@@ -67,6 +67,11 @@ mkdir -p fuzz/corpus/chart_load
 for f in crates/turno-chart/tests/corpus/*/machine.json; do
   cp "$f" "fuzz/corpus/chart_load/$(basename "$(dirname "$f")").json"
 done
+# The trace reader starts from real traces of both families and one line
+# of every kind (turno-trace's test data), so its runs reach the fast
+# decoder and the checked one on well-formed lines, not only on noise.
+mkdir -p fuzz/corpus/trace_reader
+cp crates/turno-trace/tests/data/*.jsonl fuzz/corpus/trace_reader/
 (cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz build)
 for target in chart_load chart_snapshot scxml_load trace_reader; do
   mkdir -p "fuzz/corpus/$target"
