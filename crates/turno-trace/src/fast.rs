@@ -15,7 +15,8 @@
 //!
 //! It only ever decides for lines the checked decoder (in `reader.rs`)
 //! accepts, with the same event; anything it is unsure of (a field before
-//! `kind`, a duplicate key, an escaped key, an unknown kind, a bad value)
+//! `kind`, a duplicate key, an escaped key, an unknown kind or field, a bad
+//! value)
 //! makes it give up and leaves the line to the checked decoder, which
 //! names the line and field. Property tests in `reader.rs` hold the two
 //! together for every kind of both families.
@@ -32,7 +33,7 @@ use serde_json::Value;
 
 use crate::actor::{
     ActorEvent, ChartStateDef, ChartTransitionDef, DeadLetterReason, Dropped, EventOrigin, Lane,
-    StaleReason, TurnKind,
+    StaleReason, StateKind, TurnKind,
 };
 use crate::event::{Event, Format, Kind};
 use crate::ids::{ActorId, AnimationId, EntryId, PromiseId, RequestId, TimerId};
@@ -231,11 +232,13 @@ impl<'a, 'de, A: MapAccess<'de>> EnumAccess<'de> for Variant<'a, 'de, A> {
 impl<'de, A: MapAccess<'de>> VariantAccess<'de> for Rest<'_, A> {
     type Error = A::Error;
 
-    /// A kind without fields ignores any it is given, as the internally
-    /// tagged derive does.
+    /// A kind without fields takes none: a field there is unknown (see
+    /// the mirrors' `deny_unknown_fields`), left to the checked decoder.
     fn unit_variant(mut self) -> Result<(), A::Error> {
-        while self.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(())
+        match self.next_key::<IgnoredAny>()? {
+            None => Ok(()),
+            Some(_) => Err(de::Error::custom("a field on a kind that has none")),
+        }
     }
 
     fn newtype_variant_seed<T: DeserializeSeed<'de>>(self, _: T) -> Result<T::Value, A::Error> {
@@ -258,10 +261,54 @@ impl<'de, A: MapAccess<'de>> VariantAccess<'de> for Rest<'_, A> {
 // The mirrors. Only what decoding needs is repeated (variant and field
 // names, `default`); a mirror that is stricter than its enum only sends
 // lines to the checked decoder, and one that is laxer is caught by the
-// property tests.
+// property tests. Unknown fields are refused (`deny_unknown_fields`), here
+// and in the structs inside events: serde_json skips an ignored value
+// without the checks it makes when it parses one (nesting depth, numbers
+// out of range, lone surrogates), and the checked decoder parses every
+// value of the line.
 
 #[derive(Deserialize)]
-#[serde(remote = "ActorEvent", rename_all = "snake_case")]
+#[serde(remote = "ChartStateDef", deny_unknown_fields)]
+struct ChartStateDefDe {
+    id: String,
+    #[serde(default)]
+    parent: Option<String>,
+    kind: StateKind,
+}
+
+#[derive(Deserialize)]
+#[serde(remote = "ChartTransitionDef", deny_unknown_fields)]
+struct ChartTransitionDefDe {
+    source: String,
+    #[serde(default)]
+    event: Option<String>,
+    #[serde(default)]
+    targets: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(remote = "AnimationRef", deny_unknown_fields)]
+struct AnimationRefDe {
+    animation: AnimationId,
+    label: String,
+}
+
+/// A list of a remote mirror's type.
+macro_rules! strict_list {
+    ($fn:ident, $ty:ty, $de:literal) => {
+        fn $fn<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<$ty>, D::Error> {
+            #[derive(Deserialize)]
+            struct One(#[serde(with = $de)] $ty);
+            Vec::<One>::deserialize(d).map(|v| v.into_iter().map(|o| o.0).collect())
+        }
+    };
+}
+strict_list!(states, ChartStateDef, "ChartStateDefDe");
+strict_list!(transitions, ChartTransitionDef, "ChartTransitionDefDe");
+strict_list!(animations, AnimationRef, "AnimationRefDe");
+
+#[derive(Deserialize)]
+#[serde(remote = "ActorEvent", rename_all = "snake_case", deny_unknown_fields)]
 enum ActorEventDe {
     Spawn {
         actor: ActorId,
@@ -357,8 +404,9 @@ enum ActorEventDe {
     ChartDefine {
         actor: ActorId,
         machine: String,
+        #[serde(deserialize_with = "states")]
         states: Vec<ChartStateDef>,
-        #[serde(default)]
+        #[serde(default, deserialize_with = "transitions")]
         transitions: Vec<ChartTransitionDef>,
     },
     ChartEvent {
@@ -385,7 +433,7 @@ enum ActorEventDe {
 }
 
 #[derive(Deserialize)]
-#[serde(remote = "JsEvent", rename_all = "snake_case")]
+#[serde(remote = "JsEvent", rename_all = "snake_case", deny_unknown_fields)]
 enum JsEventDe {
     StackPush {
         frame: String,
@@ -451,7 +499,7 @@ enum JsEventDe {
         frame_time_ns: u64,
         #[serde(default)]
         callbacks: Vec<EntryId>,
-        #[serde(default)]
+        #[serde(default, deserialize_with = "animations")]
         animations: Vec<AnimationRef>,
     },
     AnimationStart {
@@ -466,7 +514,7 @@ enum JsEventDe {
     },
     CompositorFrame {
         frame_time_ns: u64,
-        #[serde(default)]
+        #[serde(default, deserialize_with = "animations")]
         animations: Vec<AnimationRef>,
         main_thread: MainThread,
         lane: String,

@@ -136,6 +136,16 @@ fn non_utf8_and_deep_nesting_are_errors_not_panics() {
     );
     let e = read_all(deep.as_bytes()).unwrap_err();
     assert_eq!(e.problem, Problem::Syntax);
+    // An unknown field of a known kind, nested too deep (the browser
+    // test's hostile trace): the same error, not skipped.
+    let deep = format!(
+        "{H}{{\"seq\":0,\"t_ns\":0,\"kind\":\"note\",\"text\":\"x\",\"deep\":{}{}}}\n",
+        "[".repeat(5_000),
+        "]".repeat(5_000)
+    );
+    let e = read_all(deep.as_bytes()).unwrap_err();
+    assert_eq!((e.line, e.problem), (2, Problem::Syntax));
+    assert!(e.message.contains("recursion limit exceeded"), "{e}");
 }
 
 #[test]

@@ -162,6 +162,13 @@ const VALUES: &[&str] = &[
     "{\"id\":\"s\",\"kind\":\"atomic\"}",
     "true",
     "false",
+    // What serde_json skips without the checks it makes when it parses.
+    "1e400",
+    "\"\\ud800\"",
+    "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
+    "[{\"id\":\"s\",\"parent\":null,\"kind\":\"atomic\",\"x\":1e400}]",
+    "[{\"source\":\"s\",\"event\":null,\"targets\":[],\"x\":\"\\ud800\"}]",
+    "[{\"animation\":1,\"label\":\"a\",\"x\":1e400}]",
 ];
 
 /// Envelope keys, keys of some kinds, an unknown key, an escaped one.
@@ -281,6 +288,11 @@ fn every_single_edit_is_decided_alike() {
                 p[i].0 = k.to_string();
                 edited.push(p);
             }
+        }
+        for v in VALUES {
+            let mut p = base.clone();
+            p.push(("x".into(), v.to_string()));
+            edited.push(p);
         }
         for p in edited {
             let text = join(&p);
