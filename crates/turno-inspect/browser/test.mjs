@@ -335,43 +335,104 @@ await test("live mode follows a running demo", async () => {
 });
 
 // ------------------------------------------------------------------ a million events
-if (process.env.BIG) {
-  await test("a million-event trace: load and step times (reported)", async () => {
-    const p = join(tmp, "big.jsonl");
-    const out = [JSON.stringify({ format: "turno-js-trace", version: 1, model: "node", file: "big.js" })];
-    let seq = 0, t = 0;
-    const push = (o) => out.push(JSON.stringify({ seq: seq++, t_ns: t, ...o }));
-    for (let i = 0; seq < 1_000_000; i++) {
-      push({ kind: "enqueue", queue: "microtask", id: i, label: "PromiseJob", js_stack: [`<main> (big.js:${i % 50 + 1}:1)`] });
-      push({ kind: "dequeue", queue: "microtask", id: i });
-      push({ kind: "stack_push", frame: "promise reaction: f", depth: 1 });
-      push({ kind: "output", stream: "stdout", text: `line ${i}\n` });
-      push({ kind: "stack_pop", frame: "promise reaction: f", depth: 0 });
-      if (i % 100 === 0) { push({ kind: "time_advance", from_ns: t, to_ns: t + 1000 }); t += 1000; }
+// BIG=1: both trace families at a million events, the shapes of
+// `turno-bench inspect`. Reported, not asserted: the whole open (from
+// starting `turno inspect` to the first step rendered: process start,
+// index, page load), the open as the browser sees it (navigation start to
+// the first step rendered), and each step in the browser (from the input
+// to its step rendered) and as the test sees it.
+function bigJs(p) {
+  const out = [JSON.stringify({ format: "turno-js-trace", version: 1, model: "node", file: "big.js" })];
+  let seq = 0, t = 0;
+  const push = (o) => out.push(JSON.stringify({ seq: seq++, t_ns: t, ...o }));
+  for (let i = 0; seq < 1_000_000; i++) {
+    push({ kind: "enqueue", queue: "microtask", id: i, label: "PromiseJob", js_stack: [`<main> (big.js:${i % 50 + 1}:1)`] });
+    push({ kind: "dequeue", queue: "microtask", id: i });
+    push({ kind: "stack_push", frame: "promise reaction: f", depth: 1 });
+    push({ kind: "output", stream: "stdout", text: `line ${i}\n` });
+    push({ kind: "stack_pop", frame: "promise reaction: f", depth: 0 });
+    if (i % 100 === 0) { push({ kind: "time_advance", from_ns: t, to_ns: t + 1000 }); t += 1000; }
+  }
+  writeFileSync(p, out.join("\n") + "\n");
+}
+// An overloaded keep-oldest(64) mailbox: three messages arrive for every
+// one handled, over 16 actors, and a timer now and then.
+function bigActor(p) {
+  const out = [JSON.stringify({ format: "turno-trace", version: 1 })];
+  let seq = 0, t = 0;
+  const push = (o) => out.push(JSON.stringify({ seq: seq++, t_ns: t, ...o }));
+  const A = 16, CAP = 64, depth = new Array(A + 1).fill(0);
+  for (let a = 1; a <= A; a++) push({ kind: "spawn", actor: a, name: `worker-${a}`, parent: null, policy: `keep-oldest(${CAP})` });
+  for (let i = 0; seq < 1_000_002; i++) {
+    const a = i % A + 1;
+    t += 1000;
+    for (let j = 0; j < 3; j++) {
+      if (depth[a] < CAP) push({ kind: "enqueue", actor: a, lane: "user", depth: ++depth[a] });
+      else push({ kind: "drop", actor: a, policy: "keep_oldest", which: "incoming" });
     }
-    writeFileSync(p, out.join("\n") + "\n");
-    const t0 = Date.now();
-    const s = await serve(TURNO, ["inspect", p]);
-    try {
-      await open(s.url);
-      const load = Date.now() - t0;
-      const len = Number(await page.textContent("#len"));
-      const steps = [];
-      for (const k of [1, 2, 3, 500_000, 500_001, 999_999, 123_457, 777_777]) {
-        const a = Date.now();
-        await goto(Math.min(k, len));
-        steps.push(Date.now() - a);
-      }
-      for (let i = 0; i < 10; i++) {
-        const a = Date.now(), want = Number(await page.textContent("#step")) + 1;
-        await page.keyboard.press("ArrowRight");
-        await page.waitForSelector(`body[data-step='${want}']`);
-        steps.push(Date.now() - a);
-      }
-      steps.sort((x, y) => x - y);
-      console.log(`BIG: ${len} events, ${(out.join("\n").length / 1e6).toFixed(0)} MB; ${/indexed in (\d+) ms/.exec(s.err())?.[0]}; open to first view ${load} ms; step median ${steps[steps.length >> 1]} ms, max ${steps[steps.length - 1]} ms (${steps.length} steps)`);
-    } finally { stop(s); }
+    if (depth[a] > 0) {
+      depth[a]--;
+      push({ kind: "turn_start", actor: a, what: "message" });
+      push({ kind: "turn_end", actor: a, ok: true });
+    }
+    if (i % 97 === 0) push({ kind: "timer_set", actor: a, timer: i, deadline_ns: t + 5_000_000 });
+  }
+  writeFileSync(p, out.join("\n") + "\n");
+}
+const median = (xs) => xs[xs.length >> 1];
+if (process.env.BIG) {
+  // When the page sets data-ready (the first step rendered) and each
+  // data-step (a step rendered), in the page's clock (0: navigation start).
+  await page.addInitScript(() => {
+    window.__marks = {};
+    new MutationObserver(() => {
+      const b = document.body;
+      if (!b) return;
+      if (b.dataset.ready === "1" && window.__marks.ready === undefined) window.__marks.ready = performance.now();
+      window.__marks.step = [b.dataset.step, performance.now()];
+    }).observe(document, { subtree: true, attributes: true, attributeFilter: ["data-ready", "data-step"] });
   });
+  for (const [name, write] of [["js", bigJs], ["actor", bigActor]]) {
+    await test(`a million-event ${name} trace: open and step times (reported)`, async () => {
+      const p = join(tmp, `big-${name}.jsonl`);
+      write(p);
+      const mb = (readFileSync(p).length / 1e6).toFixed(0);
+      const t0 = Date.now();
+      const s = await serve(TURNO, ["inspect", p]);
+      try {
+        await open(s.url);
+        const whole = Date.now() - t0;
+        const inPage = await page.evaluate(() => window.__marks.ready);
+        const len = Number(await page.textContent("#len"));
+        const browser = [], seen = [];
+        const timed = async (want, act) => {
+          const a = Date.now();
+          const from = await page.evaluate(act);
+          await page.waitForSelector(`body[data-step='${want}']`);
+          seen.push(Date.now() - a);
+          const [step, at] = await page.evaluate(() => window.__marks.step);
+          assert.equal(step, String(want));
+          browser.push(at - from);
+        };
+        for (const k of [1, 2, 3, 500_000, 500_001, 999_999, 123_457, 777_777].map((k) => Math.min(k, len))) {
+          await timed(k, `(() => { const t = performance.now(), s = document.getElementById("slider");
+            s.value = ${k}; s.dispatchEvent(new Event("input")); return t; })()`);
+        }
+        for (let i = 0; i < 10; i++) {
+          const want = Number(await page.textContent("#step")) + 1;
+          await timed(want, `(() => { const t = performance.now();
+            document.dispatchEvent(new KeyboardEvent("keydown", { key: "ArrowRight" })); return t; })()`);
+        }
+        browser.sort((x, y) => x - y);
+        seen.sort((x, y) => x - y);
+        const f = (x) => x.toFixed(1);
+        console.log(`BIG ${name}: ${len} events, ${mb} MB; ${/indexed in \S+ ms[^\n]*/.exec(s.err())?.[0] ?? s.err().trim()}; ` +
+          `open: ${whole} ms from starting turno to the first step rendered, ${f(inPage)} ms from navigation; ` +
+          `step in the browser median ${f(median(browser))} ms, max ${f(browser[browser.length - 1])} ms; ` +
+          `as the test sees it median ${median(seen)} ms, max ${seen[seen.length - 1]} ms (${seen.length} steps)`);
+      } finally { stop(s); }
+    });
+  }
 }
 
 await browser.close();
