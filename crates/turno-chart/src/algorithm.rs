@@ -827,8 +827,70 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
         let mut default_entry = StateSet::with_states(n);
         self.history_content.borrow_mut().clear();
         self.compute_entry_set(ts, domains, &mut to_enter, &mut default_entry);
+        self.complete_entry_set(&mut to_enter, &mut default_entry);
         let history_content = std::mem::take(&mut *self.history_content.borrow_mut());
         (to_enter, default_entry, history_content)
+    }
+
+    /// Not a step of the spec's procedure: closes a microstep's entry set
+    /// when its transitions do not conflict but one exits what another's
+    /// entries stand on. A non-reentering transition to a history that
+    /// remembers its own source exits nothing, so it conflicts with nothing,
+    /// and enters the remembered states below a parent it takes to stay
+    /// active; a second transition of the same microstep can exit that
+    /// parent (a reentering self-transition in a sibling region of a
+    /// parallel root exits the whole configuration). `computeEntrySet`
+    /// (and XState's) then enters the children without their parent, and
+    /// regions skip that parent because something below it is entered. Here
+    /// every entered state gets the ancestors that are no longer active
+    /// (each parallel one with its other regions), and a compound or
+    /// parallel state entered without an active or entered child gets its
+    /// default descendants. When the procedure's set is legal, as in every
+    /// case XState agrees with, nothing changes. Runs after the exits, so
+    /// the configuration is what stays active.
+    fn complete_entry_set(&self, to_enter: &mut StateSet, default_entry: &mut StateSet) {
+        let m = self.m;
+        let config = &self.snap.config;
+        let entered: Vec<StateIdx> = to_enter.ones().collect();
+        for s in entered {
+            let mut a = m.state(s).parent;
+            while let Some(anc) = a {
+                // The root stands for the chart itself: always active.
+                if anc == 0 || config.contains(anc) || to_enter.contains(anc) {
+                    break;
+                }
+                self.add_ancestor_states_to_enter(&[anc], None, to_enter, default_entry);
+                a = m.state(anc).parent;
+            }
+        }
+        let entered: Vec<StateIdx> = to_enter.ones().collect();
+        for s in entered {
+            let node = m.state(s);
+            match node.kind {
+                StateKind::Compound
+                    if !node
+                        .children
+                        .iter()
+                        .any(|&c| to_enter.contains(c) || config.contains(c)) =>
+                {
+                    self.add_descendant_states_to_enter(s, to_enter, default_entry);
+                }
+                StateKind::Parallel => {
+                    for &c in &node.children {
+                        if !m.state(c).is_history()
+                            && !to_enter.contains(c)
+                            && !config.contains(c)
+                            && !self.has_descendant_in(to_enter, c)
+                        {
+                            to_enter.insert(c);
+                            default_entry.insert(c);
+                            self.add_descendant_states_to_enter(c, to_enter, default_entry);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
     }
 
     /// Enters `to_enter` in document order (the rest of `enterStates`).
