@@ -39,12 +39,14 @@ fn actor(
 ) -> ChartActor<Value> {
     let (s, l, mm) = (seen.clone(), last.clone(), m.clone());
     ChartActor::new(m.clone()).on_persist(move |snap| {
+        // `last` first: the threaded test waits on `seen` and then reads
+        // `last`, which must already hold the snapshot it waited for.
+        *l.lock().unwrap() = Some(Persist::new(&*mm).to_string(snap).unwrap());
         s.lock().unwrap().push((
             snap.value(&mm).to_json().to_string(),
             snap.context.clone(),
             snap.now_ms,
         ));
-        *l.lock().unwrap() = Some(Persist::new(&*mm).to_string(snap).unwrap());
     })
 }
 
