@@ -851,6 +851,26 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
     fn complete_entry_set(&self, to_enter: &mut StateSet, default_entry: &mut StateSet) {
         let m = self.m;
         let config = &self.snap.config;
+        // The common case, a legal set, is recognised without allocating:
+        // every entered state's parent stays or is entered, and every
+        // entered compound or parallel state has what it needs below it.
+        let live = |c: StateIdx| to_enter.contains(c) || config.contains(c);
+        let complete = to_enter.ones().all(|s| {
+            let node = m.state(s);
+            let parent_ok = node.parent.is_none_or(|p| p == 0 || live(p));
+            let children_ok = match node.kind {
+                StateKind::Compound => node.children.iter().any(|&c| live(c)),
+                StateKind::Parallel => node
+                    .children
+                    .iter()
+                    .all(|&c| m.state(c).is_history() || live(c)),
+                _ => true,
+            };
+            parent_ok && children_ok
+        });
+        if complete {
+            return;
+        }
         let entered: Vec<StateIdx> = to_enter.ones().collect();
         for s in entered {
             let mut a = m.state(s).parent;
