@@ -82,6 +82,9 @@ done
 # lock-free lane code under loom (a separate build with --cfg turno_loom).
 # lane_loom includes the check of the checker: the lane with a relaxed
 # publishing store injected must fail its model
-# (the_model_catches_a_relaxed_publication asserts that it does).
+# (the_model_catches_a_relaxed_publication asserts that it does);
+# idle_loom checks the threaded workers' sleep and wake-up protocol, and that
+# a notifier without its fence loses a wake-up the model finds.
 RUSTFLAGS="--cfg turno_loom" CARGO_TARGET_DIR=target/loom \
-  cargo test -p turno --release --locked --test sched_loom --test stream_loom --test lane_loom
+  cargo test -p turno --release --locked --test sched_loom --test stream_loom --test lane_loom \
+  --test idle_loom

@@ -67,6 +67,7 @@ mod context;
 pub mod deterministic;
 mod effects;
 mod engine;
+mod idle;
 mod ids;
 #[allow(unsafe_code)]
 mod lane;
@@ -116,6 +117,14 @@ pub use timer::TimerId;
 #[doc(hidden)]
 pub mod lane_model {
     pub use crate::lane::model::{Inject, ModelLane, ModelPush};
+}
+
+/// The threaded scheduler's sleep and wake-up protocol, exposed to its loom
+/// model (`tests/idle_loom.rs`) only. Not part of the API.
+#[cfg(turno_loom)]
+#[doc(hidden)]
+pub mod idle_model {
+    pub use crate::idle::{Idle, Inject};
 }
 
 /// The README's example, compiled and run as a doc test so it cannot rot.

@@ -670,7 +670,7 @@ impl<M: Send + 'static> Mailbox<M> {
         // refused since the last look unless `maybe_waiting` is set.
         if self.maybe_waiting.load(Ordering::Relaxed) {
             self.maybe_waiting.store(false, Ordering::Relaxed);
-            std::sync::atomic::fence(Ordering::SeqCst);
+            crate::sync::fence(Ordering::SeqCst);
             if self.waiting_senders.load(Ordering::SeqCst) > 0 {
                 self.space.notify(usize::MAX);
             }

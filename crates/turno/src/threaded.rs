@@ -16,6 +16,10 @@
 //!   request and its reply stay in one core's cache (as in tokio's and Go's
 //!   schedulers). After three hand-offs in a row the worker takes from its
 //!   deque first, so a ping-pong pair cannot starve others.
+//! - **Sleep and wake-up.** A worker that finds nothing searches (spins,
+//!   steals) for a few microseconds, then sleeps. New work wakes a sleeper
+//!   only when no worker is searching, one at a time (see `idle.rs`), so a
+//!   single busy actor fed from outside threads wakes no second worker.
 //! - **Time** is real: timers fire on a timer thread; `simulate_work` is
 //!   ignored (real work takes real time).
 //!
@@ -52,6 +56,7 @@ use parking_lot::{Condvar, Mutex};
 use crate::addr::ActorId;
 use crate::effects::{Effects, TimerKey};
 use crate::engine::{Engine, Scheduler, Slot, ROOT};
+use crate::idle::Idle;
 use crate::system::System;
 use crate::system::SystemBuilder;
 use crate::time::{Clock, Instant};
@@ -63,10 +68,10 @@ pub const DEFAULT_BATCH: usize = 32;
 /// Hand-offs in a row before the local deque gets a turn.
 const MAX_LIFO_RUN: u32 = 3;
 
-/// Before sleeping, an idle worker looks for work again after spinning
-/// 1, 2, 4... up to `2^(IDLE_SPINS-1)` pause hints (about 2 µs in all), then
-/// after each of `IDLE_YIELDS` yields of its thread (about what crossbeam's
-/// `Backoff` does before a channel blocks).
+/// A searching worker looks for work again after spinning 1, 2, 4... up
+/// to `2^(IDLE_SPINS-1)` pause hints (about 2 µs in all), then after each
+/// of `IDLE_YIELDS` yields of its thread (about what crossbeam's `Backoff`
+/// does before a channel blocks), then sleeps (see [`crate::idle`]).
 const IDLE_SPINS: u32 = 7;
 const IDLE_YIELDS: u32 = 4;
 
@@ -93,9 +98,8 @@ struct Core {
     system: usize,
     injector: Injector<Arc<Slot>>,
     stealers: OnceLock<Vec<Stealer<Arc<Slot>>>>,
-    sleeping: AtomicUsize,
-    sleep_lock: Mutex<()>,
-    sleep_cv: Condvar,
+    /// Which workers search and sleep; who wakes whom.
+    idle: Idle,
     /// Slots scheduled and not yet run to the end of their batch, except
     /// a hand-off waiting in a worker's LIFO slot while the batch that
     /// woke it still runs (that batch's own count covers both, and passes
@@ -111,11 +115,14 @@ struct Core {
 }
 
 impl Core {
-    fn notify_sleeper(&self) {
-        if self.sleeping.load(Ordering::SeqCst) > 0 {
-            let _guard = self.sleep_lock.lock();
-            self.sleep_cv.notify_one();
-        }
+    /// Work another worker could take: in the injector or a deque (the
+    /// LIFO slots are their owners' own).
+    fn work_visible(&self) -> bool {
+        !self.injector.is_empty()
+            || self
+                .stealers
+                .get()
+                .is_some_and(|all| all.iter().any(|s| !s.is_empty()))
     }
 
     /// Ends the batch just run (its count passes to the actor it handed
@@ -202,10 +209,10 @@ impl Scheduler for Core {
             Err(slot) => {
                 self.pending.fetch_add(1, Ordering::SeqCst);
                 self.injector.push(slot);
-                self.notify_sleeper();
+                self.idle.notify();
             }
             // Waking a sleeper for the LIFO slot alone would just bounce.
-            Ok(true) => self.notify_sleeper(),
+            Ok(true) => self.idle.notify(),
             Ok(false) => {}
         }
     }
@@ -252,9 +259,7 @@ impl SystemBuilder<ThreadedOptions> {
             system: NEXT_SYSTEM.fetch_add(1, Ordering::Relaxed),
             injector: Injector::new(),
             stealers: OnceLock::new(),
-            sleeping: AtomicUsize::new(0),
-            sleep_lock: Mutex::new(()),
-            sleep_cv: Condvar::new(),
+            idle: Idle::new(self.options.threads),
             pending: AtomicUsize::new(0),
             idle_lock: Mutex::new(()),
             idle_cv: Condvar::new(),
@@ -305,19 +310,23 @@ fn worker(core: Arc<Core>, engine: Arc<Engine>, index: usize, deque: Worker<Arc<
             lifo_run: 0,
         })
     });
-    // Looks for work a few more times before sleeping: the next message
-    // often follows within microseconds (a producer thread's next send, a
-    // hand-off from the other worker), and a sleep costs the sleeper's
-    // futex wait plus the waker's futex wake, two context switches that
-    // were most of a fan-in's and of two workers' time (`perf stat -e
-    // context-switches`). A spinning worker is not `sleeping`, so pushes
-    // meanwhile wake no one.
+    // A worker that finds nothing searches a few microseconds before it
+    // sleeps: the next message often follows at once (a producer thread's
+    // next send, a hand-off from the other worker), and a sleep costs the
+    // sleeper's futex wait plus the waker's futex wake, two context
+    // switches that were most of a fan-in's and of two workers' time
+    // (`perf stat -e context-switches`). While a worker searches, pushes
+    // wake no one (see `crate::idle`).
     let mut idle_step = 0u32;
+    let mut searching = false;
     let mut finished = false;
     // The effects record every batch of this worker reuses.
     let mut fx = Effects::default();
     loop {
         if let Some(slot) = core.next_task(index, std::mem::take(&mut finished)) {
+            if std::mem::take(&mut searching) {
+                core.idle.found_work(|| core.work_visible());
+            }
             engine.run_slot(&slot, core.batch, &mut fx);
             finished = true;
             idle_step = 0;
@@ -326,7 +335,10 @@ fn worker(core: Arc<Core>, engine: Arc<Engine>, index: usize, deque: Worker<Arc<
         if core.shutdown.load(Ordering::SeqCst) {
             break;
         }
-        if idle_step < IDLE_SPINS + IDLE_YIELDS {
+        if !searching {
+            searching = core.idle.start_search();
+        }
+        if searching && idle_step < IDLE_SPINS + IDLE_YIELDS {
             if idle_step < IDLE_SPINS {
                 for _ in 0..(1u32 << idle_step) {
                     std::hint::spin_loop();
@@ -338,15 +350,13 @@ fn worker(core: Arc<Core>, engine: Arc<Engine>, index: usize, deque: Worker<Arc<
             continue;
         }
         idle_step = 0;
-        let mut guard = core.sleep_lock.lock();
-        core.sleeping.fetch_add(1, Ordering::SeqCst);
-        // Re-check after announcing sleep: a push that missed our count
-        // is visible now.
-        if core.injector.is_empty() && !core.shutdown.load(Ordering::SeqCst) {
-            core.sleep_cv
-                .wait_for(&mut guard, Duration::from_millis(20));
-        }
-        core.sleeping.fetch_sub(1, Ordering::SeqCst);
+        core.idle.sleep(
+            index,
+            searching,
+            || core.work_visible(),
+            || core.shutdown.load(Ordering::SeqCst),
+        );
+        searching = true;
     }
     LOCAL.with(|l| l.borrow_mut().take());
 }
@@ -466,10 +476,7 @@ impl ThreadedSystem {
 
     fn join_threads(&mut self) {
         self.core.shutdown.store(true, Ordering::SeqCst);
-        {
-            let _g = self.core.sleep_lock.lock();
-            self.core.sleep_cv.notify_all();
-        }
+        self.core.idle.wake_all();
         {
             let _t = self.core.timers.lock();
             self.core.timer_cv.notify_all();
