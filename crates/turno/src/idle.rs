@@ -10,9 +10,12 @@
 //! wakes one worker, not one each. A searcher that finds work and was the
 //! last one searching wakes the next only if more work is visible, so work
 //! spreads one worker at a time and a single busy actor wakes nobody.
-//! At most half the workers (at least one) search at once; the others
-//! sleep at once, since searchers that outnumber the work only take cores
-//! from the threads producing it.
+//! At most half the workers search at once, but always two may (the
+//! others sleep at once, since many searchers only take cores from the
+//! threads producing the work): with one searcher on two workers, the
+//! other slept at once after every batch, and a fan-in from outside
+//! threads paid about 1.5x the context switches of two searchers
+//! (`perf record -e context-switches`, BENCHMARKS.md, stop 22).
 //!
 //! No wake-up is lost: a notifier publishes its work, then reads the
 //! counts (`SeqCst` fence); a searcher that gives up first changes the
@@ -100,11 +103,12 @@ impl Idle {
     }
 
     /// A running worker that found nothing starts searching, unless half
-    /// the workers already do (false: it should sleep at once).
+    /// the workers (and at least two) already do (false: it should sleep at
+    /// once).
     pub fn start_search(&self) -> bool {
         let mut s = self.state.load(Ordering::SeqCst);
         loop {
-            if 2 * searching(s) >= self.workers.max(2) {
+            if searching(s) >= (self.workers / 2).max(2) {
                 return false;
             }
             match self.state.compare_exchange_weak(
