@@ -397,17 +397,48 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
             self.select_transitions_scxml(event, out);
             return;
         }
-        let event_id = self.m.events.get(event.name()).copied();
-        if let Some(e) = event_id {
-            // No active state handles the event: nothing to walk.
-            if !self.snap.config.intersects(&self.m.handlers[e as usize]) {
-                return;
+        match self.m.events.get(event.name()).copied() {
+            Some(e) => self.select_by_table(e, event, out),
+            None => {
+                self.select_node(0, None, event, out);
             }
         }
-        self.select_node(0, event_id, event, out);
         if out.len() > 1 {
             let filtered = self.remove_conflicting_transitions(out);
             *out = filtered;
+        }
+    }
+
+    /// [`select_transitions`](Self::select_transitions) for an event name
+    /// the machine's table knows: XState's walk visits the active states
+    /// in post-order (a compound state's active child before it, a
+    /// parallel state's regions in order before it) and tries a state's
+    /// own candidates only when nothing was selected below it. Only the
+    /// active states with a candidate for the event can select anything,
+    /// so those (`config ∩ handlers[event]`) are taken in post-order and
+    /// skipped when a selected source lies below them: the same
+    /// transitions, in the same order, with the same guards evaluated in
+    /// the same order, without walking the rest of the configuration.
+    fn select_by_table(&mut self, e: u32, event: &Event, out: &mut Trans) {
+        let m = self.m;
+        let mut order: States = self
+            .snap
+            .config
+            .and(&m.handlers[e as usize])
+            .ones()
+            .collect();
+        if order.len() > 1 {
+            order.sort_unstable_by_key(|&s| m.post[s as usize]);
+        }
+        for s in order {
+            let last = m.state(s).last_descendant;
+            let below = out.iter().any(|&t| {
+                let src = m.transitions[t as usize].source;
+                src > s && src <= last
+            });
+            if !below {
+                self.next(s, Some(e), event, out);
+            }
         }
     }
 
@@ -460,18 +491,6 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
         out: &mut Trans,
     ) -> bool {
         let node = self.m.state(s);
-        if let Some(e) = event_id {
-            // Neither the state nor an active descendant handles the
-            // event: the subtree selects nothing.
-            let handlers = &self.m.handlers[e as usize];
-            if !self
-                .snap
-                .config
-                .intersects_in(handlers, s, node.last_descendant)
-            {
-                return false;
-            }
-        }
         match node.kind {
             StateKind::Compound => {
                 let child = node

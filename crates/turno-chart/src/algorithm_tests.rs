@@ -453,3 +453,89 @@ fn a_plan_is_kept_only_for_a_transition_that_reads_no_history() {
     assert_eq!(ids(&m, &plan.to_enter), ["p.off"]);
     assert!(m.plans[on as usize].get().is_none(), "ON reads the history");
 }
+
+/// A parallel state with a handler on the region, on the parallel state and
+/// on the root; guards that fail and pass; a nested parallel region.
+const SELECT: &str = r##"{"id": "m", "initial": "p", "on": {"E": ".p", "F": ".p"},
+  "states": {
+  "p": {"type": "parallel", "on": {"E": ".r1", "G": ".r2"}, "states": {
+     "r1": {"initial": "a", "on": {"F": ".b"}, "states": {
+        "a": {"on": {"E": [{"target": "b", "guard": "never"}], "G": "b"}},
+        "b": {"on": {"F": "a"}}}},
+     "r2": {"type": "parallel", "states": {
+        "s1": {"initial": "x", "states": {"x": {"on": {"G": "y"}}, "y": {"on": {"E": "x"}}}},
+        "s2": {"initial": "u", "states": {"u": {"on": {"E": "v"}}, "v": {}}}}}}}}}"##;
+
+/// The table-driven selection picks what XState's recursive walk picks, in
+/// the same order, for every event and every legal configuration of a
+/// machine where regions, parallel states and ancestors all handle events.
+#[test]
+fn select_by_table_selects_as_the_walk_does() {
+    let imp = stdlib::implementations().guard("never", |_: &Value, _: &Event, _: &Value| false);
+    let m: Machine<Value> = load_json(SELECT, &imp).unwrap();
+    let configs: [&[&str]; 4] = [
+        &[
+            "m",
+            "m.p",
+            "m.p.r1",
+            "m.p.r1.a",
+            "m.p.r2",
+            "m.p.r2.s1",
+            "m.p.r2.s1.x",
+            "m.p.r2.s2",
+            "m.p.r2.s2.u",
+        ],
+        &[
+            "m",
+            "m.p",
+            "m.p.r1",
+            "m.p.r1.b",
+            "m.p.r2",
+            "m.p.r2.s1",
+            "m.p.r2.s1.y",
+            "m.p.r2.s2",
+            "m.p.r2.s2.u",
+        ],
+        &[
+            "m",
+            "m.p",
+            "m.p.r1",
+            "m.p.r1.a",
+            "m.p.r2",
+            "m.p.r2.s1",
+            "m.p.r2.s1.y",
+            "m.p.r2.s2",
+            "m.p.r2.s2.v",
+        ],
+        &[
+            "m",
+            "m.p",
+            "m.p.r1",
+            "m.p.r1.b",
+            "m.p.r2",
+            "m.p.r2.s1",
+            "m.p.r2.s1.x",
+            "m.p.r2.s2",
+            "m.p.r2.s2.v",
+        ],
+    ];
+    let mut compared = 0;
+    for cfg in configs {
+        for name in ["E", "F", "G"] {
+            let event = Event::new(name);
+            let e = m.events[name];
+            let mut s = at(&m, cfg);
+            let mut a = Vec::new();
+            let mut run = Run::new(&m, &mut s, &mut a);
+            let (mut walk, mut table) = (Trans::new(), Trans::new());
+            run.select_node(0, Some(e), &event, &mut walk);
+            run.select_by_table(e, &event, &mut table);
+            assert_eq!(walk, table, "{name} in {cfg:?}");
+            compared += usize::from(!walk.is_empty());
+        }
+    }
+    assert_eq!(
+        compared, 12,
+        "every event selects something in every configuration"
+    );
+}

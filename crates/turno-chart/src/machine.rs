@@ -292,6 +292,10 @@ pub struct Machine<C> {
     /// `handlers[event]`: the states with a candidate for that exact event
     /// name; selection skips every subtree where no active state is one.
     pub(crate) handlers: Vec<crate::snapshot::StateSet>,
+    /// Each state's position in a post-order walk of the tree (children
+    /// in document order before their parent): the order XState's
+    /// selection visits active states in.
+    pub(crate) post: Vec<u16>,
     /// Some state has a history child (else exits record no history).
     pub(crate) has_history: bool,
     pub(crate) context: C,
@@ -445,6 +449,28 @@ impl<C> Machine<C> {
         collect_candidates(&self.states[state as usize], event, scratch);
         scratch
     }
+}
+
+/// Every state's index in a post-order walk from the root.
+fn post_order<C>(states: &[StateNode<C>]) -> Vec<u16> {
+    let mut post = vec![0u16; states.len()];
+    let mut next = 0u16;
+    let mut stack = vec![(0usize, 0usize)];
+    while let Some(top) = stack.last_mut() {
+        let (s, i) = *top;
+        match states[s].children.get(i) {
+            Some(&c) => {
+                top.1 += 1;
+                stack.push((c as usize, 0));
+            }
+            None => {
+                post[s] = next;
+                next += 1;
+                stack.pop();
+            }
+        }
+    }
+    post
 }
 
 fn collect_candidates<C>(node: &StateNode<C>, event: &str, out: &mut Vec<TransIdx>) {
@@ -720,6 +746,7 @@ impl Builder {
             })
             .collect();
         let has_history = states.iter().any(|s| s.is_history());
+        let post = post_order(&states);
         let atomic = states.iter().map(|s| s.is_atomic()).collect();
         let plans = transitions.iter().map(|_| OnceLock::new()).collect();
         let has_eventless = states.iter().any(|s| !s.always.is_empty());
@@ -732,6 +759,7 @@ impl Builder {
             cand,
             has_wildcards,
             handlers,
+            post,
             has_history,
             context,
             version,

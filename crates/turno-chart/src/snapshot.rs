@@ -81,16 +81,16 @@ impl StateSet {
         self.0.iter().zip(other.0.iter()).any(|(a, b)| a & b != 0)
     }
 
-    /// Do the sets share a state in `lo..=hi` (a state and its
-    /// descendants, in document order)? A few word operations.
+    /// The states in both sets.
     #[inline]
-    pub(crate) fn intersects_in(&self, other: &StateSet, lo: StateIdx, hi: StateIdx) -> bool {
-        let (lo, hi) = (lo as usize, hi as usize);
-        let (wl, wh) = (lo / 64, hi / 64);
-        (wl..=wh).any(|w| {
-            let bits = self.0.get(w).copied().unwrap_or(0) & other.0.get(w).copied().unwrap_or(0);
-            bits & range_mask(w, lo, hi) != 0
-        })
+    pub(crate) fn and(&self, other: &StateSet) -> StateSet {
+        StateSet(
+            self.0
+                .iter()
+                .zip(other.0.iter())
+                .map(|(a, b)| a & b)
+                .collect(),
+        )
     }
 
     /// Adds the states of `other` in `lo..=hi`.
