@@ -96,7 +96,12 @@ pub fn open_js(code: i32, trace: &Path, source: &Path) -> ExitCode {
     if !trace.exists() {
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
-    serve(trace, Some(source), 0)
+    let served = serve(trace, Some(source), 0);
+    // A trace written to a temporary file (no --trace) goes with the server.
+    if trace == temp_trace("js") {
+        let _ = std::fs::remove_file(trace);
+    }
+    served
 }
 
 /// `turno demo overload --inspect POLICY`: runs the overload scenario under one
@@ -127,7 +132,10 @@ pub fn demo(scenario: &demo::Scenario, policy: &str) -> ExitCode {
         outcome.queued,
         path.display()
     );
-    serve(&path, None, 0)
+    let served = serve(&path, None, 0);
+    // The trace was only for this page: it goes with the server.
+    let _ = std::fs::remove_file(&path);
+    served
 }
 
 fn parse_policy(name: &str, capacity: usize) -> Option<Policy> {

@@ -5,7 +5,8 @@
 
 const $ = (id) => document.getElementById(id);
 const MAX_TEXT = 300;
-const MAX_BOXES = 64;
+// Boxes drawn per lane; the rest of a lane is counted ("+k more").
+const LANE_CAP = 16;
 const SVG = "http://www.w3.org/2000/svg";
 
 function short(s) {
@@ -19,7 +20,9 @@ function el(tag, attrs, ...children) {
     if (k === "text") { e.textContent = short(v); continue; }
     if (v === undefined || v === null || v === false) continue;
     if (k === "class") e.className = v;
-    else if (k === "style") e.setAttribute("style", v);
+    // Through the CSSOM: the page's policy (no inline style) refuses a
+    // style attribute set as markup.
+    else if (k === "style") e.style.cssText = v;
     else e.setAttribute(k, String(v));
   }
   for (const c of children) if (c !== null && c !== undefined) e.append(c);
@@ -62,8 +65,10 @@ async function go(k) {
       if (!r.ok) throw new Error(await r.text());
       const view = await r.json();
       if (state.pending === null) {
+        const t1 = performance.now();
         render(view);
-        state.renderMs.push(performance.now() - t0);
+        // [request and decode, draw] per step, for the browser test's report.
+        state.renderMs.push([t1 - t0, performance.now() - t1]);
       }
     }
   } catch (e) {
@@ -111,6 +116,7 @@ function movedSet(view) {
 }
 
 function render(view) {
+  const prev = state.lastView;
   state.step = view.step;
   state.lastView = view;
   document.body.dataset.step = String(view.step);
@@ -120,7 +126,7 @@ function render(view) {
   $("time").textContent = ms(view.world.t_ns);
   $("event").textContent = view.event ? short(JSON.stringify(view.event)) : "(start: no event applied)";
   if (state.meta.header.format === "turno-js-trace") renderJs(view);
-  else renderActors(view);
+  else renderActors(view, prev);
   renderTimeline(view);
 }
 
@@ -181,47 +187,193 @@ function renderJs(view) {
   // queues
   const model = state.meta.header.model;
   const names = model === "node" ? ["nextTick", "microtask", "timers", "immediate"] : ["task", "microtask", "timers", "animation-frame"];
-  fill("queues", ...names.map((q) => lane("queue:" + q, q, (js.queues[q] || []).map((e) => ({
-    item: String(e.id), label: `${e.id} ${e.label}` + (e.due_ns !== null && e.due_ns !== undefined ? ` @${ms(e.due_ns)}` : "") + (e.source ? ` (${e.source})` : ""),
-  })), view)));
-  // promises
-  const rows = Object.entries(js.promises).map(([id, p]) => el("tr", {
-    "data-promise": id, class: moved.has("promise:" + id + "|") ? "moved" : "" },
-    el("td", { text: id }),
-    el("td", { class: "slot slot-state state-" + (p.state || "unknown"), text: p.state ?? "?" }),
-    el("td", { class: "slot slot-result", text: p.result === null || p.result === undefined ? "\u2014" : (typeof p.result === "string" ? p.result : JSON.stringify(p.result)) }),
-    el("td", { class: "slot slot-fulfill", text: p.fulfill_reactions ?? "undefined" }),
-    el("td", { class: "slot slot-reject", text: p.reject_reactions ?? "undefined" }),
-    el("td", { class: "slot slot-handled", text: p.is_handled ?? "?" }),
-    el("td", { text: p.via })));
-  fill("promises", rows.length ? el("table", {},
-    el("tr", {}, ...["id", "[[PromiseState]]", "[[PromiseResult]]", "[[PromiseFulfillReactions]]", "[[PromiseRejectReactions]]", "[[PromiseIsHandled]]", "via"].map((h) => el("th", { text: h }))),
-    ...rows) : el("div", { class: "empty", text: "no promise followed yet" }));
-  // console
-  const lines = w.console.lines.map(([stream, text], i) => el("div", {
-    class: "console-line " + stream + (i === w.console.lines.length - 1 && moved.has("console|") ? " moved" : ""), text }));
-  const extra = [...js.uncaught.map(([m, loc]) => el("div", { class: "console-line stderr", text: "Uncaught " + m + (loc ? " at " + loc : "") })),
-    ...js.notes.map((n) => el("div", { class: "console-line note", text: "note: " + n }))];
-  fill("console", w.console.forgotten ? el("div", { class: "more", text: w.console.forgotten + " earlier lines" }) : null, ...lines, ...extra,
-    lines.length || extra.length ? null : el("div", { class: "empty", text: "nothing printed yet" }));
+  place($("queues"), names.map((q) => {
+    const list = js.queues[q] || [];
+    return lane("queue:" + q, q, list.length, list.slice(0, LANE_CAP).map((e) => ({
+      item: String(e.id), label: `${e.id} ${e.label}` + (e.due_ns !== null && e.due_ns !== undefined ? ` @${ms(e.due_ns)}` : "") + (e.source ? ` (${e.source})` : ""),
+    })), movedIn(view, "queue:" + q));
+  }));
+  renderPromises(js, moved);
+  renderConsole(w, js, moved);
 }
 
-function lane(key, name, items, view) {
-  const moved = movedSet(view);
-  const boxes = items.slice(0, MAX_BOXES).map((it) => el("span", {
-    class: "box" + (it.item !== null && moved.has(key + "|" + it.item) && moved.get(key + "|" + it.item).action === "push" ? " moved" : ""),
-    "data-item": it.item, title: it.label, text: it.label }));
-  const gone = (view.moved || []).filter((m) => m.lane === key && (m.action === "pop" || m.action === "drop"));
-  const ghosts = gone.map((m) => el("span", { class: "box ghost " + m.action, "data-item": m.item, text: (m.action === "pop" ? "\u2190 " : "\u2717 ") + m.label }));
-  const more = items.length > MAX_BOXES ? el("span", { class: "more", text: `+${items.length - MAX_BOXES} more` }) : null;
-  return el("div", { class: "lane", "data-lane": key, "data-count": items.length },
-    el("span", { class: "lane-name", text: `${name} (${items.length})` }),
-    el("span", { class: "boxes" }, ...ghosts, ...boxes, more, items.length || ghosts.length ? null : el("span", { class: "empty", text: "empty" })));
+const promisePane = { rows: new Map(), table: null, none: null };
+
+function renderPromises(js, moved) {
+  const p = promisePane;
+  if (!p.table) {
+    p.head = el("tr", {}, ...["id", "[[PromiseState]]", "[[PromiseResult]]", "[[PromiseFulfillReactions]]", "[[PromiseRejectReactions]]", "[[PromiseIsHandled]]", "via"].map((h) => el("th", { text: h })));
+    p.table = el("table", {}, p.head);
+    p.none = el("div", { class: "empty", text: "no promise followed yet" });
+    fill("promises", p.none, p.table);
+  }
+  const rows = [p.head];
+  for (const [id, pr] of Object.entries(js.promises)) {
+    let r = p.rows.get(id);
+    if (!r) {
+      const td = (cls) => el("td", { class: cls });
+      r = { state: td("slot slot-state"), result: td("slot slot-result"), fulfill: td("slot slot-fulfill"), reject: td("slot slot-reject"), handled: td("slot slot-handled"), via: td() };
+      r.root = el("tr", { "data-promise": id }, el("td", { text: id }), r.state, r.result, r.fulfill, r.reject, r.handled, r.via);
+      p.rows.set(id, r);
+    }
+    setAttr(r.root, "class", moved.has("promise:" + id + "|") ? "moved" : null);
+    setAttr(r.state, "class", "slot slot-state state-" + (pr.state || "unknown"));
+    setText(r.state, pr.state ?? "?");
+    setText(r.result, pr.result === null || pr.result === undefined ? "\u2014" : (typeof pr.result === "string" ? pr.result : JSON.stringify(pr.result)));
+    setText(r.fulfill, pr.fulfill_reactions ?? "undefined");
+    setText(r.reject, pr.reject_reactions ?? "undefined");
+    setText(r.handled, pr.is_handled ?? "?");
+    setText(r.via, pr.via);
+    rows.push(r.root);
+  }
+  place(p.table, rows);
+  p.table.hidden = rows.length === 1;
+  p.none.hidden = rows.length > 1;
 }
 
-function boxItems(list, untracked) {
-  const items = list.map((b) => ({ item: b === null ? null : String(b), label: b === null ? "msg" : "#" + b }));
-  for (let i = 0; i < Math.min(untracked || 0, MAX_BOXES); i++) items.push({ item: null, label: "msg" });
+// The console's lines by their number since the start (a line never
+// changes once written), so a step adds or removes only lines that came
+// or went.
+const consolePane = { lines: new Map(), lit: null, extraKey: null };
+
+function renderConsole(w, js, moved) {
+  const c = consolePane;
+  if (!c.body) {
+    c.forgotten = el("div", { class: "more" });
+    c.extra = el("div", {});
+    c.empty = el("div", { class: "empty", text: "nothing printed yet" });
+    c.body = fill("console", c.forgotten);
+  }
+  const first = w.console.forgotten, n = w.console.lines.length;
+  const next = new Map(), els = [c.forgotten];
+  for (let i = 0; i < n; i++) {
+    const [stream, text] = w.console.lines[i];
+    const e = c.lines.get(first + i) || el("div", { class: "console-line " + stream, text });
+    next.set(first + i, e);
+    els.push(e);
+  }
+  c.lines = next;
+  if (c.lit) c.lit.classList.remove("moved");
+  c.lit = n && moved.has("console|") ? next.get(first + n - 1) : null;
+  if (c.lit) c.lit.classList.add("moved");
+  c.forgotten.hidden = !first;
+  if (first) setText(c.forgotten, first + " earlier lines");
+  const extraKey = JSON.stringify([js.uncaught, js.notes]);
+  if (extraKey !== c.extraKey) {
+    c.extraKey = extraKey;
+    c.extra.replaceChildren(...js.uncaught.map(([m, loc]) => el("div", { class: "console-line stderr", text: "Uncaught " + m + (loc ? " at " + loc : "") })),
+      ...js.notes.map((t) => el("div", { class: "console-line note", text: "note: " + t })));
+  }
+  els.push(c.extra, c.empty);
+  c.empty.hidden = n > 0 || c.extra.firstChild !== null;
+  place(c.body, els);
+}
+
+// ------------------------------------------------------- drawn in place
+// A step changes a few boxes; the panes keep their elements across steps
+// and touch only what differs, so a step costs what it changed, not the
+// size of the world.
+
+function setText(e, v) {
+  v = short(v);
+  if (e.__text !== v) { e.__text = v; e.textContent = v; }
+}
+
+function setAttr(e, k, v) {
+  v = v === null || v === undefined ? null : String(v);
+  if (e.getAttribute(k) !== v) {
+    if (v === null) e.removeAttribute(k); else e.setAttribute(k, v);
+  }
+}
+
+// Makes `els` the children of `parent`, in order, moving or removing only
+// the children that are out of place.
+function place(parent, els) {
+  const keep = new Set(els);
+  for (let c = parent.firstChild; c;) { const n = c.nextSibling; if (!keep.has(c)) c.remove(); c = n; }
+  let ref = parent.firstChild;
+  for (const e of els) {
+    if (e === ref) ref = ref.nextSibling;
+    else parent.insertBefore(e, ref);
+  }
+}
+
+// Lanes by key (`queue:microtask`, `actor:3:user`...), kept across steps.
+const lanes = new Map();
+
+function laneRecord(key) {
+  let r = lanes.get(key);
+  if (r) return r;
+  const name = el("span", { class: "lane-name" });
+  const ghosts = el("span", { class: "ghosts" }), items = el("span", { class: "items" });
+  const more = el("span", { class: "more" }), empty = el("span", { class: "empty", text: "empty" });
+  more.hidden = true;
+  const root = el("div", { class: "lane", "data-lane": key }, name, el("span", { class: "boxes" }, ghosts, items, more, empty));
+  r = { root, name, ghosts, items, more, empty, byKey: new Map(), lit: [] };
+  lanes.set(key, r);
+  return r;
+}
+
+// One lane: `total` elements of which `items` are the first (at most
+// LANE_CAP, each `{ item, label }`), and `moved`, what this step did to it.
+// The boxes of elements still there are kept; only the ones that came or
+// went are added or removed, and "+k more" counts the rest exactly.
+function lane(key, name, total, items, moved) {
+  const r = laneRecord(key);
+  setText(r.name, `${name} (${total})`);
+  setAttr(r.root, "data-count", total);
+  const next = new Map(), els = [];
+  let nameless = 0;
+  for (const it of items) {
+    // Nameless boxes (messages the trace did not number) are told apart by position.
+    let k = it.item === null ? "\u0000" + nameless++ : it.item;
+    while (next.has(k)) k += "\u0000";
+    let e = r.byKey.get(k);
+    if (!e) {
+      e = document.createElement("span");
+      e.className = "box";
+      if (it.item !== null) e.setAttribute("data-item", it.item);
+    }
+    if (e.__label !== it.label) { e.__label = it.label; e.title = e.textContent = short(it.label); }
+    next.set(k, e);
+    els.push(e);
+  }
+  r.byKey = next;
+  place(r.items, els);
+  for (const e of r.lit) e.classList.remove("moved");
+  r.lit = [];
+  const ghosts = [];
+  for (const m of moved) {
+    if (m.action === "push") {
+      const e = m.item === null ? undefined : next.get(m.item);
+      if (e) { e.classList.add("moved"); r.lit.push(e); }
+    } else if (m.action === "pop" || m.action === "drop") {
+      ghosts.push(el("span", { class: "box ghost " + m.action, "data-item": m.item, text: (m.action === "pop" ? "\u2190 " : "\u2717 ") + m.label }));
+    }
+  }
+  if (ghosts.length || r.ghosts.firstChild) r.ghosts.replaceChildren(...ghosts);
+  const hidden = total - items.length;
+  r.more.hidden = hidden <= 0;
+  if (hidden > 0) setText(r.more, `+${hidden} more`);
+  r.empty.hidden = total > 0 || ghosts.length > 0;
+  return r.root;
+}
+
+function movedIn(view, key) {
+  return (view.moved || []).filter((m) => m.lane === key);
+}
+
+// The first LANE_CAP boxes of `lists` (in order), then nameless ones for
+// the `untracked` messages counted after them.
+function boxItems(lists, untracked) {
+  const items = [];
+  for (const list of lists) {
+    for (let i = 0; i < list.length && items.length < LANE_CAP; i++) {
+      const b = list[i];
+      items.push({ item: b === null ? null : String(b), label: b === null ? "msg" : "#" + b });
+    }
+  }
+  for (let i = 0; i < untracked && items.length < LANE_CAP; i++) items.push({ item: null, label: "msg" });
   return items;
 }
 
@@ -230,53 +382,127 @@ function capacity(policy) {
   return m ? Number(m[1]) : null;
 }
 
-function actorTable(w, view) {
-  const ids = Object.keys(w.actors).sort((a, b) => Number(a) - Number(b));
-  if (!ids.length) return el("div", { class: "empty", text: "no actor yet" });
-  const rows = [];
-  for (const id of ids) {
-    const a = w.actors[id];
-    const depth = a.user.boxes.length + a.user.untracked;
-    const cap = capacity(a.policy) || Math.max(1, a.max_depth);
-    const pct = Math.min(100, (100 * depth) / cap);
-    const drops = Object.entries(a.drops).map(([p, n]) => `${p}: ${n}`).join(", ");
-    const status = a.status.state === "alive" ? (a.in_turn ? "in turn (" + a.in_turn + ")" : "alive") : a.status.state + ": " + a.status.reason;
-    rows.push(el("tr", { class: "actor", "data-actor": id, "data-name": a.name },
-      el("td", { text: `#${id} ${a.name}` }),
-      el("td", { text: a.policy }),
-      el("td", { text: status + (a.muted_by !== null ? ` \u2014 muted by #${a.muted_by}` : "") }),
-      el("td", {}, el("span", { class: "depth-bar", title: `${depth} of ${cap}` },
-        el("span", { class: "depth-fill" + (depth >= cap && capacity(a.policy) ? " full" : ""), style: `width:${pct.toFixed(1)}%` })),
-        el("span", { class: "depth", text: ` ${depth}` + (capacity(a.policy) ? ` / ${cap}` : "") })),
-      el("td", { class: "drops", "data-drops": Object.values(a.drops).reduce((x, y) => x + y, 0), text: drops || "0" }),
-      el("td", { class: "rejected", text: String(a.rejected + a.full) }),
-      el("td", { class: "stash-size", text: String(a.stash.length) }),
-      el("td", { text: String(Object.keys(a.timers).length) }),
-      el("td", { text: String(a.turns) })));
+// Which actors a step can have changed, or null for all of them. One step
+// apart, only the event between the two steps changed anything, and an
+// actor event changes its own actor's view only (the totals, charts and
+// wait-for graph are redrawn apart); the actors highlighted before or now
+// are redrawn too, to move the highlights.
+function changedActors(view, prev) {
+  if (!prev || prev.loop !== view.loop || Math.abs(view.step - prev.step) !== 1) return null;
+  const e = (view.step > prev.step ? view : prev).event;
+  if (!e) return null;
+  const ids = new Set();
+  if (e.actor !== undefined && e.actor !== null) ids.add(String(e.actor));
+  for (const v of [view, prev]) {
+    for (const m of v.moved || []) {
+      const x = /^actor:(\d+):/.exec(m.lane);
+      if (x) ids.add(x[1]);
+    }
   }
-  return el("table", {}, el("tr", {}, ...["actor", "policy", "status", "mailbox depth", "drops by policy", "rejected/full", "stash", "timers", "turns"].map((h) => el("th", { text: h }))), ...rows);
+  return ids;
 }
 
-function renderActors(view) {
-  const w = view.world;
-  const lanes = [];
-  for (const id of Object.keys(w.actors).sort((a, b) => Number(a) - Number(b))) {
-    const a = w.actors[id];
-    lanes.push(lane(`actor:${id}:user`, `#${id} mailbox`, boxItems(a.user.boxes, a.user.untracked), view));
-    if (a.stash.length || a.redelivery.length || (view.moved || []).some((m) => m.lane === `actor:${id}:stash`)) {
-      lanes.push(lane(`actor:${id}:stash`, `#${id} stash`, boxItems([...a.redelivery, ...a.stash], 0), view));
+const actorPane = { built: false, ids: null, rows: new Map(), groups: new Map() };
+
+function buildActorPane() {
+  const p = actorPane;
+  p.none = el("div", { class: "empty", text: "no actor yet" });
+  p.head = el("tr", {}, ...["actor", "policy", "status", "mailbox depth", "drops by policy", "rejected/full", "stash", "timers", "turns"].map((h) => el("th", { text: h })));
+  p.table = el("table", {}, p.head);
+  p.totals = el("div", { class: "legend" });
+  p.lanes = el("div", { class: "actor-lanes" });
+  fill("actors", p.none, p.table, p.totals, p.lanes);
+  p.built = true;
+}
+
+function actorRow(id) {
+  let r = actorPane.rows.get(id);
+  if (r) return r;
+  const td = (cls) => el("td", { class: cls });
+  r = { name: td(), policy: td(), status: td(), drops: td("drops"), rejected: td("rejected"), stash: td("stash-size"), timers: td(), turns: td(),
+    fill: el("span", { class: "depth-fill" }), depth: el("span", { class: "depth" }) };
+  r.bar = el("span", { class: "depth-bar" }, r.fill);
+  r.root = el("tr", { class: "actor", "data-actor": id }, r.name, r.policy, r.status, el("td", {}, r.bar, r.depth), r.drops, r.rejected, r.stash, r.timers, r.turns);
+  actorPane.rows.set(id, r);
+  return r;
+}
+
+function updateActorRow(r, id, a) {
+  const depth = a.user.boxes.length + a.user.untracked;
+  const cap = capacity(a.policy) || Math.max(1, a.max_depth);
+  const pct = Math.min(100, (100 * depth) / cap);
+  const drops = Object.entries(a.drops).map(([p, n]) => `${p}: ${n}`).join(", ");
+  const status = a.status.state === "alive" ? (a.in_turn ? "in turn (" + a.in_turn + ")" : "alive") : a.status.state + ": " + a.status.reason;
+  setAttr(r.root, "data-name", a.name);
+  setText(r.name, `#${id} ${a.name}`);
+  setText(r.policy, a.policy);
+  setText(r.status, status + (a.muted_by !== null ? ` \u2014 muted by #${a.muted_by}` : ""));
+  setAttr(r.bar, "title", `${depth} of ${cap}`);
+  setAttr(r.fill, "class", "depth-fill" + (depth >= cap && capacity(a.policy) ? " full" : ""));
+  const width = `${pct.toFixed(1)}%`;
+  if (r.fill.__width !== width) { r.fill.__width = width; r.fill.style.width = width; }
+  setText(r.depth, ` ${depth}` + (capacity(a.policy) ? ` / ${cap}` : ""));
+  setAttr(r.drops, "data-drops", Object.values(a.drops).reduce((x, y) => x + y, 0));
+  setText(r.drops, drops || "0");
+  setText(r.rejected, String(a.rejected + a.full));
+  setText(r.stash, String(a.stash.length));
+  setText(r.timers, String(Object.keys(a.timers).length));
+  setText(r.turns, String(a.turns));
+}
+
+// An actor's lanes: its mailbox, and its stash and timers when it has any
+// (or this step moved one).
+function actorLanes(id, a, view) {
+  let g = actorPane.groups.get(id);
+  if (!g) { g = el("div", { class: "actor-lane-group", "data-actor": id }); actorPane.groups.set(id, g); }
+  const key = (what) => `actor:${id}:${what}`;
+  const out = [lane(key("user"), `#${id} mailbox`, a.user.boxes.length + a.user.untracked, boxItems([a.user.boxes], a.user.untracked), movedIn(view, key("user")))];
+  const stashMoved = movedIn(view, key("stash"));
+  if (a.stash.length || a.redelivery.length || stashMoved.length) {
+    out.push(lane(key("stash"), `#${id} stash`, a.redelivery.length + a.stash.length, boxItems([a.redelivery, a.stash], 0), stashMoved));
+  }
+  const timers = [];
+  let n = 0;
+  for (const t in a.timers) if (n++ < LANE_CAP) timers.push({ item: t, label: `timer ${t} @${ms(a.timers[t])}` });
+  const timersMoved = movedIn(view, key("timers"));
+  if (n || timersMoved.length) out.push(lane(key("timers"), `#${id} timers`, n, timers, timersMoved));
+  place(g, out);
+  return g;
+}
+
+function renderActors(view, prev) {
+  const w = view.world, p = actorPane;
+  if (!p.built) buildActorPane();
+  const ids = Object.keys(w.actors).sort((a, b) => Number(a) - Number(b));
+  const changed = changedActors(view, prev);
+  const idsKey = ids.join(",");
+  for (const id of ids) {
+    const fresh = !p.rows.has(id);
+    if (fresh || changed === null || changed.has(id)) {
+      updateActorRow(actorRow(id), id, w.actors[id]);
+      actorLanes(id, w.actors[id], view);
     }
-    const timers = Object.entries(a.timers).map(([t, d]) => ({ item: t, label: `timer ${t} @${ms(d)}` }));
-    if (timers.length || (view.moved || []).some((m) => m.lane === `actor:${id}:timers`)) lanes.push(lane(`actor:${id}:timers`, `#${id} timers`, timers, view));
+  }
+  if (p.ids !== idsKey) {
+    p.ids = idsKey;
+    place(p.table, [p.head, ...ids.map((id) => p.rows.get(id).root)]);
+    place(p.lanes, ids.map((id) => p.groups.get(id)));
+    p.none.hidden = ids.length > 0;
+    p.table.hidden = ids.length === 0;
   }
   const t = w.totals;
-  const totals = el("div", { class: "legend", text: `dropped: ${JSON.stringify(t.dropped)} \u00b7 rejected: ${t.rejected} \u00b7 full: ${t.full} \u00b7 dead letters: ${JSON.stringify(t.dead_letters)} \u00b7 stale replies: ${JSON.stringify(t.stale)} \u00b7 failed turns: ${t.failures}` });
-  fill("actors", actorTable(w, view), totals, ...lanes);
+  setText(p.totals, `dropped: ${JSON.stringify(t.dropped)} \u00b7 rejected: ${t.rejected} \u00b7 full: ${t.full} \u00b7 dead letters: ${JSON.stringify(t.dead_letters)} \u00b7 stale replies: ${JSON.stringify(t.stale)} \u00b7 failed turns: ${t.failures}`);
   renderCharts(w, view);
   renderWaitFor(view.wait_for, w);
 }
 
+let chartsDrawn = null, waitForDrawn = null;
+
 function renderCharts(w, view) {
+  // Redrawn only when a chart changed (a step rarely touches one).
+  const key = JSON.stringify(w.charts);
+  if (key === chartsDrawn) return;
+  chartsDrawn = key;
   const charts = Object.entries(w.charts);
   if (!charts.length) { fill("charts", el("div", { class: "empty", text: "no statechart in this trace" })); return; }
   const out = [];
@@ -303,8 +529,12 @@ function renderCharts(w, view) {
 
 function renderWaitFor(g, w) {
   const edges = (g && g.edges) || [];
-  if (!edges.length) { fill("waitfor", el("div", { class: "empty", text: "nobody waits for anybody" })); return; }
   const nodes = [...new Set(edges.flatMap((e) => [e.from, e.to]))];
+  // Redrawn only when the graph (or a name on it) changed.
+  const key = JSON.stringify([edges, nodes.map((n) => w.actors[n] ? w.actors[n].name : "")]);
+  if (key === waitForDrawn) return;
+  waitForDrawn = key;
+  if (!edges.length) { fill("waitfor", el("div", { class: "empty", text: "nobody waits for anybody" })); return; }
   const W = 360, H = 240, R = 90;
   const pos = new Map(nodes.map((n, i) => [n, [W / 2 + R * Math.cos((2 * Math.PI * i) / nodes.length), H / 2 + R * Math.sin((2 * Math.PI * i) / nodes.length)]]));
   const s = svg("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H });
@@ -334,23 +564,32 @@ function renderWaitFor(g, w) {
   fill("waitfor", s, el("div", { class: cyc ? "drops" : "legend", text: cyc ? "cycle: these actors wait for each other (a logical deadlock)" : "no cycle" }));
 }
 
+// The timeline is drawn once; a step moves its cursor.
+const timeline = { cursor: null };
+
 function renderTimeline(view) {
   const m = state.meta;
   if (!m) return;
   const W = 900, H = 56, end = Math.max(1, m.end_t_ns);
   const x = (t) => 10 + ((W - 20) * Number(t)) / end;
-  const s = svg("svg", { viewBox: `0 0 ${W} ${H}`, width: "100%", height: H, preserveAspectRatio: "none" });
-  s.append(svg("line", { class: "axis", x1: 10, y1: 30, x2: W - 10, y2: 30 }));
-  for (const [step, t] of m.renders) {
-    const tick = svg("line", { class: "tick", x1: x(t), y1: 14, x2: x(t), y2: 46, "data-step": step });
-    tick.append(svg("title", {}, `render at ${ms(t)} (step ${step})`));
-    tick.addEventListener("click", () => go(step));
-    s.append(tick);
+  if (!timeline.cursor) {
+    const s = svg("svg", { viewBox: `0 0 ${W} ${H}`, width: "100%", height: H, preserveAspectRatio: "none" });
+    s.append(svg("line", { class: "axis", x1: 10, y1: 30, x2: W - 10, y2: 30 }));
+    for (const [step, t] of m.renders) {
+      const tick = svg("line", { class: "tick", x1: x(t), y1: 14, x2: x(t), y2: 46, "data-step": step });
+      tick.append(svg("title", {}, `render at ${ms(t)} (step ${step})`));
+      tick.addEventListener("click", () => go(step));
+      s.append(tick);
+    }
+    timeline.cursor = svg("line", { class: "cursor", y1: 6, y2: 54 });
+    s.append(timeline.cursor);
+    s.append(svg("text", { x: 10, y: 12 }, "0"));
+    s.append(svg("text", { x: W - 120, y: 12 }, ms(m.end_t_ns)));
+    fill("timeline", s, el("div", { class: "legend", text: `${m.renders.length} render steps \u00b7 ${m.tasks} tasks \u00b7 ${m.turns} turns \u00b7 indexed in ${m.index_ms.toFixed(0)} ms` }));
   }
-  s.append(svg("line", { class: "cursor", x1: x(view.world.t_ns), y1: 6, x2: x(view.world.t_ns), y2: 54 }));
-  s.append(svg("text", { x: 10, y: 12 }, "0"));
-  s.append(svg("text", { x: W - 120, y: 12 }, ms(m.end_t_ns)));
-  fill("timeline", s, el("div", { class: "legend", text: `${m.renders.length} render steps \u00b7 ${m.tasks} tasks \u00b7 ${m.turns} turns \u00b7 indexed in ${m.index_ms.toFixed(0)} ms` }));
+  const cx = x(view.world.t_ns);
+  setAttr(timeline.cursor, "x1", cx);
+  setAttr(timeline.cursor, "x2", cx);
 }
 
 // ---------------------------------------------------------------- live mode

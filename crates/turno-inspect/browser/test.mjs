@@ -5,9 +5,10 @@
 // Environment: TURNO_BIN (the `turno` binary), LIVE_DEMO_BIN and
 // CHART_TRACE_BIN (turno-inspect's examples), CHROMIUM (default /usr/bin/chromium), SHOTS (where
 // screenshots go, default docs/inspector/), BIG=1 to also time a
-// million-event trace (figures printed, not asserted).
+// million-event trace (figures printed, not asserted; BIG_STEPS=1 prints
+// each step), ONLY=TEXT to run only the tests whose name contains TEXT.
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, writeFileSync, mkdtempSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -28,7 +29,10 @@ const tmp = mkdtempSync(join(tmpdir(), "turno-inspect-"));
 mkdirSync(SHOTS, { recursive: true });
 
 const children = [];
-process.on("exit", () => children.forEach((c) => c.kill("SIGKILL")));
+process.on("exit", () => {
+  children.forEach((c) => c.kill("SIGKILL"));
+  rmSync(tmp, { recursive: true, force: true });
+});
 
 // Starts a command that prints the inspector's URL; resolves with it.
 function serve(cmd, args, opts = {}) {
@@ -57,6 +61,7 @@ function traceFile(name, header, events) {
 
 const results = [];
 async function test(name, f) {
+  if (process.env.ONLY && !name.includes(process.env.ONLY)) return;
   const t0 = Date.now();
   try { await f(); results.push([name, "ok", Date.now() - t0]); console.log(`ok   ${name} (${Date.now() - t0} ms)`); }
   catch (e) { results.push([name, "FAILED", 0]); console.log(`FAIL ${name}\n${e.stack}`); }
@@ -68,6 +73,11 @@ const browser = await chromium.launch({
 });
 const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
 page.on("pageerror", (e) => console.log("page error:", e.message));
+// The page's assets are compiled into the binary: every request it makes
+// goes back to the inspector on 127.0.0.1 (checked at the end).
+const foreign = [], refused = [];
+page.on("console", (m) => { if (/Content Security Policy/i.test(m.text())) refused.push(m.text()); });
+page.on("request", (r) => { if (!/^(http|ws):\/\/127\.0\.0\.1:\d+\//.test(r.url())) foreign.push(r.url()); });
 
 async function open(url) {
   await page.goto(url);
@@ -79,6 +89,39 @@ async function goto(k) {
 }
 const texts = (sel) => page.$$eval(sel, (els) => els.map((e) => e.textContent));
 const attrs = (sel, a) => page.$$eval(sel, (els, a) => els.map((e) => e.getAttribute(a)), a);
+
+// The page keeps its elements across steps and updates only what a step
+// changed. What it shows must not depend on how it got there: each step
+// reached one event at a time (forward and back) must draw exactly what the
+// same step reached by a jump from far away draws.
+const paneHtml = (sel) => page.$eval(sel, (root) => {
+  const walk = (n) => n.nodeType === 3 ? n.data : n.nodeType !== 1 ? "" :
+    `<${n.tagName}${[...n.attributes].map((a) => ` ${a.name}="${a.value}"`).sort().join("")}>${[...n.childNodes].map(walk).join("")}</${n.tagName}>`;
+  return walk(root);
+});
+async function sameByStepAndJump(panes, steps, len) {
+  const snap = async () => (await Promise.all(panes.map(paneHtml))).join("\n");
+  const byStep = new Map();
+  await goto(steps[0]);
+  byStep.set(steps[0], await snap());
+  for (const k of steps.slice(1)) {
+    await page.keyboard.press("ArrowRight");
+    await page.waitForSelector(`body[data-step='${k}']`);
+    byStep.set(k, await snap());
+  }
+  for (const k of steps.slice(0, -1).reverse()) {
+    await page.keyboard.press("ArrowLeft");
+    await page.waitForSelector(`body[data-step='${k}']`);
+    assert.equal(await snap(), byStep.get(k), `step ${k} reached back one step`);
+  }
+  for (const k of steps) {
+    // From the far end: at least len / 2 steps away.
+    const far = k < len / 2 ? len : 0;
+    await goto(far);
+    await goto(k);
+    assert.equal(await snap(), byStep.get(k), `step ${k} reached by a jump from ${far}`);
+  }
+}
 
 // ------------------------------------------------------------------ JavaScript
 await test("javascript trace: stepping, queues, promise slots, source line", async () => {
@@ -113,6 +156,10 @@ await test("javascript trace: stepping, queues, promise slots, source line", asy
     await page.keyboard.press("ArrowLeft");
     await page.waitForSelector("body[data-step='10']");
     assert.equal(await row(2, "slot-state"), "pending");
+    // Next task: the next call into JavaScript from an empty stack (seq 13's stack_push).
+    await page.click("#next-task");
+    await page.waitForSelector("body[data-step='14']");
+    assert.deepEqual(await texts("#stack .frame:not(.js-frame):not(.ghost)"), ["promise reaction: (anonymous)"]);
     // Step 13: the microtask left its queue (shown as the popped ghost) and runs.
     await goto(13);
     assert.deepEqual(await attrs("[data-lane='queue:microtask'] .box:not(.ghost)", "data-item"), []);
@@ -131,6 +178,7 @@ await test("javascript trace: stepping, queues, promise slots, source line", asy
     assert.deepEqual(await texts("#console .console-line"), ["script microtask\n", "raf 1\n", "microtask from raf 1\n", "raf 2\n", "microtask from raf 2\n"]);
     await page.click("#start");
     await page.waitForSelector("body[data-step='0']");
+    await sameByStepAndJump(["#queues", "#stack", "#promises", "#console"], Array.from({ length: 48 }, (_, i) => i), 47);
     await goto(38);
     for (const p of ["console", "timeline"]) await page.locator(`#pane-${p}`).screenshot({ path: join(SHOTS, `js-${p}.png`) });
     await page.screenshot({ path: join(SHOTS, "js-page.png") });
@@ -212,14 +260,114 @@ await test("actor trace from the overload demo: depth bars and drop counts", asy
     const queued = Number(m[4]);
     assert.ok(queued >= 15, "a keep-newest(20) mailbox under a 20/s surplus stays nearly full");
     assert.equal((await page.textContent(`${consumer} .depth`)).trim(), `${queued} / 20`);
-    assert.equal(await page.getAttribute(`${consumer} .depth-fill`, "style"), `width:${(100 * queued / 20).toFixed(1)}%`);
+    // The bar as drawn: its fill spans queued / 20 of it.
+    const fill = () => page.$eval(`${consumer} .depth-fill`, (e) => [e.style.width, e.getBoundingClientRect().width / e.parentElement.getBoundingClientRect().width]);
+    const [width, drawn] = await fill();
+    assert.equal(width, `${Number((100 * queued / 20).toFixed(1))}%`);
+    assert.ok(Math.abs(drawn - queued / 20) < 0.01, `fill drawn at ${drawn} of the bar`);
     // Early on, before the surplus built up, the bar is shorter.
     await goto(Math.floor(len / 10));
-    const early = await page.getAttribute(`${consumer} .depth-fill`, "style");
-    assert.ok(Number(/width:([\d.]+)%/.exec(early)[1]) < 100, early);
+    const [, early] = await fill();
+    assert.ok(early < drawn, `early ${early}, end ${drawn}`);
     await page.click("#next-turn");
     await page.waitForFunction((k) => Number(document.body.dataset.step) > k, Math.floor(len / 10));
     await page.locator("#pane-actors").screenshot({ path: join(SHOTS, "actors.png") });
+  } finally { stop(s); }
+});
+
+// ------------------------------------------------------------------ long lanes
+await test("a long lane shows its first boxes and counts the rest exactly; steps update lanes in place", async () => {
+  const FLOOD = 5000, TIMERS = 40;
+  const ev = [
+    { kind: "spawn", actor: 2, name: "kinds", parent: null, policy: "keep-oldest(3)" },
+    { kind: "enqueue", actor: 2, lane: "user", depth: 1 },
+    { kind: "enqueue", actor: 2, lane: "user", depth: 2 },
+    { kind: "enqueue", actor: 2, lane: "user", depth: 3 },
+    { kind: "drop", actor: 2, policy: "keep_oldest", which: "incoming" },
+    { kind: "turn_start", actor: 2, what: "message" },
+    { kind: "stash", actor: 2, size: 1 },
+    { kind: "turn_end", actor: 2, ok: true },
+    { kind: "turn_start", actor: 2, what: "message" },
+    { kind: "turn_end", actor: 2, ok: true },
+    { kind: "unstash", actor: 2, count: 1 },
+    { kind: "turn_start", actor: 2, what: "unstashed" },
+    { kind: "turn_end", actor: 2, ok: true },
+    { kind: "timer_set", actor: 2, timer: 100, deadline_ns: 5000 },
+    { kind: "timer_set", actor: 2, timer: 101, deadline_ns: 6000 },
+    { kind: "timer_cancel", actor: 2, timer: 101 },
+    { kind: "timer_fire", actor: 2, timer: 100 },
+    { kind: "turn_start", actor: 2, what: "timer" },
+    { kind: "turn_end", actor: 2, ok: true },
+    { kind: "enqueue", actor: 2, lane: "user", depth: 2 },
+    { kind: "turn_start", actor: 2, what: "message" },
+    { kind: "stash", actor: 2, size: 1 },
+    { kind: "timer_set", actor: 2, timer: 102, deadline_ns: 7000 },
+    { kind: "turn_end", actor: 2, ok: false },
+    { kind: "fail", actor: 2, error: "boom" },
+    { kind: "restart", actor: 2, restarts_in_period: 1 },
+    { kind: "spawn", actor: 1, name: "flood", parent: null, policy: "unbounded" },
+    { kind: "mute", actor: 1, by: 2 },
+    { kind: "ask", actor: 1, request: 7, to: 2 },
+    { kind: "unmute", actor: 1 },
+    { kind: "enqueue", actor: 2, lane: "user", depth: 2 },
+    { kind: "stop", actor: 2, reason: "stopped" },
+  ];
+  const kinds = ev.length;
+  const first = ev.length; // the seq of the flood's first enqueue
+  for (let i = 0; i < FLOOD; i++) ev.push({ kind: "enqueue", actor: 1, lane: "user", depth: i + 1 });
+  for (let i = 0; i < TIMERS; i++) ev.push({ kind: "timer_set", actor: 1, timer: i + 1, deadline_ns: 1000 * (i + 1) });
+  ev.push({ kind: "turn_start", actor: 1, what: "message" }, { kind: "turn_end", actor: 1, ok: true });
+  const p = traceFile("long-lanes.jsonl", { format: "turno-trace", version: 1 }, ev);
+  const s = await serve(TURNO, ["inspect", p]);
+  try {
+    await open(s.url);
+    const len = ev.length, full = len - 2;
+    const CAP = 16;
+    const user = "[data-lane='actor:1:user']", timers = "[data-lane='actor:1:timers']";
+    const seqs = (from, n) => Array.from({ length: n }, (_, i) => String(from + i));
+    // Every message and timer queued: the first CAP boxes, and the rest
+    // counted exactly (the trace keeps 4096 boxes and counts the last 904).
+    await goto(full);
+    assert.equal(await page.getAttribute(user, "data-count"), String(FLOOD));
+    assert.equal(await page.textContent(`${user} .lane-name`), `#1 mailbox (${FLOOD})`);
+    assert.deepEqual(await attrs(`${user} .box:not(.ghost)`, "data-item"), seqs(first, CAP));
+    assert.equal(await page.textContent(`${user} .more`), `+${FLOOD - CAP} more`);
+    assert.equal(await page.isVisible(`${user} .more`), true);
+    assert.equal((await page.textContent("tr.actor[data-name='flood'] .depth")).trim(), String(FLOOD));
+    assert.equal(await page.textContent(`${timers} .lane-name`), `#1 timers (${TIMERS})`);
+    assert.equal(await page.locator(`${timers} .box`).count(), CAP);
+    assert.equal(await page.textContent(`${timers} .more`), `+${TIMERS - CAP} more`);
+    // One turn later the head box has gone: the next CAP, one fewer hidden.
+    await page.keyboard.press("ArrowRight");
+    await page.waitForSelector(`body[data-step='${full + 1}']`);
+    assert.deepEqual(await attrs(`${user} .box:not(.ghost)`, "data-item"), seqs(first + 1, CAP));
+    assert.deepEqual(await attrs(`${user} .box.ghost.pop`, "data-item"), [String(first)]);
+    assert.equal(await page.textContent(`${user} .more`), `+${FLOOD - 1 - CAP} more`);
+    assert.equal(await page.textContent(`${user} .lane-name`), `#1 mailbox (${FLOOD - 1})`);
+    // A lane under the cap shows no count.
+    await goto(first + 5);
+    assert.equal(await page.locator(`${user} .box`).count(), 5);
+    assert.equal(await page.isVisible(`${user} .more`), false);
+    // Drops and the stash, as each step moves them.
+    const kindsUser = "[data-lane='actor:2:user']", kindsStash = "[data-lane='actor:2:stash']", kindsRow = "tr.actor[data-name='kinds']";
+    await goto(5);
+    assert.deepEqual(await texts(`${kindsUser} .box.ghost.drop`), ["\u2717 incoming msg"]);
+    assert.equal(await page.textContent(`${kindsRow} .drops`), "keep_oldest: 1");
+    await goto(6);
+    assert.deepEqual(await attrs(`${kindsUser} .box.ghost.pop`, "data-item"), ["1"]);
+    await goto(7);
+    assert.deepEqual(await attrs(`${kindsStash} .box.moved`, "data-item"), ["1"]);
+    assert.equal(await page.textContent(`${kindsRow} .stash-size`), "1");
+    await goto(12);
+    assert.deepEqual(await attrs(`${kindsStash} .box.ghost.pop`, "data-item"), ["1"]);
+    assert.equal(await page.textContent(`${kindsRow} .stash-size`), "0");
+    // Every actor kind, stepped through one event at a time both ways,
+    // draws what a jump to the same step draws; so does the flood's end.
+    const steps = Array.from({ length: kinds + 3 }, (_, i) => i);
+    await sameByStepAndJump(["#actors", "#waitfor"], steps, len);
+    await sameByStepAndJump(["#actors"], [full - 2, full - 1, full, full + 1, full + 2], len);
+    await goto(full);
+    await page.locator("#pane-actors").screenshot({ path: join(SHOTS, "long-lanes.png") });
   } finally { stop(s); }
 });
 
@@ -328,6 +476,25 @@ await test("live mode follows a running demo", async () => {
     await page.waitForFunction((sel) => document.querySelector(sel + " .depth").textContent.trim() === "20 / 20", newest, { timeout: 20000 });
     // The suspend pair: the producer is muted by its consumer at times (a wait-for edge).
     await page.waitForSelector("#waitfor line.edge", { state: "attached", timeout: 20000 });
+    // Stash sizes: the batcher sets messages aside and takes them back five
+    // at a time, so its stash size moves between 0 and 5.
+    const batcher = "tr.actor[data-name='batcher'] .stash-size";
+    await page.waitForSelector(batcher, { timeout: 20000 });
+    const stashSizes = new Set();
+    for (let i = 0; i < 400 && stashSizes.size < 3; i++) {
+      stashSizes.add(Number(await page.textContent(batcher)));
+      await page.waitForTimeout(50);
+    }
+    assert.ok(stashSizes.size >= 3 && [...stashSizes].every((n) => n >= 0 && n <= 5), [...stashSizes].join(","));
+    // Current chart states: the light's active state follows the ticker's TIMER.
+    await page.waitForSelector("#charts .chart .state.active", { timeout: 20000 });
+    const leaves = () => page.$$eval("#charts .state.active", (els) => els.filter((e) => !e.querySelector(".state.active")).map((e) => e.dataset.state.split(".").pop()).join(","));
+    const seenStates = new Set();
+    for (let i = 0; i < 200 && seenStates.size < 3; i++) {
+      seenStates.add(await leaves());
+      await page.waitForTimeout(50);
+    }
+    assert.deepEqual([...seenStates].sort(), ["green", "red", "yellow"]);
     assert.ok(await page.locator("#depths polyline").count() >= 4);
     await page.locator("#pane-depths").screenshot({ path: join(SHOTS, "live-depths.png") });
     await page.locator("#pane-actors").screenshot({ path: join(SHOTS, "live-actors.png") });
@@ -389,7 +556,12 @@ if (process.env.BIG) {
       const b = document.body;
       if (!b) return;
       if (b.dataset.ready === "1" && window.__marks.ready === undefined) window.__marks.ready = performance.now();
-      window.__marks.step = [b.dataset.step, performance.now()];
+      const step = b.dataset.step;
+      if (window.__marks.step && window.__marks.step[0] === step) return;
+      window.__marks.step = [step, performance.now()];
+      // Painted: the frame after the step's DOM changes (style, layout and
+      // paint included) has been produced.
+      requestAnimationFrame(() => setTimeout(() => { window.__marks.painted = [step, performance.now()]; }));
     }).observe(document, { subtree: true, attributes: true, attributeFilter: ["data-ready", "data-step"] });
   });
   for (const [name, write] of [["js", bigJs], ["actor", bigActor]]) {
@@ -404,15 +576,37 @@ if (process.env.BIG) {
         const whole = Date.now() - t0;
         const inPage = await page.evaluate(() => window.__marks.ready);
         const len = Number(await page.textContent("#len"));
-        const browser = [], seen = [];
+        const browser = [], painted = [], seen = [], cpu = [];
+        // The renderer's CPU time per step (Chrome's ThreadTime, the main
+        // thread, and ProcessTime, the whole renderer): on a loaded machine
+        // the wall times above include waiting for a core; these do not.
+        const cdp = await page.context().newCDPSession(page);
+        await cdp.send("Performance.enable");
+        const times = async () => {
+          const m = Object.fromEntries((await cdp.send("Performance.getMetrics")).metrics.map((x) => [x.name, x.value]));
+          return [m.ThreadTime * 1000, m.ProcessTime * 1000, m.ScriptDuration * 1000, m.RecalcStyleDuration * 1000, m.LayoutDuration * 1000];
+        };
         const timed = async (want, act) => {
           const a = Date.now();
+          const t0s = await times();
+          const [thread0, proc0] = t0s;
           const from = await page.evaluate(act);
           await page.waitForSelector(`body[data-step='${want}']`);
           seen.push(Date.now() - a);
+          await page.waitForFunction((w) => window.__marks.painted && window.__marks.painted[0] === String(w), want);
           const [step, at] = await page.evaluate(() => window.__marks.step);
           assert.equal(step, String(want));
           browser.push(at - from);
+          painted.push((await page.evaluate(() => window.__marks.painted))[1] - from);
+          const t1s = await times();
+          const [thread1, proc1] = t1s;
+          cpu.push([thread1 - thread0, proc1 - proc0]);
+          const [script, style, layout] = [2, 3, 4].map((i) => (t1s[i] - t0s[i]).toFixed(1));
+          if (process.env.BIG_STEPS) {
+            const [req, draw] = (await page.evaluate(() => window.__inspector.renderMs)).at(-1);
+            console.log(`  step ${want}: ${(at - from).toFixed(1)} ms rendered, ${painted.at(-1).toFixed(1)} ms painted (request and decode ${req.toFixed(1)}, drawing ${draw.toFixed(1)}); ` +
+              `renderer CPU ${cpu.at(-1)[0].toFixed(1)} ms main thread, ${cpu.at(-1)[1].toFixed(1)} ms in all; script ${script}, style ${style}, layout ${layout} ms`);
+          }
         };
         for (const k of [1, 2, 3, 500_000, 500_001, 999_999, 123_457, 777_777].map((k) => Math.min(k, len))) {
           await timed(k, `(() => { const t = performance.now(), s = document.getElementById("slider");
@@ -423,17 +617,33 @@ if (process.env.BIG) {
           await timed(want, `(() => { const t = performance.now();
             document.dispatchEvent(new KeyboardEvent("keydown", { key: "ArrowRight" })); return t; })()`);
         }
+        // The page's own split of the same steps: the request (server and
+        // transfer) with the JSON decode, and the drawing.
+        const split = (await page.evaluate(() => window.__inspector.renderMs)).slice(-browser.length);
+        const fetchMs = split.map((x) => x[0]).sort((x, y) => x - y), drawMs = split.map((x) => x[1]).sort((x, y) => x - y);
+        const cpuMain = cpu.map((x) => x[0]).sort((x, y) => x - y), cpuAll = cpu.map((x) => x[1]).sort((x, y) => x - y);
         browser.sort((x, y) => x - y);
+        painted.sort((x, y) => x - y);
         seen.sort((x, y) => x - y);
         const f = (x) => x.toFixed(1);
         console.log(`BIG ${name}: ${len} events, ${mb} MB; ${/indexed in \S+ ms[^\n]*/.exec(s.err())?.[0] ?? s.err().trim()}; ` +
           `open: ${whole} ms from starting turno to the first step rendered, ${f(inPage)} ms from navigation; ` +
-          `step in the browser median ${f(median(browser))} ms, max ${f(browser[browser.length - 1])} ms; ` +
+          `step in the browser median ${f(median(browser))} ms, max ${f(browser[browser.length - 1])} ms, ` +
+          `painted (the next frame produced) median ${f(median(painted))} ms, max ${f(painted[painted.length - 1])} ms; ` +
+          `of which request and decode median ${f(median(fetchMs))} ms, max ${f(fetchMs[fetchMs.length - 1])} ms, ` +
+          `drawing median ${f(median(drawMs))} ms, max ${f(drawMs[drawMs.length - 1])} ms; ` +
+          `renderer CPU per step (to the frame painted, the test's own calls included) main thread median ${f(median(cpuMain))} ms, max ${f(cpuMain[cpuMain.length - 1])} ms, ` +
+          `whole renderer median ${f(median(cpuAll))} ms, max ${f(cpuAll[cpuAll.length - 1])} ms; ` +
           `as the test sees it median ${median(seen)} ms, max ${seen[seen.length - 1]} ms (${seen.length} steps)`);
       } finally { stop(s); }
     });
   }
 }
+
+await test("every request the page made went to the inspector on 127.0.0.1, and its own policy refused nothing", async () => {
+  assert.deepEqual(foreign, []);
+  assert.deepEqual(refused, []);
+});
 
 await browser.close();
 const failed = results.filter((r) => r[1] !== "ok").length;

@@ -90,6 +90,16 @@ fn the_page_and_api_are_served() {
     assert!(bad.starts_with("HTTP/1.1 400"), "{bad}");
 }
 
+#[test]
+fn a_recorded_trace_is_served_on_loopback_only() {
+    let loaded = Loaded::open(Path::new(HTML), None).unwrap();
+    let addr: std::net::SocketAddr = "0.0.0.0:0".parse().unwrap();
+    let e = turno_inspect::serve_blocking(loaded, addr, |_| panic!("listening on {addr}"))
+        .err()
+        .unwrap();
+    assert!(matches!(e, turno_inspect::Error::NotLoopback(_)), "{e}");
+}
+
 /// One GET against the router on a fresh loopback port.
 fn get(loaded: Loaded, path: &str) -> String {
     let rt = tokio::runtime::Builder::new_current_thread()

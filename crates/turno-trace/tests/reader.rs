@@ -249,3 +249,75 @@ mod any_bytes {
         }
     }
 }
+
+/// A trace made as it is read, without end: the header, then `line(n)` for
+/// event n; counts the bytes handed out.
+struct Endless {
+    line: fn(u64) -> Vec<u8>,
+    next: u64,
+    pending: Vec<u8>,
+    at: usize,
+    handed_out: std::rc::Rc<std::cell::Cell<u64>>,
+}
+
+impl Endless {
+    fn new(line: fn(u64) -> Vec<u8>) -> (Self, std::rc::Rc<std::cell::Cell<u64>>) {
+        let handed_out = std::rc::Rc::new(std::cell::Cell::new(0));
+        let src = Endless {
+            line,
+            next: 0,
+            pending: b"{\"format\":\"turno-js-trace\",\"version\":1,\"model\":\"node\"}\n".to_vec(),
+            at: 0,
+            handed_out: handed_out.clone(),
+        };
+        (src, handed_out)
+    }
+}
+
+impl std::io::Read for Endless {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        if self.at == self.pending.len() {
+            self.pending = (self.line)(self.next);
+            self.next += 1;
+            self.at = 0;
+        }
+        let n = out.len().min(self.pending.len() - self.at);
+        out[..n].copy_from_slice(&self.pending[self.at..self.at + n]);
+        self.at += n;
+        self.handed_out.set(self.handed_out.get() + n as u64);
+        Ok(n)
+    }
+}
+
+#[test]
+fn the_reader_streams_a_trace_without_end_in_bounded_memory() {
+    // A reader that held the trace would never return from an endless one;
+    // this one hands out each event as its line is read, and has read no
+    // more than its buffer ahead of the last line it decoded.
+    let (src, handed_out) = Endless::new(|n| {
+        format!("{{\"seq\":{n},\"t_ns\":{n},\"kind\":\"output\",\"stream\":\"stdout\",\"text\":\"line {n}\\n\"}}\n")
+            .into_bytes()
+    });
+    let reader = Reader::new(std::io::BufReader::with_capacity(8192, src)).unwrap();
+    let mut consumed = 0u64;
+    let header = b"{\"format\":\"turno-js-trace\",\"version\":1,\"model\":\"node\"}\n".len() as u64;
+    for (n, e) in reader.take(200_000).enumerate() {
+        let e = e.unwrap();
+        assert_eq!(e.seq, n as u64);
+        consumed += format!("{{\"seq\":{n},\"t_ns\":{n},\"kind\":\"output\",\"stream\":\"stdout\",\"text\":\"line {n}\\n\"}}\n").len() as u64;
+        if n % 10_000 == 0 {
+            let ahead = handed_out.get() - header - consumed;
+            assert!(ahead <= 8192, "read {ahead} bytes ahead at event {n}");
+        }
+    }
+}
+
+#[test]
+fn an_endless_line_is_refused_after_the_line_limit() {
+    let (src, handed_out) = Endless::new(|_| vec![b'a'; 64 << 10]);
+    let mut reader = Reader::new(std::io::BufReader::new(src)).unwrap();
+    let e = reader.next().unwrap().unwrap_err();
+    assert_eq!((e.line, e.problem), (2, Problem::Syntax));
+    assert!(e.message.contains("line longer than"), "{e}");
+    assert!(handed_out.get() <= (turno_trace::reader::MAX_LINE + (128 << 10)) as u64);
+}
