@@ -266,7 +266,7 @@ impl Endless {
         let src = Endless {
             line,
             next: 0,
-            pending: b"{\"format\":\"turno-js-trace\",\"version\":1,\"model\":\"node\"}\n".to_vec(),
+            pending: b"{\"format\":\"turno-js-trace\",\"version\":1,\"model\":\"node\",\"file\":\"endless.js\"}\n".to_vec(),
             at: 0,
             handed_out: handed_out.clone(),
         };
@@ -300,7 +300,7 @@ fn the_reader_streams_a_trace_without_end_in_bounded_memory() {
     });
     let reader = Reader::new(std::io::BufReader::with_capacity(8192, src)).unwrap();
     let mut consumed = 0u64;
-    let header = b"{\"format\":\"turno-js-trace\",\"version\":1,\"model\":\"node\"}\n".len() as u64;
+    let header = b"{\"format\":\"turno-js-trace\",\"version\":1,\"model\":\"node\",\"file\":\"endless.js\"}\n".len() as u64;
     for (n, e) in reader.take(200_000).enumerate() {
         let e = e.unwrap();
         assert_eq!(e.seq, n as u64);
