@@ -136,7 +136,10 @@ impl<'a, A: Actor> Context<'a, A> {
         let abort = task.abort_handle();
         let deadline = timeout.map(|t| self.now() + t);
         if let Some(deadline) = deadline {
-            self.fx.timers_set.push((TimerKey::Ask(id), deadline));
+            self.fx
+                .edit()
+                .timers_set
+                .push((TimerKey::Ask(id), deadline));
         }
         self.rare.get().asks.insert(
             id,

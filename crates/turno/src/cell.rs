@@ -84,7 +84,9 @@ pub(crate) struct Cell<A: Actor> {
     factory: Factory<A>,
     addr: Addr<A::Msg>,
     rare: LazyRare<A::Msg>,
-    /// Message turns run, for sampling the turn-time metric.
+    /// Message turns run, plus the actor's sampling phase (its id modulo
+    /// `TURN_SAMPLE`), for sampling the turn-time metric (see
+    /// [`crate::metrics`]).
     turns: u32,
 }
 
@@ -161,7 +163,7 @@ impl<A: Actor> Cell<A> {
             factory,
             addr: addr.clone(),
             rare: LazyRare::new(props.stash_capacity),
-            turns: 0,
+            turns: (id.as_u64() % u64::from(crate::metrics::TURN_SAMPLE)) as u32,
         };
         (cell, addr)
     }
@@ -406,7 +408,7 @@ impl<A: Actor> AnyCell for Cell<A> {
             Next::User(env, unmuted) => {
                 // Almost always empty: skip the call (and the drop) then.
                 if !unmuted.is_empty() {
-                    fx.unmuted.extend(unmuted);
+                    fx.edit().unmuted.extend(unmuted);
                 }
                 match env {
                     Envelope::Msg(msg) => self.handle(TurnKind::Message, msg, fx),

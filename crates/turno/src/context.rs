@@ -95,7 +95,7 @@ impl<'a, A: Actor> Context<'a, A> {
         let me = self.addr.id();
         let (verdict, muted) = to.mailbox.push_user(msg, Some(me), false);
         if muted {
-            self.fx.muted_by.push(to.id());
+            self.fx.edit().muted_by.push(to.id());
         }
         if let Some(sent) = &mut self.fx.sent {
             sent.push((to.id(), verdict.kind()));
@@ -179,20 +179,20 @@ impl<'a, A: Actor> Context<'a, A> {
             parent,
             named,
         );
-        self.fx.spawned.push(spawned);
+        self.fx.edit().spawned.push(spawned);
         Ok(addr)
     }
 
     /// Stops this actor after this turn. Messages still queued become dead
     /// letters; children stop first; watchers get a terminated message.
     pub fn stop(&mut self) {
-        self.fx.stop_self = true;
+        self.fx.edit().stop_self = true;
     }
 
     /// Asks another actor (usually a child) to stop. The stop travels in its
     /// system lane, ahead of its queued messages.
     pub fn stop_actor(&mut self, id: ActorId) {
-        self.fx.stops.push(id);
+        self.fx.edit().stops.push(id);
     }
 
     /// Sends `msg` to this actor after `delay`. The timer can be cancelled
@@ -201,7 +201,10 @@ impl<'a, A: Actor> Context<'a, A> {
         let id = self.shared().next_timer();
         let deadline = self.now() + delay;
         self.rare.get().timers.insert(id, msg);
-        self.fx.timers_set.push((TimerKey::User(id), deadline));
+        self.fx
+            .edit()
+            .timers_set
+            .push((TimerKey::User(id), deadline));
         id
     }
 
@@ -213,7 +216,7 @@ impl<'a, A: Actor> Context<'a, A> {
             .peek_mut()
             .is_some_and(|r| r.timers.remove(&id).is_some());
         if found {
-            self.fx.timers_cancelled.push(id);
+            self.fx.edit().timers_cancelled.push(id);
         }
         found
     }
@@ -332,7 +335,10 @@ impl<'a, A: Actor> Context<'a, A> {
             Verdict::Closed(m) => return Err(AskError::Closed(m)),
         }
         let deadline = self.now() + timeout;
-        self.fx.timers_set.push((TimerKey::Ask(id), deadline));
+        self.fx
+            .edit()
+            .timers_set
+            .push((TimerKey::Ask(id), deadline));
         self.rare
             .get()
             .asks
@@ -408,7 +414,7 @@ impl<'a, A: Actor> Context<'a, A> {
             .get()
             .watching
             .insert(target.id(), Box::new(on_terminated));
-        self.fx.watch.push(target.id());
+        self.fx.edit().watch.push(target.id());
     }
 
     /// Stops watching: no terminated message for `target` after this.
@@ -418,7 +424,7 @@ impl<'a, A: Actor> Context<'a, A> {
             .peek_mut()
             .is_some_and(|r| r.watching.remove(&target).is_some());
         if found {
-            self.fx.unwatch.push(target);
+            self.fx.edit().unwatch.push(target);
         }
     }
 
@@ -443,7 +449,7 @@ impl<'a, A: Actor> Context<'a, A> {
     /// itself.
     pub fn simulate_work(&mut self, cost: Duration) {
         let total = self.fx.busy_for.unwrap_or_default() + cost;
-        self.fx.busy_for = Some(total);
+        self.fx.edit().busy_for = Some(total);
     }
 }
 

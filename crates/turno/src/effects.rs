@@ -58,17 +58,47 @@ pub(crate) struct Effects {
     /// [`Effects::record_failure`]; the engine reads it when it applies
     /// the effects (a failed turn's other effects are dropped).
     pub(crate) failed: Option<String>,
+    /// Set by every write of an effect the engine applies (through
+    /// [`Effects::edit`]), so that a turn that only sent is known to have
+    /// nothing to apply by one flag, not by looking at eleven fields.
+    pub(crate) touched: bool,
 }
 
 impl Effects {
     /// Records that the turn (or the factory or hook run in it) panicked.
     pub(crate) fn record_failure(&mut self, error: String) {
-        self.failed = Some(error);
+        self.edit().failed = Some(error);
+    }
+
+    /// The record, to write an effect the engine applies into: marks it
+    /// touched. Every such write goes through here.
+    #[inline]
+    pub(crate) fn edit(&mut self) -> &mut Self {
+        self.touched = true;
+        self
     }
 
     /// True when the turn did nothing the scheduler must apply (a turn that
-    /// only sent messages): the common case, which then costs nothing more.
-    pub(crate) fn is_empty(&self) -> bool {
+    /// only sent messages): the common case, which then costs one branch.
+    #[inline]
+    pub(crate) fn is_untouched(&self) -> bool {
+        debug_assert!(
+            self.touched || self.is_empty(),
+            "an effect written without Effects::edit"
+        );
+        !self.touched
+    }
+
+    /// The record of a turn whose only effect, the senders its take
+    /// released, was taken out: untouched again.
+    pub(crate) fn untouch(&mut self) {
+        debug_assert!(self.is_empty());
+        self.touched = false;
+    }
+
+    /// True when no field holds an effect to apply (what `touched` stands
+    /// for; checked in debug builds).
+    fn is_empty(&self) -> bool {
         self.spawned.is_empty()
             && self.stops.is_empty()
             && !self.stop_self
@@ -96,7 +126,10 @@ impl Effects {
     /// per message where every batch is one turn, as in pingpong), and
     /// not checking the ten effect lists again about 25 more.
     pub(crate) fn end_batch(&mut self) {
-        debug_assert!(self.is_empty(), "a batch ended with effects not applied");
+        debug_assert!(
+            self.is_empty() && !self.touched,
+            "a batch ended with effects not applied"
+        );
         self.stashed = 0;
         self.unstashed = 0;
         self.asks.clear();

@@ -111,7 +111,11 @@ pub struct ActorPath(Arc<str>);
 impl ActorPath {
     /// The root of the tree, `/`: the parent of top-level actors.
     pub fn root() -> ActorPath {
-        ActorPath("/".into())
+        // One shared text: every top-level spawn names its parent, and a
+        // fresh `Arc<str>` each time was an allocation per spawn.
+        static ROOT: std::sync::LazyLock<ActorPath> =
+            std::sync::LazyLock::new(|| ActorPath("/".into()));
+        ROOT.clone()
     }
 
     /// The path of a child named `name` (already checked by

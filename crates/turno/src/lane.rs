@@ -50,9 +50,11 @@
 
 use std::mem::MaybeUninit;
 use std::ptr;
+use std::sync::atomic::Ordering;
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release, SeqCst};
 
 use crate::buffer::{BufferStats, Decision, Offer, Policy};
+use crate::lazy::LazyBox;
 use crate::sync::{backoff, AtomicPtr, AtomicU64, AtomicUsize, UnsafeCell};
 
 /// Slots per block. Under loom the blocks are tiny, so that a model with a
@@ -157,23 +159,58 @@ pub(crate) struct Lane<T> {
     inject: Inject,
 }
 
-/// The rare outcomes, counted by read-modify-writes off the fast path; the
-/// rest of [`BufferStats`] is derived from `tail` and `taken`.
+/// The counters the fast path reads or writes: the deepest depth seen
+/// (every push compares) and the keep-newest evictions owed (every take
+/// looks); the rest of [`BufferStats`] is derived from `tail` and `taken`,
+/// or counted in [`RareCounts`].
 #[derive(Default)]
 struct Counts {
+    max_depth: AtomicUsize,
+    /// Evictions owed to keep-newest pushes answered `Evicting`.
+    owed: AtomicUsize,
+    /// Allocated on the first rare outcome: an idle lane pays a pointer.
+    rare: LazyBox<RareCounts>,
+}
+
+/// The rare outcomes, counted by read-modify-writes off the fast path.
+#[derive(Default)]
+struct RareCounts {
     dropped: AtomicU64,
     rejected: AtomicU64,
     refused_full: AtomicU64,
     /// Attempts in [`Mode::Retry`] (they follow a refusal, so are rare).
     retries: AtomicU64,
-    max_depth: AtomicUsize,
-    /// Evictions owed to keep-newest pushes answered `Evicting`.
-    owed: AtomicUsize,
     /// Elements evicted by the consumer (`Head::evicted`, for `stats`).
     evicted: AtomicU64,
-    /// Elements drained at close, and taken before it (evictions aside).
+    /// Elements admitted before the close and left (drained, or dropped
+    /// with the lane while still being written), and of them the ones the
+    /// close removed (so those taken before it are the removed less these
+    /// and the evicted: no count for an actor closed with nothing queued).
     drained: AtomicU64,
-    taken_at_close: AtomicU64,
+    popped_at_close: AtomicU64,
+}
+
+impl Counts {
+    /// The rare counters, allocated now if need be (never sealed).
+    fn rare(&self) -> &RareCounts {
+        self.rare
+            .get_or_init()
+            .expect("a lane's counters are never sealed")
+    }
+
+    /// Reads a rare counter: 0 while none was ever counted.
+    fn read(&self, f: impl FnOnce(&RareCounts) -> &AtomicU64, order: Ordering) -> u64 {
+        self.rare.get().map_or(0, |r| f(r).load(order))
+    }
+
+    /// Stores a rare counter, allocating only for a non-zero value.
+    fn store(&self, f: impl FnOnce(&RareCounts) -> &AtomicU64, value: u64) {
+        if value != 0 {
+            f(self.rare()).store(value, Release);
+        } else if let Some(r) = self.rare.get() {
+            f(r).store(0, Release);
+        }
+    }
 }
 
 /// A deliberately broken variant, so that a test can show that the loom
@@ -220,6 +257,10 @@ impl<T> Lane<T> {
             #[cfg(turno_loom)]
             inject: Inject::None,
         }
+    }
+
+    pub(crate) fn policy(&self) -> Policy {
+        self.policy
     }
 
     /// The same lane with a fault injected (loom models only).
@@ -319,7 +360,7 @@ impl<T> Lane<T> {
         slot.state.store(WRITTEN, self.publish_order());
         let depth = len + 1;
         if mode == Mode::Retry {
-            self.counts.retries.fetch_add(1, Relaxed);
+            self.counts.rare().retries.fetch_add(1, Relaxed);
         }
         if depth > self.counts.max_depth.load(Relaxed) {
             self.counts.max_depth.fetch_max(depth, Relaxed);
@@ -356,7 +397,7 @@ impl<T> Lane<T> {
                     Decision::EvictOldestThenAdmit => evicting = true,
                     decision => {
                         if mode == Mode::Retry {
-                            self.counts.retries.fetch_add(1, Relaxed);
+                            self.counts.rare().retries.fetch_add(1, Relaxed);
                         }
                         break Ok(self.refuse(value, decision, mode, len));
                     }
@@ -407,15 +448,15 @@ impl<T> Lane<T> {
         match decision {
             Decision::Suspend if mode == Mode::Muting => Pushed::WouldSuspend(value),
             Decision::Suspend => {
-                self.counts.refused_full.fetch_add(1, Relaxed);
+                self.counts.rare().refused_full.fetch_add(1, Relaxed);
                 Pushed::Done(Offer::Full(value), len)
             }
             Decision::DropIncoming => {
-                self.counts.dropped.fetch_add(1, Relaxed);
+                self.counts.rare().dropped.fetch_add(1, Relaxed);
                 Pushed::Done(Offer::Dropped(value), len)
             }
             Decision::Reject => {
-                self.counts.rejected.fetch_add(1, Relaxed);
+                self.counts.rare().rejected.fetch_add(1, Relaxed);
                 Pushed::Done(Offer::Rejected(value), len)
             }
             // `push` admits on these two.
@@ -469,18 +510,20 @@ impl<T> Lane<T> {
     pub(crate) fn stats(&self) -> BufferStats {
         let c = &self.counts;
         let queued = count(self.tail.load(SeqCst) >> SHIFT) as u64;
-        let (dropped, rejected) = (c.dropped.load(Relaxed), c.rejected.load(Relaxed));
-        let full = c.refused_full.load(Relaxed);
+        let dropped = c.read(|r| &r.dropped, Relaxed);
+        let rejected = c.read(|r| &r.rejected, Relaxed);
+        let full = c.read(|r| &r.refused_full, Relaxed);
         let attempts = queued + dropped + rejected + full;
-        let drained = c.drained.load(Acquire);
-        let evicted = c.evicted.load(Acquire);
+        let drained = c.read(|r| &r.drained, Acquire);
+        let evicted = c.read(|r| &r.evicted, Acquire);
+        let removed = self.taken.load(SeqCst) as u64;
         let taken = if self.is_closed() {
-            c.taken_at_close.load(Acquire)
+            removed.saturating_sub(evicted + c.read(|r| &r.popped_at_close, Acquire))
         } else {
-            (self.taken.load(SeqCst) as u64).saturating_sub(evicted)
+            removed.saturating_sub(evicted)
         };
         BufferStats {
-            offered: attempts - c.retries.load(Relaxed),
+            offered: attempts - c.read(|r| &r.retries, Relaxed),
             attempts,
             taken,
             // Incoming elements dropped, and the oldest evicted.
@@ -642,7 +685,7 @@ impl<T> Lane<T> {
             }
         }
         head.evicted += done;
-        self.counts.evicted.store(head.evicted as u64, Release);
+        self.counts.store(|r| &r.evicted, head.evicted as u64);
         done
     }
 
@@ -683,14 +726,14 @@ impl<T> Lane<T> {
                 self.evict_owed(h, evicted);
             }
             h.closed = true;
-            self.counts
-                .taken_at_close
-                .store((h.removed - h.evicted) as u64, Release);
             let left = count(tail >> SHIFT) - h.removed;
-            self.counts.drained.store(left as u64, Release);
+            self.counts.store(|r| &r.drained, left as u64);
+            let mut popped = 0;
             while let Some(v) = self.pop(h) {
                 drained(v);
+                popped += 1;
             }
+            self.counts.store(|r| &r.popped_at_close, popped);
             left
         })
     }

@@ -71,6 +71,8 @@ mod idle;
 mod ids;
 #[allow(unsafe_code)]
 mod lane;
+#[allow(unsafe_code)]
+mod lazy;
 pub mod local;
 #[allow(unsafe_code)]
 mod mailbox;

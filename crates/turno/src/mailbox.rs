@@ -22,6 +22,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 
 use crate::lane::{Lane, Mode, Pushed};
+use crate::lazy::LazyBox;
 use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Mutex};
 use event_listener::Event;
 
@@ -202,7 +203,7 @@ pub(crate) struct Mailbox<M> {
     pub(crate) id: ActorId,
     /// Where the actor sits in the tree; its name is the last segment.
     pub(crate) path: ActorPath,
-    policy: Policy,
+    /// The policy is the lane's.
     user: Lane<Envelope<M>>,
     system: Mutex<SystemLane>,
     control_len: AtomicUsize,
@@ -212,11 +213,9 @@ pub(crate) struct Mailbox<M> {
     /// a swap *after* their element is visible; the consumer clears it with
     /// a swap *before* its last look (see `Mailbox::idle`).
     notified: AtomicBool,
-    /// Senders muted by this mailbox, released below the low watermark.
-    /// Closing a lock-free lane holds this lock, so no sender is muted by a
-    /// closed mailbox.
-    muted: Mutex<Vec<ActorId>>,
-    muted_len: AtomicUsize,
+    /// Senders muted by this mailbox, allocated when the first one is
+    /// (only a full suspend mailbox mutes).
+    muted: LazyBox<Muted>,
     /// Woken when room appears in a suspend mailbox, or when it closes.
     space: Event,
     /// Outside senders currently waiting for room: takes notify only then.
@@ -231,6 +230,15 @@ pub(crate) struct Mailbox<M> {
     stale_replies: AtomicU64,
     /// The scheduler's hook; unset for probes and the test kit.
     waker: OnceLock<Arc<dyn Wake>>,
+}
+
+/// The senders a mailbox has muted, released below the low watermark.
+/// Closing the lane holds this lock (or seals the part when no sender was
+/// ever muted), so no sender is muted by a closed mailbox.
+#[derive(Default)]
+struct Muted {
+    list: Mutex<Vec<ActorId>>,
+    len: AtomicUsize,
 }
 
 /// An outside sender waiting for room; unregisters on drop (also when the
@@ -265,7 +273,6 @@ impl<M: Send + 'static> Mailbox<M> {
         Mailbox {
             id,
             path,
-            policy,
             user: Lane::new(policy),
             system: Mutex::new(SystemLane {
                 queues: SystemQueues::default(),
@@ -274,8 +281,7 @@ impl<M: Send + 'static> Mailbox<M> {
             control_len: AtomicUsize::new(0),
             signal_len: AtomicUsize::new(0),
             notified: AtomicBool::new(false),
-            muted: Mutex::new(Vec::new()),
-            muted_len: AtomicUsize::new(0),
+            muted: LazyBox::new(),
             space: Event::new(),
             waiting_senders: AtomicUsize::new(0),
             maybe_waiting: AtomicBool::new(false),
@@ -287,7 +293,7 @@ impl<M: Send + 'static> Mailbox<M> {
     }
 
     pub(crate) fn policy(&self) -> Policy {
-        self.policy
+        self.user.policy()
     }
 
     /// The actor's metric handles, labelled with its name and policy.
@@ -295,7 +301,7 @@ impl<M: Send + 'static> Mailbox<M> {
         Metrics {
             handles: &self.metrics,
             actor: &self.path,
-            policy: self.policy,
+            policy: self.policy(),
         }
     }
 
@@ -347,14 +353,18 @@ impl<M: Send + 'static> Mailbox<M> {
         env: Envelope<M>,
     ) -> Result<Admitted<M>, Envelope<M>> {
         let lane = &self.user;
-        let mut muted = self.muted.lock();
+        // Sealed: the mailbox is closing.
+        let Some(part) = self.muted.get_or_init() else {
+            return Err(env);
+        };
+        let mut muted = part.list.lock();
         if lane.is_closed() {
             return Err(env);
         }
         let newly = !muted.contains(&sender);
         if newly {
             muted.push(sender);
-            self.muted_len.store(muted.len(), Ordering::Release);
+            part.len.store(muted.len(), Ordering::Release);
         }
         match lane.push(env, Mode::Force) {
             Ok(Pushed::Done(offer, depth)) => Ok((offer, depth, newly)),
@@ -362,7 +372,7 @@ impl<M: Send + 'static> Mailbox<M> {
             Ok(Pushed::WouldSuspend(env)) | Err(env) => {
                 if newly {
                     muted.retain(|s| *s != sender);
-                    self.muted_len.store(muted.len(), Ordering::Release);
+                    part.len.store(muted.len(), Ordering::Release);
                 }
                 Err(env)
             }
@@ -451,7 +461,7 @@ impl<M: Send + 'static> Mailbox<M> {
                 self.metrics().dropped();
                 shared.tracer.emit(&shared.clock, || ActorEvent::Drop {
                     actor: actor.into(),
-                    policy: drop_policy(self.policy),
+                    policy: drop_policy(self.policy()),
                     which: Dropped::Incoming,
                 });
                 Verdict::Dropped(env.into_msg())
@@ -567,7 +577,7 @@ impl<M: Send + 'static> Mailbox<M> {
             .tracer
             .emit(&self.shared.clock, || ActorEvent::Drop {
                 actor: actor.into(),
-                policy: drop_policy(self.policy),
+                policy: drop_policy(self.policy()),
                 which: Dropped::Oldest,
             });
         if let Envelope::Reply(id, _) = env {
@@ -634,7 +644,7 @@ impl<M: Send + 'static> Mailbox<M> {
     /// waiting outside senders below the low watermark.
     fn after_take(&self, depth: usize) -> Vec<ActorId> {
         self.metrics().depth(depth);
-        let Policy::Suspend(cap) = self.policy else {
+        let Policy::Suspend(cap) = self.policy() else {
             return Vec::new();
         };
         // A refusal at a time t saw `cap` queued, so the first take after t
@@ -647,15 +657,19 @@ impl<M: Send + 'static> Mailbox<M> {
             return Vec::new();
         }
         let mut unmuted = Vec::new();
-        if self.muted_len.load(Ordering::Acquire) > 0 {
+        if let Some(part) = self
+            .muted
+            .get()
+            .filter(|p| p.len.load(Ordering::Acquire) > 0)
+        {
             // The take and this release are not one atomic step: producers
             // may have refilled the lane since, and a sender muted by that
             // refill must stay muted. So the depth is checked again under
             // the muted lock (no sender is listed meanwhile); if it is back
             // at the watermark, a later take releases them.
-            let mut muted = self.muted.lock();
+            let mut muted = part.list.lock();
             if self.user.len() < low {
-                self.muted_len.store(0, Ordering::Release);
+                part.len.store(0, Ordering::Release);
                 unmuted = std::mem::take(&mut *muted);
             }
         }
@@ -703,19 +717,35 @@ impl<M: Send + 'static> Mailbox<M> {
             st.queues.clear();
             self.publish_system_lens(&st);
         }
-        // Each store closes under the lock its muting senders hold (so no
-        // sender is muted after the close), in their order.
-        let (drained, muted) = {
-            let mut muted = self.muted.lock();
-            // SAFETY: as in `user_ready`.
-            let drained = unsafe { self.user.close(drop, |env| self.evicted(env)) };
-            self.muted_len.store(0, Ordering::Release);
-            (drained, std::mem::take(&mut *muted))
+        // The lane closes under the lock its muting senders hold (so no
+        // sender is muted after the close), or with the muted part sealed
+        // when no sender was ever muted (so none can be from now on).
+        let (drained, muted) = match self.muted.seal() {
+            None => {
+                // SAFETY: as in `user_ready`.
+                let drained = unsafe { self.user.close(drop, |env| self.evicted(env)) };
+                (drained, Vec::new())
+            }
+            Some(part) => {
+                let mut muted = part.list.lock();
+                // SAFETY: as in `user_ready`.
+                let drained = unsafe { self.user.close(drop, |env| self.evicted(env)) };
+                part.len.store(0, Ordering::Release);
+                (drained, std::mem::take(&mut *muted))
+            }
         };
         for _ in 0..drained {
             self.dead_letter(DeadLetterReason::Drained);
         }
-        self.space.notify(usize::MAX);
+        // Outside senders waiting for room learn of the close. A waiting
+        // sender registers before it tries again, so either its try sees
+        // the lane closed or this sees it registered (the fence orders the
+        // close before the look). Notifying no listener would still
+        // allocate the event's list.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if self.waiting_senders.load(Ordering::SeqCst) > 0 {
+            self.space.notify(usize::MAX);
+        }
         muted
     }
 
@@ -763,13 +793,17 @@ impl<M: Send + 'static> MailboxOps for Mailbox<M> {
     }
 
     fn forget_muted(&self, sender: ActorId) {
-        let mut muted = self.muted.lock();
-        muted.retain(|s| *s != sender);
-        self.muted_len.store(muted.len(), Ordering::Release);
+        if let Some(part) = self.muted.get() {
+            let mut muted = part.list.lock();
+            muted.retain(|s| *s != sender);
+            part.len.store(muted.len(), Ordering::Release);
+        }
     }
 
     fn is_muting(&self, sender: ActorId) -> bool {
-        self.muted.lock().contains(&sender)
+        self.muted
+            .get()
+            .is_some_and(|part| part.list.lock().contains(&sender))
     }
 
     fn set_waker(&self, waker: Arc<dyn Wake>) {

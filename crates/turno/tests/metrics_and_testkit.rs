@@ -47,7 +47,7 @@ fn metric(
 fn depth_drops_and_turn_time_are_exported() {
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
-    metrics::with_local_recorder(&recorder, || {
+    let id = metrics::with_local_recorder(&recorder, || {
         let mut sys = DetSystem::new(1);
         let a = sys
             .spawn(
@@ -60,6 +60,7 @@ fn depth_drops_and_turn_time_are_exported() {
             let _ = a.try_send(i);
         }
         sys.advance(Duration::from_millis(10)).unwrap();
+        a.id().as_u64()
     });
     let snap: Vec<_> = snapshotter.snapshot().into_vec();
     let dropped = metric(&snap, MetricKind::Counter, "turno_mailbox_dropped_total");
@@ -76,9 +77,10 @@ fn depth_drops_and_turn_time_are_exported() {
     let depth = metric(&snap, MetricKind::Gauge, "turno_mailbox_depth");
     assert_eq!(depth.len(), 1);
     assert_eq!(depth[0].1, format!("{:?}", DebugValue::Gauge(0.0.into())));
-    // Two message turns: the first is sampled (one in `TURN_SAMPLE`), the
-    // started hook never is.
-    assert_eq!(turn_samples(&snap, "gauge"), 1);
+    // Two message turns (k = 0, 1): turn k is sampled when
+    // (k + id) % TURN_SAMPLE == 0; the started hook never is.
+    let expected = (0..2u64).filter(|k| (k + id) % 64 == 0).count();
+    assert_eq!(turn_samples(&snap, "gauge"), expected);
 }
 
 /// How many turn-time samples the histogram of `actor` holds.
@@ -114,11 +116,11 @@ impl Actor for Quiet {
 }
 
 #[test]
-fn turn_time_is_sampled_one_message_turn_in_64() {
+fn turn_time_is_sampled_one_message_turn_in_64_at_the_phase_of_the_id() {
     assert_eq!(turno::metrics::TURN_SAMPLE, 64);
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
-    metrics::with_local_recorder(&recorder, || {
+    let busy_id = metrics::with_local_recorder(&recorder, || {
         let mut sys = DetSystem::new(1);
         let busy = sys
             .spawn(Props::new().name("busy").mailbox(Policy::Unbounded), || {
@@ -131,10 +133,15 @@ fn turn_time_is_sampled_one_message_turn_in_64() {
             assert!(busy.try_send(i).is_enqueued());
         }
         sys.run_until_idle().unwrap();
+        busy.id()
     });
     let snap: Vec<_> = snapshotter.snapshot().into_vec();
-    // Message turns 1, 65 and 129 of 130.
-    assert_eq!(turn_samples(&snap, "busy"), 3);
+    // Message turn k (from 0) of actor `id` is sampled when
+    // (k + id) % 64 == 0: two or three of 130, by the id.
+    let id = busy_id.as_u64();
+    let expected = (0..130u64).filter(|k| (k + id) % 64 == 0).count();
+    assert!((2..=3).contains(&expected));
+    assert_eq!(turn_samples(&snap, "busy"), expected);
     assert!(
         !snap.iter().any(|(k, ..)| k
             .key()

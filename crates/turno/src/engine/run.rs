@@ -46,11 +46,13 @@ impl Engine {
                 Step::Ran(TurnOutcome::Discarded) => {
                     ran += 1;
                     self.release_from(slot, std::mem::take(&mut fx.unmuted));
+                    // No handler ran: the released senders were all of it.
+                    fx.untouch();
                 }
                 // Failed or not: a failure is in `fx.failed`, which `apply` reads.
                 Step::Ran(TurnOutcome::Handled) => {
                     ran += 1;
-                    if !fx.is_empty() {
+                    if !fx.is_untouched() {
                         flow = self.apply(slot, cell.as_mut(), std::mem::take(fx));
                     }
                 }
