@@ -8,6 +8,7 @@ use event_listener::Listener;
 pub use crate::ids::{ActorId, ActorPath};
 
 use crate::buffer::{BufferStats, Policy};
+use crate::engine::{Slot, TypedBody};
 use crate::mailbox::{Mailbox, Verdict};
 
 /// The address of an actor whose message type is `M`.
@@ -19,26 +20,36 @@ use crate::mailbox::{Mailbox, Verdict};
 /// instead: it takes part in backpressure (muting) and in the trace of the
 /// turn. The methods here are for code outside the actor system.
 pub struct Addr<M> {
-    pub(crate) mailbox: Arc<Mailbox<M>>,
+    /// The actor's slot (its one allocation), seen as its typed mailbox.
+    pub(crate) slot: Arc<Slot<dyn TypedBody<M>>>,
+}
+
+impl<M: 'static> Addr<M> {
+    /// The mailbox, part of the slot.
+    #[inline]
+    pub(crate) fn mailbox(&self) -> &Mailbox<M> {
+        self.slot.body.mailbox()
+    }
 }
 
 impl<M> Clone for Addr<M> {
     fn clone(&self) -> Self {
         Addr {
-            mailbox: self.mailbox.clone(),
+            slot: self.slot.clone(),
         }
     }
 }
 
-impl<M> fmt::Debug for Addr<M> {
+impl<M: 'static> fmt::Debug for Addr<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Addr({} {})", self.mailbox.id, self.mailbox.path)
+        write!(f, "Addr({} {})", self.slot.id, self.mailbox().path)
     }
 }
 
 impl<M> PartialEq for Addr<M> {
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.mailbox, &other.mailbox)
+        // The allocation, not the vtable (one slot, one actor).
+        std::ptr::addr_eq(Arc::as_ptr(&self.slot), Arc::as_ptr(&other.slot))
     }
 }
 
@@ -47,36 +58,36 @@ impl<M> Eq for Addr<M> {}
 impl<M: Send + 'static> Addr<M> {
     /// The actor's id.
     pub fn id(&self) -> ActorId {
-        self.mailbox.id
+        self.slot.id
     }
 
     /// The actor's name (from [`Props::name`](crate::Props::name), or
     /// `$<id>`): the last segment of its [path](Addr::path).
     pub fn name(&self) -> &str {
-        self.mailbox.path.name()
+        self.mailbox().path.name()
     }
 
     /// The actor's path from the root, e.g. `/orders/worker`: stable across
     /// runs where every segment was named (see [`ActorPath`]).
     pub fn path(&self) -> &ActorPath {
-        &self.mailbox.path
+        &self.mailbox().path
     }
 
     /// The mailbox policy.
     pub fn policy(&self) -> Policy {
-        self.mailbox.policy()
+        self.mailbox().policy()
     }
 
     /// Sends without waiting. A full suspend mailbox answers
     /// [`Verdict::Full`] with the message.
     pub fn try_send(&self, msg: M) -> Verdict<M> {
-        self.mailbox.push_user(msg, None, false).0
+        self.mailbox().push_user(msg, None, false).0
     }
 
     /// Offers `msg` again after a [`Verdict::Full`] (counted as an attempt,
     /// not as another message, in [`BufferStats`]).
     pub(crate) fn retry_send(&self, msg: M) -> Verdict<M> {
-        self.mailbox.push_user(msg, None, true).0
+        self.mailbox().push_user(msg, None, true).0
     }
 
     /// Retries a send refused as full a few times over a few microseconds
@@ -122,7 +133,7 @@ impl<M: Send + 'static> Addr<M> {
             Err(back) => back,
         };
         loop {
-            let (_waiting, listener) = self.mailbox.wait_for_space();
+            let (_waiting, listener) = self.mailbox().wait_for_space();
             match self.retry_send(msg) {
                 Verdict::Full(back) => msg = back,
                 verdict => return verdict,
@@ -162,7 +173,7 @@ impl<M: Send + 'static> Addr<M> {
             Err(back) => back,
         };
         loop {
-            let (_waiting, listener) = self.mailbox.wait_for_space();
+            let (_waiting, listener) = self.mailbox().wait_for_space();
             match self.retry_send(msg) {
                 Verdict::Full(back) => msg = back,
                 verdict => return Ok(verdict),
@@ -187,23 +198,23 @@ impl<M: Send + 'static> Addr<M> {
 
     /// True once the actor has stopped: every later send is a dead letter.
     pub fn is_closed(&self) -> bool {
-        self.mailbox.is_closed()
+        self.mailbox().is_closed()
     }
 
     /// Messages waiting in the user lane now.
     pub fn depth(&self) -> usize {
-        self.mailbox.user_len()
+        self.mailbox().user_len()
     }
 
     /// The mailbox's counters: messages offered (once each, however often a
     /// waiting sender retried), attempts, taken, dropped, rejected, max depth.
     pub fn stats(&self) -> BufferStats {
-        self.mailbox.stats()
+        self.mailbox().stats()
     }
 
     /// Replies that arrived for requests this actor no longer awaited, and
     /// were discarded.
     pub fn stale_replies(&self) -> u64 {
-        self.mailbox.stale_replies()
+        self.mailbox().stale_replies()
     }
 }

@@ -47,7 +47,7 @@ pub use crate::ids::{RequestId, StaleReason};
 use std::sync::atomic::Ordering;
 
 use crate::addr::Addr;
-use crate::mailbox::{Mailbox, Verdict};
+use crate::mailbox::Verdict;
 use crate::sync::AtomicU64;
 use crate::time::Instant;
 
@@ -171,7 +171,7 @@ impl<M: Send + 'static> Addr<M> {
     ) -> Result<R, BridgeError<M>> {
         let deadline = std::time::Instant::now() + timeout;
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        let id = self.mailbox.shared.next_request();
+        let id = self.mailbox().shared.next_request();
         let port = Arc::new(ChannelPort(parking_lot::Mutex::new(Some(tx))));
         let reply_to = ReplyTo { id, port };
         match self.send_blocking_until(request(reply_to), Some(deadline)) {
@@ -205,7 +205,8 @@ pub(crate) trait TimeoutPort<M>: Send + Sync {
 
 struct AskPort<M, R, F> {
     id: RequestId,
-    mailbox: Arc<Mailbox<M>>,
+    /// The asker.
+    addr: Addr<M>,
     on_response: F,
     /// Nanoseconds + 1 of the first reply's enqueue (0: none yet); written
     /// under the lock of the asker's system lane, so whoever takes the
@@ -221,7 +222,7 @@ where
 {
     fn deliver(&self, id: RequestId, value: R) -> bool {
         let msg = (self.on_response)(self.id, Response::Reply(value));
-        self.mailbox.push_reply(id, msg, |at| {
+        self.addr.mailbox().push_reply(id, msg, |at| {
             let _ = self.replied_at.compare_exchange(
                 0,
                 at.as_nanos().saturating_add(1),
@@ -253,7 +254,7 @@ where
 /// pending entry.
 pub(crate) fn new_request<M, R, F>(
     id: RequestId,
-    mailbox: Arc<Mailbox<M>>,
+    addr: Addr<M>,
     on_response: F,
 ) -> (ReplyTo<R>, Arc<dyn TimeoutPort<M>>)
 where
@@ -263,7 +264,7 @@ where
 {
     let port = Arc::new(AskPort {
         id,
-        mailbox,
+        addr,
         on_response,
         replied_at: AtomicU64::new(0),
         _reply: PhantomData,

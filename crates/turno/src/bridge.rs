@@ -79,7 +79,7 @@ where
     R: Send + 'static,
 {
     let (tx, rx) = oneshot::channel();
-    let id = to.mailbox.shared.next_request();
+    let id = to.mailbox().shared.next_request();
     let reply_to = ReplyTo::with_port(id, Arc::new(OneshotPort(Mutex::new(Some(tx)))));
     let exchange = async {
         match to.send(request(reply_to)).await {
@@ -121,14 +121,14 @@ impl<'a, A: Actor> Context<'a, A> {
         T: Send + 'static,
         G: Fn(Response<T>) -> A::Msg + Send + Sync + 'static,
     {
-        let shared = self.addr.mailbox.shared.clone();
+        let shared = self.addr.mailbox().shared.clone();
         let handle = match shared.tokio.get() {
             Some(h) => h.clone(),
             None => tokio::runtime::Handle::try_current().map_err(|_| NoRuntime)?,
         };
         let id = shared.next_request();
         let (reply_to, timeout_port) =
-            ask::new_request(id, self.addr.mailbox.clone(), move |_, r| on_done(r));
+            ask::new_request(id, self.addr.clone(), move |_, r| on_done(r));
         let task = handle.spawn(async move {
             let value = future.await;
             reply_to.reply(value);

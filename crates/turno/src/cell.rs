@@ -16,8 +16,9 @@ use crate::ask::RequestId;
 use crate::ask::{Asks, ReplyFate, StaleReason};
 use crate::context::{Context, WatchMap};
 use crate::effects::{Effects, Spawned};
+use crate::engine::{AnyBody, Slot, TypedBody};
 use crate::ids::ActorPath;
-use crate::mailbox::{Control, Envelope, Mailbox, MailboxOps, Next, Signal};
+use crate::mailbox::{Control, Envelope, Mailbox, MailboxOps, Next, Signal, SlotRef};
 use crate::shared::SystemShared;
 use crate::stash::Stash;
 use crate::timer::TimerId;
@@ -72,9 +73,61 @@ pub(crate) trait AnyCell: Send {
     /// held becomes dead letters. Returns the senders this mailbox had muted.
     fn stop(&mut self, fx: &mut Effects) -> Vec<ActorId>;
     fn timer_live(&self, id: TimerId) -> bool;
-    /// The mailbox, for the engine (no cell lock needed to use it).
-    fn mailbox_ops(&self) -> Arc<dyn MailboxOps>;
     fn ask_pending(&self, id: RequestId) -> bool;
+}
+
+/// An actor's slot body: its mailbox and its cell, in the slot's one
+/// allocation (see `engine::slot`). The cell is `None` before the slot is
+/// built around it (it holds an address of the slot) and once the actor
+/// has stopped.
+pub(crate) struct Body<A: Actor> {
+    pub(crate) mailbox: Mailbox<A::Msg>,
+    /// Only the actor's runner locks it.
+    cell: crate::sync::Mutex<Option<Cell<A>>>,
+}
+
+impl<A: Actor> TypedBody<A::Msg> for Body<A> {
+    #[inline]
+    fn mailbox(&self) -> &Mailbox<A::Msg> {
+        &self.mailbox
+    }
+}
+
+impl<A: Actor> AnyBody for Body<A> {
+    fn ops(&self) -> &dyn MailboxOps {
+        &self.mailbox
+    }
+
+    fn with_cell(&self, f: &mut dyn FnMut(&mut dyn AnyCell) -> bool) {
+        let mut cell = self.cell.lock();
+        if let Some(c) = cell.as_mut() {
+            if f(c) {
+                *cell = None;
+            }
+        }
+    }
+}
+
+/// A slot body of a mailbox alone: the test kit's actor under test (whose
+/// cell the kit holds) and its probes, which no scheduler runs.
+pub(crate) struct Bare<M> {
+    mailbox: Mailbox<M>,
+}
+
+impl<M: Send + 'static> TypedBody<M> for Bare<M> {
+    #[inline]
+    fn mailbox(&self) -> &Mailbox<M> {
+        &self.mailbox
+    }
+}
+
+impl<M: Send + 'static> Bare<M> {
+    /// An address of a bare mailbox.
+    pub(crate) fn addr(id: ActorId, mailbox: Mailbox<M>) -> Addr<M> {
+        Addr {
+            slot: Arc::new(Slot::new(id, Bare { mailbox })),
+        }
+    }
 }
 
 type Factory<A> = Box<dyn FnMut() -> A + Send>;
@@ -156,16 +209,20 @@ impl<A: Actor> Cell<A> {
     ) -> (Self, Addr<A::Msg>) {
         let id = shared.next_actor();
         let path = named.unwrap_or_else(|| parent.unnamed_child(id));
-        let mailbox = Arc::new(Mailbox::new(id, path, props.policy, shared));
-        let addr = Addr { mailbox };
-        let cell = Cell {
+        let addr = Bare::addr(id, Mailbox::new(id, path, props.policy, shared, None));
+        (Self::around(props, factory, addr.clone()), addr)
+    }
+
+    /// A cell with no instance yet, of the actor at `addr`.
+    fn around(props: &Props, factory: Factory<A>, addr: Addr<A::Msg>) -> Self {
+        let id = addr.id();
+        Cell {
             actor: None,
             factory,
-            addr: addr.clone(),
+            addr,
             rare: LazyRare::new(props.stash_capacity),
             turns: (id.as_u64() % u64::from(crate::metrics::TURN_SAMPLE)) as u32,
-        };
-        (cell, addr)
+        }
     }
 
     /// Builds a cell ready for a scheduler to register (see [`Cell::new`]).
@@ -177,13 +234,30 @@ impl<A: Actor> Cell<A> {
         named: Option<ActorPath>,
     ) -> (Spawned, Addr<A::Msg>) {
         let is_named = named.is_some();
-        let (cell, addr) = Self::new(shared, &props, factory, parent, named);
+        let id = shared.next_actor();
+        let path = named.unwrap_or_else(|| parent.unnamed_child(id));
+        // One allocation: the slot's header, the mailbox and the cell. The
+        // mailbox learns the slot's address before the slot exists.
+        let slot: Arc<Slot<Body<A>>> = Arc::new_cyclic(|me: &std::sync::Weak<Slot<Body<A>>>| {
+            let me: *const Slot<Body<A>> = me.as_ptr();
+            let me: *const Slot<dyn AnyBody> = me;
+            let mailbox = Mailbox::new(id, path, props.policy, shared, Some(SlotRef::new(me)));
+            Slot::new(
+                id,
+                Body {
+                    mailbox,
+                    cell: crate::sync::Mutex::new(None),
+                },
+            )
+        });
+        let addr = Addr { slot: slot.clone() };
+        *slot.body.cell.lock() = Some(Self::around(&props, factory, addr.clone()));
         let spawned = Spawned {
-            id: addr.id(),
-            path: addr.mailbox.path.clone(),
+            id,
+            path: addr.mailbox().path.clone(),
             named: is_named,
             policy: props.policy,
-            cell: Box::new(cell),
+            slot: Some(slot),
             supervision: props.supervision,
         };
         (spawned, addr)
@@ -206,7 +280,7 @@ impl<A: Actor> Cell<A> {
     }
 
     fn shared(&self) -> &SystemShared {
-        &self.addr.mailbox.shared
+        &self.addr.mailbox().shared
     }
 
     /// Runs `f` on the instance with a context, catching a panic.
@@ -220,22 +294,22 @@ impl<A: Actor> Cell<A> {
         let Some(actor) = self.actor.as_mut() else {
             return;
         };
-        let shared = &self.addr.mailbox.shared;
+        let shared = &self.addr.mailbox().shared;
         #[cfg(feature = "tracing")]
         let _span = tracing::debug_span!(
             target: "turno",
             "turn",
-            actor = %self.addr.mailbox.path.name(),
+            actor = %self.addr.mailbox().path.name(),
             id = actor_id.as_u64(),
             kind = ?what,
-            path = %self.addr.mailbox.path,
+            path = %self.addr.mailbox().path,
         )
         .entered();
         shared.tracer.emit(&shared.clock, || ActorEvent::TurnStart {
             actor: actor_id.into(),
             what,
         });
-        let metrics = self.addr.mailbox.metrics();
+        let metrics = self.addr.mailbox().metrics();
         // Turn time is sampled (see `crate::metrics`): the clock is read on
         // one message turn in `TURN_SAMPLE`, never on a hook.
         let sampled = match what {
@@ -276,7 +350,7 @@ impl<A: Actor> Cell<A> {
     }
 
     fn stale(&mut self, request: RequestId, reason: StaleReason) -> TurnOutcome {
-        let mailbox = &self.addr.mailbox;
+        let mailbox = self.addr.mailbox();
         mailbox.count_stale();
         mailbox.metrics().stale();
         let actor = self.addr.id();
@@ -312,25 +386,25 @@ fn panic_message(payload: Box<dyn Any + Send>) -> String {
 
 impl<A: Actor> AnyCell for Cell<A> {
     fn push_signal(&self, s: Signal) -> bool {
-        self.addr.mailbox.push_signal(s)
+        self.addr.mailbox().push_signal(s)
     }
 
     fn has_control(&self) -> bool {
-        self.addr.mailbox.has_control()
+        self.addr.mailbox().has_control()
     }
 
     fn has_work(&self) -> bool {
-        self.rare.has_redelivery() || self.addr.mailbox.has_work()
+        self.rare.has_redelivery() || self.addr.mailbox().has_work()
     }
 
     fn try_idle(&self) -> bool {
-        self.addr.mailbox.try_idle(self.rare.has_redelivery())
+        self.addr.mailbox().try_idle(self.rare.has_redelivery())
     }
 
     fn start(&mut self, fx: &mut Effects) {
         if self.actor.is_none() {
             let factory = &mut self.factory;
-            let quiet = crate::panics::Quiet::enter(!self.addr.mailbox.shared.print_panics);
+            let quiet = crate::panics::Quiet::enter(!self.addr.mailbox().shared.print_panics);
             let built = catch_unwind(AssertUnwindSafe(factory));
             drop(quiet);
             match built {
@@ -340,8 +414,8 @@ impl<A: Actor> AnyCell for Cell<A> {
                     #[cfg(feature = "tracing")]
                     tracing::error!(
                         target: "turno",
-                        actor = %self.addr.mailbox.path.name(),
-                        path = %self.addr.mailbox.path,
+                        actor = %self.addr.mailbox().path.name(),
+                        path = %self.addr.mailbox().path,
                         id = self.addr.id().as_u64(),
                         error = %e,
                         "factory panicked: actor failed"
@@ -356,7 +430,7 @@ impl<A: Actor> AnyCell for Cell<A> {
 
     fn step(&mut self, blocked: bool, fx: &mut Effects) -> Step {
         let blocked = blocked || self.actor.is_none();
-        let next = self.addr.mailbox.next(blocked, self.rare.has_redelivery());
+        let next = self.addr.mailbox().next(blocked, self.rare.has_redelivery());
         let outcome = match next {
             Next::Control(c) => return Step::Control(c),
             Next::Idle if blocked => return Step::Blocked,
@@ -466,11 +540,7 @@ impl<A: Actor> AnyCell for Cell<A> {
             self.shared()
                 .dead_letter(id, crate::trace::DeadLetterReason::Drained);
         }
-        self.addr.mailbox.close()
-    }
-
-    fn mailbox_ops(&self) -> Arc<dyn MailboxOps> {
-        self.addr.mailbox.clone()
+        self.addr.mailbox().close()
     }
 
     fn timer_live(&self, id: TimerId) -> bool {

@@ -44,7 +44,7 @@ pub struct Context<'a, A: Actor> {
 
 impl<'a, A: Actor> Context<'a, A> {
     fn shared(&self) -> &Arc<SystemShared> {
-        &self.addr.mailbox.shared
+        &self.addr.mailbox().shared
     }
 
     fn trace(&self, kind: impl FnOnce() -> ActorEvent) {
@@ -60,7 +60,7 @@ impl<'a, A: Actor> Context<'a, A> {
     /// This actor's path from the root, e.g. `/orders/worker` (see
     /// [`ActorPath`]).
     pub fn path(&self) -> &ActorPath {
-        &self.addr.mailbox.path
+        &self.addr.mailbox().path
     }
 
     /// This actor's own address.
@@ -93,7 +93,7 @@ impl<'a, A: Actor> Context<'a, A> {
     /// exempted by the cycle rule.
     pub fn send<N: Send + 'static>(&mut self, to: &Addr<N>, msg: N) -> Verdict<N> {
         let me = self.addr.id();
-        let (verdict, muted) = to.mailbox.push_user(msg, Some(me), false);
+        let (verdict, muted) = to.mailbox().push_user(msg, Some(me), false);
         if muted {
             self.fx.edit().muted_by.push(to.id());
         }
@@ -161,7 +161,7 @@ impl<'a, A: Actor> Context<'a, A> {
         props: Props,
         factory: impl FnMut() -> B + Send + 'static,
     ) -> Result<Addr<B::Msg>, SpawnError> {
-        let parent = &self.addr.mailbox.path;
+        let parent = &self.addr.mailbox().path;
         let named = props.check(parent)?;
         if let Some(path) = &named {
             let pending = self.fx.spawned.iter().any(|s| s.path == *path);
@@ -227,7 +227,7 @@ impl<'a, A: Actor> Context<'a, A> {
         let size = self.rare.get().stash.push(msg)?;
         self.fx.stashed += 1;
         let actor = self.id();
-        self.addr.mailbox.metrics().stash(size);
+        self.addr.mailbox().metrics().stash(size);
         self.trace(|| ActorEvent::Stash {
             actor: actor.into(),
             size,
@@ -242,7 +242,7 @@ impl<'a, A: Actor> Context<'a, A> {
         if count > 0 {
             self.fx.unstashed += count;
             let actor = self.id();
-            self.addr.mailbox.metrics().stash(0);
+            self.addr.mailbox().metrics().stash(0);
             self.trace(|| ActorEvent::Unstash {
                 actor: actor.into(),
                 count,
@@ -325,7 +325,7 @@ impl<'a, A: Actor> Context<'a, A> {
         F: Fn(RequestId, Response<R>) -> A::Msg + Send + Sync + 'static,
     {
         let id = self.shared().next_request();
-        let (reply_to, timeout_port) = ask::new_request(id, self.addr.mailbox.clone(), on_response);
+        let (reply_to, timeout_port) = ask::new_request(id, self.addr.clone(), on_response);
         match self.send(to, request(reply_to)) {
             // Evicting: ours is queued, the receiver evicts an older one.
             Verdict::Enqueued { .. } | Verdict::Evicting => {}

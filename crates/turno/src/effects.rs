@@ -5,11 +5,12 @@
 //! A leaf of the crate: it names ids, cells and supervision, and nothing
 //! here runs anything.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::addr::ActorId;
 use crate::ask::RequestId;
-use crate::cell::AnyCell;
+use crate::engine::Slot;
 use crate::ids::ActorPath;
 use crate::mailbox::VerdictKind;
 use crate::supervision::Supervision;
@@ -32,8 +33,35 @@ pub(crate) struct Spawned {
     /// Spawned with a name: its path enters the system's path index.
     pub(crate) named: bool,
     pub(crate) policy: crate::Policy,
-    pub(crate) cell: Box<dyn AnyCell>,
+    /// The child's slot, its cell inside; taken out by the engine's
+    /// registration.
+    pub(crate) slot: Option<Arc<Slot>>,
     pub(crate) supervision: Supervision,
+}
+
+impl Spawned {
+    /// Stops a child that will never be registered (its parent failed or
+    /// stopped, or its path is taken): its mail becomes dead letters, and
+    /// its cell goes (it held an address of its own slot).
+    pub(crate) fn stop_orphan(mut self) {
+        if let Some(slot) = self.slot.take() {
+            slot.body.with_cell(&mut |cell| {
+                let _ = cell.stop(&mut Effects::default());
+                true
+            });
+        }
+    }
+}
+
+impl Drop for Spawned {
+    /// A child dropped unregistered (the test kit drops the children of
+    /// the turn it ran) drops its cell, which holds an address of the
+    /// child's own slot: otherwise that slot would keep itself alive.
+    fn drop(&mut self) {
+        if let Some(slot) = self.slot.take() {
+            slot.body.with_cell(&mut |_| true);
+        }
+    }
 }
 
 /// The effects of one turn, other than sends.

@@ -18,8 +18,9 @@
 //! The mailbox also keeps the set of senders it has *muted* (suspend policy):
 //! they are released when the depth falls below the low watermark.
 
+use std::ptr::NonNull;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use crate::lane::{Lane, Mode, Pushed};
 use crate::lazy::LazyBox;
@@ -29,6 +30,7 @@ use event_listener::Event;
 use crate::addr::ActorId;
 use crate::ask::RequestId;
 use crate::buffer::{BufferStats, Offer, Policy};
+use crate::engine::{AnyBody, Slot};
 use crate::ids::ActorPath;
 use crate::metrics::{MailboxMetrics, Metrics};
 use crate::shared::SystemShared;
@@ -152,9 +154,46 @@ pub(crate) enum Control {
     ChildTerminated(ActorId),
 }
 
-/// How a mailbox tells its scheduler that its actor has work.
-pub(crate) trait Wake: Send + Sync {
-    fn wake(&self);
+/// The slot a mailbox is part of (one allocation per actor: see
+/// `engine::slot`), for the mailbox to schedule its own actor: a push that
+/// finds the actor idle hands the run queue a new strong reference to the
+/// slot, made from this pointer (no weak reference to upgrade).
+#[derive(Clone, Copy)]
+pub(crate) struct SlotRef(NonNull<Slot<dyn AnyBody>>);
+
+// SAFETY: a `SlotRef` is only dereferenced as a shared reference to the
+// slot (which is `Send + Sync`: its fields are atomics, a `OnceLock` and a
+// `Send + Sync` body) and to make an `Arc` of it.
+unsafe impl Send for SlotRef {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for SlotRef {}
+
+impl SlotRef {
+    /// `slot` is the `Arc` allocation the mailbox will live in (its address
+    /// from `Arc::new_cyclic`'s weak reference, before it is built).
+    pub(crate) fn new(slot: *const Slot<dyn AnyBody>) -> Self {
+        SlotRef(NonNull::new(slot.cast_mut()).expect("an Arc's address is not null"))
+    }
+
+    /// Hands the slot to its scheduler, if it has one yet.
+    fn wake(self) {
+        // SAFETY: the mailbox holding this pointer is a field of the slot,
+        // so the slot is alive while the mailbox is reachable.
+        let slot = unsafe { self.0.as_ref() };
+        if let Some(sched) = slot.sched.get() {
+            let p = self.0.as_ptr().cast_const();
+            // SAFETY: the slot is in an `Arc` (built by `Arc::new_cyclic`),
+            // and whoever pushes into this mailbox holds a strong
+            // reference to it (an address, or the engine's `Arc<Slot>`),
+            // so the count is at least one while it is raised here; the
+            // `Arc` made from the raised count owns that one reference.
+            let me = unsafe {
+                Arc::increment_strong_count(p);
+                Arc::from_raw(p)
+            };
+            sched.schedule(me);
+        }
+    }
 }
 
 /// The untyped operations the engine needs on any actor's mailbox, without
@@ -166,7 +205,14 @@ pub(crate) trait MailboxOps: Send + Sync {
     fn push_signal(&self, s: Signal) -> bool;
     fn forget_muted(&self, sender: ActorId);
     fn is_muting(&self, sender: ActorId) -> bool;
-    fn set_waker(&self, waker: Arc<dyn Wake>);
+    /// Hands the actor to its scheduler whatever the `notified` flag (a
+    /// parked actor requeued).
+    fn wake(&self);
+    /// Sets the `notified` flag for the registering engine, which then
+    /// schedules the actor itself: a push made before the scheduler was
+    /// set (a parent sending to its child in the turn that spawned it)
+    /// set the flag and woke no one.
+    fn claim_notified(&self);
 }
 
 /// Signals: system-lane entries that become a call to the actor's handler.
@@ -228,8 +274,9 @@ pub(crate) struct Mailbox<M> {
     pub(crate) shared: Arc<SystemShared>,
     metrics: MailboxMetrics,
     stale_replies: AtomicU64,
-    /// The scheduler's hook; unset for probes and the test kit.
-    waker: OnceLock<Arc<dyn Wake>>,
+    /// The slot this mailbox is part of; `None` for probes and the test
+    /// kit's actor, which nothing schedules.
+    me: Option<SlotRef>,
 }
 
 /// The senders a mailbox has muted, released below the low watermark.
@@ -268,6 +315,7 @@ impl<M: Send + 'static> Mailbox<M> {
         path: ActorPath,
         policy: Policy,
         shared: Arc<SystemShared>,
+        me: Option<SlotRef>,
     ) -> Self {
         let metrics = MailboxMetrics::new(&shared);
         Mailbox {
@@ -288,7 +336,7 @@ impl<M: Send + 'static> Mailbox<M> {
             shared,
             metrics,
             stale_replies: AtomicU64::new(0),
-            waker: OnceLock::new(),
+            me,
         }
     }
 
@@ -428,8 +476,8 @@ impl<M: Send + 'static> Mailbox<M> {
     /// cleared and wakes, or the consumer's look sees this push.
     fn notify(&self) {
         if !self.notified.swap(true, Ordering::AcqRel) {
-            if let Some(w) = self.waker.get() {
-                w.wake();
+            if let Some(me) = self.me {
+                me.wake();
             }
         }
     }
@@ -806,7 +854,13 @@ impl<M: Send + 'static> MailboxOps for Mailbox<M> {
             .is_some_and(|part| part.list.lock().contains(&sender))
     }
 
-    fn set_waker(&self, waker: Arc<dyn Wake>) {
-        let _ = self.waker.set(waker);
+    fn wake(&self) {
+        if let Some(me) = self.me {
+            me.wake();
+        }
+    }
+
+    fn claim_notified(&self) {
+        self.notified.swap(true, Ordering::AcqRel);
     }
 }

@@ -224,7 +224,7 @@ impl<A: Actor> TestKit<A> {
 
     /// Sets the kit's clock (it starts at zero and moves only here).
     pub fn set_time(&mut self, t: Instant) {
-        self.addr.mailbox.shared.clock.advance_to(t);
+        self.addr.mailbox().shared.clock.advance_to(t);
     }
 
     fn effects() -> Effects {
@@ -258,14 +258,15 @@ impl<M: Send + 'static> Probe<M> {
     pub fn with_policy(policy: Policy) -> Self {
         let shared = detached_shared();
         let id = ActorId(u64::MAX - shared.next_actor().as_u64());
-        let mailbox = Arc::new(Mailbox::new(
+        let mailbox = Mailbox::new(
             id,
             crate::ids::ActorPath::root().child("probe"),
             policy,
             shared,
-        ));
+            None,
+        );
         Probe {
-            addr: Addr { mailbox },
+            addr: crate::cell::Bare::addr(id, mailbox),
         }
     }
 
@@ -277,7 +278,7 @@ impl<M: Send + 'static> Probe<M> {
     /// Takes every message received so far, in order.
     pub fn drain(&self) -> Vec<M> {
         let mut out = Vec::new();
-        while let Some(env) = self.addr.mailbox.pop_user() {
+        while let Some(env) = self.addr.mailbox().pop_user() {
             out.push(match env {
                 Envelope::Msg(m) | Envelope::Reply(_, m) => m,
             });

@@ -32,7 +32,8 @@
 //!
 //! ## Where each part lives
 //!
-//! - `slot.rs`: the slot and its scheduling state word (park, unpark,
+//! - `slot.rs`: the slot, one allocation per actor (its header, then the
+//!   mailbox and the cell), and its scheduling state word (park, unpark,
 //!   block, unblock): the protocol loom checks.
 //! - `tree.rs`: the supervision tree: register, stop (children first),
 //!   restart, finalize, fail and supervise. Which children a strategy
@@ -60,7 +61,7 @@ use crate::timer::TimerEntry;
 use crate::trace::ActorEvent;
 
 pub(crate) use crate::ids::ROOT;
-pub(crate) use slot::Slot;
+pub(crate) use slot::{AnyBody, Slot, TypedBody};
 pub(crate) use tree::Registered;
 use tree::Tree;
 
@@ -156,8 +157,7 @@ impl Engine {
     #[cfg(turno_loom)]
     pub(crate) fn is_listed(&self, receiver: ActorId, sender: ActorId) -> bool {
         self.slot(receiver)
-            .and_then(|r| r.mailbox())
-            .is_some_and(|m| m.is_muting(sender))
+            .is_some_and(|r| r.mailbox().is_muting(sender))
     }
 
     pub(crate) fn slot(&self, id: ActorId) -> Option<Arc<Slot>> {
@@ -191,16 +191,14 @@ impl Engine {
     /// Never takes the target's cell lock (its runner may hold it), only the
     /// lock of its mailbox's system lane.
     fn control_to(slot: &Slot, c: Control) {
-        if slot.mailbox().is_some_and(|m| m.push_control(c)) {
+        if slot.mailbox().push_control(c) {
             slot.unpark();
         }
     }
 
     pub(crate) fn push_signal(&self, id: ActorId, s: Signal) {
         if let Some(slot) = self.slot(id) {
-            if let Some(m) = slot.mailbox() {
-                m.push_signal(s);
-            }
+            slot.mailbox().push_signal(s);
         }
     }
 }

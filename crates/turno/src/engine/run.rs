@@ -22,19 +22,31 @@ impl Engine {
     /// turn that only sends leaves it empty and skips `apply` altogether,
     /// and no batch builds, drops or fetches a record of its own.
     pub(crate) fn run_slot(&self, slot: &Arc<Slot>, batch: usize, fx: &mut Effects) -> usize {
-        let mut guard = slot.cell.lock();
-        let Some(cell) = guard.as_mut() else {
-            return 0;
-        };
         let mut ran = 0;
+        slot.body
+            .with_cell(&mut |cell| self.run_cell(slot, cell, batch, fx, &mut ran));
+        ran
+    }
+
+    /// [`Engine::run_slot`] under the cell's lock; true when the actor is
+    /// finalized (its cell is then dropped).
+    fn run_cell(
+        &self,
+        slot: &Arc<Slot>,
+        cell: &mut dyn AnyCell,
+        batch: usize,
+        fx: &mut Effects,
+        ran: &mut usize,
+    ) -> bool {
+        let mut ran_here = 0;
         let mut flow = Flow::Continue;
         let mut idle = false;
-        while ran < batch.max(1) && flow == Flow::Continue {
+        while ran_here < batch.max(1) && flow == Flow::Continue {
             let blocked = slot.blocked();
             match cell.step(blocked, fx) {
                 Step::Control(c) => {
-                    ran += 1;
-                    flow = self.control(slot, cell.as_mut(), c);
+                    ran_here += 1;
+                    flow = self.control(slot, cell, c);
                 }
                 // Marked idle: the next push will wake the actor.
                 Step::Idle => {
@@ -44,31 +56,30 @@ impl Engine {
                 // Park it below.
                 Step::Blocked => break,
                 Step::Ran(TurnOutcome::Discarded) => {
-                    ran += 1;
+                    ran_here += 1;
                     self.release_from(slot, std::mem::take(&mut fx.unmuted));
                     // No handler ran: the released senders were all of it.
                     fx.untouch();
                 }
                 // Failed or not: a failure is in `fx.failed`, which `apply` reads.
                 Step::Ran(TurnOutcome::Handled) => {
-                    ran += 1;
+                    ran_here += 1;
                     if !fx.is_untouched() {
-                        flow = self.apply(slot, cell.as_mut(), std::mem::take(fx));
+                        flow = self.apply(slot, cell, std::mem::take(fx));
                     }
                 }
             }
         }
         fx.end_batch();
+        *ran = ran_here;
         if flow == Flow::Finalized {
-            // Dropping the cell drops its address, breaking the
-            // mailbox -> slot -> cell -> mailbox cycle.
-            *guard = None;
-            return ran;
+            // Dropping the cell drops its address of its own slot.
+            return true;
         }
         if !idle {
-            self.finish(slot, cell.as_ref());
+            self.finish(slot, cell);
         }
-        ran
+        false
     }
 
     /// After a batch: requeue, park or idle, without losing a wake-up.
@@ -142,8 +153,7 @@ impl Engine {
             // stops and busy time are dropped, and the senders its take
             // released are released.
             for s in spawned {
-                let mut orphan = s.cell;
-                let _ = orphan.stop(&mut Effects::default());
+                s.stop_orphan();
             }
             self.release_from(slot, unmuted);
             return self.fail(slot, cell, error);

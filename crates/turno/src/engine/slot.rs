@@ -1,35 +1,66 @@
 //! The slot: one actor as a scheduler holds it, and its scheduling state
 //! word. Parking and every unblocking are read-modify-writes of that one
 //! word, so no wake-up is lost (`tests/sched_loom.rs` checks it).
+//!
+//! A slot is **one allocation per actor**: the header here (id, state
+//! word, scheduler), then the body, which for an actor is its mailbox and
+//! its cell ([`Body`](crate::cell::Body)). The engine and the run queues
+//! hold it as `Arc<Slot>` (`Slot<dyn AnyBody>`), an address as
+//! `Arc<Slot<dyn TypedBody<M>>>`: the same allocation seen through two
+//! vtables. The mailbox wakes its own slot through a pointer to it
+//! (`mailbox::SlotRef`), so a wake-up upgrades no weak reference.
 
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, OnceLock};
 
 use super::Scheduler;
 use crate::addr::ActorId;
 use crate::cell::AnyCell;
-use crate::mailbox::{MailboxOps, Wake};
-use crate::sync::{AtomicU64, Mutex};
+use crate::mailbox::{Mailbox, MailboxOps};
+use crate::sync::AtomicU64;
 use crate::time::Instant;
 
-/// One actor as a scheduler holds it.
-pub(crate) struct Slot {
+/// What the engine needs of a slot's body, whatever the actor's type.
+pub(crate) trait AnyBody: Send + Sync + 'static {
+    /// The mailbox, untyped.
+    fn ops(&self) -> &dyn MailboxOps;
+    /// Runs `f` on the cell under its lock, unless the actor has stopped
+    /// (or the body has no cell); drops the cell if `f` returns true (the
+    /// actor is finalized: the cell's address of its own slot goes with
+    /// it, so the slot is freed once the last outside address is).
+    fn with_cell(&self, f: &mut dyn FnMut(&mut dyn AnyCell) -> bool);
+}
+
+/// What an address needs of a slot's body: its typed mailbox.
+pub(crate) trait TypedBody<M>: Send + Sync + 'static {
+    fn mailbox(&self) -> &Mailbox<M>;
+}
+
+/// One actor as a scheduler holds it: see the [module docs](self).
+pub(crate) struct Slot<B: ?Sized = dyn AnyBody> {
     pub(crate) id: ActorId,
-    /// The cell; `None` once the actor has stopped. Only its runner locks it.
-    pub(crate) cell: Mutex<Option<Box<dyn AnyCell>>>,
     /// The scheduling state word: `PARKED`, the blocking flags and the mute
     /// count, changed only by read-modify-writes of this one word (see
     /// [`Slot::try_park`]).
     pub(super) state: AtomicU64,
     /// End of a simulated busy period, in nanoseconds (with `BUSY` set).
     pub(super) busy_until: AtomicU64,
-    /// The mailbox, reachable without the cell's lock. Weak: the mailbox
-    /// holds the slot (its waker), and the cell, alive until the actor
-    /// stops, holds an address; a strong reference here made a cycle that
-    /// kept every stopped actor's slot and mailbox alive forever.
-    pub(super) mailbox: Weak<dyn MailboxOps>,
-    pub(super) me: Weak<Slot>,
-    pub(super) sched: Arc<dyn Scheduler>,
+    /// The scheduler, set when the engine registers the actor; unset for
+    /// the test kit's mailboxes, which nothing schedules.
+    pub(crate) sched: OnceLock<Arc<dyn Scheduler>>,
+    pub(crate) body: B,
+}
+
+impl<B> Slot<B> {
+    pub(crate) fn new(id: ActorId, body: B) -> Self {
+        Slot {
+            id,
+            state: AtomicU64::new(0),
+            busy_until: AtomicU64::new(0),
+            sched: OnceLock::new(),
+            body,
+        }
+    }
 }
 
 /// Parked: the slot has work it may not do yet and is in no run queue.
@@ -46,10 +77,9 @@ pub(super) const MUTES: u64 = (1 << 32) - 1;
 pub(super) const BLOCKING: u64 = FAILED | STOPPING | BUSY | MUTES;
 
 impl Slot {
-    /// The mailbox; `None` once the actor has stopped and every address of
-    /// it is gone.
-    pub(super) fn mailbox(&self) -> Option<Arc<dyn MailboxOps>> {
-        self.mailbox.upgrade()
+    /// The mailbox (part of the slot).
+    pub(super) fn mailbox(&self) -> &dyn MailboxOps {
+        self.body.ops()
     }
 
     /// May the actor handle user mail and signals now?
@@ -116,9 +146,7 @@ impl Slot {
     }
 
     pub(super) fn requeue(&self) {
-        if let Some(me) = self.me.upgrade() {
-            self.sched.schedule(me);
-        }
+        self.body.ops().wake();
     }
 
     /// Ends a simulated busy period that ends at `deadline`.
@@ -129,14 +157,6 @@ impl Slot {
             .is_ok()
         {
             self.unblock(BUSY, false);
-        }
-    }
-}
-
-impl Wake for Slot {
-    fn wake(&self) {
-        if let Some(me) = self.me.upgrade() {
-            self.sched.schedule(me);
         }
     }
 }

@@ -16,7 +16,6 @@ use crate::effects::{Effects, Spawned};
 use crate::ids::ActorPath;
 use crate::mailbox::{Control, Signal};
 use crate::supervision::{Directive, ExitReason, Failure, RestartLog, Strategy, Supervision};
-use crate::sync::{AtomicU64, Mutex};
 use crate::trace::ActorEvent;
 
 /// What happens once a stopping actor's children have all stopped.
@@ -26,7 +25,8 @@ pub(super) enum Then {
     Restart(u32),
 }
 
-/// One actor in the tree: what every actor needs (32 bytes); the parts
+/// One actor in the tree: what every actor needs (40 bytes: the slot is
+/// a wide pointer, `Arc<Slot<dyn AnyBody>>`); the parts
 /// only some actors use (children, watchers, restart history, wait-for
 /// edges, a pending stop, a supervision other than the default) are in
 /// [`NodeRare`], allocated on first use. An idle leaf actor so costs its
@@ -64,11 +64,9 @@ impl Node {
         self.rare.get_or_insert_with(Box::default)
     }
 
-    /// The path, kept by the mailbox. A node is in the tree only while
-    /// its cell (which holds an address, so the mailbox) is alive, so this
-    /// is `None` only for an actor that has stopped.
+    /// The path, kept by the mailbox (part of the slot, so always there).
     pub(super) fn path(&self) -> Option<ActorPath> {
-        self.slot.mailbox().map(|m| m.path().clone())
+        Some(self.slot.mailbox().path().clone())
     }
 
     pub(super) fn then(&self) -> Option<&Then> {
@@ -192,25 +190,11 @@ impl Engine {
     /// its start. A child whose parent has stopped, or whose path a live
     /// actor has, is stopped before it starts (its mail becomes dead
     /// letters).
-    pub(crate) fn register(&self, parent: Option<ActorId>, s: Spawned) -> Registered {
-        let Spawned {
-            id,
-            path,
-            named,
-            policy,
-            cell,
-            supervision,
-        } = s;
-        let slot = Arc::new_cyclic(|me| Slot {
-            id,
-            cell: Mutex::new(None),
-            mailbox: Arc::downgrade(&cell.mailbox_ops()),
-            state: AtomicU64::new(0),
-            busy_until: AtomicU64::new(0),
-            me: me.clone(),
-            sched: self.sched.clone(),
-        });
-        {
+    pub(crate) fn register(&self, parent: Option<ActorId>, mut s: Spawned) -> Registered {
+        let (id, named, policy) = (s.id, s.named, s.policy);
+        let path = s.path.clone();
+        let supervision = std::mem::take(&mut s.supervision);
+        let slot = {
             let mut tree = self.tree.lock();
             let parent_alive = parent.is_none_or(|p| tree.nodes.contains_key(&p));
             // A child's name was checked in its parent's turn, and only that
@@ -226,8 +210,7 @@ impl Engine {
             };
             if let Some(refused) = refused {
                 drop(tree);
-                let mut cell = cell;
-                let _ = cell.stop(&mut Effects::default());
+                s.stop_orphan();
                 return refused;
             }
             if let Some(p) = parent {
@@ -240,6 +223,7 @@ impl Engine {
                     ..NodeRare::default()
                 })
             });
+            let slot = s.slot.take().expect("a spawned child is registered once");
             tree.nodes.insert(
                 id,
                 Node {
@@ -250,7 +234,8 @@ impl Engine {
                     named,
                 },
             );
-        }
+            slot
+        };
         self.trace(|| ActorEvent::Spawn {
             actor: id.into(),
             name: path.name().to_string(),
@@ -258,11 +243,15 @@ impl Engine {
             parent: Some(parent.unwrap_or(ROOT).into()),
             policy: policy.into(),
         });
-        let mailbox = cell.mailbox_ops();
-        mailbox.set_waker(slot.clone());
-        // The cell is in place before the first wake-up can reach a runner.
-        *slot.cell.lock() = Some(cell);
+        // The engine schedules the actor once itself: a push made before
+        // its scheduler was set (a parent sending to the child it spawned
+        // in the same turn) raised the flag without waking anyone, and every
+        // push from now on finds the flag raised until the actor idles.
+        let mailbox = slot.mailbox();
+        mailbox.claim_notified();
+        let _ = slot.sched.set(self.sched.clone());
         mailbox.push_control(Control::Start);
+        self.sched.schedule(slot);
         Registered::Yes
     }
 
@@ -384,8 +373,7 @@ impl Engine {
         }
         // Children spawned by the `stopped` hook have no parent to run under.
         for s in fx.spawned {
-            let mut orphan = s.cell;
-            let _ = orphan.stop(&mut Effects::default());
+            s.stop_orphan();
         }
         Flow::Finalized
     }
@@ -531,8 +519,8 @@ mod tests {
     /// An idle leaf actor's share of the tree is its node and map entry
     /// (issue 11: at most 256 bytes per idle actor); the rest is rare.
     #[test]
-    fn a_node_is_four_words_and_its_rare_parts_start_unallocated() {
-        assert_eq!(std::mem::size_of::<Node>(), 32);
+    fn a_node_is_five_words_and_its_rare_parts_start_unallocated() {
+        assert_eq!(std::mem::size_of::<Node>(), 40);
         assert!(Supervision::default().is_default());
         assert!(!Supervision::new(crate::Strategy::OneForAll).is_default());
         assert!(!Supervision::default()

@@ -50,12 +50,10 @@ impl Engine {
         };
         if tree.waits_for(receiver, sender.id) {
             drop(tree);
-            if let Some(m) = rslot.mailbox() {
-                m.forget_muted(sender.id);
-            }
+            rslot.mailbox().forget_muted(sender.id);
             return;
         }
-        if !rslot.mailbox().is_some_and(|m| m.is_muting(sender.id)) {
+        if !rslot.mailbox().is_muting(sender.id) {
             return; // the receiver drained before we got here
         }
         if let Some(node) = tree.nodes.get_mut(&sender.id) {
@@ -92,7 +90,7 @@ impl Engine {
         }
         let mut freed = Vec::new();
         let mailbox = receiver.mailbox();
-        let listed = |s| mailbox.as_ref().is_some_and(|m| m.is_muting(s));
+        let listed = |s| mailbox.is_muting(s);
         {
             let mut tree = self.tree.lock();
             for s in senders {
