@@ -790,7 +790,7 @@ impl<M: Send + 'static> Mailbox<M> {
         // the lane closed or this sees it registered (the fence orders the
         // close before the look). Notifying no listener would still
         // allocate the event's list.
-        std::sync::atomic::fence(Ordering::SeqCst);
+        crate::sync::fence(Ordering::SeqCst);
         if self.waiting_senders.load(Ordering::SeqCst) > 0 {
             self.space.notify(usize::MAX);
         }
