@@ -430,7 +430,10 @@ impl<A: Actor> AnyCell for Cell<A> {
 
     fn step(&mut self, blocked: bool, fx: &mut Effects) -> Step {
         let blocked = blocked || self.actor.is_none();
-        let next = self.addr.mailbox().next(blocked, self.rare.has_redelivery());
+        let next = self
+            .addr
+            .mailbox()
+            .next(blocked, self.rare.has_redelivery());
         let outcome = match next {
             Next::Control(c) => return Step::Control(c),
             Next::Idle if blocked => return Step::Blocked,
