@@ -28,7 +28,7 @@ impl<M: 'static> Addr<M> {
     /// The mailbox, part of the slot.
     #[inline]
     pub(crate) fn mailbox(&self) -> &Mailbox<M> {
-        self.slot.body.mailbox()
+        Mailbox::of_body(&self.slot.body)
     }
 }
 

@@ -79,19 +79,17 @@ pub(crate) trait AnyCell: Send {
 /// An actor's slot body: its mailbox and its cell, in the slot's one
 /// allocation (see `engine::slot`). The cell is `None` before the slot is
 /// built around it (it holds an address of the slot) and once the actor
-/// has stopped.
+/// has stopped. `repr(C)`, the mailbox first: see [`TypedBody`].
+#[repr(C)]
 pub(crate) struct Body<A: Actor> {
     pub(crate) mailbox: Mailbox<A::Msg>,
     /// Only the actor's runner locks it.
     cell: crate::sync::Mutex<Option<Cell<A>>>,
 }
 
-impl<A: Actor> TypedBody<A::Msg> for Body<A> {
-    #[inline]
-    fn mailbox(&self) -> &Mailbox<A::Msg> {
-        &self.mailbox
-    }
-}
+// SAFETY: `repr(C)` with the `Mailbox<A::Msg>` first.
+#[allow(unsafe_code)]
+unsafe impl<A: Actor> TypedBody<A::Msg> for Body<A> {}
 
 impl<A: Actor> AnyBody for Body<A> {
     fn ops(&self) -> &dyn MailboxOps {
@@ -109,17 +107,16 @@ impl<A: Actor> AnyBody for Body<A> {
 }
 
 /// A slot body of a mailbox alone: the test kit's actor under test (whose
-/// cell the kit holds) and its probes, which no scheduler runs.
+/// cell the kit holds) and its probes, which no scheduler runs. `repr(C)`,
+/// the mailbox first: see [`TypedBody`].
+#[repr(C)]
 pub(crate) struct Bare<M> {
     mailbox: Mailbox<M>,
 }
 
-impl<M: Send + 'static> TypedBody<M> for Bare<M> {
-    #[inline]
-    fn mailbox(&self) -> &Mailbox<M> {
-        &self.mailbox
-    }
-}
+// SAFETY: `repr(C)` with the `Mailbox<M>` first.
+#[allow(unsafe_code)]
+unsafe impl<M: Send + 'static> TypedBody<M> for Bare<M> {}
 
 impl<M: Send + 'static> Bare<M> {
     /// An address of a bare mailbox.

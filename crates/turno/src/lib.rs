@@ -51,9 +51,11 @@
 //! assert_eq!(total.stats().dropped, 1);
 //! ```
 
-// `unsafe` lives in the lock-free user lane and in the mailbox's calls of
-// its consumer side, each block with a `// SAFETY:` comment (the workspace
-// denies undocumented ones).
+// `unsafe` lives in the lock-free user lane, the lazily allocated parts
+// (`lazy.rs`), the mailbox (its consumer side, the pointer to its own slot,
+// its place in a slot body) and the `TypedBody` contract (slot, cell), each
+// block with a `// SAFETY:` comment (the workspace denies undocumented
+// ones).
 #![deny(unsafe_code)]
 
 mod actor;

@@ -30,7 +30,7 @@ use event_listener::Event;
 use crate::addr::ActorId;
 use crate::ask::RequestId;
 use crate::buffer::{BufferStats, Offer, Policy};
-use crate::engine::{AnyBody, Slot};
+use crate::engine::{AnyBody, Slot, TypedBody};
 use crate::ids::ActorPath;
 use crate::metrics::{MailboxMetrics, Metrics};
 use crate::shared::SystemShared;
@@ -307,6 +307,17 @@ pub(crate) enum Next<M> {
     /// A user-lane entry, and the senders whose mute this take released.
     User(Envelope<M>, Vec<ActorId>),
     Idle,
+}
+
+impl<M> Mailbox<M> {
+    /// The mailbox of a slot body, at the body's address.
+    #[inline]
+    pub(crate) fn of_body(body: &dyn TypedBody<M>) -> &Mailbox<M> {
+        // SAFETY: every `TypedBody<M>` is `repr(C)` with its `Mailbox<M>`
+        // first (the trait's contract), so the body's data address is the
+        // mailbox's, and the mailbox lives as long as the body borrowed.
+        unsafe { &*(body as *const dyn TypedBody<M>).cast::<Mailbox<M>>() }
+    }
 }
 
 impl<M: Send + 'static> Mailbox<M> {

@@ -16,7 +16,7 @@ use std::sync::{Arc, OnceLock};
 use super::Scheduler;
 use crate::addr::ActorId;
 use crate::cell::AnyCell;
-use crate::mailbox::{Mailbox, MailboxOps};
+use crate::mailbox::MailboxOps;
 use crate::sync::AtomicU64;
 use crate::time::Instant;
 
@@ -31,10 +31,15 @@ pub(crate) trait AnyBody: Send + Sync + 'static {
     fn with_cell(&self, f: &mut dyn FnMut(&mut dyn AnyCell) -> bool);
 }
 
-/// What an address needs of a slot's body: its typed mailbox.
-pub(crate) trait TypedBody<M>: Send + Sync + 'static {
-    fn mailbox(&self) -> &Mailbox<M>;
-}
+/// What an address needs of a slot's body: its typed mailbox, read
+/// without a call through the vtable (an address reads it on every send,
+/// a cell several times a turn), by [`Mailbox::of_body`](crate::mailbox::Mailbox::of_body).
+///
+/// # Safety
+/// An implementor is `#[repr(C)]` with its `Mailbox<M>` as its first
+/// field, so that the body's address is the mailbox's.
+#[allow(unsafe_code)]
+pub(crate) unsafe trait TypedBody<M>: Send + Sync + 'static {}
 
 /// One actor as a scheduler holds it: see the [module docs](self).
 pub(crate) struct Slot<B: ?Sized = dyn AnyBody> {
