@@ -9,7 +9,7 @@ use clap::{Args, Subcommand};
 
 use crate::{demo, inspect};
 
-/// `turno demo [--port N] [--data-dir DIR]` | `turno demo overload ...`.
+/// `turno demo [--port N] [--data-dir DIR] [--inspect]` | `turno demo overload ...`.
 #[derive(Args)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct DemoArgs {
@@ -42,6 +42,10 @@ struct WizardArgs {
     /// How long sessions, drafts and draft links live, in seconds.
     #[arg(long, default_value_t = 7 * 24 * 3600, value_parser = clap::value_parser!(u64).range(1..))]
     ttl_secs: u64,
+    /// Follow the wizard server's actors live in the inspector (a second
+    /// page on 127.0.0.1, printed at start).
+    #[arg(long)]
+    inspect: bool,
 }
 
 #[derive(Args)]
@@ -97,6 +101,23 @@ fn wizard(w: WizardArgs) -> ExitCode {
     config.port = w.port;
     config.gateway_port = w.gateway_port;
     config.ttl = Duration::from_secs(w.ttl_secs);
+    let live = if w.inspect {
+        match turno_inspect::live::start(Default::default()) {
+            Ok((live, sink)) => {
+                let sink = std::sync::Mutex::new(sink);
+                config.trace = Some(turno_wizard::TraceTo::new(move || {
+                    sink.lock().unwrap_or_else(|p| p.into_inner()).clone()
+                }));
+                Some(live)
+            }
+            Err(e) => {
+                eprintln!("turno demo: cannot start the inspector: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    } else {
+        None
+    };
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -116,6 +137,9 @@ fn wizard(w: WizardArgs) -> ExitCode {
                     wz.addrs().gateway
                 );
                 println!("  data: {} (wizard.db, gateway.db)", data_dir.display());
+                if let Some(live) = &live {
+                    println!("  inspector (live): {}", live.url());
+                }
                 println!(
                     "  Ctrl-C stops it; `turno demo overload` prints the mailbox-policy table."
                 );

@@ -110,6 +110,9 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// The trace sink that feeds the page: give it to the system's builder.
+/// Clones feed the same page (one per system, e.g. a server's system
+/// rebuilt after a crash).
+#[derive(Clone)]
 pub struct LiveSink {
     shared: Arc<Shared>,
 }

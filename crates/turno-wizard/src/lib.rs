@@ -24,9 +24,13 @@
 //! # Ok(()) }
 //! ```
 
+use std::fmt;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
+
+use turno::trace::{TraceEvent, TraceSink};
 
 pub mod client;
 pub mod gateway;
@@ -74,6 +78,52 @@ pub struct Config {
     /// How often expired sessions, drafts and links are deleted from
     /// `wizard.db` (they read as absent from their expiry on).
     pub sweep_every: Duration,
+    /// Where the wizard server's runtime trace goes (default: nowhere).
+    /// Called once per start of the server's actor system, so a server
+    /// restarted after a crash records into a fresh sink; `turno demo
+    /// --inspect` gives it the live inspector's sink.
+    pub trace: Option<TraceTo>,
+}
+
+/// Makes the trace sink of each start of the wizard server's system (see
+/// [`Config::trace`]).
+///
+/// ```
+/// use turno::trace::RingSink;
+/// let ring = RingSink::new(1000);
+/// let mut config = turno_wizard::Config::new(std::env::temp_dir().join("turno-demo"));
+/// config.trace = Some(turno_wizard::TraceTo::new(move || ring.clone()));
+/// ```
+#[derive(Clone)]
+pub struct TraceTo(Arc<dyn Fn() -> Box<dyn TraceSink> + Send + Sync>);
+
+impl TraceTo {
+    /// `make` is called once per start of the server's system.
+    pub fn new<S: TraceSink + 'static>(make: impl Fn() -> S + Send + Sync + 'static) -> Self {
+        TraceTo(Arc::new(move || Box::new(make())))
+    }
+
+    pub(crate) fn sink(&self) -> BoxedSink {
+        BoxedSink((self.0)())
+    }
+}
+
+impl fmt::Debug for TraceTo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("TraceTo(..)")
+    }
+}
+
+/// The builder takes a sized sink.
+pub(crate) struct BoxedSink(Box<dyn TraceSink>);
+
+impl TraceSink for BoxedSink {
+    fn record(&mut self, event: &TraceEvent) {
+        self.0.record(event)
+    }
+    fn flush(&mut self) {
+        self.0.flush()
+    }
 }
 
 impl Config {
@@ -87,6 +137,7 @@ impl Config {
             ttl: Duration::from_secs(7 * 24 * 3600),
             restart_after: Duration::from_millis(1500),
             sweep_every: Duration::from_secs(60),
+            trace: None,
         }
     }
 }

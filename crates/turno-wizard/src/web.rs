@@ -119,10 +119,13 @@ impl Holder {
         });
         let sweeper = Sweeper::spawn(store.clone(), self.config.sweep_every)
             .map_err(|e| Error::Spawn(format!("the sweeper thread: {e}")))?;
-        let system = ThreadedSystem::builder()
+        let mut builder = ThreadedSystem::builder()
             .threads(2)
-            .tokio(tokio::runtime::Handle::current())
-            .build();
+            .tokio(tokio::runtime::Handle::current());
+        if let Some(trace) = &self.config.trace {
+            builder = builder.trace(trace.sink());
+        }
+        let system = builder.build();
         Ok(Arc::new(App {
             system: Mutex::new(Some(system)),
             sessions,

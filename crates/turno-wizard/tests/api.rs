@@ -169,3 +169,64 @@ async fn expired_sessions_leave_memory_and_the_sweeper_deletes_their_rows() {
     let (s, _) = c.state().await;
     assert_eq!(s, 410, "an expired session is not found");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_live_inspector_follows_the_server_and_its_restart() {
+    // What `turno demo --inspect` wires: the live inspector's sink as the
+    // server system's trace, a fresh one per start of the server.
+    let (live, sink) = turno_inspect::live::start(Default::default()).unwrap();
+    let sink = std::sync::Mutex::new(sink);
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = Config::new(dir.path());
+    cfg.restart_after = Duration::from_millis(100);
+    cfg.trace = Some(turno_wizard::TraceTo::new(move || {
+        sink.lock().unwrap().clone()
+    }));
+    let w = Wizard::start(cfg).await.unwrap();
+    let c = Client::new(&w.url()).await;
+    c.to_review().await;
+    let sessions = |world: &turno_trace::World| {
+        world
+            .actors
+            .values()
+            .filter(|a| a.name.starts_with("session-"))
+            .count()
+    };
+    let before = live.world();
+    assert_eq!(
+        sessions(&before),
+        1,
+        "the session actor is in the live world"
+    );
+    assert!(before.step > 0);
+    assert_eq!(
+        live.unreadable(),
+        0,
+        "every event the server traced was read"
+    );
+    // A crash mid-submit restarts the server's system; the live view
+    // follows the new one, where the session is restored and completes.
+    let (_, _, v) = call(
+        &c.base,
+        "POST",
+        "/api/faults",
+        &c.cookie,
+        Some(json!({"sid": c.sid, "faults": {"crash": true}})),
+    )
+    .await;
+    assert_eq!(v["faults"]["crash"], true);
+    let (s, _) = c.event("review", "CONFIRM", json!({})).await;
+    assert_eq!(s, 200);
+    c.wait_for("completed").await;
+    assert_eq!(w.crashes(), 1);
+    let after = live.world();
+    assert!(
+        after.step > before.step,
+        "events after the restart were followed"
+    );
+    assert!(
+        sessions(&after) >= 1,
+        "the restored session is in the live world"
+    );
+    assert_eq!(live.unreadable(), 0);
+}
