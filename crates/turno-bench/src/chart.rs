@@ -22,8 +22,11 @@
 //!   `K` started actors, after `gc()`).
 //!
 //! XState runs in `node` from `crates/turno-chart/tests/xstate` (`npm ci`
-//! there first); without Node the turno rows are still measured and the
-//! ratios are reported as missing.
+//! there first). When XState is selected (no `--only` excluding it) and
+//! cannot run — no `node_modules/xstate`, no `node`, or the script fails —
+//! the bench stops with an error (exit status 2) before measuring anything:
+//! a run without XState's side has no ratio to report. `--only turno`
+//! measures turno's rows alone.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -71,8 +74,40 @@ impl turno::Actor for Idle {
     fn handle(&mut self, _: &mut turno::Context<'_, Self>, (): ()) {}
 }
 
+/// Can XState run here: its package installed, `node` on the path?
+fn xstate_ready(xstate: &std::path::Path) -> Result<(), String> {
+    if !xstate.join("node_modules/xstate").exists() {
+        return Err(format!(
+            "XState is not installed in {} (run `npm ci` there)",
+            xstate.display()
+        ));
+    }
+    match Command::new("node").arg("--version").output() {
+        Ok(o) if o.status.success() => Ok(()),
+        Ok(o) => Err(format!(
+            "`node --version` failed: {}",
+            String::from_utf8_lossy(&o.stderr)
+        )),
+        Err(e) => Err(format!("cannot start node: {e}")),
+    }
+}
+
+/// The chart bench's targets are ratios to XState: without it the run
+/// stops, saying why.
+fn xstate_missing(why: &str) -> ! {
+    eprintln!("turno-bench chart: ERROR: XState cannot run: {why}");
+    eprintln!("turno-bench chart: the pure and actor targets are ratios to XState in the same run; use `--only turno` to measure turno alone");
+    std::process::exit(2);
+}
+
 /// Runs the chart bench.
 pub fn run(args: &Args, h: &mut Harness) {
+    let xstate = dir().join("../turno-chart/tests/xstate");
+    if args.selected("chart", "xstate") {
+        if let Err(why) = xstate_ready(&xstate) {
+            xstate_missing(&why);
+        }
+    }
     let n = args.n.unwrap_or(DEFAULT_N);
     let m = machine();
     let evs = events();
@@ -156,51 +191,49 @@ pub fn run(args: &Args, h: &mut Harness) {
     }
 
     // XState, same machine and events, same run.
-    let xstate = dir().join("../turno-chart/tests/xstate");
     let mut xstate_memory = None;
     if args.selected("chart", "xstate") {
-        if !xstate.join("node_modules/xstate").exists() {
-            eprintln!("chart: no XState (run `npm ci` in crates/turno-chart/tests/xstate); XState rows skipped");
-        } else {
-            let out = Command::new("node")
-                .arg("--expose-gc")
-                .arg(xstate.join("bench.js"))
-                .arg(dir().join("chart/player.json"))
-                .arg(dir().join("chart/events.json"))
-                .arg(XSTATE_N.to_string())
-                .arg(args.runs.to_string())
-                .arg(IDLE.to_string())
-                .output();
-            match out {
-                Ok(o) if o.status.success() => {
-                    for line in String::from_utf8_lossy(&o.stdout).lines() {
-                        let v: Value = serde_json::from_str(line).expect("bench.js prints JSON");
-                        match v["case"].as_str() {
-                            Some("pure") => {
-                                let secs = v["secs"].as_f64().unwrap();
-                                h.record("chart/pure_transition", "xstate", XSTATE_N, secs);
-                                results.push(("pure", "xstate", XSTATE_N as f64 / secs));
-                            }
-                            Some("actor") => {
-                                let secs = v["secs"].as_f64().unwrap();
-                                h.record("chart/actor", "xstate", XSTATE_N, secs);
-                                results.push(("actor", "xstate", XSTATE_N as f64 / secs));
-                            }
-                            Some("final_value") => {
-                                assert_eq!(
-                                    v["value"],
-                                    final_value(XSTATE_N),
-                                    "turno and XState end in the same state"
-                                );
-                            }
-                            Some("memory") => xstate_memory = v["bytes_per_actor"].as_f64(),
-                            _ => {}
+        let out = Command::new("node")
+            .arg("--expose-gc")
+            .arg(xstate.join("bench.js"))
+            .arg(dir().join("chart/player.json"))
+            .arg(dir().join("chart/events.json"))
+            .arg(XSTATE_N.to_string())
+            .arg(args.runs.to_string())
+            .arg(IDLE.to_string())
+            .output();
+        match out {
+            Ok(o) if o.status.success() => {
+                for line in String::from_utf8_lossy(&o.stdout).lines() {
+                    let v: Value = serde_json::from_str(line).expect("bench.js prints JSON");
+                    match v["case"].as_str() {
+                        Some("pure") => {
+                            let secs = v["secs"].as_f64().unwrap();
+                            h.record("chart/pure_transition", "xstate", XSTATE_N, secs);
+                            results.push(("pure", "xstate", XSTATE_N as f64 / secs));
                         }
+                        Some("actor") => {
+                            let secs = v["secs"].as_f64().unwrap();
+                            h.record("chart/actor", "xstate", XSTATE_N, secs);
+                            results.push(("actor", "xstate", XSTATE_N as f64 / secs));
+                        }
+                        Some("final_value") => {
+                            assert_eq!(
+                                v["value"],
+                                final_value(XSTATE_N),
+                                "turno and XState end in the same state"
+                            );
+                        }
+                        Some("memory") => xstate_memory = v["bytes_per_actor"].as_f64(),
+                        _ => {}
                     }
                 }
-                Ok(o) => eprintln!("chart: node failed: {}", String::from_utf8_lossy(&o.stderr)),
-                Err(e) => eprintln!("chart: cannot start node: {e}"),
             }
+            Ok(o) => xstate_missing(&format!(
+                "node failed running bench.js: {}",
+                String::from_utf8_lossy(&o.stderr)
+            )),
+            Err(e) => xstate_missing(&format!("cannot start node: {e}")),
         }
     }
 
