@@ -6,6 +6,7 @@
 //! A machine's [`Semantics`] picks the rule at each such point: XState's
 //! for JSON configs, the spec's for SCXML documents.
 
+use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 
@@ -19,6 +20,7 @@ use crate::machine::{
 };
 use crate::semantics::{scxml_descriptor_matches, Semantics};
 use crate::snapshot::{HistoryEntry, Invocation, Scheduled, Snapshot, StateSet, Status};
+use crate::step_table::StepPlan;
 
 /// Why a macrostep could not complete.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -68,6 +70,8 @@ pub type Inspector<'a> = &'a mut dyn FnMut(Inspect<'_>);
 /// Small lists that stay on the stack in the common case.
 pub(crate) type Trans = SmallVec<[TransIdx; 4]>;
 type States = SmallVec<[StateIdx; 8]>;
+/// A microstep's exit set in exit order.
+type ExitOrder = SmallVec<[StateIdx; 8]>;
 type Refs<'a> = SmallVec<[TRef<'a>; 4]>;
 /// One transition domain per transition of a microstep (`None`: above the
 /// root).
@@ -89,7 +93,8 @@ pub(crate) struct Run<'m, 's, C> {
     m: &'m Machine<C>,
     snap: &'s mut Snapshot<C>,
     actions: &'s mut Vec<Action>,
-    internal: VecDeque<Event>,
+    /// The internal queue, created when the first event is raised.
+    internal: Option<VecDeque<Event>>,
     effects: Vec<Effect>,
     scratch: Vec<TransIdx>,
     /// Set when a microstep assigned the context or changed the
@@ -97,7 +102,7 @@ pub(crate) struct Run<'m, 's, C> {
     /// only then).
     changed: bool,
     /// Recent microsteps (transition source and targets), to name a cycle.
-    recent: VecDeque<(StateIdx, Vec<StateIdx>)>,
+    recent: Vec<(StateIdx, Vec<StateIdx>)>,
     /// Microsteps of the current macrostep (recent ones are kept only near the limit).
     steps: usize,
     inspect: Option<&'s mut (dyn FnMut(Inspect<'_>) + 's)>,
@@ -109,6 +114,13 @@ pub(crate) struct Run<'m, 's, C> {
     /// domains or entry set: the result then depends on the snapshot and
     /// is not kept as the transition's [`Plan`].
     history_read: Cell<bool>,
+    /// Set when selection evaluated a guard.
+    guard_read: bool,
+    /// Set when a microstep's exits recorded history.
+    history_written: bool,
+    /// The event id under which the microstep about to run is kept in the
+    /// machine's step table (its selection read no guard and no history).
+    capture: Option<u32>,
 }
 
 impl<'m, 's, C: Clone> Run<'m, 's, C> {
@@ -121,21 +133,29 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
             m,
             snap,
             actions,
-            internal: VecDeque::new(),
+            internal: None,
             effects: Vec::new(),
             scratch: Vec::new(),
             changed: false,
-            recent: VecDeque::new(),
+            recent: Vec::new(),
             steps: 0,
             inspect: None,
             history_content: RefCell::new(SmallVec::new()),
             history_read: Cell::new(false),
+            guard_read: false,
+            history_written: false,
+            capture: None,
         }
     }
 
     pub(crate) fn inspected<'i: 's>(mut self, inspect: Option<Inspector<'i>>) -> Self {
         self.inspect = inspect.map(|f| f as &'s mut (dyn FnMut(Inspect<'_>) + 's));
         self
+    }
+
+    #[inline]
+    fn internal_queue(&mut self) -> &mut VecDeque<Event> {
+        self.internal.get_or_insert_with(VecDeque::new)
     }
 
     #[inline]
@@ -155,7 +175,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
     fn bind_event(&mut self, event: &Event) {
         if let Some(hook) = &self.m.event_hook {
             let errors = hook(&mut self.snap.context, event);
-            self.internal.extend(errors);
+            self.internal_queue().extend(errors);
         }
     }
 
@@ -165,6 +185,39 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
             source: tr.source,
             targets: &tr.targets,
             reenter: tr.reenter,
+        }
+    }
+
+    /// A whole macrostep from the step table, when the event's plan in
+    /// this configuration runs no content and leaves the chart where no
+    /// eventless transition can be enabled: nothing is raised, nothing is
+    /// scheduled, the chart stays active, so the macrostep is the plan's
+    /// configuration copied in (what [`macrostep`](Self::macrostep) would
+    /// compute, without building a `Run`). False when that does not hold:
+    /// the caller runs the macrostep.
+    pub(crate) fn quiet_macrostep(m: &Machine<C>, snap: &mut Snapshot<C>, event: &Event) -> bool {
+        if snap.status != Status::Active
+            || m.event_hook.is_some()
+            || m.semantics != Semantics::XState
+            || !m.steps.enabled()
+        {
+            return false;
+        }
+        let Some(e) = m.event_id(event.name()) else {
+            return false;
+        };
+        match m.steps.get(&snap.config, e) {
+            // An unhandled invocation error fails the chart: not quiet.
+            Some(p)
+                if p.quiet
+                    && !p.after.intersects(&m.eventless)
+                    && (!p.enabled.is_empty()
+                        || !event.name().starts_with("xstate.error.actor.")) =>
+            {
+                snap.config.copy_from(&p.after);
+                true
+            }
+            _ => false,
         }
     }
 
@@ -214,17 +267,80 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
         });
         self.bind_event(&event);
         let mut enabled = Trans::new();
-        self.select_transitions(&event, &mut enabled);
-        if enabled.is_empty() && !self.scxml() && event.name().starts_with("xstate.error.actor.") {
+        let plan = self.select_for(&event, &mut enabled);
+        let none = plan.map_or(enabled.is_empty(), |p| p.enabled.is_empty());
+        if none && !self.scxml() && event.name().starts_with("xstate.error.actor.") {
             // XState: an unhandled invocation error fails the chart.
+            self.capture = None;
             self.snap.status = Status::Error;
             self.snap.error = Some(Box::new(event.get("error").cloned().unwrap_or(Value::Null)));
             self.stop_everything();
             return Ok(());
         }
-        let refs: Refs<'m> = enabled.iter().map(|&t| self.t(t)).collect();
-        self.microstep(&enabled, &refs, &event);
+        self.microstep_for(plan, &enabled, &event);
         self.settle(event)
+    }
+
+    /// The spec's `selectTransitions` for `event`, through the machine's
+    /// step table: a kept plan for this configuration and event is returned
+    /// (and `out` left empty); otherwise the transitions are selected into
+    /// `out`, and when the selection read no guard and no history the
+    /// microstep that follows is kept as a plan.
+    fn select_for(&mut self, event: &Event, out: &mut Trans) -> Option<&'m StepPlan> {
+        self.capture = None;
+        let m = self.m;
+        let id = match m.event_hook {
+            None if m.steps.enabled() && !self.scxml() => m.event_id(event.name()),
+            _ => None,
+        };
+        let Some(e) = id else {
+            self.select_transitions(event, out);
+            return None;
+        };
+        if let Some(p) = m.steps.get(&self.snap.config, e) {
+            return Some(p);
+        }
+        self.guard_read = false;
+        self.history_read.set(false);
+        self.select_transitions(event, out);
+        if !self.guard_read && !self.history_read.get() {
+            self.capture = Some(e);
+        }
+        None
+    }
+
+    /// The microstep for what [`select_for`](Self::select_for) found: a
+    /// kept plan replayed, or the algorithm's microstep over `enabled`.
+    fn microstep_for(&mut self, plan: Option<&'m StepPlan>, enabled: &Trans, event: &Event) {
+        match plan {
+            Some(p) => self.replay(p, event),
+            None => {
+                let refs: Refs<'m> = enabled.iter().map(|&t| self.t(t)).collect();
+                self.microstep(enabled, &refs, event);
+            }
+        }
+    }
+
+    /// Runs a kept microstep plan: the exits in their order with their
+    /// content, the transitions' actions, the entries with theirs, exactly
+    /// as [`microstep`](Self::microstep) runs them once it has computed the
+    /// sets; a plan without content only moves the configuration.
+    fn replay(&mut self, p: &'m StepPlan, event: &Event) {
+        let Some(&first) = p.enabled.first() else {
+            return;
+        };
+        self.note_recent(first);
+        if p.quiet && self.inspect.is_none() {
+            if !p.exits.is_empty() || !p.to_enter.is_empty() {
+                self.snap.config.copy_from(&p.after);
+                self.changed = true;
+            }
+            return;
+        }
+        self.exit_in_order(&p.exits, event);
+        self.take_transitions(&p.enabled, event);
+        self.enter_set(&p.to_enter, &p.default_entry, SmallVec::new(), event, false);
+        self.after_done(event);
     }
 
     /// Moves the chart from `source` to `targets` by one synthetic
@@ -258,7 +374,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
         let Some(first) = events.first().cloned() else {
             return Ok(());
         };
-        self.internal.extend(events);
+        self.internal_queue().extend(events);
         self.settle(first)
     }
 
@@ -272,12 +388,14 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
         let mut enabled = Trans::new();
         while self.snap.status == Status::Active {
             enabled.clear();
+            self.capture = None;
+            let mut plan = None;
             if select_eventless {
                 self.select_eventless_transitions(&event, &mut enabled);
             }
             let eventless = !enabled.is_empty();
             if !eventless {
-                let Some(next) = self.internal.pop_front() else {
+                let Some(next) = self.internal.as_mut().and_then(VecDeque::pop_front) else {
                     break;
                 };
                 event = next;
@@ -286,16 +404,15 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
                     internal: true,
                 });
                 self.bind_event(&event);
-                self.select_transitions(&event, &mut enabled);
+                plan = self.select_for(&event, &mut enabled);
             }
             steps += 1;
             self.steps = steps;
             if steps > self.m.max_microsteps {
                 return Err(self.runaway(&event));
             }
-            let refs: Refs<'m> = enabled.iter().map(|&t| self.t(t)).collect();
             self.changed = false;
-            self.microstep(&enabled, &refs, &event);
+            self.microstep_for(plan, &enabled, &event);
             select_eventless = !eventless || self.changed || self.scxml();
         }
         if self.snap.status != Status::Active {
@@ -397,7 +514,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
             self.select_transitions_scxml(event, out);
             return;
         }
-        match self.m.events.get(event.name()).copied() {
+        match self.m.event_id(event.name()) {
             Some(e) => self.select_by_table(e, event, out),
             None => {
                 self.select_node(0, None, event, out);
@@ -479,7 +596,10 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
         let m = self.m;
         match &m.transitions[t as usize].guard {
             None => true,
-            Some(g) => self.eval_guard(g, event),
+            Some(g) => {
+                self.guard_read = true;
+                self.eval_guard(g, event)
+            }
         }
     }
 
@@ -559,7 +679,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
     /// from document order only after a region was re-entered.)
     pub(crate) fn select_eventless_transitions(&mut self, event: &Event, out: &mut Trans) {
         let m = self.m;
-        if !m.has_eventless {
+        if !m.has_eventless || !self.snap.config.intersects(&m.eventless) {
             return;
         }
         let mut atomics: smallvec::SmallVec<[StateIdx; 8]> = smallvec::SmallVec::new();
@@ -631,7 +751,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
             Guard::Try { imp, .. } => match imp(&self.snap.context, event) {
                 Ok(b) => b,
                 Err(e) => {
-                    self.internal.push_back(e);
+                    self.internal_queue().push_back(e);
                     false
                 }
             },
@@ -640,32 +760,22 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
 
     // ---- the microstep ------------------------------------------------
 
-    fn microstep(&mut self, enabled: &[TransIdx], refs: &[TRef<'m>], event: &Event) {
-        if enabled.is_empty() {
-            return;
-        }
-        // Only a macrostep near its limit keeps its recent microsteps (to
-        // name the cycle if it runs away): the common path allocates nothing.
+    /// Only a macrostep near its limit keeps its recent microsteps (to
+    /// name the cycle if it runs away): the common path allocates nothing.
+    #[inline]
+    fn note_recent(&mut self, first: TransIdx) {
         if self.steps + 64 > self.m.max_microsteps {
             if self.recent.len() == 64 {
-                self.recent.pop_front();
+                self.recent.remove(0);
             }
-            let r = refs[0];
-            self.recent.push_back((r.source, r.targets.to_vec()));
+            let r = self.t(first);
+            self.recent.push((r.source, r.targets.to_vec()));
         }
-        // A transition taken alone whose domain and entry set were fixed by
-        // the machine (no history involved) reuses them: the common path
-        // then walks no ancestors.
-        let plan = match enabled {
-            [t] => self.m.plans[*t as usize].get(),
-            _ => None,
-        };
-        self.history_read.set(false);
-        let domains: Domains = match plan {
-            Some(p) => smallvec::smallvec![p.domain],
-            None => self.get_transition_domains(refs),
-        };
-        self.exit_states(refs, &domains, event);
+    }
+
+    /// The transitions' own content, in selection order (between the exits
+    /// and the entries).
+    fn take_transitions(&mut self, enabled: &[TransIdx], event: &Event) {
         for &t in enabled {
             let tr = &self.m.transitions[t as usize];
             if self.inspect.is_some() {
@@ -678,8 +788,49 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
             }
             self.execute_content(&tr.actions, event);
         }
-        match plan {
-            Some(p) => self.enter_set(&p.to_enter, &p.default_entry, SmallVec::new(), event, false),
+    }
+
+    fn microstep(&mut self, enabled: &[TransIdx], refs: &[TRef<'m>], event: &Event) {
+        let capture = self.capture.take();
+        let before = capture.map(|_| self.snap.config.clone());
+        if enabled.is_empty() {
+            if let (Some(e), Some(before)) = (capture, before) {
+                let after = before.clone();
+                self.m.steps.insert(StepPlan {
+                    before,
+                    event: e,
+                    enabled: SmallVec::new(),
+                    exits: SmallVec::new(),
+                    to_enter: StateSet::default(),
+                    default_entry: StateSet::default(),
+                    after,
+                    quiet: true,
+                });
+            }
+            return;
+        }
+        self.note_recent(enabled[0]);
+        // A transition taken alone whose domain and entry set were fixed by
+        // the machine (no history involved) reuses them: the common path
+        // then walks no ancestors.
+        let plan = match enabled {
+            [t] => self.m.plans[*t as usize].get(),
+            _ => None,
+        };
+        self.history_read.set(false);
+        self.history_written = false;
+        let domains: Domains = match plan {
+            Some(p) => smallvec::smallvec![p.domain],
+            None => self.get_transition_domains(refs),
+        };
+        let exits = self.exit_states(refs, &domains, event);
+        self.take_transitions(enabled, event);
+        let (to_enter, default_entry, history_content) = match plan {
+            Some(p) => (
+                Cow::Borrowed(&p.to_enter),
+                Cow::Borrowed(&p.default_entry),
+                HistoryContent::new(),
+            ),
             None => {
                 let (to_enter, default_entry, history_content) = self.entry_set_of(refs, &domains);
                 if let ([t], false) = (enabled, self.history_read.get()) {
@@ -689,10 +840,58 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
                         default_entry: default_entry.clone(),
                     });
                 }
-                self.enter_set(&to_enter, &default_entry, history_content, event, false);
+                (
+                    Cow::Owned(to_enter),
+                    Cow::Owned(default_entry),
+                    history_content,
+                )
             }
+        };
+        let plain = history_content.is_empty();
+        self.enter_set(&to_enter, &default_entry, history_content, event, false);
+        // The step table keeps what this computed when it depended on the
+        // configuration and the event alone.
+        if let (Some(e), Some(before), true, false, false) = (
+            capture,
+            before,
+            plain,
+            self.history_read.get(),
+            self.history_written,
+        ) {
+            let quiet = self.is_quiet(enabled, &exits, &to_enter);
+            self.m.steps.insert(StepPlan {
+                before,
+                event: e,
+                enabled: enabled.iter().copied().collect(),
+                exits,
+                to_enter: to_enter.into_owned(),
+                default_entry: default_entry.into_owned(),
+                after: self.snap.config.clone(),
+                quiet,
+            });
         }
         self.after_done(event);
+    }
+
+    /// A microstep that runs no content at all: its replay only moves the
+    /// configuration.
+    fn is_quiet(&self, enabled: &[TransIdx], exits: &[StateIdx], to_enter: &StateSet) -> bool {
+        let m = self.m;
+        enabled
+            .iter()
+            .all(|&t| m.transitions[t as usize].actions.is_empty())
+            && exits.iter().all(|&s| {
+                let n = m.state(s);
+                n.exit.is_empty() && n.after.is_empty() && n.invoke.is_empty()
+            })
+            && to_enter.ones().all(|s| {
+                let n = m.state(s);
+                n.entry.is_empty()
+                    && n.after.is_empty()
+                    && n.invoke.is_empty()
+                    && n.initial_actions.is_empty()
+                    && n.kind != StateKind::Final
+            })
     }
 
     fn microstep_refs(&mut self, refs: &[TRef<'_>], event: &Event, initial: bool) {
@@ -762,13 +961,18 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
     /// (<https://www.w3.org/TR/scxml/#exitStates>): records history, then
     /// exits in reverse document order running exit actions, cancelling
     /// `after` events and stopping invocations.
-    fn exit_states(&mut self, ts: &[TRef<'_>], domains: &[Option<StateIdx>], event: &Event) {
+    fn exit_states(
+        &mut self,
+        ts: &[TRef<'_>],
+        domains: &[Option<StateIdx>],
+        event: &Event,
+    ) -> ExitOrder {
         let exit = self.compute_exit_set(ts, domains);
+        let mut order = ExitOrder::new();
         if exit.is_empty() {
-            return;
+            return order;
         }
         let m = self.m;
-        let mut order: smallvec::SmallVec<[StateIdx; 16]> = smallvec::SmallVec::new();
         exit.for_each_rev(|s| order.push(s));
         for &s in order.iter().filter(|_| m.has_history) {
             for &h in &m.state(s).children {
@@ -791,9 +995,19 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
                     None => self.snap.history.push(HistoryEntry { history: h, states }),
                 }
                 self.changed = true;
+                self.history_written = true;
             }
         }
-        for &s in &order {
+        self.exit_in_order(&order, event);
+        order
+    }
+
+    /// The rest of `exitStates`: each state of the exit set, in exit order,
+    /// runs its exit actions, cancels its `after` events, stops its
+    /// invocations and leaves the configuration.
+    fn exit_in_order(&mut self, order: &[StateIdx], event: &Event) {
+        let m = self.m;
+        for &s in order {
             let node = m.state(s);
             self.note(Inspect::Exit(s));
             self.execute_content(&node.exit, event);
@@ -1004,7 +1218,8 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
                 if let Some(p) = parent {
                     if m.state(p).kind == StateKind::Compound {
                         let output = node.output.as_ref().map(|o| self.eval_value(o, event));
-                        self.internal.push_back(done_event(&m.state(p).id, output));
+                        self.internal_queue()
+                            .push_back(done_event(&m.state(p).id, output));
                     }
                 }
                 while let Some(a) = marker {
@@ -1015,7 +1230,8 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
                         break;
                     }
                     completed.insert(a);
-                    self.internal.push_back(done_event(&m.state(a).id, None));
+                    self.internal_queue()
+                        .push_back(done_event(&m.state(a).id, None));
                     completion = a;
                     marker = m.state(a).parent;
                 }
@@ -1045,11 +1261,11 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
             Some(o) => self.eval_value_try(o, event),
             None => None,
         };
-        self.internal
+        self.internal_queue()
             .push_back(scxml_done_event(&m.state(parent).id, data));
         if let Some(gp) = m.state(parent).parent {
             if m.state(gp).kind == StateKind::Parallel && self.is_in_final_state(gp) {
-                self.internal
+                self.internal_queue()
                     .push_back(scxml_done_event(&m.state(gp).id, None));
             }
         }
@@ -1062,7 +1278,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
             ValueExpr::Try(f) => match f(&self.snap.context, event) {
                 Ok(v) => Some(v),
                 Err(err) => {
-                    self.internal.push_back(err);
+                    self.internal_queue().push_back(err);
                     None
                 }
             },
@@ -1522,7 +1738,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
                 event,
                 delay_ms: None,
                 ..
-            } => self.internal.push_back(event),
+            } => self.internal_queue().push_back(event),
             Effect::Raise {
                 event,
                 delay_ms: Some(d),
@@ -1538,7 +1754,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
                 delay_ms: None,
                 ..
             } => match to {
-                SendTarget::Own => self.internal.push_back(event),
+                SendTarget::Own => self.internal_queue().push_back(event),
                 SendTarget::Actor(to) => self.actions.push(Action::SendTo { to, event }),
                 SendTarget::Parent => self.actions.push(Action::SendParent { event }),
             },

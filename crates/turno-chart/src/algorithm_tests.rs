@@ -271,7 +271,7 @@ fn done_events_bubble_through_parallel_parents_in_order() {
     let enabled = vec![trans(&m, "m.c.r1.p", "E"), trans(&m, "m.c.r2.u", "E")];
     let refs: Refs<'_> = enabled.iter().map(|&t| run.t(t)).collect();
     run.microstep(&enabled, &refs, &Event::new("E"));
-    let queued: Vec<&str> = run.internal.iter().map(|e| e.name()).collect();
+    let queued: Vec<&str> = run.internal.iter().flatten().map(|e| e.name()).collect();
     assert_eq!(
         queued,
         [
@@ -523,7 +523,7 @@ fn select_by_table_selects_as_the_walk_does() {
     for cfg in configs {
         for name in ["E", "F", "G"] {
             let event = Event::new(name);
-            let e = m.events[name];
+            let e = m.event_id(name).unwrap();
             let mut s = at(&m, cfg);
             let mut a = Vec::new();
             let mut run = Run::new(&m, &mut s, &mut a);
@@ -537,5 +537,92 @@ fn select_by_table_selects_as_the_walk_does() {
     assert_eq!(
         compared, 12,
         "every event selects something in every configuration"
+    );
+}
+
+/// The step table keeps a microstep by configuration and event only when
+/// it read no guard and no history, and replays what it kept.
+#[test]
+fn the_step_table_keeps_only_microsteps_of_configuration_and_event() {
+    let m = machine(
+        r##"{"id": "m", "initial": "a", "context": {"n": 0}, "states": {
+      "a": {"on": {"GO": "b", "TRY": {"target": "b", "guard": "pass"}}},
+      "b": {"initial": "b1", "on": {"BACK": "a", "HIST": "a"},
+            "states": {"b1": {"on": {"NEXT": "b2"}}, "b2": {}, "h": {"type": "history"}}},
+      "c": {"on": {"IN": "#m.b.h"}}}}"##,
+    );
+    let (s0, _) = initial_transition(&m).unwrap();
+    // A guarded selection is not kept.
+    let (s1, _) = transition(&m, &s0, Event::new("TRY")).unwrap();
+    assert_eq!(m.step_table_entries().0, 0);
+    // An unguarded one is, and it replays to the same snapshot.
+    let (s2, _) = transition(&m, &s0, Event::new("GO")).unwrap();
+    assert_eq!(m.step_table_entries().0, 1);
+    let plan = m
+        .steps
+        .get(&s0.config, m.event_id("GO").unwrap())
+        .expect("kept");
+    assert_eq!(plan.after, s2.config);
+    assert_eq!(ids(&m, &plan.to_enter), ["m.b", "m.b.b1"]);
+    assert_eq!(
+        plan.exits
+            .iter()
+            .map(|&s| &*m.state(s).id)
+            .collect::<Vec<_>>(),
+        ["m.a"]
+    );
+    assert!(plan.quiet);
+    let (again, _) = transition(&m, &s0, Event::new("GO")).unwrap();
+    assert_eq!(again.config, s2.config);
+    assert_eq!(s1.config, s2.config);
+    // Leaving `b` records its history: not kept.
+    let (s3, _) = transition(&m, &s2, Event::new("BACK")).unwrap();
+    assert_eq!(m.step_table_entries().0, 1);
+    assert!(m
+        .steps
+        .get(&s2.config, m.event_id("BACK").unwrap())
+        .is_none());
+    // An event that enables nothing here is kept as an empty plan.
+    let (s4, _) = transition(&m, &s3, Event::new("NEXT")).unwrap();
+    assert_eq!(s4.config, s3.config);
+    let empty = m
+        .steps
+        .get(&s3.config, m.event_id("NEXT").unwrap())
+        .expect("kept");
+    assert!(empty.enabled.is_empty());
+}
+
+/// A full table keeps no more plans; what does not fit is computed.
+#[test]
+fn a_full_step_table_keeps_no_more() {
+    let m = machine(
+        r#"{"id": "m", "initial": "s0", "states": {
+      "s0": {"on": {"N": "s1"}}, "s1": {"on": {"N": "s2"}}, "s2": {"on": {"N": "s3"}},
+      "s3": {"on": {"N": "s4"}}, "s4": {"on": {"N": "s5"}}, "s5": {"on": {"N": "s6"}},
+      "s6": {"on": {"N": "s7"}}, "s7": {"on": {"N": "s8"}}, "s8": {"on": {"N": "s9"}},
+      "s9": {"on": {"N": "s0"}}}}"#,
+    )
+    .with_step_table(16);
+    assert_eq!(m.step_table_entries(), (0, 8));
+    let (mut s, _) = initial_transition(&m).unwrap();
+    for i in 0..30 {
+        s = transition(&m, &s, Event::new("N")).unwrap().0;
+        assert_eq!(s.value(&m).to_json(), format!("s{}", (i + 1) % 10));
+    }
+    assert_eq!(m.step_table_entries(), (8, 8));
+    let none =
+        machine(r#"{"initial": "a", "states": {"a": {"on": {"N": "a"}}}}"#).with_step_table(0);
+    let (s, _) = initial_transition(&none).unwrap();
+    transition(&none, &s, Event::new("N")).unwrap();
+    assert_eq!(none.step_table_entries(), (0, 0));
+}
+
+/// The memory bound `docs/statecharts.md` states for the step table.
+#[test]
+fn a_step_plan_and_a_slot_are_the_sizes_the_docs_state() {
+    assert_eq!(std::mem::size_of::<StepPlan>(), 152);
+    assert_eq!(
+        std::mem::size_of::<std::sync::OnceLock<Box<StepPlan>>>(),
+        16
     );
 }

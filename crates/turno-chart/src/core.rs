@@ -92,6 +92,9 @@ pub fn transition_in_place<C: Clone>(
     event: Event,
     actions: &mut Vec<Action>,
 ) -> Result<(), ChartError> {
+    if Run::quiet_macrostep(m, snapshot, &event) {
+        return Ok(());
+    }
     Run::new(m, snapshot, actions).macrostep(event)
 }
 
@@ -118,6 +121,11 @@ pub fn transition_inspected<C: Clone>(
     actions: &mut Vec<Action>,
     inspect: Option<Inspector<'_>>,
 ) -> Result<(), ChartError> {
+    // An inspector sees every step: only an uninspected macrostep may be
+    // a bare copy of a kept configuration.
+    if inspect.is_none() && Run::quiet_macrostep(m, snapshot, &event) {
+        return Ok(());
+    }
     Run::new(m, snapshot, actions)
         .inspected(inspect)
         .macrostep(event)

@@ -282,12 +282,13 @@ pub struct Machine<C> {
     pub(crate) states: Vec<StateNode<C>>,
     pub(crate) transitions: Vec<Transition<C>>,
     pub(crate) ids: FxHashMap<Arc<str>, StateIdx>,
-    /// Exact event names known to the machine.
-    pub(crate) events: FxHashMap<Arc<str>, u32>,
+    /// The exact event names known to the machine, by id (found without
+    /// hashing: [`Machine::event_id`]).
+    pub(crate) names: crate::name_index::NameIndex,
     /// `candidates[event * n_states + state]`: a range of `cand`.
     pub(crate) cand_ranges: Vec<(u32, u32)>,
     pub(crate) cand: Vec<TransIdx>,
-    /// States with wildcard descriptors (for events not in `events`).
+    /// States with wildcard descriptors (for events not in `names`).
     pub(crate) has_wildcards: bool,
     /// `handlers[event]`: the states with a candidate for that exact event
     /// name; selection skips every subtree where no active state is one.
@@ -311,6 +312,11 @@ pub struct Machine<C> {
     pub(crate) plans: Vec<OnceLock<Plan>>,
     /// Some state has an `always` transition (else no microstep looks for one).
     pub(crate) has_eventless: bool,
+    /// The states with an `always` transition: a configuration without
+    /// one of them enables no eventless transition.
+    pub(crate) eventless: crate::snapshot::StateSet,
+    /// Microstep plans by configuration and event (see [`crate::step_table`]).
+    pub(crate) steps: crate::step_table::StepTable,
 }
 
 /// A transition's domain and entry set when they are fixed by the machine
@@ -411,6 +417,29 @@ impl<C> Machine<C> {
         self
     }
 
+    /// Sets the size of the machine's step table, in slots (rounded up to
+    /// a power of two; at most half of them hold plans; 0: no table, every
+    /// microstep computed by the algorithm). The table keeps, per
+    /// configuration and event, the plan of a microstep that depended on
+    /// neither guards nor history, and replays it the next time (see
+    /// `docs/statecharts.md`, "The step table"). Default: 1024 slots (512
+    /// plans) for XState machines, none for SCXML ones.
+    pub fn with_step_table(mut self, slots: usize) -> Self {
+        self.steps = crate::step_table::StepTable::new(slots);
+        self
+    }
+
+    /// How many microstep plans the step table holds now, and at most.
+    pub fn step_table_entries(&self) -> (usize, usize) {
+        (self.steps.len(), self.steps.max_entries())
+    }
+
+    /// The id of an exact event name some state handles.
+    #[inline]
+    pub(crate) fn event_id(&self, name: &str) -> Option<u32> {
+        self.names.get(name)
+    }
+
     pub(crate) fn n(&self) -> usize {
         self.states.len()
     }
@@ -422,7 +451,7 @@ impl<C> Machine<C> {
     }
 
     /// The candidate transitions of `state` for the exact event `event`
-    /// (an id of `events`), from the table.
+    /// (an id of `names`), from the table.
     #[inline]
     pub(crate) fn candidates_of(&self, event: u32, state: StateIdx) -> &[TransIdx] {
         let (a, b) = self.cand_ranges[event as usize * self.n() + state as usize];
@@ -724,6 +753,7 @@ impl Builder {
         for (name, &id) in &events {
             names_by_id[id as usize] = name.clone();
         }
+        let names = crate::name_index::NameIndex::new(names_by_id.clone());
         let mut cand_ranges = Vec::with_capacity(events.len() * n);
         let mut cand = Vec::new();
         for name in &names_by_id {
@@ -750,11 +780,23 @@ impl Builder {
         let atomic = states.iter().map(|s| s.is_atomic()).collect();
         let plans = transitions.iter().map(|_| OnceLock::new()).collect();
         let has_eventless = states.iter().any(|s| !s.always.is_empty());
+        let mut eventless = crate::snapshot::StateSet::with_states(n);
+        for (i, s) in states.iter().enumerate() {
+            if !s.always.is_empty() {
+                eventless.insert(i as StateIdx);
+            }
+        }
+        // SCXML machines select by descriptor lists and may bind events
+        // into their data model: they keep no step table.
+        let steps = crate::step_table::StepTable::new(match self.semantics {
+            Semantics::XState => crate::step_table::DEFAULT_STEP_TABLE_SLOTS,
+            Semantics::Scxml => 0,
+        });
         Ok(Machine {
             states,
             transitions,
             ids,
-            events,
+            names,
             cand_ranges,
             cand,
             has_wildcards,
@@ -769,6 +811,8 @@ impl Builder {
             event_hook: None,
             plans,
             has_eventless,
+            eventless,
+            steps,
         })
     }
 

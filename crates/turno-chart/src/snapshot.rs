@@ -66,6 +66,29 @@ impl StateSet {
         }
     }
 
+    /// The set's words, 64 states each.
+    #[inline]
+    pub(crate) fn words(&self) -> &[u64] {
+        &self.0
+    }
+
+    /// The same states as `other`, word for word (a machine's sets all
+    /// have its number of words): no call to `memcmp` for one or two words.
+    #[inline]
+    pub(crate) fn same(&self, other: &StateSet) -> bool {
+        self.0.len() == other.0.len() && self.0.iter().zip(other.0.iter()).all(|(a, b)| a == b)
+    }
+
+    /// Becomes a copy of `other`, in place.
+    #[inline]
+    pub(crate) fn copy_from(&mut self, other: &StateSet) {
+        if self.0.len() == other.0.len() {
+            self.0.copy_from_slice(&other.0);
+        } else {
+            self.0.clone_from(&other.0);
+        }
+    }
+
     /// No state in the set.
     pub fn is_empty(&self) -> bool {
         self.0.iter().all(|&w| w == 0)

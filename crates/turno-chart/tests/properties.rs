@@ -4,6 +4,10 @@
 //! active child, an active parallel state has all its regions active, no
 //! history state is ever active. A macrostep may instead fail with a
 //! runaway-loop error (random `always` transitions can cycle), never hang.
+//!
+//! Also: a machine's step table (microstep plans kept by configuration and
+//! event) is a cache of the pure function: with it, stepping gives what the
+//! algorithm alone gives.
 
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
@@ -176,6 +180,67 @@ fn config(p: &Plan) -> Value {
     root
 }
 
+/// [`config`] with more for the step table to keep or refuse: entry
+/// actions that raise or emit, exit actions that assign, tags, and states
+/// whose transitions run no action (their microsteps replay as a copy of
+/// the configuration). Node `i`'s `flags[i]` bits pick them.
+fn rich_config(p: &Plan) -> Value {
+    fn walk(s: &mut Value, p: &Plan) {
+        let Some(obj) = s.as_object_mut() else { return };
+        let i: usize = obj
+            .get("id")
+            .and_then(Value::as_str)
+            .and_then(|id| id.strip_prefix('s'))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        let f = p.flags[i];
+        let history = obj.get("type").and_then(Value::as_str) == Some("history");
+        if !history {
+            if f & 0x08 != 0 {
+                obj.insert(
+                    "entry".into(),
+                    json!([{"type": "raise", "params": {"event": {"type": "C"}}}]),
+                );
+            }
+            if f & 0x10 != 0 {
+                obj.insert(
+                    "exit".into(),
+                    json!([{"type": "inc", "params": {"key": "x"}}]),
+                );
+            }
+            if f & 0x20 != 0 {
+                obj.insert("tags".into(), json!(["t", format!("t{}", i % 3)]));
+            }
+            if f & 0x40 != 0 {
+                let mut entry = obj.get("entry").cloned().unwrap_or(json!([]));
+                entry
+                    .as_array_mut()
+                    .unwrap()
+                    .push(json!({"type": "emit", "params": {"event": {"type": "E"}}}));
+                obj.insert("entry".into(), entry);
+            }
+            if f & 0x02 != 0 {
+                if let Some(Value::Object(on)) = obj.get_mut("on") {
+                    for (_, list) in on.iter_mut() {
+                        for t in list.as_array_mut().unwrap() {
+                            t.as_object_mut().unwrap().remove("actions");
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(Value::Object(states)) = obj.get_mut("states") {
+            for (_, c) in states.iter_mut() {
+                walk(c, p);
+            }
+        }
+    }
+    let mut root = config(p);
+    walk(&mut root, p);
+    root["context"] = json!({"n": 0, "x": 0});
+    root
+}
+
 fn check_legal(m: &Machine<Value>, s: &Snapshot<Value>) -> Result<(), String> {
     let active = |i| s.config.contains(i);
     if !active(0) {
@@ -299,5 +364,56 @@ proptest! {
         let cold = run(&load());
         prop_assert_eq!(&first, &cold, "{:#}", cfg);
         prop_assert_eq!(&again, &cold, "{:#}", cfg);
+    }
+
+    /// The step table keeps a microstep's plan by configuration and event
+    /// and replays it; with the table, a machine steps (snapshots with
+    /// context and history, actions, values, tags, status, errors) as the
+    /// same machine without one, which computes every microstep by the
+    /// algorithm. The events run twice so the second pass replays plans
+    /// the first kept.
+    #[test]
+    fn the_step_table_steps_as_the_algorithm(p in plan(), events in proptest::collection::vec(0u8..5, 0..25)) {
+        let cfg = rich_config(&p);
+        let load = |slots: usize| {
+            load_json::<Value>(&cfg.to_string(), &stdlib::implementations())
+                .unwrap_or_else(|e| panic!("{e}\n{cfg:#}"))
+                .with_max_microsteps(200)
+                .with_step_table(slots)
+        };
+        let run = |m: &Machine<Value>| -> Vec<Value> {
+            let mut out = Vec::new();
+            let (mut s, a) = match initial_transition(m) {
+                Ok(step) => step,
+                Err(e) => return vec![json!(e.to_string())],
+            };
+            out.push(json!([s, a]));
+            for &e in events.iter().chain(events.iter()) {
+                let step = if e == 4 {
+                    advance(m, &s, 10)
+                } else {
+                    transition(m, &s, Event::new(["A", "B", "C", "D"][e as usize]))
+                };
+                match step {
+                    Ok((next, a)) => {
+                        s = next;
+                        let tags = ["t", "t0", "t1", "t2"].map(|t| s.has_tag(m, t));
+                        out.push(json!([s, a, s.value(m).to_json(), tags]));
+                    }
+                    Err(err) => {
+                        out.push(json!(err.to_string()));
+                        break;
+                    }
+                }
+            }
+            out
+        };
+        let table = load(64);
+        let with = run(&table);
+        let again = run(&table);
+        let without = run(&load(0));
+        prop_assert_eq!(&with, &without, "{:#}", cfg);
+        prop_assert_eq!(&again, &without, "{:#}", cfg);
+        prop_assert!(table.step_table_entries().0 <= table.step_table_entries().1);
     }
 }
