@@ -31,15 +31,7 @@ async fn a_crash_mid_submit_restores_into_uncertain_and_charges_once() {
     let w = Wizard::start(Config::new(dir.path())).await.unwrap();
     let c = Client::new(&w.url()).await;
     c.to_review().await;
-    let (_, _, v) = call(
-        &c.base,
-        "POST",
-        "/api/faults",
-        &c.cookie,
-        Some(json!({"sid": c.sid, "faults": {"crash": true}})),
-    )
-    .await;
-    assert_eq!(v["faults"]["crash"], true);
+    assert_eq!(c.faults(json!({"crash": true})).await["crash"], true);
     let (s, v) = c.event("review", "CONFIRM", json!({})).await;
     assert_eq!((s, v["step"].as_str()), (200, Some("submit.sending")));
     // Down for a while (503), then back from the snapshot.
@@ -206,15 +198,7 @@ async fn the_live_inspector_follows_the_server_and_its_restart() {
     );
     // A crash mid-submit restarts the server's system; the live view
     // follows the new one, where the session is restored and completes.
-    let (_, _, v) = call(
-        &c.base,
-        "POST",
-        "/api/faults",
-        &c.cookie,
-        Some(json!({"sid": c.sid, "faults": {"crash": true}})),
-    )
-    .await;
-    assert_eq!(v["faults"]["crash"], true);
+    assert_eq!(c.faults(json!({"crash": true})).await["crash"], true);
     let (s, _) = c.event("review", "CONFIRM", json!({})).await;
     assert_eq!(s, 200);
     c.wait_for("completed").await;

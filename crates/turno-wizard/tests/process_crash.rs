@@ -137,15 +137,10 @@ async fn sigkill_mid_submit_then_restart_one_charge_and_users_resume_where_they_
     // ...and one who confirms while the gateway charges and holds its reply.
     let payer = Client::new(&url).await;
     payer.to_review().await;
-    let (_, _, v) = call(
-        &payer.base,
-        "POST",
-        "/api/faults",
-        &payer.cookie,
-        Some(json!({"sid": payer.sid, "faults": {"charge": "timeout"}})),
-    )
-    .await;
-    assert_eq!(v["faults"]["charge"], "timeout");
+    assert_eq!(
+        payer.faults(json!({"charge": "timeout"})).await["charge"],
+        "timeout"
+    );
     let key = payer.state().await.1["key"].clone();
     assert!(key.is_string());
     let (s, v) = payer.event("review", "CONFIRM", json!({})).await;

@@ -77,6 +77,14 @@ impl Client {
         let (s, _, v) = call(&self.base, "GET", "/api/state", &self.cookie, None).await;
         (s, v)
     }
+    /// Sets this session's faults (the fault panel's form) and returns the
+    /// faults the server now holds.
+    pub async fn faults(&self, faults: Value) -> Value {
+        let body = json!({"sid": self.sid, "faults": faults});
+        let (s, _, v) = call(&self.base, "POST", "/api/faults", &self.cookie, Some(body)).await;
+        assert_eq!(s, 200, "{v}");
+        v["faults"].clone()
+    }
     pub async fn to_review(&self) {
         for (step, fields) in [
             (
