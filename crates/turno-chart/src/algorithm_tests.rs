@@ -617,6 +617,38 @@ fn a_full_step_table_keeps_no_more() {
     assert_eq!(none.step_table_entries(), (0, 0));
 }
 
+/// Threads stepping one machine at once fill its table together: each
+/// steps correctly, and between them they keep exactly the bound.
+#[test]
+fn threads_filling_one_step_table_keep_the_bound() {
+    let m = std::sync::Arc::new(
+        machine(
+            r#"{"id": "m", "initial": "s0", "states": {
+          "s0": {"on": {"N": "s1"}}, "s1": {"on": {"N": "s2"}}, "s2": {"on": {"N": "s3"}},
+          "s3": {"on": {"N": "s4"}}, "s4": {"on": {"N": "s5"}}, "s5": {"on": {"N": "s6"}},
+          "s6": {"on": {"N": "s7"}}, "s7": {"on": {"N": "s8"}}, "s8": {"on": {"N": "s9"}},
+          "s9": {"on": {"N": "s0"}}}}"#,
+        )
+        .with_step_table(16),
+    );
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let m = m.clone();
+            std::thread::spawn(move || {
+                let (mut s, _) = initial_transition(&m).unwrap();
+                for i in 0..200 {
+                    s = transition(&m, &s, Event::new("N")).unwrap().0;
+                    assert_eq!(s.value(&m).to_json(), format!("s{}", (i + 1) % 10));
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(m.step_table_entries(), (8, 8));
+}
+
 /// The memory bound `docs/statecharts.md` states for the step table.
 #[test]
 fn a_step_plan_and_a_slot_are_the_sizes_the_docs_state() {

@@ -99,7 +99,7 @@ impl StepTable {
         self.capacity / 2
     }
 
-    /// Plans kept so far.
+    /// Plans kept so far (with inserts in progress on other threads).
     pub(crate) fn len(&self) -> usize {
         self.len.load(Ordering::Relaxed)
     }
@@ -133,7 +133,14 @@ impl StepTable {
 
     /// Keeps `plan` unless the table is full or its probe run is.
     pub(crate) fn insert(&self, plan: StepPlan) {
-        if !self.enabled() || self.len() >= self.max_entries() {
+        if !self.enabled() {
+            return;
+        }
+        // Reserve the entry before filling a slot, so that threads racing
+        // to insert never keep more than `max_entries` between them; a
+        // reservation not used is given back.
+        if self.len.fetch_add(1, Ordering::Relaxed) >= self.max_entries() {
+            self.len.fetch_sub(1, Ordering::Relaxed);
             return;
         }
         let slots = self.slots.get_or_init(|| {
@@ -148,17 +155,15 @@ impl StepTable {
         for _ in 0..PROBES {
             if let Some(p) = slots[i].get() {
                 if p.event == plan.event && p.before.same(&plan.before) {
-                    return;
+                    break;
                 }
             }
             match slots[i].set(plan) {
-                Ok(()) => {
-                    self.len.fetch_add(1, Ordering::Relaxed);
-                    return;
-                }
+                Ok(()) => return,
                 Err(back) => plan = back,
             }
             i = (i + 1) & mask;
         }
+        self.len.fetch_sub(1, Ordering::Relaxed);
     }
 }
