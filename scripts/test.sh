@@ -84,7 +84,9 @@ done
 # publishing store injected must fail its model
 # (the_model_catches_a_relaxed_publication asserts that it does);
 # idle_loom checks the threaded workers' sleep and wake-up protocol, and that
-# a notifier without its fence loses a wake-up the model finds.
+# a notifier without its fence loses a wake-up the model finds; lazy_loom
+# checks the lazily allocated parts (LazyBox), and that a first use without
+# its compare-exchange loses a write the model finds.
 RUSTFLAGS="--cfg turno_loom" CARGO_TARGET_DIR=target/loom \
   cargo test -p turno --release --locked --test sched_loom --test stream_loom --test lane_loom \
-  --test idle_loom
+  --test idle_loom --test lazy_loom

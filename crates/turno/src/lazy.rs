@@ -121,6 +121,67 @@ impl<T> Drop for LazyBox<T> {
     }
 }
 
+/// A lazily allocated counter for the loom model (`tests/lazy_loom.rs`),
+/// with a deliberately broken first use the model must catch.
+#[cfg(turno_loom)]
+pub mod model {
+    use super::LazyBox;
+    use crate::sync::AtomicUsize;
+    use std::sync::atomic::Ordering::{Relaxed, Release};
+
+    /// The part: one counter.
+    pub struct Part(AtomicUsize);
+
+    impl Default for Part {
+        fn default() -> Self {
+            Part(AtomicUsize::new(0))
+        }
+    }
+
+    /// A `LazyBox<Part>`.
+    pub struct ModelLazy {
+        inner: LazyBox<Part>,
+        /// Install the first part with a plain store instead of the
+        /// compare-exchange (the injected bug).
+        racy: bool,
+    }
+
+    impl ModelLazy {
+        /// A model; `racy` injects the bug.
+        pub fn new(racy: bool) -> Self {
+            ModelLazy {
+                inner: LazyBox::new(),
+                racy,
+            }
+        }
+
+        /// Adds one to the part, allocating it first if needed; false once
+        /// sealed.
+        pub fn add_one(&self) -> bool {
+            let part = if self.racy && self.inner.get().is_none() {
+                let new = Box::into_raw(Box::<Part>::default());
+                self.inner.ptr.store(new, Release);
+                // SAFETY: just allocated; the model only reads it (and
+                // leaks what a racing store overwrote).
+                Some(unsafe { &*new })
+            } else {
+                self.inner.get_or_init()
+            };
+            part.map(|p| p.0.fetch_add(1, Relaxed)).is_some()
+        }
+
+        /// Seals the part; its count if it was allocated.
+        pub fn seal(&self) -> Option<usize> {
+            self.inner.seal().map(|p| p.0.load(Relaxed))
+        }
+
+        /// The count, if the part was allocated.
+        pub fn total(&self) -> Option<usize> {
+            self.inner.get().map(|p| p.0.load(Relaxed))
+        }
+    }
+}
+
 #[cfg(all(test, not(turno_loom)))]
 mod tests {
     use super::*;

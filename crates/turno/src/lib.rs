@@ -131,6 +131,14 @@ pub mod idle_model {
     pub use crate::idle::{Idle, Inject};
 }
 
+/// The lazily allocated part, exposed to its loom model
+/// (`tests/lazy_loom.rs`) only. Not part of the API.
+#[cfg(turno_loom)]
+#[doc(hidden)]
+pub mod lazy_model {
+    pub use crate::lazy::model::ModelLazy;
+}
+
 /// The README's example, compiled and run as a doc test so it cannot rot.
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
