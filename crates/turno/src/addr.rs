@@ -42,7 +42,7 @@ impl<M> Clone for Addr<M> {
 
 impl<M: 'static> fmt::Debug for Addr<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Addr({} {})", self.slot.id, self.mailbox().path)
+        write!(f, "Addr({} {})", self.slot.id, self.mailbox().path())
     }
 }
 
@@ -64,13 +64,13 @@ impl<M: Send + 'static> Addr<M> {
     /// The actor's name (from [`Props::name`](crate::Props::name), or
     /// `$<id>`): the last segment of its [path](Addr::path).
     pub fn name(&self) -> &str {
-        self.mailbox().path.name()
+        self.mailbox().path().name()
     }
 
     /// The actor's path from the root, e.g. `/orders/worker`: stable across
     /// runs where every segment was named (see [`ActorPath`]).
     pub fn path(&self) -> &ActorPath {
-        &self.mailbox().path
+        self.mailbox().path()
     }
 
     /// The mailbox policy.

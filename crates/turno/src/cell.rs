@@ -18,7 +18,7 @@ use crate::context::{Context, WatchMap};
 use crate::effects::{Effects, Spawned};
 use crate::engine::{AnyBody, Slot, TypedBody};
 use crate::ids::ActorPath;
-use crate::mailbox::{Control, Envelope, Mailbox, MailboxOps, Next, Signal, SlotRef};
+use crate::mailbox::{Control, Envelope, Mailbox, MailboxOps, Next, PathCell, Signal, SlotRef};
 use crate::shared::SystemShared;
 use crate::stash::Stash;
 use crate::timer::TimerId;
@@ -205,7 +205,7 @@ impl<A: Actor> Cell<A> {
         named: Option<ActorPath>,
     ) -> (Self, Addr<A::Msg>) {
         let id = shared.next_actor();
-        let path = named.unwrap_or_else(|| parent.unnamed_child(id));
+        let path = PathCell::new(parent, named);
         let addr = Bare::addr(id, Mailbox::new(id, path, props.policy, shared, None));
         (Self::around(props, factory, addr.clone()), addr)
     }
@@ -230,9 +230,8 @@ impl<A: Actor> Cell<A> {
         parent: &ActorPath,
         named: Option<ActorPath>,
     ) -> (Spawned, Addr<A::Msg>) {
-        let is_named = named.is_some();
         let id = shared.next_actor();
-        let path = named.unwrap_or_else(|| parent.unnamed_child(id));
+        let path = PathCell::new(parent, named.clone());
         // One allocation: the slot's header, the mailbox and the cell. The
         // mailbox learns the slot's address before the slot exists.
         let slot: Arc<Slot<Body<A>>> = Arc::new_cyclic(|me: &std::sync::Weak<Slot<Body<A>>>| {
@@ -251,8 +250,7 @@ impl<A: Actor> Cell<A> {
         *slot.body.cell.lock() = Some(Self::around(&props, factory, addr.clone()));
         let spawned = Spawned {
             id,
-            path: addr.mailbox().path.clone(),
-            named: is_named,
+            named,
             policy: props.policy,
             slot: Some(slot),
             supervision: props.supervision,
@@ -296,10 +294,10 @@ impl<A: Actor> Cell<A> {
         let _span = tracing::debug_span!(
             target: "turno",
             "turn",
-            actor = %self.addr.mailbox().path.name(),
+            actor = %self.addr.mailbox().path().name(),
             id = actor_id.as_u64(),
             kind = ?what,
-            path = %self.addr.mailbox().path,
+            path = %self.addr.mailbox().path(),
         )
         .entered();
         shared.tracer.emit(&shared.clock, || ActorEvent::TurnStart {
@@ -411,8 +409,8 @@ impl<A: Actor> AnyCell for Cell<A> {
                     #[cfg(feature = "tracing")]
                     tracing::error!(
                         target: "turno",
-                        actor = %self.addr.mailbox().path.name(),
-                        path = %self.addr.mailbox().path,
+                        actor = %self.addr.mailbox().path().name(),
+                        path = %self.addr.mailbox().path(),
                         id = self.addr.id().as_u64(),
                         error = %e,
                         "factory panicked: actor failed"

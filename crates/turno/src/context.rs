@@ -60,7 +60,7 @@ impl<'a, A: Actor> Context<'a, A> {
     /// This actor's path from the root, e.g. `/orders/worker` (see
     /// [`ActorPath`]).
     pub fn path(&self) -> &ActorPath {
-        &self.addr.mailbox().path
+        self.addr.mailbox().path()
     }
 
     /// This actor's own address.
@@ -161,10 +161,14 @@ impl<'a, A: Actor> Context<'a, A> {
         props: Props,
         factory: impl FnMut() -> B + Send + 'static,
     ) -> Result<Addr<B::Msg>, SpawnError> {
-        let parent = &self.addr.mailbox().path;
+        let parent = self.addr.mailbox().path();
         let named = props.check(parent)?;
         if let Some(path) = &named {
-            let pending = self.fx.spawned.iter().any(|s| s.path == *path);
+            let pending = self
+                .fx
+                .spawned
+                .iter()
+                .any(|s| s.named.as_ref() == Some(path));
             if pending || self.shared().path_taken(path) {
                 return Err(SpawnError::DuplicateName {
                     parent: parent.clone(),

@@ -29,9 +29,9 @@ pub(crate) enum TimerKey {
 /// A child created during a turn, registered by the scheduler at turn end.
 pub(crate) struct Spawned {
     pub(crate) id: ActorId,
-    pub(crate) path: ActorPath,
-    /// Spawned with a name: its path enters the system's path index.
-    pub(crate) named: bool,
+    /// The path of a child spawned with a name, which enters the
+    /// system's path index (an unnamed child's is written when asked).
+    pub(crate) named: Option<ActorPath>,
     pub(crate) policy: crate::Policy,
     /// The child's slot, its cell inside; taken out by the engine's
     /// registration.

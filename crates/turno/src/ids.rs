@@ -111,11 +111,16 @@ pub struct ActorPath(Arc<str>);
 impl ActorPath {
     /// The root of the tree, `/`: the parent of top-level actors.
     pub fn root() -> ActorPath {
-        // One shared text: every top-level spawn names its parent, and a
-        // fresh `Arc<str>` each time was an allocation per spawn.
+        Self::root_ref().clone()
+    }
+
+    /// The root's one shared text: every top-level spawn names its parent,
+    /// and a fresh `Arc<str>` each time was an allocation per spawn (a
+    /// borrow of it not even a count).
+    pub(crate) fn root_ref() -> &'static ActorPath {
         static ROOT: std::sync::LazyLock<ActorPath> =
             std::sync::LazyLock::new(|| ActorPath("/".into()));
-        ROOT.clone()
+        &ROOT
     }
 
     /// The path of a child named `name` (already checked by

@@ -29,13 +29,28 @@ fn sealed<T>() -> *mut T {
     ptr::dangling_mut()
 }
 
-impl<T: Default> LazyBox<T> {
+impl<T> LazyBox<T> {
     pub(crate) fn new() -> Self {
         const { assert!(std::mem::size_of::<T>() > 0) };
         LazyBox {
             ptr: AtomicPtr::new(ptr::null_mut()),
             _owns: PhantomData,
         }
+    }
+
+    /// A part sealed from the start: never allocated.
+    pub(crate) fn new_sealed() -> Self {
+        const { assert!(std::mem::size_of::<T>() > 0) };
+        LazyBox {
+            ptr: AtomicPtr::new(sealed()),
+            _owns: PhantomData,
+        }
+    }
+
+    /// True once sealed (then never allocated).
+    #[inline]
+    pub(crate) fn is_sealed(&self) -> bool {
+        self.ptr.load(Acquire) == sealed()
     }
 
     /// The part, if it was allocated.
@@ -51,12 +66,13 @@ impl<T: Default> LazyBox<T> {
         Some(unsafe { &*p })
     }
 
-    /// The part, allocated now if this is its first use; `None` once sealed.
+    /// The part, made by `make` now if this is its first use (a racing
+    /// first use may make one too: one of them is kept); `None` once sealed.
     #[inline]
-    pub(crate) fn get_or_init(&self) -> Option<&T> {
+    pub(crate) fn get_or_init_with(&self, make: impl FnOnce() -> T) -> Option<&T> {
         let p = self.ptr.load(Acquire);
         if p.is_null() {
-            return self.init();
+            return self.init(make);
         }
         if p == sealed() {
             return None;
@@ -67,8 +83,8 @@ impl<T: Default> LazyBox<T> {
 
     #[cold]
     #[inline(never)]
-    fn init(&self) -> Option<&T> {
-        let new = Box::into_raw(Box::<T>::default());
+    fn init(&self, make: impl FnOnce() -> T) -> Option<&T> {
+        let new = Box::into_raw(Box::new(make()));
         match self
             .ptr
             .compare_exchange(ptr::null_mut(), new, AcqRel, Acquire)
@@ -101,6 +117,14 @@ impl<T: Default> LazyBox<T> {
             // SAFETY: as in `get`.
             Err(p) => Some(unsafe { &*p }),
         }
+    }
+}
+
+impl<T: Default> LazyBox<T> {
+    /// The part, allocated now if this is its first use; `None` once sealed.
+    #[inline]
+    pub(crate) fn get_or_init(&self) -> Option<&T> {
+        self.get_or_init_with(T::default)
     }
 }
 

@@ -32,7 +32,7 @@ use crate::ask::RequestId;
 use crate::buffer::{BufferStats, Offer, Policy};
 use crate::engine::{AnyBody, Slot, TypedBody};
 use crate::ids::ActorPath;
-use crate::metrics::{MailboxMetrics, Metrics};
+use crate::metrics::{Label, MailboxMetrics, Metrics};
 use crate::shared::SystemShared;
 use crate::supervision::ExitReason;
 use crate::system_lane::SystemQueues;
@@ -215,6 +215,66 @@ pub(crate) trait MailboxOps: Send + Sync {
     fn claim_notified(&self);
 }
 
+/// An actor's path as its mailbox keeps it: a named actor's path, or an
+/// unnamed actor's parent's path and, once asked for, its own (`$<id>`
+/// under the parent), written then. Most actors are unnamed and never
+/// asked for their path (only names, traces, errors and metrics ask), so
+/// spawning one costs no allocation for it, and an idle one keeps three
+/// words (the parent's path, a pointer) instead of two and a 24-byte text.
+pub(crate) struct PathCell {
+    /// A named actor's path; an unnamed actor's parent's (`None`: the
+    /// root, so that a top-level spawn touches no shared count).
+    base: Option<ActorPath>,
+    /// An unnamed actor's path, written on first use; sealed for a named
+    /// actor, whose path is `base`.
+    written: LazyBox<ActorPath>,
+}
+
+impl PathCell {
+    /// The path of a child of `parent`: `named` if given (see
+    /// [`Props::check`](crate::Props)), else `$<id>` under `parent`, written
+    /// when first asked for.
+    pub(crate) fn new(parent: &ActorPath, named: Option<ActorPath>) -> PathCell {
+        match named {
+            Some(path) => PathCell {
+                base: Some(path),
+                written: LazyBox::new_sealed(),
+            },
+            None => PathCell {
+                base: (!parent.is_root()).then(|| parent.clone()),
+                written: LazyBox::new(),
+            },
+        }
+    }
+
+    /// The path of actor `id` (the id this cell was made for), written now
+    /// if this is the first time an unnamed actor's is asked for.
+    #[inline]
+    pub(crate) fn get(&self, id: ActorId) -> &ActorPath {
+        let parent = || self.base.as_ref().unwrap_or(ActorPath::root_ref());
+        match self.written.get_or_init_with(|| parent().unnamed_child(id)) {
+            Some(path) => path,
+            // Sealed: named, so `base` is the path.
+            None => parent(),
+        }
+    }
+
+    /// True when the actor was spawned with a name.
+    pub(crate) fn is_named(&self) -> bool {
+        self.written.is_sealed()
+    }
+
+    /// The actor's name, the path's last segment, without writing the
+    /// path (a metric's label).
+    pub(crate) fn name(&self, id: ActorId) -> String {
+        match self.written.get() {
+            Some(path) => path.name().to_string(),
+            None if self.is_named() => self.get(id).name().to_string(),
+            None => format!("${}", id.as_u64()),
+        }
+    }
+}
+
 /// Signals: system-lane entries that become a call to the actor's handler.
 #[derive(Debug)]
 pub(crate) enum Signal {
@@ -248,7 +308,8 @@ type Admitted<M> = (Offer<Envelope<M>>, usize, bool);
 pub(crate) struct Mailbox<M> {
     pub(crate) id: ActorId,
     /// Where the actor sits in the tree; its name is the last segment.
-    pub(crate) path: ActorPath,
+    /// See [`Mailbox::path`].
+    path: PathCell,
     /// The policy is the lane's.
     user: Lane<Envelope<M>>,
     system: Mutex<SystemLane>,
@@ -318,12 +379,18 @@ impl<M> Mailbox<M> {
         // mailbox's, and the mailbox lives as long as the body borrowed.
         unsafe { &*(body as *const dyn TypedBody<M>).cast::<Mailbox<M>>() }
     }
+
+    /// The actor's path (an unnamed actor's is written the first time).
+    #[inline]
+    pub(crate) fn path(&self) -> &ActorPath {
+        self.path.get(self.id)
+    }
 }
 
 impl<M: Send + 'static> Mailbox<M> {
     pub(crate) fn new(
         id: ActorId,
-        path: ActorPath,
+        path: PathCell,
         policy: Policy,
         shared: Arc<SystemShared>,
         me: Option<SlotRef>,
@@ -359,7 +426,10 @@ impl<M: Send + 'static> Mailbox<M> {
     pub(crate) fn metrics(&self) -> Metrics<'_> {
         Metrics {
             handles: &self.metrics,
-            actor: &self.path,
+            actor: Label {
+                path: &self.path,
+                id: self.id,
+            },
             policy: self.policy(),
         }
     }
@@ -840,7 +910,7 @@ impl<M: Send + 'static> Mailbox<M> {
 
 impl<M: Send + 'static> MailboxOps for Mailbox<M> {
     fn path(&self) -> &ActorPath {
-        &self.path
+        Mailbox::path(self)
     }
 
     fn push_control(&self, c: Control) -> bool {
@@ -873,5 +943,38 @@ impl<M: Send + 'static> MailboxOps for Mailbox<M> {
 
     fn claim_notified(&self) {
         self.notified.swap(true, Ordering::AcqRel);
+    }
+}
+
+#[cfg(all(test, not(turno_loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_cell_writes_an_unnamed_path_once_asked_and_keeps_a_named_one() {
+        let root = ActorPath::root();
+        let top = PathCell::new(&root, None);
+        assert!(!top.is_named());
+        assert_eq!(top.name(ActorId(3)), "$3");
+        assert!(
+            top.written.get().is_none(),
+            "a name does not write the path"
+        );
+        let path = top.get(ActorId(3));
+        assert_eq!(path.as_str(), "/$3");
+        assert!(std::ptr::eq(path, top.get(ActorId(3))), "written once");
+        assert_eq!(top.name(ActorId(3)), "$3");
+
+        let sup = root.child("sup");
+        let named = PathCell::new(&root, Some(sup.clone()));
+        assert!(named.is_named());
+        assert_eq!(named.get(ActorId(4)), &sup);
+        assert_eq!(named.name(ActorId(4)), "sup");
+
+        let child = PathCell::new(&sup, None);
+        assert_eq!(child.get(ActorId(5)).as_str(), "/sup/$5");
+        assert_eq!(child.get(ActorId(5)).parent(), Some(sup));
+        // Three words inline: the parent's path and a pointer.
+        assert_eq!(std::mem::size_of::<PathCell>(), 24);
     }
 }

@@ -42,7 +42,8 @@ use std::sync::OnceLock;
 use metrics::{Counter, Gauge, Histogram};
 
 use crate::buffer::Policy;
-use crate::ids::ActorPath;
+use crate::ids::ActorId;
+use crate::mailbox::PathCell;
 use crate::shared::SystemShared;
 
 /// One message turn in this many has its wall-clock time measured (per
@@ -61,9 +62,24 @@ pub(crate) struct MailboxMetrics {
 /// One actor's metric handles with their label, as a mailbox lends them.
 pub(crate) struct Metrics<'a> {
     pub(crate) handles: &'a MailboxMetrics,
-    /// The label is the path's last segment, the actor's name.
-    pub(crate) actor: &'a ActorPath,
+    /// The label is the path's last segment, the actor's name (made
+    /// from the mailbox's path and the id without writing the path).
+    pub(crate) actor: Label<'a>,
     pub(crate) policy: Policy,
+}
+
+/// An actor's metric label: its name, from its path (see [`PathCell`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Label<'a> {
+    pub(crate) path: &'a PathCell,
+    pub(crate) id: ActorId,
+}
+
+impl Label<'_> {
+    /// The name, as the label's text.
+    fn name(self) -> String {
+        self.path.name(self.id)
+    }
 }
 
 /// One actor's handles. Each is registered when first needed, not all six
@@ -104,7 +120,7 @@ impl Metrics<'_> {
     /// search for the last `/`, which only a registration needs (done on
     /// every metric it cost about 110 instructions per pingpong message).
     #[inline]
-    fn get(&self) -> Option<(&Handles, &ActorPath, Policy)> {
+    fn get(&self) -> Option<(&Handles, Label<'_>, Policy)> {
         let handles = self
             .handles
             .handles
@@ -122,9 +138,7 @@ impl Metrics<'_> {
         }
         if let Some((h, actor, _)) = self.get() {
             h.depth
-                .get_or_init(
-                    || metrics::gauge!("turno_mailbox_depth", "actor" => actor.name().to_string()),
-                )
+                .get_or_init(|| metrics::gauge!("turno_mailbox_depth", "actor" => actor.name()))
                 .set(depth as f64);
         }
     }
@@ -138,7 +152,7 @@ impl Metrics<'_> {
         if let Some((h, actor, policy)) = self.get() {
             h.dropped
                 .get_or_init(|| {
-                    metrics::counter!("turno_mailbox_dropped_total", "actor" => actor.name().to_string(), "policy" => policy.name())
+                    metrics::counter!("turno_mailbox_dropped_total", "actor" => actor.name(), "policy" => policy.name())
                 })
                 .increment(1);
         }
@@ -147,9 +161,9 @@ impl Metrics<'_> {
     pub(crate) fn rejected(&self) {
         if let Some((h, actor, _)) = self.get() {
             h.rejected
-                .get_or_init(|| {
-                    metrics::counter!("turno_mailbox_rejected_total", "actor" => actor.name().to_string())
-                })
+                .get_or_init(
+                    || metrics::counter!("turno_mailbox_rejected_total", "actor" => actor.name()),
+                )
                 .increment(1);
         }
     }
@@ -157,9 +171,7 @@ impl Metrics<'_> {
     pub(crate) fn stash(&self, size: usize) {
         if let Some((h, actor, _)) = self.get() {
             h.stash
-                .get_or_init(
-                    || metrics::gauge!("turno_stash_size", "actor" => actor.name().to_string()),
-                )
+                .get_or_init(|| metrics::gauge!("turno_stash_size", "actor" => actor.name()))
                 .set(size as f64);
         }
     }
@@ -167,9 +179,7 @@ impl Metrics<'_> {
     pub(crate) fn turn(&self, seconds: f64) {
         if let Some((h, actor, _)) = self.get() {
             h.turn_seconds
-                .get_or_init(
-                    || metrics::histogram!("turno_turn_seconds", "actor" => actor.name().to_string()),
-                )
+                .get_or_init(|| metrics::histogram!("turno_turn_seconds", "actor" => actor.name()))
                 .record(seconds);
         }
     }
@@ -178,7 +188,7 @@ impl Metrics<'_> {
         if let Some((h, actor, _)) = self.get() {
             h.stale
                 .get_or_init(
-                    || metrics::counter!("turno_stale_replies_total", "actor" => actor.name().to_string()),
+                    || metrics::counter!("turno_stale_replies_total", "actor" => actor.name()),
                 )
                 .increment(1);
         }

@@ -260,7 +260,10 @@ impl<M: Send + 'static> Probe<M> {
         let id = ActorId(u64::MAX - shared.next_actor().as_u64());
         let mailbox = Mailbox::new(
             id,
-            crate::ids::ActorPath::root().child("probe"),
+            crate::mailbox::PathCell::new(
+                crate::ids::ActorPath::root_ref(),
+                Some(crate::ids::ActorPath::root().child("probe")),
+            ),
             policy,
             shared,
             None,

@@ -80,19 +80,22 @@ const N: usize = 1000;
 
 /// The most heap bytes an idle, unnamed, started actor may keep, its
 /// address (in the caller's `Vec`) and its share of the tree's table
-/// included. Measured: 540 (LocalSystem and DetSystem; 659 before the
+/// included. Measured: 524 (LocalSystem and DetSystem; 540 before an
+/// unnamed actor's path was written only when asked for, 659 before the
 /// lane's rare counters and the muted list were allocated on first use,
 /// 563 before slot, mailbox and cell were one allocation).
-const IDLE_BYTES: i64 = 540;
+const IDLE_BYTES: i64 = 524;
 /// The most allocations a spawn and start of an unnamed actor may make
 /// (amortised: the tree's table and the run queue grow now and then).
-/// Measured: 2 (the name, and the slot holding mailbox and cell; 5 before
-/// the root's path was shared, 4 before the slot was one allocation).
-const SPAWN_ALLOCS: f64 = 2.05;
+/// Measured: 1 (the slot holding mailbox and cell; 2 before an unnamed
+/// actor's path was written only when asked for, 5 before the root's path
+/// was shared, 4 before the slot was one allocation).
+const SPAWN_ALLOCS: f64 = 1.05;
 /// The same for a whole life: spawn, start, one message, stop. Measured:
-/// 3 (the lane's first block besides; 12 before the depth gauge, the
-/// lane's counters and the close's wake-up stopped allocating for it).
-const LIFE_ALLOCS: f64 = 3.05;
+/// 2.06 (the lane's first block besides; 3 before the path was written on
+/// demand, 12 before the depth gauge, the lane's counters and the close's
+/// wake-up stopped allocating for it).
+const LIFE_ALLOCS: f64 = 2.07;
 
 fn idle_bytes<S: System>(mut sys: S, settle: fn(&mut S)) -> i64 {
     // Grows what a system keeps across spawns (its run queue) first.

@@ -161,8 +161,8 @@ impl Engine {
         props: crate::Props,
         factory: impl FnMut() -> A + Send + 'static,
     ) -> Result<crate::Addr<A::Msg>, SpawnError> {
-        let root = ActorPath::root();
-        let named = props.check(&root)?;
+        let root = ActorPath::root_ref();
+        let named = props.check(root)?;
         let duplicate = |path: &ActorPath| SpawnError::DuplicateName {
             parent: ActorPath::root(),
             name: path.name().to_string(),
@@ -177,7 +177,7 @@ impl Engine {
             self.shared.clone(),
             props,
             Box::new(factory),
-            &root,
+            root,
             named,
         );
         match self.register(None, spawned) {
@@ -191,8 +191,8 @@ impl Engine {
     /// actor has, is stopped before it starts (its mail becomes dead
     /// letters).
     pub(crate) fn register(&self, parent: Option<ActorId>, mut s: Spawned) -> Registered {
-        let (id, named, policy) = (s.id, s.named, s.policy);
-        let path = s.path.clone();
+        let (id, policy) = (s.id, s.policy);
+        let named = s.named.take();
         let supervision = std::mem::take(&mut s.supervision);
         let slot = {
             let mut tree = self.tree.lock();
@@ -203,7 +203,10 @@ impl Engine {
             let refused = if !parent_alive {
                 // Spawned by an actor that stopped in the same turn.
                 Some(Registered::ParentGone)
-            } else if named && !self.shared.claim_path(&path, id) {
+            } else if named
+                .as_ref()
+                .is_some_and(|p| !self.shared.claim_path(p, id))
+            {
                 Some(Registered::PathTaken)
             } else {
                 None
@@ -231,15 +234,16 @@ impl Engine {
                     parent: parent.unwrap_or(ROOT),
                     rare,
                     restart_count: 0,
-                    named,
+                    named: named.is_some(),
                 },
             );
             slot
         };
+        let mailbox = slot.mailbox();
         self.trace(|| ActorEvent::Spawn {
             actor: id.into(),
-            name: path.name().to_string(),
-            path: Some(path.to_string()),
+            name: mailbox.path().name().to_string(),
+            path: Some(mailbox.path().to_string()),
             parent: Some(parent.unwrap_or(ROOT).into()),
             policy: policy.into(),
         });
@@ -247,7 +251,6 @@ impl Engine {
         // its scheduler was set (a parent sending to the child it spawned
         // in the same turn) raised the flag without waking anyone, and every
         // push from now on finds the flag raised until the actor idles.
-        let mailbox = slot.mailbox();
         mailbox.claim_notified();
         let _ = slot.sched.set(self.sched.clone());
         mailbox.push_control(Control::Start);
