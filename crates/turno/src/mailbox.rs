@@ -201,6 +201,9 @@ impl SlotRef {
 pub(crate) trait MailboxOps: Send + Sync {
     /// The actor's path (the tree keeps none of its own).
     fn path(&self) -> &ActorPath;
+    /// True when the actor was spawned with a name (its path is in the
+    /// system's path index while it lives).
+    fn is_named(&self) -> bool;
     fn push_control(&self, c: Control) -> bool;
     fn push_signal(&self, s: Signal) -> bool;
     fn forget_muted(&self, sender: ActorId);
@@ -911,6 +914,10 @@ impl<M: Send + 'static> Mailbox<M> {
 impl<M: Send + 'static> MailboxOps for Mailbox<M> {
     fn path(&self) -> &ActorPath {
         Mailbox::path(self)
+    }
+
+    fn is_named(&self) -> bool {
+        self.path.is_named()
     }
 
     fn push_control(&self, c: Control) -> bool {

@@ -125,7 +125,7 @@ impl Engine {
             .lock()
             .nodes
             .get(&id)
-            .map_or(0, |n| n.restart_count)
+            .map_or(0, |n| n.restart_count())
     }
 
     pub(crate) fn name(&self, id: ActorId) -> Option<String> {

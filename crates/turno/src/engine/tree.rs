@@ -25,20 +25,18 @@ pub(super) enum Then {
     Restart(u32),
 }
 
-/// One actor in the tree: what every actor needs (40 bytes: the slot is
+/// One actor in the tree: what every actor needs (32 bytes: the slot is
 /// a wide pointer, `Arc<Slot<dyn AnyBody>>`); the parts
-/// only some actors use (children, watchers, restart history, wait-for
+/// only some actors use (children, watchers, restarts, wait-for
 /// edges, a pending stop, a supervision other than the default) are in
 /// [`NodeRare`], allocated on first use. An idle leaf actor so costs its
-/// map entry and nothing else.
+/// map entry and nothing else. Whether it was named (its path is in the
+/// system's path index) is its mailbox's to say.
 pub(super) struct Node {
     pub(super) slot: Arc<Slot>,
     /// The supervisor: [`ROOT`] for a top-level actor.
     pub(super) parent: ActorId,
     pub(super) rare: Option<Box<NodeRare>>,
-    pub(super) restart_count: u32,
-    /// Its path is in the system's path index (it was spawned named).
-    pub(super) named: bool,
 }
 
 /// The parts of a [`Node`] most actors never use.
@@ -56,6 +54,8 @@ pub(super) struct NodeRare {
     pub(super) watchers: Vec<ActorId>,
     /// Set while waiting for children to stop.
     pub(super) then: Option<Then>,
+    /// Times restarted.
+    pub(super) restart_count: u32,
 }
 
 impl Node {
@@ -67,6 +67,11 @@ impl Node {
     /// The path, kept by the mailbox (part of the slot, so always there).
     pub(super) fn path(&self) -> Option<ActorPath> {
         Some(self.slot.mailbox().path().clone())
+    }
+
+    /// Times restarted.
+    pub(super) fn restart_count(&self) -> u32 {
+        self.rare.as_ref().map_or(0, |r| r.restart_count)
     }
 
     pub(super) fn then(&self) -> Option<&Then> {
@@ -233,8 +238,6 @@ impl Engine {
                     slot: slot.clone(),
                     parent: parent.unwrap_or(ROOT),
                     rare,
-                    restart_count: 0,
-                    named: named.is_some(),
                 },
             );
             slot
@@ -320,7 +323,7 @@ impl Engine {
         slot.state.fetch_and(!(FAILED | BUSY), Ordering::SeqCst);
         slot.busy_until.store(0, Ordering::SeqCst);
         if let Some(node) = self.tree.lock().nodes.get_mut(&slot.id) {
-            node.restart_count += 1;
+            node.rare().restart_count += 1;
         }
         self.trace(|| ActorEvent::Restart {
             actor: slot.id.into(),
@@ -350,7 +353,8 @@ impl Engine {
             // Freed under the tree lock, before anyone hears of the stop: a
             // watcher told of it may give the name to a new actor at once.
             // (The cell is alive, so its mailbox and path are.)
-            if let Some(path) = node.as_ref().filter(|n| n.named).and_then(Node::path) {
+            let named = node.as_ref().filter(|n| n.slot.mailbox().is_named());
+            if let Some(path) = named.and_then(Node::path) {
                 self.shared.release_path(&path, id);
             }
             let parent = node.as_ref().map(|n| n.parent).filter(|p| *p != ROOT);
@@ -522,8 +526,8 @@ mod tests {
     /// An idle leaf actor's share of the tree is its node and map entry
     /// (issue 11: at most 256 bytes per idle actor); the rest is rare.
     #[test]
-    fn a_node_is_five_words_and_its_rare_parts_start_unallocated() {
-        assert_eq!(std::mem::size_of::<Node>(), 40);
+    fn a_node_is_four_words_and_its_rare_parts_start_unallocated() {
+        assert_eq!(std::mem::size_of::<Node>(), 32);
         assert!(Supervision::default().is_default());
         assert!(!Supervision::new(crate::Strategy::OneForAll).is_default());
         assert!(!Supervision::default()
