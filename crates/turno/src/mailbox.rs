@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use crate::lane::{Lane, Mode, Pushed};
 use crate::lazy::LazyBox;
-use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Mutex};
+use crate::sync::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Mutex};
 use event_listener::Event;
 
 use crate::addr::ActorId;
@@ -316,8 +316,10 @@ pub(crate) struct Mailbox<M> {
     /// The policy is the lane's.
     user: Lane<Envelope<M>>,
     system: Mutex<SystemLane>,
-    control_len: AtomicUsize,
-    signal_len: AtomicUsize,
+    /// The system lane's lengths, saturated at `u32::MAX`: readers only
+    /// ask whether one is empty (four bytes each, not eight).
+    control_len: AtomicU32,
+    signal_len: AtomicU32,
     /// The scheduler has been told about this actor and has not yet seen it
     /// idle: further pushes need not notify it again. Producers set it with
     /// a swap *after* their element is visible; the consumer clears it with
@@ -329,7 +331,9 @@ pub(crate) struct Mailbox<M> {
     /// Woken when room appears in a suspend mailbox, or when it closes.
     space: Event,
     /// Outside senders currently waiting for room: takes notify only then.
-    waiting_senders: AtomicUsize,
+    /// Four bytes: each waiting sender holds a listener of its own, so
+    /// four billion of them would not fit in memory.
+    waiting_senders: AtomicU32,
     /// Consumer-only: a take saw the lane at its capacity (less the one
     /// taken) since the last look for waiting senders, so a sender may have
     /// been refused and be waiting. Only then does a take below the low
@@ -354,7 +358,7 @@ struct Muted {
 
 /// An outside sender waiting for room; unregisters on drop (also when the
 /// waiting future is cancelled).
-pub(crate) struct WaitingSender<'a>(&'a AtomicUsize);
+pub(crate) struct WaitingSender<'a>(&'a AtomicU32);
 
 impl Drop for WaitingSender<'_> {
     fn drop(&mut self) {
@@ -407,12 +411,12 @@ impl<M: Send + 'static> Mailbox<M> {
                 queues: SystemQueues::default(),
                 closed: false,
             }),
-            control_len: AtomicUsize::new(0),
-            signal_len: AtomicUsize::new(0),
+            control_len: AtomicU32::new(0),
+            signal_len: AtomicU32::new(0),
             notified: AtomicBool::new(false),
             muted: LazyBox::new(),
             space: Event::new(),
-            waiting_senders: AtomicUsize::new(0),
+            waiting_senders: AtomicU32::new(0),
             maybe_waiting: AtomicBool::new(false),
             shared,
             metrics,
@@ -646,10 +650,11 @@ impl<M: Send + 'static> Mailbox<M> {
     }
 
     fn publish_system_lens(&self, st: &SystemLane) {
+        let saturated = |len: usize| u32::try_from(len).unwrap_or(u32::MAX);
         self.control_len
-            .store(st.queues.control_len(), Ordering::Release);
+            .store(saturated(st.queues.control_len()), Ordering::Release);
         self.signal_len
-            .store(st.queues.signal_len(), Ordering::Release);
+            .store(saturated(st.queues.signal_len()), Ordering::Release);
     }
 
     fn trace_system_enqueue(&self, depth: usize) {

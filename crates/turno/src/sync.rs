@@ -7,10 +7,14 @@
 #[cfg(not(turno_loom))]
 pub(crate) use parking_lot::Mutex;
 #[cfg(not(turno_loom))]
-pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize};
+pub(crate) use std::sync::atomic::{
+    fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize,
+};
 
 #[cfg(turno_loom)]
-pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize};
+pub(crate) use loom::sync::atomic::{
+    fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize,
+};
 
 /// loom's mutex with parking_lot's infallible `lock()`.
 #[cfg(turno_loom)]
