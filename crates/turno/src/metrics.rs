@@ -43,6 +43,7 @@ use metrics::{Counter, Gauge, Histogram};
 
 use crate::buffer::Policy;
 use crate::ids::ActorId;
+use crate::lazy::LazyBox;
 use crate::mailbox::PathCell;
 use crate::shared::SystemShared;
 
@@ -50,13 +51,13 @@ use crate::shared::SystemShared;
 /// actor; a power of two).
 pub const TURN_SAMPLE: u32 = 64;
 
-/// Metric handles of one actor, each registered on its own first use: two
-/// words per actor until then (the label, the actor's name and policy, is
+/// Metric handles of one actor, each registered on its own first use: one
+/// word per actor until then (the label, the actor's name and policy, is
 /// the mailbox's, passed in through [`Metrics`]).
 pub(crate) struct MailboxMetrics {
-    /// `Some(None)` when metrics are off; unset until the first metric when
-    /// on.
-    handles: OnceLock<Option<Box<Handles>>>,
+    /// Sealed when metrics are off; allocated by the first metric when on
+    /// (one word, where a `OnceLock` of an optional box was two).
+    handles: LazyBox<Handles>,
 }
 
 /// One actor's metric handles with their label, as a mailbox lends them.
@@ -102,9 +103,9 @@ impl MailboxMetrics {
     pub(crate) fn new(shared: &SystemShared) -> Self {
         MailboxMetrics {
             handles: if shared.metrics {
-                OnceLock::new()
+                LazyBox::new()
             } else {
-                OnceLock::from(None)
+                LazyBox::new_sealed()
             },
         }
     }
@@ -112,7 +113,7 @@ impl MailboxMetrics {
 
 impl Metrics<'_> {
     pub(crate) fn enabled(&self) -> bool {
-        !matches!(self.handles.handles.get(), Some(None))
+        !self.handles.handles.is_sealed()
     }
 
     /// The actor's handles (allocated on the first metric), its path and
@@ -121,11 +122,7 @@ impl Metrics<'_> {
     /// every metric it cost about 110 instructions per pingpong message).
     #[inline]
     fn get(&self) -> Option<(&Handles, Label<'_>, Policy)> {
-        let handles = self
-            .handles
-            .handles
-            .get_or_init(|| Some(Box::default()))
-            .as_deref()?;
+        let handles = self.handles.handles.get_or_init()?;
         Some((handles, self.actor, self.policy))
     }
 
@@ -145,7 +142,7 @@ impl Metrics<'_> {
 
     #[inline]
     fn depth_registered(&self) -> bool {
-        matches!(self.handles.handles.get(), Some(Some(h)) if h.depth.get().is_some())
+        (self.handles.handles.get()).is_some_and(|h| h.depth.get().is_some())
     }
 
     pub(crate) fn dropped(&self) {
