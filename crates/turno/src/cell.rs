@@ -16,7 +16,7 @@ use crate::ask::RequestId;
 use crate::ask::{Asks, ReplyFate, StaleReason};
 use crate::context::{Context, WatchMap};
 use crate::effects::{Effects, Spawned};
-use crate::engine::{AnyBody, Slot, TypedBody};
+use crate::engine::{AnyBody, Engine, Slot, TypedBody};
 use crate::ids::ActorPath;
 use crate::mailbox::{Control, Envelope, Mailbox, MailboxOps, Next, PathCell, Signal, SlotRef};
 use crate::shared::SystemShared;
@@ -57,6 +57,10 @@ pub(crate) trait AnyCell: Send {
     fn has_work(&self) -> bool;
     /// Marks the actor idle unless work is waiting.
     fn try_idle(&self) -> bool;
+    /// Whether the last [`AnyCell::step`] took the user lane's last
+    /// message: the batch then tries to go idle at once instead of asking
+    /// the mailbox for a next unit that is most likely not there.
+    fn took_last(&self) -> bool;
     /// Runs the `started` hook, building an instance first if needed.
     fn start(&mut self, fx: &mut Effects);
     /// Takes the next unit of work from the mailbox: a control
@@ -96,6 +100,24 @@ impl<A: Actor> AnyBody for Body<A> {
         &self.mailbox
     }
 
+    fn run_batch(
+        &self,
+        engine: &Engine,
+        slot: &Arc<Slot>,
+        batch: usize,
+        fx: &mut Effects,
+    ) -> usize {
+        let mut cell = self.cell.lock();
+        let Some(c) = cell.as_mut() else {
+            return 0;
+        };
+        let (ran, finalized) = engine.run_cell(slot, c, batch, fx);
+        if finalized {
+            *cell = None;
+        }
+        ran
+    }
+
     fn with_cell(&self, f: &mut dyn FnMut(&mut dyn AnyCell) -> bool) {
         let mut cell = self.cell.lock();
         if let Some(c) = cell.as_mut() {
@@ -129,6 +151,36 @@ impl<M: Send + 'static> Bare<M> {
 
 type Factory<A> = Box<dyn FnMut() -> A + Send>;
 
+/// The mailbox of a cell's own address, found at an offset known when
+/// compiling the cell: a turn reads it several times, and through the
+/// address it is found from the body's vtable (whose alignment places the
+/// body in the slot).
+///
+/// A cell's slot body is a [`Body<A>`] (every scheduled actor) or a
+/// [`Bare`] mailbox (the test kit's actor under test). `Slot` is
+/// `repr(C)`, so its body starts at the same offset in both when their
+/// alignments round it alike (any alignment up to the header's): then the
+/// offset is that constant. Otherwise the address's own way is taken.
+#[inline]
+fn mailbox_of<A: Actor>(addr: &Addr<A::Msg>) -> &Mailbox<A::Msg> {
+    let offset = std::mem::offset_of!(Slot<Body<A>>, body);
+    let same = const {
+        std::mem::offset_of!(Slot<Body<A>>, body) == std::mem::offset_of!(Slot<Bare<A::Msg>>, body)
+    };
+    if !same {
+        return addr.mailbox();
+    }
+    let slot = Arc::as_ptr(&addr.slot).cast::<u8>();
+    // SAFETY: the slot's body is a `Body<A>` or a `Bare<A::Msg>` (see
+    // above); in both the body starts at `offset` (the `same` test) and
+    // holds its `Mailbox<A::Msg>` first (`repr(C)`, the `TypedBody`
+    // contract), and the address keeps the slot alive while borrowed.
+    #[allow(unsafe_code)]
+    unsafe {
+        &*slot.add(offset).cast::<Mailbox<A::Msg>>()
+    }
+}
+
 pub(crate) struct Cell<A: Actor> {
     actor: Option<A>,
     factory: Factory<A>,
@@ -138,6 +190,9 @@ pub(crate) struct Cell<A: Actor> {
     /// `TURN_SAMPLE`), for sampling the turn-time metric (see
     /// [`crate::metrics`]).
     turns: u32,
+    /// The last step took the lane's last message (see
+    /// [`AnyCell::took_last`]).
+    took_last: bool,
 }
 
 /// The parts of a cell most actors never use: the stash, timers, pending
@@ -219,6 +274,7 @@ impl<A: Actor> Cell<A> {
             addr,
             rare: LazyRare::new(props.stash_capacity),
             turns: (id.as_u64() % u64::from(crate::metrics::TURN_SAMPLE)) as u32,
+            took_last: false,
         }
     }
 
@@ -274,8 +330,14 @@ impl<A: Actor> Cell<A> {
         self.handle(TurnKind::Message, msg, fx)
     }
 
+    /// The actor's mailbox.
+    #[inline]
+    fn mailbox(&self) -> &Mailbox<A::Msg> {
+        mailbox_of::<A>(&self.addr)
+    }
+
     fn shared(&self) -> &SystemShared {
-        &self.addr.mailbox().shared
+        &self.mailbox().shared
     }
 
     /// Runs `f` on the instance with a context, catching a panic.
@@ -289,22 +351,22 @@ impl<A: Actor> Cell<A> {
         let Some(actor) = self.actor.as_mut() else {
             return;
         };
-        let shared = &self.addr.mailbox().shared;
+        let shared = &mailbox_of::<A>(&self.addr).shared;
         #[cfg(feature = "tracing")]
         let _span = tracing::debug_span!(
             target: "turno",
             "turn",
-            actor = %self.addr.mailbox().path().name(),
+            actor = %mailbox_of::<A>(&self.addr).path().name(),
             id = actor_id.as_u64(),
             kind = ?what,
-            path = %self.addr.mailbox().path(),
+            path = %mailbox_of::<A>(&self.addr).path(),
         )
         .entered();
         shared.tracer.emit(&shared.clock, || ActorEvent::TurnStart {
             actor: actor_id.into(),
             what,
         });
-        let metrics = self.addr.mailbox().metrics();
+        let metrics = mailbox_of::<A>(&self.addr).metrics();
         // Turn time is sampled (see `crate::metrics`): the clock is read on
         // one message turn in `TURN_SAMPLE`, never on a hook.
         let sampled = match what {
@@ -345,7 +407,7 @@ impl<A: Actor> Cell<A> {
     }
 
     fn stale(&mut self, request: RequestId, reason: StaleReason) -> TurnOutcome {
-        let mailbox = self.addr.mailbox();
+        let mailbox = self.mailbox();
         mailbox.count_stale();
         mailbox.metrics().stale();
         let actor = self.addr.id();
@@ -381,25 +443,30 @@ fn panic_message(payload: Box<dyn Any + Send>) -> String {
 
 impl<A: Actor> AnyCell for Cell<A> {
     fn push_signal(&self, s: Signal) -> bool {
-        self.addr.mailbox().push_signal(s)
+        self.mailbox().push_signal(s)
     }
 
     fn has_control(&self) -> bool {
-        self.addr.mailbox().has_control()
+        self.mailbox().has_control()
     }
 
     fn has_work(&self) -> bool {
-        self.rare.has_redelivery() || self.addr.mailbox().has_work()
+        self.rare.has_redelivery() || self.mailbox().has_work()
     }
 
     fn try_idle(&self) -> bool {
-        self.addr.mailbox().try_idle(self.rare.has_redelivery())
+        self.mailbox().try_idle(self.rare.has_redelivery())
+    }
+
+    fn took_last(&self) -> bool {
+        self.took_last
     }
 
     fn start(&mut self, fx: &mut Effects) {
         if self.actor.is_none() {
             let factory = &mut self.factory;
-            let quiet = crate::panics::Quiet::enter(!self.addr.mailbox().shared.print_panics);
+            let quiet =
+                crate::panics::Quiet::enter(!mailbox_of::<A>(&self.addr).shared.print_panics);
             let built = catch_unwind(AssertUnwindSafe(factory));
             drop(quiet);
             match built {
@@ -409,8 +476,8 @@ impl<A: Actor> AnyCell for Cell<A> {
                     #[cfg(feature = "tracing")]
                     tracing::error!(
                         target: "turno",
-                        actor = %self.addr.mailbox().path().name(),
-                        path = %self.addr.mailbox().path(),
+                        actor = %self.mailbox().path().name(),
+                        path = %self.mailbox().path(),
                         id = self.addr.id().as_u64(),
                         error = %e,
                         "factory panicked: actor failed"
@@ -424,6 +491,7 @@ impl<A: Actor> AnyCell for Cell<A> {
     }
 
     fn step(&mut self, blocked: bool, fx: &mut Effects) -> Step {
+        self.took_last = false;
         let blocked = blocked || self.actor.is_none();
         let next = self
             .addr
@@ -477,7 +545,8 @@ impl<A: Actor> AnyCell for Cell<A> {
                 Some(msg) => self.handle(TurnKind::Unstashed, msg, fx),
                 None => TurnOutcome::Discarded,
             },
-            Next::User(env, unmuted) => {
+            Next::User(env, unmuted, emptied) => {
+                self.took_last = emptied;
                 // Almost always empty: skip the call (and the drop) then.
                 if !unmuted.is_empty() {
                     fx.edit().unmuted.extend(unmuted);
@@ -538,7 +607,7 @@ impl<A: Actor> AnyCell for Cell<A> {
             self.shared()
                 .dead_letter(id, crate::trace::DeadLetterReason::Drained);
         }
-        self.addr.mailbox().close()
+        self.mailbox().close()
     }
 
     fn timer_live(&self, id: TimerId) -> bool {

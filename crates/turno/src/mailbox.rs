@@ -372,8 +372,9 @@ pub(crate) enum Next<M> {
     Signal(Signal),
     /// The stash has a message to re-deliver.
     Redeliver,
-    /// A user-lane entry, and the senders whose mute this take released.
-    User(Envelope<M>, Vec<ActorId>),
+    /// A user-lane entry, the senders whose mute this take released, and
+    /// whether the take emptied the lane (as far as the taker saw).
+    User(Envelope<M>, Vec<ActorId>, bool),
     Idle,
 }
 
@@ -769,7 +770,7 @@ impl<M: Send + 'static> Mailbox<M> {
                 return Next::Redeliver;
             }
             if let Some((item, depth)) = self.take_user() {
-                return Next::User(item, self.after_take(depth));
+                return Next::User(item, self.after_take(depth), depth == 0);
             }
             if self.idle(false) {
                 return Next::Idle;

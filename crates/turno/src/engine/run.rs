@@ -22,22 +22,19 @@ impl Engine {
     /// turn that only sends leaves it empty and skips `apply` altogether,
     /// and no batch builds, drops or fetches a record of its own.
     pub(crate) fn run_slot(&self, slot: &Arc<Slot>, batch: usize, fx: &mut Effects) -> usize {
-        let mut ran = 0;
-        slot.body
-            .with_cell(&mut |cell| self.run_cell(slot, cell, batch, fx, &mut ran));
-        ran
+        slot.body.run_batch(self, slot, batch, fx)
     }
 
-    /// [`Engine::run_slot`] under the cell's lock; true when the actor is
-    /// finalized (its cell is then dropped).
-    fn run_cell(
+    /// [`Engine::run_slot`] under the cell's lock, compiled for each cell
+    /// type (the turns' calls are static); returns the turns run and
+    /// whether the actor is finalized (its cell is then dropped).
+    pub(crate) fn run_cell<C: AnyCell>(
         &self,
         slot: &Arc<Slot>,
-        cell: &mut dyn AnyCell,
+        cell: &mut C,
         batch: usize,
         fx: &mut Effects,
-        ran: &mut usize,
-    ) -> bool {
+    ) -> (usize, bool) {
         let mut ran_here = 0;
         let mut flow = Flow::Continue;
         let mut idle = false;
@@ -69,17 +66,24 @@ impl Engine {
                     }
                 }
             }
+            // The turn took the lane's last message: go idle now, as the
+            // next step would find nothing and do (the look for control
+            // and signals is in `try_idle`). A blocked actor (muted by this
+            // turn's sends) goes through `finish`, which parks it.
+            if cell.took_last() && flow == Flow::Continue && !slot.blocked() && cell.try_idle() {
+                idle = true;
+                break;
+            }
         }
         fx.end_batch();
-        *ran = ran_here;
         if flow == Flow::Finalized {
             // Dropping the cell drops its address of its own slot.
-            return true;
+            return (ran_here, true);
         }
         if !idle {
             self.finish(slot, cell);
         }
-        false
+        (ran_here, false)
     }
 
     /// After a batch: requeue, park or idle, without losing a wake-up.

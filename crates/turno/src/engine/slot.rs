@@ -13,9 +13,11 @@
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 
+use super::Engine;
 use super::Scheduler;
 use crate::addr::ActorId;
 use crate::cell::AnyCell;
+use crate::effects::Effects;
 use crate::mailbox::MailboxOps;
 use crate::sync::AtomicU64;
 use crate::time::Instant;
@@ -24,6 +26,12 @@ use crate::time::Instant;
 pub(crate) trait AnyBody: Send + Sync + 'static {
     /// The mailbox, untyped.
     fn ops(&self) -> &dyn MailboxOps;
+    /// Runs a batch of the actor's turns ([`Engine::run_cell`]) under the
+    /// cell's lock, unless the actor has stopped; drops the cell if the
+    /// actor is finalized. Returns the turns run. Implemented by the typed
+    /// body so that the batch loop is compiled for the actor's own cell.
+    fn run_batch(&self, engine: &Engine, slot: &Arc<Slot>, batch: usize, fx: &mut Effects)
+        -> usize;
     /// Runs `f` on the cell under its lock, unless the actor has stopped
     /// (or the body has no cell); drops the cell if `f` returns true (the
     /// actor is finalized: the cell's address of its own slot goes with
@@ -42,6 +50,10 @@ pub(crate) trait AnyBody: Send + Sync + 'static {
 pub(crate) unsafe trait TypedBody<M>: Send + Sync + 'static {}
 
 /// One actor as a scheduler holds it: see the [module docs](self).
+/// `repr(C)`: every body type starts at the same offset unless its
+/// alignment exceeds the header's (the cell relies on it to find its
+/// mailbox without the vtable, see `cell::mailbox_of`).
+#[repr(C)]
 pub(crate) struct Slot<B: ?Sized = dyn AnyBody> {
     pub(crate) id: ActorId,
     /// The scheduling state word: `PARKED`, the blocking flags and the mute
