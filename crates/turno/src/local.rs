@@ -18,7 +18,9 @@
 //!
 //! Addresses stay usable from any thread (they are the same [`Addr`](crate::Addr)s):
 //! a message sent from another thread queues the actor, which runs the next
-//! time the owner runs the system.
+//! time the owner runs the system (actors made runnable from other threads
+//! join the run queue at the owner's next look for work, behind the ones
+//! already in it; the owner's own wake-ups take no lock).
 //!
 //! Tracing works as on the other schedulers; with no sink and no
 //! `tracing` subscriber nothing is recorded, which is the fast configuration.
@@ -71,13 +73,24 @@ use crate::timer::TimerHeap;
 /// Default turns of one actor per scheduling (as on the threaded scheduler).
 pub const DEFAULT_BATCH: usize = 32;
 
-/// The FIFO run queue and the timer heap. The owner's thread is the only
-/// one that takes from them; the locks are there because an address may
-/// be used from another thread, and uncontended they are one
-/// compare-and-swap each.
+/// The run queue and the timer heap.
+///
+/// The owner's thread is the only one that takes from the run queue, and
+/// almost every push comes from it too (a turn waking another actor). Those
+/// pushes go to `owned`, touched without a lock: only the thread inside
+/// [`LocalSystem::run_one`] (the one holding the system's `&mut`) uses it,
+/// and that thread is recognised by a thread-local mark set for the length
+/// of the batch. A push from any other thread (an address used elsewhere)
+/// goes to `foreign`, under its lock; the owner moves those into `owned`
+/// when it next looks for work, so they run after the actors already
+/// queued, in the order they were pushed.
 #[derive(Default)]
 struct LocalQueue {
-    ready: Mutex<VecDeque<Arc<Slot>>>,
+    owned: OwnedQueue,
+    foreign: Mutex<VecDeque<Arc<Slot>>>,
+    /// Whether `foreign` may hold a slot: one load per look for work while
+    /// no other thread sends.
+    has_foreign: AtomicBool,
     timers: Mutex<TimerHeap>,
     /// Whether the heap may hold a timer: set when one is added, cleared
     /// when the heap is found empty, so that the look for due timers after
@@ -86,9 +99,101 @@ struct LocalQueue {
     has_timers: AtomicBool,
 }
 
+/// The owner's part of the run queue (see [`LocalQueue`]).
+#[derive(Default)]
+struct OwnedQueue(std::cell::UnsafeCell<VecDeque<Arc<Slot>>>);
+
+// SAFETY: the queue inside is only touched by the thread that has marked
+// itself as running this system (`Running`), which holds the system's
+// `&mut` for the whole mark, so one thread at a time; `Arc<Slot>` is
+// `Send`, so the slots may be pushed by one such thread and taken by
+// another later.
+#[allow(unsafe_code)]
+unsafe impl Sync for OwnedQueue {}
+
+thread_local! {
+    /// The queue whose system this thread is running now (null: none).
+    static RUNNING: std::cell::Cell<*const LocalQueue> = const { std::cell::Cell::new(std::ptr::null()) };
+}
+
+/// Marks this thread as the one running `queue` until dropped (the mark
+/// before is put back: a turn may run another local system).
+struct Running {
+    before: *const LocalQueue,
+}
+
+impl Running {
+    fn enter(queue: &LocalQueue) -> Running {
+        Running {
+            before: RUNNING.replace(queue),
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        RUNNING.set(self.before);
+    }
+}
+
+impl LocalQueue {
+    /// Whether this thread is running this queue's system now.
+    #[inline]
+    fn is_owner(&self) -> bool {
+        std::ptr::eq(RUNNING.get(), self)
+    }
+
+    /// The owner's queue. Only called by the owner (see [`LocalQueue`]).
+    ///
+    /// # Safety
+    /// The caller is the thread marked as running this system, and keeps
+    /// no other reference to the queue alive meanwhile.
+    #[allow(unsafe_code, clippy::mut_from_ref)]
+    #[inline]
+    unsafe fn owned(&self) -> &mut VecDeque<Arc<Slot>> {
+        // SAFETY: forwarded from the caller.
+        unsafe { &mut *self.owned.0.get() }
+    }
+
+    /// The next slot to run (the owner's thread only).
+    fn pop(&self) -> Option<Arc<Slot>> {
+        if self.has_foreign.load(Ordering::Acquire) {
+            self.take_foreign();
+        }
+        // SAFETY: only `run_one` calls this, inside its `Running` mark, and
+        // no reference to the queue outlives this line.
+        #[allow(unsafe_code)]
+        unsafe {
+            self.owned().pop_front()
+        }
+    }
+
+    #[inline(never)]
+    fn take_foreign(&self) {
+        let mut foreign = self.foreign.lock();
+        self.has_foreign.store(false, Ordering::Relaxed);
+        // SAFETY: as in `pop`, whose caller this is.
+        #[allow(unsafe_code)]
+        let owned = unsafe { self.owned() };
+        owned.extend(foreign.drain(..));
+    }
+}
+
 impl Scheduler for LocalQueue {
     fn schedule(&self, slot: Arc<Slot>) {
-        self.ready.lock().push_back(slot);
+        if self.is_owner() {
+            // SAFETY: this thread is the owner (a turn, or the engine
+            // inside `run_one`), and the reference does not outlive this
+            // line: nothing that runs inside `push_back` schedules.
+            #[allow(unsafe_code)]
+            unsafe {
+                self.owned().push_back(slot)
+            };
+            return;
+        }
+        let mut foreign = self.foreign.lock();
+        foreign.push_back(slot);
+        self.has_foreign.store(true, Ordering::Release);
     }
 
     fn add_timer(&self, actor: ActorId, key: TimerKey, deadline: Instant) {
@@ -173,7 +278,8 @@ impl LocalSystem {
     /// Runs the actor that has waited longest for a batch of turns. False
     /// when no actor is runnable (timers are not looked at).
     pub fn run_one(&mut self) -> bool {
-        let Some(slot) = self.queue.ready.lock().pop_front() else {
+        let _running = Running::enter(&self.queue);
+        let Some(slot) = self.queue.pop() else {
             return false;
         };
         self.turns += self.engine.run_slot(&slot, self.batch, &mut self.fx) as u64;
