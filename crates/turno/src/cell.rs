@@ -95,6 +95,27 @@ pub(crate) struct Body<A: Actor> {
 #[allow(unsafe_code)]
 unsafe impl<A: Actor> TypedBody<A::Msg> for Body<A> {}
 
+impl<A: Actor> Body<A> {
+    /// The batch on the cell, however the caller got to it.
+    #[inline]
+    fn run_cell_in(
+        cell: &mut Option<Cell<A>>,
+        engine: &Engine,
+        slot: &Arc<Slot>,
+        batch: usize,
+        fx: &mut Effects,
+    ) -> usize {
+        let Some(c) = cell.as_mut() else {
+            return 0;
+        };
+        let (ran, finalized) = engine.run_cell(slot, c, batch, fx);
+        if finalized {
+            *cell = None;
+        }
+        ran
+    }
+}
+
 impl<A: Actor> AnyBody for Body<A> {
     fn ops(&self) -> &dyn MailboxOps {
         &self.mailbox
@@ -106,16 +127,22 @@ impl<A: Actor> AnyBody for Body<A> {
         slot: &Arc<Slot>,
         batch: usize,
         fx: &mut Effects,
+        exclusive: bool,
     ) -> usize {
-        let mut cell = self.cell.lock();
-        let Some(c) = cell.as_mut() else {
-            return 0;
-        };
-        let (ran, finalized) = engine.run_cell(slot, c, batch, fx);
-        if finalized {
-            *cell = None;
+        #[cfg(not(turno_loom))]
+        if exclusive {
+            // SAFETY: the caller runs every turn of this actor's system on
+            // the one thread that holds the system (`AnyBody::run_batch`'s
+            // contract), so no other runner can hold the cell; the lock's
+            // other users (`with_cell`) are for slots never registered, so
+            // never run.
+            #[allow(unsafe_code)]
+            let cell = unsafe { &mut *self.cell.data_ptr() };
+            return Self::run_cell_in(cell, engine, slot, batch, fx);
         }
-        ran
+        #[cfg(turno_loom)]
+        let _ = exclusive;
+        Self::run_cell_in(&mut self.cell.lock(), engine, slot, batch, fx)
     }
 
     fn with_cell(&self, f: &mut dyn FnMut(&mut dyn AnyCell) -> bool) {

@@ -282,7 +282,11 @@ impl LocalSystem {
         let Some(slot) = self.queue.pop() else {
             return false;
         };
-        self.turns += self.engine.run_slot(&slot, self.batch, &mut self.fx) as u64;
+        // Every turn of this system runs here, on the thread holding its
+        // `&mut`: no other runner can hold the cell.
+        self.turns += self
+            .engine
+            .run_slot_exclusive(&slot, self.batch, &mut self.fx) as u64;
         true
     }
 

@@ -22,7 +22,19 @@ impl Engine {
     /// turn that only sends leaves it empty and skips `apply` altogether,
     /// and no batch builds, drops or fetches a record of its own.
     pub(crate) fn run_slot(&self, slot: &Arc<Slot>, batch: usize, fx: &mut Effects) -> usize {
-        slot.body.run_batch(self, slot, batch, fx)
+        slot.body.run_batch(self, slot, batch, fx, false)
+    }
+
+    /// [`Engine::run_slot`] for a system that runs every turn on the one
+    /// thread holding it (`LocalSystem`): the cell is reached without its
+    /// lock (see `AnyBody::run_batch`).
+    pub(crate) fn run_slot_exclusive(
+        &self,
+        slot: &Arc<Slot>,
+        batch: usize,
+        fx: &mut Effects,
+    ) -> usize {
+        slot.body.run_batch(self, slot, batch, fx, true)
     }
 
     /// [`Engine::run_slot`] under the cell's lock, compiled for each cell

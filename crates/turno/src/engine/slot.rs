@@ -30,8 +30,19 @@ pub(crate) trait AnyBody: Send + Sync + 'static {
     /// cell's lock, unless the actor has stopped; drops the cell if the
     /// actor is finalized. Returns the turns run. Implemented by the typed
     /// body so that the batch loop is compiled for the actor's own cell.
-    fn run_batch(&self, engine: &Engine, slot: &Arc<Slot>, batch: usize, fx: &mut Effects)
-        -> usize;
+    ///
+    /// `exclusive`: the caller's system runs all its turns on the one
+    /// thread that holds it (`LocalSystem`), so the cell is reached without
+    /// its lock. A system whose turns may run on several threads passes
+    /// false.
+    fn run_batch(
+        &self,
+        engine: &Engine,
+        slot: &Arc<Slot>,
+        batch: usize,
+        fx: &mut Effects,
+        exclusive: bool,
+    ) -> usize;
     /// Runs `f` on the cell under its lock, unless the actor has stopped
     /// (or the body has no cell); drops the cell if `f` returns true (the
     /// actor is finalized: the cell's address of its own slot goes with
