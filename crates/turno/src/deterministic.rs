@@ -196,7 +196,9 @@ impl DetSystem {
             ready.swap_remove(i)
         };
         self.turns += 1;
-        self.engine.run_slot(&slot, 1, &mut self.fx);
+        // Every turn of a `DetSystem` runs here, on the thread holding its
+        // `&mut`: no other runner can hold the cell.
+        self.engine.run_slot_exclusive(&slot, 1, &mut self.fx);
         true
     }
 

@@ -26,7 +26,7 @@ impl Engine {
     }
 
     /// [`Engine::run_slot`] for a system that runs every turn on the one
-    /// thread holding it (`LocalSystem`): the cell is reached without its
+    /// thread holding it (`LocalSystem`, `DetSystem`): the cell is reached without its
     /// lock (see `AnyBody::run_batch`).
     pub(crate) fn run_slot_exclusive(
         &self,

@@ -32,7 +32,7 @@ pub(crate) trait AnyBody: Send + Sync + 'static {
     /// body so that the batch loop is compiled for the actor's own cell.
     ///
     /// `exclusive`: the caller's system runs all its turns on the one
-    /// thread that holds it (`LocalSystem`), so the cell is reached without
+    /// thread that holds it (`LocalSystem`, `DetSystem`), so the cell is reached without
     /// its lock. A system whose turns may run on several threads passes
     /// false.
     fn run_batch(
