@@ -3,17 +3,21 @@
 //! The format is documented in `docs/js-trace-format.md`. On disk it is JSON
 //! lines, like the runtime's `turno-trace`: the header object on the first
 //! line, then one event per line ([`Trace::to_json_lines`],
-//! [`Trace::from_json_lines`]). Every event is one
-//! JSON object with `seq` (0, 1, 2, ... in recording order), `t_ns` (virtual
-//! time in nanoseconds), `kind`, and kind-specific fields. The events are kept
-//! as [`serde_json::Value`] objects so that the set of fields per kind can grow
-//! without breaking readers that ignore unknown fields.
+//! [`Trace::from_json_lines`]). Every event is one JSON object with `seq`
+//! (0, 1, 2, ... in recording order), `t_ns` (virtual time in nanoseconds),
+//! `kind`, and kind-specific fields.
+//!
+//! The explorer records typed events: each one a [`turno_trace::JsEvent`]
+//! in `turno_trace`'s envelope ([`turno_trace::Event`], which adds `seq`,
+//! `t_ns`, `js_stack` and `loop`), so the lines written are exactly what
+//! `turno_trace`'s `Serialize` produces and what its reader validates.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
+use turno_trace::{Event, Format, JsEvent, Kind};
 
 /// The value of [`Trace::format`].
-pub const TRACE_FORMAT: &str = turno_trace::Format::TurnoJs.name();
+pub const TRACE_FORMAT: &str = Format::TurnoJs.name();
 /// The value of [`Trace::version`]. Bumped on any incompatible change.
 pub const TRACE_VERSION: u32 = turno_trace::VERSION;
 
@@ -36,8 +40,8 @@ pub enum TraceError {
     #[error("turno-js-trace version {0} is newer than {TRACE_VERSION}")]
     TooNew(u32),
     /// The trace breaks the format (checked by `turno_trace`'s reader: the
-    /// envelope, every kind's fields, `seq` without gaps, time never going
-    /// back); the error names the line and field.
+    /// header, the envelope, every kind's fields, `seq` without gaps, time
+    /// never going back); the error names the line and field.
     #[error("{0}")]
     Invalid(#[from] turno_trace::ReadError),
     /// An event line is not JSON.
@@ -62,8 +66,10 @@ pub struct Trace {
     pub model: String,
     /// The file name the program was run as.
     pub file: String,
-    /// The events, in `seq` order.
-    pub events: Vec<Value>,
+    /// The events, in `seq` order: [`turno_trace::JsEvent`]s in
+    /// `turno_trace`'s envelope (a trace read back may also hold kinds a
+    /// newer writer added, as [`Kind::Other`]).
+    pub events: Vec<Event>,
 }
 
 impl Trace {
@@ -77,102 +83,88 @@ impl Trace {
         }
     }
 
-    /// Appends an event of `kind` at virtual time `t_ns` with the given fields
-    /// (which must be a JSON object; anything else is recorded under `"value"`).
-    pub(crate) fn push(&mut self, t_ns: u64, kind: &str, fields: Value) {
-        let mut obj = Map::new();
-        obj.insert("seq".into(), Value::from(self.events.len() as u64));
-        obj.insert("t_ns".into(), Value::from(t_ns));
-        obj.insert("kind".into(), Value::from(kind));
-        match fields {
-            Value::Object(m) => obj.extend(m),
-            Value::Null => {}
-            other => {
-                obj.insert("value".into(), other);
-            }
-        }
-        self.events.push(Value::Object(obj));
+    /// Appends `event` at virtual time `t_ns`, recorded on loop `loop_id`
+    /// with the JavaScript frames `js_stack`, numbered next (`seq`).
+    pub(crate) fn push(
+        &mut self,
+        t_ns: u64,
+        event: JsEvent,
+        js_stack: Option<Vec<String>>,
+        loop_id: u32,
+    ) {
+        let mut e = Event::new(self.events.len() as u64, t_ns, Kind::Js(event));
+        e.js_stack = js_stack;
+        e.loop_id = Some(loop_id);
+        self.events.push(e);
     }
 
-    /// Encodes the trace as JSON lines: the header (`format`, `version`,
-    /// `model`, `file`), then one event per line with `seq`, `t_ns` and
-    /// `kind` first.
-    pub fn to_json_lines(&self) -> String {
+    fn header(&self) -> turno_trace::Header {
         let model = match self.model.as_str() {
             "html" => turno_trace::Model::Html,
             _ => turno_trace::Model::Node,
         };
-        let header = turno_trace::Header {
+        turno_trace::Header {
             version: self.version,
             ..turno_trace::Header::js(model, self.file.clone())
-        };
-        let mut out = header.to_line();
+        }
+    }
+
+    /// Encodes the trace as JSON lines: the header (`format`, `version`,
+    /// `model`, `file`), then one event per line (`seq`, `t_ns` and `kind`
+    /// first), each line as `turno_trace` serialises it.
+    pub fn to_json_lines(&self) -> String {
+        let mut out = self.header().to_line();
         out.push('\n');
         for e in &self.events {
-            let Value::Object(m) = e else { continue };
-            let mut line = String::from("{");
-            let mut first = true;
-            for key in ["seq", "t_ns", "kind"] {
-                if let Some(v) = m.get(key) {
-                    if !first {
-                        line.push(',');
-                    }
-                    first = false;
-                    line.push_str(&format!("{}:{}", Value::from(key), v));
-                }
-            }
-            for (k, v) in m {
-                if matches!(k.as_str(), "seq" | "t_ns" | "kind") {
-                    continue;
-                }
-                if !first {
-                    line.push(',');
-                }
-                first = false;
-                line.push_str(&format!("{}:{}", Value::from(k.as_str()), v));
-            }
-            line.push_str("}\n");
-            out.push_str(&line);
+            out.push_str(&e.to_line());
+            out.push('\n');
         }
         out
     }
 
-    /// Decodes [`Trace::to_json_lines`] output. Fails on another format or
-    /// a higher version.
+    /// Decodes [`Trace::to_json_lines`] output with `turno_trace`'s reader
+    /// (which validates as it reads). Fails on another format, a higher
+    /// version or the first problem the reader finds.
     pub fn from_json_lines(text: &str) -> Result<Trace, TraceError> {
-        // Validate with the one reader of the trace family first.
-        for event in turno_trace::Reader::new(text.as_bytes())? {
-            event?;
+        if text.trim().is_empty() {
+            return Err(TraceError::Empty);
         }
-        let mut lines = text.lines().filter(|l| !l.trim().is_empty());
-        let header: Value = serde_json::from_str(lines.next().ok_or(TraceError::Empty)?)
-            .map_err(TraceError::BadHeader)?;
-        if header["format"] != TRACE_FORMAT {
-            return Err(TraceError::NotThisFormat(header["format"].to_string()));
+        let (header, events) = turno_trace::read_all(text.as_bytes())?;
+        if header.format != Format::TurnoJs {
+            return Err(TraceError::NotThisFormat(header.format.name().to_string()));
         }
-        let version = header["version"].as_u64().ok_or(TraceError::NoVersion)? as u32;
-        if version > TRACE_VERSION {
-            return Err(TraceError::TooNew(version));
+        if header.version > TRACE_VERSION {
+            return Err(TraceError::TooNew(header.version));
         }
-        let mut t = Trace::new(
-            header["model"].as_str().unwrap_or_default(),
-            header["file"].as_str().unwrap_or_default(),
-        );
-        t.version = version;
-        for (i, l) in lines.enumerate() {
-            let v: Value = serde_json::from_str(l).map_err(|source| TraceError::BadEvent {
-                line: i + 2,
-                source,
-            })?;
-            t.events.push(v);
-        }
+        let model = match header.model {
+            Some(turno_trace::Model::Html) => "html",
+            Some(turno_trace::Model::Node) => "node",
+            None => "",
+        };
+        let mut t = Trace::new(model, header.file.as_deref().unwrap_or_default());
+        t.version = header.version;
+        t.events = events;
         Ok(t)
     }
 
-    /// The events of one kind, in order (a convenience for tests and tools).
-    pub fn events_of_kind<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = &'a Value> + 'a {
+    /// Every event as the JSON object its line holds (a convenience for
+    /// tests and tools that look at fields by name).
+    pub fn event_values(&self) -> Vec<Value> {
+        self.events.iter().map(event_value).collect()
+    }
+
+    /// The events of one kind, in order, each as the JSON object its line
+    /// holds (a convenience for tests and tools).
+    pub fn events_of_kind<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = Value> + 'a {
         self.events
             .iter()
+            .map(event_value)
             .filter(move |e| e.get("kind").and_then(Value::as_str) == Some(kind))
     }
+}
+
+/// One event as a JSON object (serialising an event cannot fail: every
+/// field is a string, number, bool, list or map with string keys).
+fn event_value(e: &Event) -> Value {
+    serde_json::to_value(e).unwrap_or_default()
 }

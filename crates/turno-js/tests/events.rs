@@ -34,7 +34,7 @@ fn input_during_a_long_task_waits_and_arrives_in_order() {
     // Each became a user-interaction task at its own time, recorded once the
     // task that blocked the main thread had ended.
     let trace = r.trace.unwrap();
-    let queued: Vec<&Value> = trace
+    let queued: Vec<Value> = trace
         .events_of_kind("enqueue")
         .filter(|e| e["source"] == "user-interaction")
         .collect();
@@ -76,12 +76,12 @@ fn the_compositor_keeps_producing_frames_while_the_main_thread_is_blocked() {
     let r = run(src, "anim.js", &html("[]")).unwrap();
     assert_eq!(r.stdout_lines(), ["running running"]);
     let trace = r.trace.unwrap();
-    let started: Vec<&str> = trace
+    let started: Vec<String> = trace
         .events_of_kind("animation_start")
-        .map(|e| e["driven_by"].as_str().unwrap())
+        .map(|e| e["driven_by"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(started, ["compositor", "main-thread"]);
-    let frames: Vec<&Value> = trace.events_of_kind("compositor_frame").collect();
+    let frames: Vec<Value> = trace.events_of_kind("compositor_frame").collect();
     // 100 ms of blocked main thread: the boundaries at 16.7, 33.3, ... 100 ms.
     assert_eq!(frames.len(), 6, "{frames:?}");
     assert!(frames.iter().all(|f| f["main_thread"] == "busy"));

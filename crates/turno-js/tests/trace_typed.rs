@@ -67,3 +67,106 @@ fn every_corpus_trace_reads_typed() {
     }
     assert!(checked >= 30, "{checked} programs");
 }
+
+/// The kinds, in order of first appearance, of a trace read back by
+/// `turno_trace`'s reader, which must accept every line.
+fn kinds_read_back(text: &str) -> Vec<String> {
+    let reader = Reader::new(text.as_bytes()).expect("header");
+    let mut kinds: Vec<String> = Vec::new();
+    for event in reader {
+        let event = event.expect("every line valid");
+        let kind = event.kind_name();
+        if !kinds.contains(&kind) {
+            kinds.push(kind);
+        }
+    }
+    kinds
+}
+
+/// The explorer records `turno_trace`'s typed events: a real program's trace,
+/// written as JSON lines, reads back through `turno_trace`'s validating
+/// reader without an error, as the same typed events, with the kinds the
+/// program's steps make.
+#[test]
+fn a_recorded_trace_reads_back_as_the_typed_events_it_recorded() {
+    let node = "\
+const t = setTimeout(function never() {}, 50);
+clearTimeout(t);
+setTimeout(function later() { console.log('timer'); }, 5);
+setImmediate(function imm() { console.log('immediate'); });
+process.nextTick(function tick() {});
+queueMicrotask(function micro() {});
+Promise.resolve(1).then(function then1(v) { console.log('then', v); });
+";
+    let html = "\
+requestAnimationFrame(function frame() { queueMicrotask(function m() {}); });
+const c = new MessageChannel();
+c.port1.onmessage = function onmsg() { console.error('message'); };
+c.port2.postMessage(1);
+document.body.animate([{ opacity: 0 }, { opacity: 1 }], 40);
+";
+    for (src, model, expected) in [
+        (
+            node,
+            Model::Node,
+            &[
+                "stack_push",
+                "enqueue",
+                "cancel",
+                "promise_observed",
+                "promise",
+                "stack_pop",
+                "dequeue",
+                "output",
+                "phase",
+                "time_advance",
+                "run_end",
+            ][..],
+        ),
+        (
+            html,
+            Model::Html,
+            &[
+                "dequeue",
+                "stack_push",
+                "enqueue",
+                "animation_start",
+                "stack_pop",
+                "microtask_checkpoint",
+                "output",
+                "time_advance",
+                "compositor_frame",
+                "render_start",
+                "render_end",
+                "run_end",
+            ][..],
+        ),
+    ] {
+        let report = run(
+            src,
+            "t.js",
+            &RunOptions {
+                trace: true,
+                ..RunOptions::new(model)
+            },
+        )
+        .unwrap();
+        let trace = report.trace.expect("traced");
+        let text = trace.to_json_lines();
+        let mut kinds = kinds_read_back(&text);
+        kinds.sort();
+        let mut want: Vec<String> = expected.iter().map(|k| k.to_string()).collect();
+        want.sort();
+        assert_eq!(kinds, want, "{model:?}");
+        // Byte for byte: every line is turno_trace's serialisation of the
+        // event the explorer recorded, and reads back as that event.
+        let (header, events) = turno_trace::read_all(text.as_bytes()).unwrap();
+        assert_eq!(header.format, turno_trace::Format::TurnoJs);
+        assert_eq!(events, trace.events);
+        for (line, e) in text.lines().skip(1).zip(&events) {
+            assert_eq!(line, e.to_line());
+            assert!(matches!(e.kind, Kind::Js(_)), "{line}");
+        }
+        assert_eq!(turno_js::Trace::from_json_lines(&text).unwrap(), trace);
+    }
+}

@@ -102,15 +102,16 @@ fn terminate_stops_the_worker_and_drops_what_was_on_its_way() {
     let r = run_with_workers(page, &[("w.js", worker)], true);
     assert_eq!(r.stdout_lines(), ["got 1", "got 2", "page goes on"]);
     let trace = r.trace.unwrap();
-    let ends: Vec<&Value> = trace.events_of_kind("worker_end").collect();
+    let ends: Vec<Value> = trace.events_of_kind("worker_end").collect();
     assert_eq!(ends.len(), 1);
     assert_eq!(ends[0]["reason"], "terminate");
     assert_eq!(ends[0]["loop"], 0);
     // The worker's loop took no step after the termination.
     let end_t = ends[0]["t_ns"].as_u64().unwrap();
-    assert!(!trace.events.iter().any(|e| e["loop"] == 1
-        && e["kind"] == "stack_push"
-        && e["t_ns"].as_u64().unwrap() > end_t));
+    assert!(!trace
+        .events
+        .iter()
+        .any(|e| e.loop_id == Some(1) && e.kind_name() == "stack_push" && e.t_ns > end_t));
 }
 
 #[test]
@@ -168,15 +169,15 @@ fn every_event_names_its_loop_and_the_merged_trace_reads_back() {
     assert!(trace
         .events
         .iter()
-        .all(|e| e["loop"].as_u64().is_some_and(|l| l <= 1)));
-    assert!(trace.events.iter().any(|e| e["loop"] == 1));
-    let start: Vec<&Value> = trace.events_of_kind("worker_start").collect();
+        .all(|e| e.loop_id.is_some_and(|l| l <= 1)));
+    assert!(trace.events.iter().any(|e| e.loop_id == Some(1)));
+    let start: Vec<Value> = trace.events_of_kind("worker_start").collect();
     assert_eq!(start.len(), 1);
     assert_eq!(start[0]["worker"], 1);
     assert_eq!(start[0]["name"], "helper");
     assert_eq!(start[0]["loop"], 0);
     // One post each way, each received as a posted-message task.
-    let posts: Vec<&Value> = trace.events_of_kind("message_post").collect();
+    let posts: Vec<Value> = trace.events_of_kind("message_post").collect();
     assert_eq!(posts.len(), 2);
     assert_eq!(
         (&posts[0]["loop"], &posts[0]["to_loop"]),
@@ -186,7 +187,7 @@ fn every_event_names_its_loop_and_the_merged_trace_reads_back() {
         (&posts[1]["loop"], &posts[1]["to_loop"]),
         (&1.into(), &0.into())
     );
-    let received: Vec<&Value> = trace
+    let received: Vec<Value> = trace
         .events_of_kind("enqueue")
         .filter(|e| e.get("from_loop").is_some())
         .collect();
@@ -198,7 +199,7 @@ fn every_event_names_its_loop_and_the_merged_trace_reads_back() {
     let text = trace.to_json_lines();
     Trace::from_json_lines(&text).unwrap();
     for (i, e) in trace.events.iter().enumerate() {
-        assert_eq!(e["seq"].as_u64(), Some(i as u64));
+        assert_eq!(e.seq, i as u64);
     }
     // The worker's performance.now() counts from its own start (1 ms after
     // `new Worker`), so it is small even though its script ran at ~1 ms.

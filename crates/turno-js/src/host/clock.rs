@@ -6,7 +6,8 @@
 //! Above the core (`state.rs`), below everything that runs JavaScript.
 
 use boa_engine::Context;
-use serde_json::json;
+use turno_trace::js::{AnimationRef, MainThread};
+use turno_trace::{AnimationId, JsEvent};
 
 use super::state::{BudgetKind, Host, State, Stop};
 
@@ -57,7 +58,10 @@ impl Host {
             st.now_ns = t;
             st.clock.set(t);
             st.compositor_frames(from, false);
-            st.ev("time_advance", json!({"from_ns": from, "to_ns": t}));
+            st.ev(JsEvent::TimeAdvance {
+                from_ns: from,
+                to_ns: t,
+            });
         }
         Ok(())
     }
@@ -83,7 +87,10 @@ impl State {
                 .animations
                 .iter()
                 .filter(|a| a.compositor)
-                .map(|a| json!({"animation": a.id, "label": a.label}))
+                .map(|a| AnimationRef {
+                    animation: AnimationId(u64::from(a.id)),
+                    label: a.label.clone(),
+                })
                 .collect();
             if active.is_empty() {
                 if self.animations.iter().all(|a| !a.compositor) {
@@ -91,11 +98,19 @@ impl State {
                 }
             } else if self.compositor_frame_count < MAX_COMPOSITOR_FRAMES {
                 self.compositor_frame_count += 1;
-                let main = if busy { "busy" } else { "idle" };
+                let main_thread = if busy {
+                    MainThread::Busy
+                } else {
+                    MainThread::Idle
+                };
                 self.record(
                     t,
-                    "compositor_frame",
-                    json!({"frame_time_ns": t, "animations": active, "main_thread": main, "lane": "compositor"}),
+                    JsEvent::CompositorFrame {
+                        frame_time_ns: t,
+                        animations: active,
+                        main_thread,
+                        lane: "compositor".to_string(),
+                    },
                 );
             }
             k += 1;

@@ -15,7 +15,8 @@
 use std::rc::Rc;
 
 use boa_engine::{Context, JsValue};
-use serde_json::json;
+use turno_trace::js::{AnimationRef, DrivenBy};
+use turno_trace::{AnimationId, JsEvent};
 
 use super::entries::Animation;
 use super::state::{Host, State, MS};
@@ -38,15 +39,17 @@ pub(super) fn n_animation(host: &Rc<Host>, args: &[JsValue], ctx: &mut Context) 
     } else {
         None
     };
-    let lane = if compositor {
-        "compositor"
+    let driven_by = if compositor {
+        DrivenBy::Compositor
     } else {
-        "main-thread"
+        DrivenBy::MainThread
     };
-    st.ev(
-        "animation_start",
-        json!({"animation": id, "label": label, "driven_by": lane, "end_ns": end_ns}),
-    );
+    st.ev(JsEvent::AnimationStart {
+        animation: AnimationId(u64::from(id)),
+        label: label.clone(),
+        driven_by,
+        end_ns,
+    });
     st.animations.push(Animation {
         id,
         label,
@@ -62,19 +65,24 @@ pub(super) fn n_cancel_animation(host: &Rc<Host>, args: &[JsValue], ctx: &mut Co
     let before = st.animations.len();
     st.animations.retain(|a| a.id != id);
     if st.animations.len() != before {
-        st.ev("animation_cancel", json!({"animation": id}));
+        st.ev(JsEvent::AnimationCancel {
+            animation: AnimationId(u64::from(id)),
+        });
     }
     Ok(JsValue::undefined())
 }
 
 impl State {
     /// Main-thread animations active now, for `render_start`.
-    pub(super) fn main_thread_animations(&self) -> Vec<serde_json::Value> {
+    pub(super) fn main_thread_animations(&self) -> Vec<AnimationRef> {
         let now = self.now_ns;
         self.animations
             .iter()
             .filter(|a| !a.compositor && a.end_ns.is_none_or(|e| e >= now))
-            .map(|a| json!({"animation": a.id, "label": a.label}))
+            .map(|a| AnimationRef {
+                animation: AnimationId(u64::from(a.id)),
+                label: a.label.clone(),
+            })
             .collect()
     }
 }

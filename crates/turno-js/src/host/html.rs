@@ -11,10 +11,11 @@
 use std::rc::Rc;
 
 use boa_engine::{Context, JsValue};
-use serde_json::json;
+use turno_trace::{EntryId, JsEvent, Queue};
 
 use super::entries::{PendingInput, Task, TaskKind};
 use super::state::{args_vec, fn_name, Host, State, Stop, MS};
+use super::state::{cancel, dequeue, enqueue, task_source_kind};
 use super::support::{arg_fn, arg_u32, Ret};
 
 /// Expands the input script into pending input tasks, in time order
@@ -74,10 +75,11 @@ pub(super) fn n_raf(host: &Rc<Host>, args: &[JsValue], ctx: &mut Context) -> Ret
         st.raf_due = Some(next_frame_after(st.now_ns));
     }
     let due = st.raf_due;
-    st.ev(
-        "enqueue",
-        json!({"queue": "animation-frame", "id": id, "label": label, "frame_due_ns": due}),
-    );
+    let mut e = enqueue(Queue::AnimationFrame, u64::from(id), Some(label));
+    if let JsEvent::Enqueue { frame_due_ns, .. } = &mut e {
+        *frame_due_ns = due;
+    }
+    st.ev(e);
     Ok(JsValue::from(id))
 }
 
@@ -90,7 +92,7 @@ pub(super) fn n_cancel_raf(host: &Rc<Host>, args: &[JsValue], ctx: &mut Context)
         st.cancelled_raf.push(id);
     }
     if st.raf.len() != before || st.running_raf.contains(&id) {
-        st.ev("cancel", json!({"queue": "animation-frame", "id": id}));
+        st.ev(cancel(Queue::AnimationFrame, u64::from(id)));
     }
     if st.raf.is_empty() {
         st.raf_due = None;
@@ -156,7 +158,7 @@ fn next_frame_after(t_ns: u64) -> u64 {
 impl Host {
     fn queue_task(&self, source: &'static str, label: String, kind: TaskKind) {
         let now = self.st.borrow().now_ns;
-        self.queue_task_at(source, label, kind, now, json!({}));
+        self.queue_task_at(source, label, kind, now, TaskExtra::None);
     }
 
     /// Queues a task that became runnable at `runnable_ns`. The spec
@@ -169,16 +171,33 @@ impl Host {
         label: String,
         kind: TaskKind,
         runnable_ns: u64,
-        extra: serde_json::Value,
+        extra: TaskExtra,
     ) {
         let mut st = self.st.borrow_mut();
         st.seq += 1;
         let id = st.seq;
-        let mut fields = json!({"queue": "task", "source": source, "id": id, "label": label});
-        if let (Some(m), serde_json::Value::Object(x)) = (fields.as_object_mut(), extra) {
-            m.extend(x);
+        let mut e = enqueue(Queue::Task, id, Some(label.clone()));
+        if let JsEvent::Enqueue {
+            source: s,
+            timer,
+            from_loop,
+            message,
+            input_at_ns,
+            ..
+        } = &mut e
+        {
+            *s = Some(task_source_kind(source));
+            match extra {
+                TaskExtra::None => {}
+                TaskExtra::Timer(id) => *timer = Some(EntryId(u64::from(id))),
+                TaskExtra::Message { from, id } => {
+                    *from_loop = Some(from);
+                    *message = Some(id);
+                }
+                TaskExtra::Input { at_ns } => *input_at_ns = Some(at_ns),
+            }
         }
-        st.ev("enqueue", fields);
+        st.ev(e);
         // A message from another loop reached this one when its sender
         // posted it, which may lie before tasks queued since (this loop
         // was busy); everything else reaches the run queue now.
@@ -214,7 +233,10 @@ impl Host {
                 worker: a.worker,
                 data: a.data,
             };
-            let fields = json!({"from_loop": a.from, "message": a.message});
+            let fields = TaskExtra::Message {
+                from: a.from,
+                id: a.message,
+            };
             Some((
                 format!("message from loop {}", a.from),
                 kind,
@@ -235,7 +257,7 @@ impl Host {
                 a: p.a,
                 b: p.b,
             };
-            Some((label, kind, at_ns, json!({"input_at_ns": at_ns})))
+            Some((label, kind, at_ns, TaskExtra::Input { at_ns }))
         });
     }
 
@@ -246,7 +268,7 @@ impl Host {
     fn queue_due(
         &self,
         source: &'static str,
-        next_due: impl Fn(&mut State) -> Option<(String, TaskKind, u64, serde_json::Value)>,
+        next_due: impl Fn(&mut State) -> Option<(String, TaskKind, u64, TaskExtra)>,
     ) {
         loop {
             let Some((label, kind, at_ns, extra)) = next_due(&mut self.st.borrow_mut()) else {
@@ -334,17 +356,19 @@ impl Host {
                 continue;
             };
             let label = t.label.clone();
-            st.ev(
-                "dequeue",
-                json!({"queue": "timers", "id": id, "due_ns": due}),
-            );
+            st.ev(JsEvent::Dequeue {
+                queue: Queue::Timers,
+                id: EntryId(u64::from(id)),
+                due_ns: Some(due),
+                source: None,
+            });
             drop(st);
             self.queue_task_at(
                 "timer",
                 label,
                 TaskKind::Timer { id, seq },
                 due,
-                json!({"timer": id}),
+                TaskExtra::Timer(id),
             );
             st = self.st.borrow_mut();
         }
@@ -363,10 +387,12 @@ impl Host {
             let (label, seq) = (t.label.clone(), t.seq);
             let due = st.now_ns;
             st.timer_heap.remove(&(due, seq, id));
-            st.ev(
-                "dequeue",
-                json!({"queue": "timers", "id": id, "due_ns": due}),
-            );
+            st.ev(JsEvent::Dequeue {
+                queue: Queue::Timers,
+                id: EntryId(u64::from(id)),
+                due_ns: Some(due),
+                source: None,
+            });
             (label, seq, due)
         };
         self.queue_task_at(
@@ -374,15 +400,17 @@ impl Host {
             label,
             TaskKind::Timer { id, seq },
             due,
-            json!({"timer": id}),
+            TaskExtra::Timer(id),
         );
     }
 
     fn run_html_task(&self, ctx: &mut Context, task: Task) -> Result<(), Stop> {
-        self.st.borrow_mut().ev(
-            "dequeue",
-            json!({"queue": "task", "source": task.source, "id": task.id}),
-        );
+        self.st.borrow_mut().ev(JsEvent::Dequeue {
+            queue: Queue::Task,
+            id: EntryId(task.id),
+            due_ns: None,
+            source: Some(task_source_kind(task.source)),
+        });
         match task.kind {
             TaskKind::Callback { f, args } => self.call(
                 ctx,
@@ -465,11 +493,23 @@ impl Host {
                         t.nesting = nesting + 1;
                         let due = now + delay;
                         st.timer_heap.insert((due, nseq, id));
-                        st.ev(
-                            "enqueue",
-                            json!({"queue": "timers", "id": id, "due_ns": due, "delay_ns": delay,
-                                   "repeat": true, "nesting": nesting + 1, "clamped": clamped}),
-                        );
+                        let mut e = enqueue(Queue::Timers, u64::from(id), None);
+                        if let JsEvent::Enqueue {
+                            due_ns,
+                            delay_ns,
+                            repeat,
+                            nesting: n,
+                            clamped: c,
+                            ..
+                        } = &mut e
+                        {
+                            *due_ns = Some(due);
+                            *delay_ns = Some(delay);
+                            *repeat = Some(true);
+                            *n = Some(nesting + 1);
+                            *c = Some(clamped);
+                        }
+                        st.ev(e);
                     }
                 }
                 self.st.borrow_mut().current_timer_nesting = None;
@@ -504,11 +544,12 @@ impl Host {
                     st.cancelled_raf.clear();
                     let frame = st.frames;
                     let animations = st.main_thread_animations();
-                    st.ev(
-                        "render_start",
-                        json!({"frame": frame, "frame_time_ns": d, "callbacks": ids,
-                               "animations": animations}),
-                    );
+                    st.ev(JsEvent::RenderStart {
+                        frame,
+                        frame_time_ns: d,
+                        callbacks: ids.iter().map(|&i| EntryId(u64::from(i))).collect(),
+                        animations,
+                    });
                     (d, batch)
                 }
                 _ => return Ok(false),
@@ -521,7 +562,7 @@ impl Host {
             }
             self.st
                 .borrow_mut()
-                .ev("dequeue", json!({"queue": "animation-frame", "id": id}));
+                .ev(dequeue(Queue::AnimationFrame, u64::from(id)));
             let label = format!("requestAnimationFrame callback: {}", fn_name(&f, ctx));
             self.call(
                 ctx,
@@ -534,9 +575,27 @@ impl Host {
         }
         self.st.borrow_mut().running_raf.clear();
         let frame = self.st.borrow().frames;
-        self.st
-            .borrow_mut()
-            .ev("render_end", json!({"frame": frame}));
+        self.st.borrow_mut().ev(JsEvent::RenderEnd { frame });
         Ok(true)
     }
+}
+
+/// What a task's `enqueue` says beyond its queue, id, source and label.
+enum TaskExtra {
+    /// Nothing more.
+    None,
+    /// A due timer: the timer's id.
+    Timer(u32),
+    /// A message from another loop: that loop and the message's id.
+    Message {
+        /// The sending loop.
+        from: u32,
+        /// The message's id (as in its `message_post`).
+        id: u64,
+    },
+    /// Scripted input: when the input script gave it.
+    Input {
+        /// The input's time.
+        at_ns: u64,
+    },
 }

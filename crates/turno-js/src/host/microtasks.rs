@@ -12,9 +12,11 @@ use boa_engine::builtins::promise::{OperationType, Promise};
 use boa_engine::context::HostHooks;
 use boa_engine::job::{Job, JobCallback, JobExecutor};
 use boa_engine::{Context, JsObject, JsResult, JsValue};
-use serde_json::{json, Value};
+
+use turno_trace::{JsEvent, Queue};
 
 use super::entries::Micro;
+use super::state::{dequeue, enqueue};
 use super::state::{fn_name, Host, Stop};
 use super::support::{arg_fn, JsStackScope, Ret};
 
@@ -109,10 +111,7 @@ impl Host {
         st.seq += 1;
         let id = st.seq;
         st.microtasks.push_back((id, m));
-        st.ev(
-            "enqueue",
-            json!({"queue": "microtask", "id": id, "label": label}),
-        );
+        st.ev(enqueue(Queue::Microtask, id, Some(label)));
     }
 
     /// HTML "perform a microtask checkpoint" / V8's RunMicrotasks: run until
@@ -121,9 +120,7 @@ impl Host {
         loop {
             let next = self.st.borrow_mut().microtasks.pop_front();
             let Some((id, m)) = next else { break };
-            self.st
-                .borrow_mut()
-                .ev("dequeue", json!({"queue": "microtask", "id": id}));
+            self.st.borrow_mut().ev(dequeue(Queue::Microtask, id));
             match m {
                 Micro::Promise(job) => {
                     self.step()?;
@@ -145,7 +142,7 @@ impl Host {
     }
 
     pub(super) fn checkpoint(&self, ctx: &mut Context) -> Result<(), Stop> {
-        self.st.borrow_mut().ev("microtask_checkpoint", Value::Null);
+        self.st.borrow_mut().ev(JsEvent::MicrotaskCheckpoint);
         self.run_microtasks(ctx)?;
         self.report_rejections(ctx)
     }

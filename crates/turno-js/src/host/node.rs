@@ -10,9 +10,11 @@
 use std::rc::Rc;
 
 use boa_engine::{Context, JsValue};
-use serde_json::json;
+use turno_trace::js::Phase;
+use turno_trace::{EntryId, JsEvent, Queue};
 
 use super::state::{args_vec, fn_name, Host, Stop, MS};
+use super::state::{cancel, dequeue, enqueue};
 use super::support::{arg_fn, arg_u32, Ret};
 
 pub(super) fn n_set_immediate(host: &Rc<Host>, args: &[JsValue], ctx: &mut Context) -> Ret {
@@ -26,10 +28,7 @@ pub(super) fn n_set_immediate(host: &Rc<Host>, args: &[JsValue], ctx: &mut Conte
         st.next_immediate_id += 1;
         let id = st.next_immediate_id;
         st.immediates.push_back((id, cb, extra));
-        st.ev(
-            "enqueue",
-            json!({"queue": "immediate", "id": id, "label": label}),
-        );
+        st.ev(enqueue(Queue::Immediate, u64::from(id), Some(label)));
         id
     };
     Ok(JsValue::from(id))
@@ -44,7 +43,7 @@ pub(super) fn n_clear_immediate(host: &Rc<Host>, args: &[JsValue], ctx: &mut Con
         st.cleared_immediates.push(id);
     }
     if st.immediates.len() != before || st.running_immediates.contains(&id) {
-        st.ev("cancel", json!({"queue": "immediate", "id": id}));
+        st.ev(cancel(Queue::Immediate, u64::from(id)));
     }
     Ok(JsValue::undefined())
 }
@@ -59,10 +58,7 @@ pub(super) fn n_next_tick(host: &Rc<Host>, args: &[JsValue], ctx: &mut Context) 
     st.seq += 1;
     let id = st.seq;
     st.ticks.push_back((id, cb, extra));
-    st.ev(
-        "enqueue",
-        json!({"queue": "nextTick", "id": id, "label": label}),
-    );
+    st.ev(enqueue(Queue::NextTick, id, Some(label)));
     Ok(JsValue::undefined())
 }
 
@@ -73,9 +69,7 @@ impl Host {
             loop {
                 let next = self.st.borrow_mut().ticks.pop_front();
                 let Some((id, f, args)) = next else { break };
-                self.st
-                    .borrow_mut()
-                    .ev("dequeue", json!({"queue": "nextTick", "id": id}));
+                self.st.borrow_mut().ev(dequeue(Queue::NextTick, id));
                 let label = format!("nextTick: {}", fn_name(&f, ctx));
                 self.call(ctx, label, &f, &JsValue::undefined(), &args)?;
             }
@@ -101,10 +95,12 @@ impl Host {
             if !t.repeat {
                 st.timers.remove(&id);
             }
-            st.ev(
-                "dequeue",
-                json!({"queue": "timers", "id": id, "due_ns": due}),
-            );
+            st.ev(JsEvent::Dequeue {
+                queue: Queue::Timers,
+                id: EntryId(u64::from(id)),
+                due_ns: Some(due),
+                source: None,
+            });
             v
         };
         let kind = if repeat { "setInterval" } else { "setTimeout" };
@@ -124,10 +120,12 @@ impl Host {
                 t.seq = seq;
                 let due = now + t.delay_ns;
                 st.timer_heap.insert((due, seq, id));
-                st.ev(
-                    "enqueue",
-                    json!({"queue": "timers", "id": id, "due_ns": due, "repeat": true}),
-                );
+                let mut e = enqueue(Queue::Timers, u64::from(id), None);
+                if let JsEvent::Enqueue { due_ns, repeat, .. } = &mut e {
+                    *due_ns = Some(due);
+                    *repeat = Some(true);
+                }
+                st.ev(e);
             }
         }
         self.process_ticks(ctx)
@@ -177,7 +175,7 @@ impl Host {
                 }
                 self.st
                     .borrow_mut()
-                    .ev("dequeue", json!({"queue": "immediate", "id": id}));
+                    .ev(dequeue(Queue::Immediate, u64::from(id)));
                 let label = format!("setImmediate callback: {}", fn_name(&f, ctx));
                 self.call(ctx, label, &f, &JsValue::undefined(), &args)?;
                 self.process_ticks(ctx)?;
@@ -188,9 +186,10 @@ impl Host {
     }
 
     fn phase(&self, name: &str, iteration: u64) {
-        self.st
-            .borrow_mut()
-            .ev("phase", json!({"phase": name, "iteration": iteration}));
+        self.st.borrow_mut().ev(JsEvent::Phase {
+            phase: phase_kind(name),
+            iteration,
+        });
     }
 
     /// setTimeout(0|1) against setImmediate: in real Node the timer runs
@@ -216,9 +215,20 @@ impl Host {
                      first; this run (virtual time, no elapsed time) ran the immediates first.",
                     now as f64 / MS as f64
                 );
-                st.ev("note", json!({"text": note.clone()}));
+                st.ev(JsEvent::Note { text: note.clone() });
                 st.notes.push(note);
             }
         }
+    }
+}
+
+/// The trace's name of a Node phase the loop enters.
+fn phase_kind(name: &str) -> Phase {
+    match name {
+        "timers" => Phase::Timers,
+        "pending" => Phase::Pending,
+        "poll" => Phase::Poll,
+        "check" => Phase::Check,
+        _ => Phase::Close,
     }
 }

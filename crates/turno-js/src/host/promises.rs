@@ -10,6 +10,8 @@ use boa_engine::object::builtins::JsPromise;
 use boa_engine::object::FunctionObjectBuilder;
 use boa_engine::{Context, JsObject, JsResult, JsString, JsValue, NativeFunction};
 use serde_json::{json, Value};
+use turno_trace::js::PromiseState as PromiseSlot;
+use turno_trace::{JsEvent, PromiseId};
 
 use super::entries::{PromiseSnap, Tracked};
 use super::state::Host;
@@ -116,7 +118,10 @@ impl Host {
             id,
             last: None,
         });
-        st.ev("promise_observed", json!({"promise": id, "via": via}));
+        st.ev(JsEvent::PromiseObserved {
+            promise: PromiseId(id),
+            via: via.to_string(),
+        });
         drop(st);
         self.sample_promises();
     }
@@ -133,19 +138,23 @@ impl Host {
                 continue;
             };
             if t.last.as_ref() != Some(&snap) {
-                events.push(json!({
-                    "promise": t.id,
-                    "state": snap.state,
-                    "result": snap.result,
-                    "fulfill_reactions": snap.fulfill,
-                    "reject_reactions": snap.reject,
-                    "is_handled": snap.handled,
-                }));
+                events.push(JsEvent::Promise {
+                    promise: PromiseId(t.id),
+                    state: match snap.state {
+                        "fulfilled" => PromiseSlot::Fulfilled,
+                        "rejected" => PromiseSlot::Rejected,
+                        _ => PromiseSlot::Pending,
+                    },
+                    result: (!snap.result.is_null()).then(|| snap.result.clone()),
+                    fulfill_reactions: snap.fulfill.map(|n| n as u64),
+                    reject_reactions: snap.reject.map(|n| n as u64),
+                    is_handled: snap.handled,
+                });
                 t.last = Some(snap);
             }
         }
         for e in events {
-            st.ev("promise", e);
+            st.ev(e);
         }
     }
 }

@@ -12,7 +12,8 @@ use std::rc::Rc;
 use boa_engine::context::time::JsInstant;
 use boa_engine::context::Clock;
 use boa_engine::{js_string, Context, JsString, JsValue, Source};
-use serde_json::json;
+use turno_trace::js::TaskSource;
+use turno_trace::{EntryId, JsEvent, Queue};
 
 use super::microtasks::Hooks;
 use super::natives::build_natives;
@@ -293,11 +294,11 @@ pub(crate) fn run(
             }
             BudgetKind::LoopIterations { message } => message.clone(),
         };
-        st.ev("budget_exhausted", json!({"message": msg}));
+        st.ev(JsEvent::BudgetExhausted { message: msg });
     }
     // The run ends when the last loop does.
     st.now_ns = now;
-    st.ev("run_end", json!({"exit_code": exit_code, "steps": steps}));
+    st.ev(JsEvent::RunEnd { exit_code, steps });
     let frames_rendered = st.frames;
     drop(st);
     let mut states: Vec<std::cell::RefMut<'_, State>> = vec![host.st.borrow_mut()];
@@ -379,18 +380,14 @@ fn merge(states: &mut [std::cell::RefMut<'_, State>]) -> Merged {
     }
     uncaught.sort_by_key(|(k, _)| *k);
     let mut trace: Option<Trace> = None;
-    let mut events: Vec<((u64, u64), serde_json::Value)> = Vec::new();
+    let mut events: Vec<((u64, u64), turno_trace::Event)> = Vec::new();
     for st in states.iter_mut() {
         let Some(mut t) = st.trace.take() else {
             continue;
         };
         let stamps = std::mem::take(&mut st.trace_stamps);
         for (e, stamp) in std::mem::take(&mut t.events).into_iter().zip(stamps) {
-            let t_ns = e
-                .get("t_ns")
-                .and_then(serde_json::Value::as_u64)
-                .unwrap_or(0);
-            events.push(((t_ns, stamp), e));
+            events.push(((e.t_ns, stamp), e));
         }
         if trace.is_none() {
             trace = Some(t);
@@ -399,9 +396,7 @@ fn merge(states: &mut [std::cell::RefMut<'_, State>]) -> Merged {
     if let Some(t) = trace.as_mut() {
         events.sort_by_key(|(k, _)| *k);
         for (i, (_, mut e)) in events.into_iter().enumerate() {
-            if let Some(m) = e.as_object_mut() {
-                m.insert("seq".into(), serde_json::Value::from(i as u64));
-            }
+            e.seq = i as u64;
             t.events.push(e);
         }
     }
@@ -461,10 +456,12 @@ fn run_script(
         }
         Ok(script) => {
             if host.st.borrow().model == Model::Html {
-                host.st.borrow_mut().ev(
-                    "dequeue",
-                    json!({"queue": "task", "source": "script", "id": 0}),
-                );
+                host.st.borrow_mut().ev(JsEvent::Dequeue {
+                    queue: Queue::Task,
+                    id: EntryId(0),
+                    due_ns: None,
+                    source: Some(TaskSource::Script),
+                });
             }
             host.push_frame(label.into());
             let r = script.evaluate(ctx);

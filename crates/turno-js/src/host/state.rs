@@ -15,7 +15,9 @@ use std::rc::Rc;
 
 use boa_engine::object::builtins::JsArray;
 use boa_engine::{js_string, Context, JsObject, JsResult, JsValue};
-use serde_json::{json, Value};
+
+use turno_trace::js::{Stream, TaskSource};
+use turno_trace::{EntryId, JsEvent, Queue};
 
 use crate::trace::Trace;
 use crate::{Model, UncaughtError};
@@ -156,6 +158,59 @@ pub(super) fn args_vec(v: Option<&JsValue>, ctx: &mut Context) -> JsResult<Vec<J
     Ok(out)
 }
 
+/// An `enqueue` of entry `id` on `queue` with `label` and no other field
+/// (the callers that have timer, task or frame fields set them on it).
+pub(super) fn enqueue(queue: Queue, id: u64, label: Option<String>) -> JsEvent {
+    JsEvent::Enqueue {
+        queue,
+        id: EntryId(id),
+        label,
+        due_ns: None,
+        delay_ns: None,
+        requested_ns: None,
+        repeat: None,
+        nesting: None,
+        clamped: None,
+        source: None,
+        timer: None,
+        frame_due_ns: None,
+        from_loop: None,
+        message: None,
+        input_at_ns: None,
+    }
+}
+
+/// A `dequeue` of entry `id` from `queue`, without `due_ns` or `source`.
+pub(super) fn dequeue(queue: Queue, id: u64) -> JsEvent {
+    JsEvent::Dequeue {
+        queue,
+        id: EntryId(id),
+        due_ns: None,
+        source: None,
+    }
+}
+
+/// A `cancel` of entry `id` on `queue`.
+pub(super) fn cancel(queue: Queue, id: u64) -> JsEvent {
+    JsEvent::Cancel {
+        queue,
+        id: EntryId(id),
+    }
+}
+
+/// The trace's name of a task source the host queues on (anything the
+/// prelude may name that is not one of the others is `posted-message`).
+pub(super) fn task_source_kind(source: &str) -> TaskSource {
+    match source {
+        "timer" => TaskSource::Timer,
+        "user-interaction" => TaskSource::UserInteraction,
+        "dom-manipulation" => TaskSource::DomManipulation,
+        "networking" => TaskSource::Networking,
+        "script" => TaskSource::Script,
+        _ => TaskSource::PostedMessage,
+    }
+}
+
 impl State {
     /// Records a note (in the report and the trace) once per kind per run.
     pub(super) fn note_once(&mut self, key: &'static str, text: String) {
@@ -163,33 +218,32 @@ impl State {
             return;
         }
         self.noted.push(key);
-        self.ev("note", json!({"text": text.clone()}));
+        self.ev(JsEvent::Note { text: text.clone() });
         self.notes.push(text);
     }
 
-    pub(super) fn ev(&mut self, kind: &str, mut fields: Value) {
+    /// Records `event` now, with the JavaScript frames active (if
+    /// JavaScript is calling into the host).
+    pub(super) fn ev(&mut self, event: JsEvent) {
         let t = self.now_ns;
-        if let (Some(js), Value::Object(m)) = (&self.js_stack, &mut fields) {
-            m.insert("js_stack".into(), json!(js));
-        }
-        self.record(t, kind, fields);
+        let js_stack = self.js_stack.clone();
+        self.record_with(t, event, js_stack);
     }
 
     /// Appends a trace event at `t` with this loop's id and the next
     /// run-wide stamp (the merge of all loops' traces sorts by both).
-    pub(super) fn record(&mut self, t: u64, kind: &str, mut fields: Value) {
+    pub(super) fn record(&mut self, t: u64, event: JsEvent) {
+        self.record_with(t, event, None);
+    }
+
+    fn record_with(&mut self, t: u64, event: JsEvent, js_stack: Option<Vec<String>>) {
         if self.trace.is_none() {
             return;
         }
-        match &mut fields {
-            Value::Object(m) => {
-                m.insert("loop".into(), json!(self.loop_id));
-            }
-            other => *other = json!({"loop": self.loop_id}),
-        }
         let stamp = self.shared.stamp();
+        let loop_id = self.loop_id;
         if let Some(tr) = self.trace.as_mut() {
-            tr.push(t, kind, fields);
+            tr.push(t, event, js_stack, loop_id);
             self.trace_stamps.push(stamp);
         }
     }
@@ -215,21 +269,34 @@ impl Host {
         let mut st = self.st.borrow_mut();
         st.stack.push(label.clone());
         let depth = st.stack.len();
-        st.ev("stack_push", json!({"frame": label, "depth": depth}));
+        st.ev(JsEvent::StackPush {
+            frame: label,
+            depth: depth as u32,
+        });
     }
 
     pub(super) fn pop_frame(&self) {
         let mut st = self.st.borrow_mut();
         let label = st.stack.pop().unwrap_or_default();
         let depth = st.stack.len();
-        st.ev("stack_pop", json!({"frame": label, "depth": depth}));
+        st.ev(JsEvent::StackPop {
+            frame: label,
+            depth: depth as u32,
+        });
     }
 
     pub(super) fn write(&self, fd: u32, text: &str) {
         let mut st = self.st.borrow_mut();
-        let stream = if fd == 2 { "stderr" } else { "stdout" };
+        let stream = if fd == 2 {
+            Stream::Stderr
+        } else {
+            Stream::Stdout
+        };
         st.emit(if fd == 2 { 2 } else { 1 }, text);
-        st.ev("output", json!({"stream": stream, "text": text}));
+        st.ev(JsEvent::Output {
+            stream,
+            text: text.to_string(),
+        });
     }
 
     pub(super) fn step(&self) -> Result<(), Stop> {

@@ -9,9 +9,10 @@
 use std::rc::Rc;
 
 use boa_engine::{Context, JsObject, JsResult, JsValue};
-use serde_json::json;
+use turno_trace::{EntryId, JsEvent, Queue};
 
 use super::entries::Timer;
+use super::state::cancel;
 use super::state::{args_vec, fn_name, Host, MS};
 use super::support::{arg_fn, arg_u32, host_of, Ret};
 use crate::Model;
@@ -132,12 +133,23 @@ impl Host {
             },
         );
         st.timer_heap.insert((due, seq, id));
-        st.ev(
-            "enqueue",
-            json!({"queue": "timers", "id": id, "label": label, "due_ns": due,
-                   "delay_ns": delay_ns, "requested_ns": requested_ns, "repeat": repeat,
-                   "nesting": nesting, "clamped": clamped}),
-        );
+        st.ev(JsEvent::Enqueue {
+            queue: Queue::Timers,
+            id: EntryId(u64::from(id)),
+            label: Some(label),
+            due_ns: Some(due),
+            delay_ns: Some(delay_ns),
+            requested_ns: Some(requested_ns),
+            repeat: Some(repeat),
+            nesting: Some(nesting),
+            clamped: Some(clamped),
+            source: None,
+            timer: None,
+            frame_due_ns: None,
+            from_loop: None,
+            message: None,
+            input_at_ns: None,
+        });
         id
     }
 
@@ -145,7 +157,7 @@ impl Host {
         let mut st = self.st.borrow_mut();
         if let Some(t) = st.timers.remove(&id) {
             st.timer_heap.retain(|&(_, s, i)| !(i == id && s == t.seq));
-            st.ev("cancel", json!({"queue": "timers", "id": id}));
+            st.ev(cancel(Queue::Timers, u64::from(id)));
         }
     }
 

@@ -11,7 +11,7 @@ use std::cell::RefCell;
 use boa_engine::builtins::promise::PromiseState;
 use boa_engine::object::builtins::JsPromise;
 use boa_engine::{Context, JsError, JsObject, JsValue};
-use serde_json::json;
+use turno_trace::JsEvent;
 
 use super::state::{BudgetKind, Host, State, Stop};
 use crate::{Model, UncaughtError};
@@ -142,10 +142,10 @@ impl Host {
         st.emit(2, &text);
         let message =
             message.unwrap_or_else(|| body.lines().next().unwrap_or_default().to_string());
-        st.ev(
-            "uncaught",
-            json!({"message": message, "location": loc.as_ref().map(|(f, l, c)| format!("{f}:{l}:{c}"))}),
-        );
+        st.ev(JsEvent::Uncaught {
+            message: message.clone(),
+            location: loc.as_ref().map(|(f, l, c)| format!("{f}:{l}:{c}")),
+        });
         let at = (st.now_ns, st.shared.stamp());
         st.uncaught_at.push(at);
         st.uncaught.push(UncaughtError {

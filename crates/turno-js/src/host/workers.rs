@@ -33,7 +33,7 @@ use std::path::PathBuf;
 use std::rc::Rc;
 
 use boa_engine::{Context, JsString, JsValue};
-use serde_json::json;
+use turno_trace::JsEvent;
 
 use super::shared::{Arrival, Post, Shared, Spawn};
 use super::state::{Host, Stop};
@@ -65,7 +65,10 @@ pub(super) fn n_worker_create(host: &Rc<Host>, args: &[JsValue], ctx: &mut Conte
     let (file, source) = match loaded {
         Ok(v) => v,
         Err(why) => {
-            st.ev("worker_error", json!({"url": url, "message": why.clone()}));
+            st.ev(JsEvent::WorkerError {
+                url: url.clone(),
+                message: why.clone(),
+            });
             return Ok(JsValue::from(JsString::from(why.as_str())));
         }
     };
@@ -73,10 +76,12 @@ pub(super) fn n_worker_create(host: &Rc<Host>, args: &[JsValue], ctx: &mut Conte
     st.shared.next_loop.set(id + 1);
     let t_ns = st.now_ns + WORKER_START_NS;
     let parent = st.loop_id;
-    st.ev(
-        "worker_start",
-        json!({"worker": id, "url": url, "file": file, "name": name}),
-    );
+    st.ev(JsEvent::WorkerStart {
+        worker: id,
+        url: url.clone(),
+        file: file.clone(),
+        name: name.clone(),
+    });
     st.shared.spawns.borrow_mut().push(Spawn {
         loop_id: id,
         parent,
@@ -96,10 +101,11 @@ pub(super) fn n_worker_post(host: &Rc<Host>, args: &[JsValue], ctx: &mut Context
     let mut st = host.st.borrow_mut();
     let message = st.shared.next_message.get() + 1;
     st.shared.next_message.set(message);
-    st.ev(
-        "message_post",
-        json!({"to_loop": to, "message": message, "worker": worker}),
-    );
+    st.ev(JsEvent::MessagePost {
+        to_loop: to,
+        message,
+        worker,
+    });
     let arrival = Arrival {
         t_ns: st.now_ns,
         from: st.loop_id,
@@ -122,7 +128,10 @@ pub(super) fn n_worker_end(host: &Rc<Host>, args: &[JsValue], ctx: &mut Context)
         .to_string(ctx)?
         .to_std_string_escaped();
     let mut st = host.st.borrow_mut();
-    st.ev("worker_end", json!({"worker": id, "reason": reason}));
+    st.ev(JsEvent::WorkerEnd {
+        worker: id,
+        reason: reason.to_string(),
+    });
     st.shared.ended.borrow_mut().push(id);
     Ok(JsValue::undefined())
 }
