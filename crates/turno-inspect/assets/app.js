@@ -128,6 +128,7 @@ function render(view) {
   if (state.meta.header.format === "turno-js-trace") renderJs(view);
   else renderActors(view, prev);
   renderTimeline(view);
+  settle();
 }
 
 // The event's js_stack, when the event ran on the loop shown.
@@ -402,10 +403,69 @@ function changedActors(view, prev) {
   return ids;
 }
 
-const actorPane = { built: false, ids: null, rows: new Map(), groups: new Map() };
+// `seen`: the rows and lane groups on screen (or near it), by view key
+// (`row:ID`, `lanes:ID`), kept by an IntersectionObserver. A jump redraws
+// those only and marks the rest `stale`; a stale one is redrawn from the
+// current view when it comes into view, or when the page is idle, so a
+// jump costs what is on screen, not the number of actors. `data-settled`
+// names the step once nothing is stale.
+const actorPane = { built: false, ids: null, rows: new Map(), groups: new Map(), seen: new Set(), stale: new Set(), observer: null, catchUp: null, view: null };
+
+function viewKey(e) {
+  return e.__viewKey;
+}
+
+// Redraws the stale row or lane group `key` from the view shown.
+function redrawStale(key) {
+  const p = actorPane, view = p.view;
+  p.stale.delete(key);
+  const [what, id] = key.split(":");
+  const a = view && view.world.actors[id];
+  if (!a) return;
+  if (what === "row") updateActorRow(actorRow(id), id, a);
+  else actorLanes(id, a, view);
+}
+
+function settle() {
+  if (!actorPane.stale.size) document.body.dataset.settled = String(state.step);
+}
+
+// Redraws stale rows and lanes while the page is idle, a few at a time.
+function scheduleCatchUp() {
+  const p = actorPane;
+  if (p.catchUp !== null || !p.stale.size) return;
+  const idle = window.requestIdleCallback || ((f) => setTimeout(() => f({ timeRemaining: () => 8 }), 16));
+  p.catchUp = idle((deadline) => {
+    p.catchUp = null;
+    for (const key of p.stale) {
+      redrawStale(key);
+      if (deadline.timeRemaining() < 2) break;
+    }
+    settle();
+    scheduleCatchUp();
+  }, { timeout: 200 });
+}
+
+function observe(e, key) {
+  const p = actorPane;
+  e.__viewKey = key;
+  if (p.observer) p.observer.observe(e);
+}
 
 function buildActorPane() {
   const p = actorPane;
+  if (typeof IntersectionObserver === "function") {
+    p.observer = new IntersectionObserver((entries) => {
+      for (const en of entries) {
+        const key = viewKey(en.target);
+        if (en.isIntersecting) {
+          p.seen.add(key);
+          if (p.stale.has(key)) redrawStale(key);
+        } else p.seen.delete(key);
+      }
+      settle();
+    }, { rootMargin: "200px" });
+  }
   p.none = el("div", { class: "empty", text: "no actor yet" });
   p.head = el("tr", {}, ...["actor", "policy", "status", "mailbox depth", "drops by policy", "rejected/full", "stash", "timers", "turns"].map((h) => el("th", { text: h })));
   p.table = el("table", {}, p.head);
@@ -424,6 +484,7 @@ function actorRow(id) {
   r.bar = el("span", { class: "depth-bar" }, r.fill);
   r.root = el("tr", { class: "actor", "data-actor": id }, r.name, r.policy, r.status, el("td", {}, r.bar, r.depth), r.drops, r.rejected, r.stash, r.timers, r.turns);
   actorPane.rows.set(id, r);
+  observe(r.root, "row:" + id);
   return r;
 }
 
@@ -454,7 +515,7 @@ function updateActorRow(r, id, a) {
 // (or this step moved one).
 function actorLanes(id, a, view) {
   let g = actorPane.groups.get(id);
-  if (!g) { g = el("div", { class: "actor-lane-group", "data-actor": id }); actorPane.groups.set(id, g); }
+  if (!g) { g = el("div", { class: "actor-lane-group", "data-actor": id }); actorPane.groups.set(id, g); observe(g, "lanes:" + id); }
   const key = (what) => `actor:${id}:${what}`;
   const out = [lane(key("user"), `#${id} mailbox`, a.user.boxes.length + a.user.untracked, boxItems([a.user.boxes], a.user.untracked), movedIn(view, key("user")))];
   const stashMoved = movedIn(view, key("stash"));
@@ -473,16 +534,25 @@ function actorLanes(id, a, view) {
 function renderActors(view, prev) {
   const w = view.world, p = actorPane;
   if (!p.built) buildActorPane();
+  p.view = view;
   const ids = Object.keys(w.actors).sort((a, b) => Number(a) - Number(b));
   const changed = changedActors(view, prev);
   const idsKey = ids.join(",");
   for (const id of ids) {
     const fresh = !p.rows.has(id);
-    if (fresh || changed === null || changed.has(id)) {
+    if (fresh || (changed !== null && changed.has(id)) || (changed === null && !p.observer)) {
       updateActorRow(actorRow(id), id, w.actors[id]);
       actorLanes(id, w.actors[id], view);
+      p.stale.delete("row:" + id);
+      p.stale.delete("lanes:" + id);
+    } else if (changed === null) {
+      // A jump: what is on screen now, the rest when it is seen or idle.
+      for (const key of ["row:" + id, "lanes:" + id]) {
+        if (p.seen.has(key)) { p.stale.delete(key); redrawStale(key); } else p.stale.add(key);
+      }
     }
   }
+  for (const key of p.stale) if (!(key.split(":")[1] in w.actors)) p.stale.delete(key);
   if (p.ids !== idsKey) {
     p.ids = idsKey;
     place(p.table, [p.head, ...ids.map((id) => p.rows.get(id).root)]);
@@ -494,6 +564,7 @@ function renderActors(view, prev) {
   setText(p.totals, `dropped: ${JSON.stringify(t.dropped)} \u00b7 rejected: ${t.rejected} \u00b7 full: ${t.full} \u00b7 dead letters: ${JSON.stringify(t.dead_letters)} \u00b7 stale replies: ${JSON.stringify(t.stale)} \u00b7 failed turns: ${t.failures}`);
   renderCharts(w, view);
   renderWaitFor(view.wait_for, w);
+  scheduleCatchUp();
 }
 
 let chartsDrawn = null, waitForDrawn = null;

@@ -85,11 +85,14 @@ async function open(url) {
 }
 async function goto(k) {
   await page.evaluate((k) => window.__inspector && document.getElementById("slider") && (document.getElementById("slider").value = k, document.getElementById("slider").dispatchEvent(new Event("input"))), k);
-  await page.waitForSelector(`body[data-step='${k}']`);
+  await page.waitForSelector(`body[data-step='${k}'][data-settled='${k}']`);
 }
 const texts = (sel) => page.$$eval(sel, (els) => els.map((e) => e.textContent));
 const attrs = (sel, a) => page.$$eval(sel, (els, a) => els.map((e) => e.getAttribute(a)), a);
 
+// A step waited for: rendered (`data-step`) and settled (`data-settled`:
+// the actor rows and lanes off screen, which a jump leaves for later, drawn
+// too), so what the test reads is the whole page at that step.
 // The page keeps its elements across steps and updates only what a step
 // changed. What it shows must not depend on how it got there: each step
 // reached one event at a time (forward and back) must draw exactly what the
@@ -106,12 +109,12 @@ async function sameByStepAndJump(panes, steps, len) {
   byStep.set(steps[0], await snap());
   for (const k of steps.slice(1)) {
     await page.keyboard.press("ArrowRight");
-    await page.waitForSelector(`body[data-step='${k}']`);
+    await page.waitForSelector(`body[data-step='${k}'][data-settled='${k}']`);
     byStep.set(k, await snap());
   }
   for (const k of steps.slice(0, -1).reverse()) {
     await page.keyboard.press("ArrowLeft");
-    await page.waitForSelector(`body[data-step='${k}']`);
+    await page.waitForSelector(`body[data-step='${k}'][data-settled='${k}']`);
     assert.equal(await snap(), byStep.get(k), `step ${k} reached back one step`);
   }
   for (const k of steps) {
@@ -152,13 +155,13 @@ await test("javascript trace: stepping, queues, promise slots, source line", asy
     for (const p of ["source", "stack", "queues", "promises"]) await page.locator(`#pane-${p}`).screenshot({ path: join(SHOTS, `js-${p}.png`) });
     // Keyboard: forward then back returns to the same view.
     await page.keyboard.press("ArrowRight");
-    await page.waitForSelector("body[data-step='11']");
+    await page.waitForSelector("body[data-step='11'][data-settled='11']");
     await page.keyboard.press("ArrowLeft");
-    await page.waitForSelector("body[data-step='10']");
+    await page.waitForSelector("body[data-step='10'][data-settled='10']");
     assert.equal(await row(2, "slot-state"), "pending");
     // Next task: the next call into JavaScript from an empty stack (seq 13's stack_push).
     await page.click("#next-task");
-    await page.waitForSelector("body[data-step='14']");
+    await page.waitForSelector("body[data-step='14'][data-settled='14']");
     assert.deepEqual(await texts("#stack .frame:not(.js-frame):not(.ghost)"), ["promise reaction: (anonymous)"]);
     // Step 13: the microtask left its queue (shown as the popped ghost) and runs.
     await goto(13);
@@ -166,18 +169,18 @@ await test("javascript trace: stepping, queues, promise slots, source line", asy
     assert.deepEqual(await attrs("[data-lane='queue:microtask'] .box.ghost.pop", "data-item"), ["1"]);
     assert.deepEqual(await texts("#stack .frame:not(.js-frame):not(.ghost)"), []);
     await page.keyboard.press("ArrowRight");
-    await page.waitForSelector("body[data-step='14']");
+    await page.waitForSelector("body[data-step='14'][data-settled='14']");
     assert.deepEqual(await texts("#stack .frame:not(.js-frame):not(.ghost)"), ["promise reaction: (anonymous)"]);
     assert.deepEqual(await attrs("#stack .frame.moved", "data-depth"), ["1"]);
     // Next render jumps to the render step (after render_start, seq 18).
     await page.click("#next-render");
-    await page.waitForSelector("body[data-step='19']");
+    await page.waitForSelector("body[data-step='19'][data-settled='19']");
     assert.equal(await page.locator("#timeline line.tick").count(), 1);
     await page.click("#end");
-    await page.waitForSelector("body[data-step='47']");
+    await page.waitForSelector("body[data-step='47'][data-settled='47']");
     assert.deepEqual(await texts("#console .console-line"), ["script microtask\n", "raf 1\n", "microtask from raf 1\n", "raf 2\n", "microtask from raf 2\n"]);
     await page.click("#start");
-    await page.waitForSelector("body[data-step='0']");
+    await page.waitForSelector("body[data-step='0'][data-settled='0']");
     await sameByStepAndJump(["#queues", "#stack", "#promises", "#console"], Array.from({ length: 48 }, (_, i) => i), 47);
     await goto(38);
     for (const p of ["console", "timeline"]) await page.locator(`#pane-${p}`).screenshot({ path: join(SHOTS, `js-${p}.png`) });
@@ -220,7 +223,7 @@ await test("javascript trace with a worker: one event loop at a time", async () 
     assert.equal(await page.getAttribute("body", "data-loop"), "0");
     assert.deepEqual(await attrs("[data-lane='queue:task'] .box:not(.ghost)", "data-item"), []);
     await page.selectOption("#loop", "1");
-    await page.waitForSelector("body[data-loop='1'][data-step='14']");
+    await page.waitForSelector("body[data-loop='1'][data-step='14'][data-settled='14']");
     assert.deepEqual(await attrs("[data-lane='queue:task'] .box:not(.ghost)", "data-item"), ["1", "2"]);
     assert.deepEqual(await attrs("[data-lane='queue:task'] .box.moved", "data-item"), ["2"]);
     // Step 31: each loop runs a task of its own at the same time.
@@ -235,7 +238,7 @@ await test("javascript trace with a worker: one event loop at a time", async () 
     assert.equal(await page.getAttribute(".src-line.current", "data-line"), "4");
     await page.locator("#pane-queues").screenshot({ path: join(SHOTS, "js-worker-queues.png") });
     await page.selectOption("#loop", "0");
-    await page.waitForSelector("body[data-loop='0'][data-step='25']");
+    await page.waitForSelector("body[data-loop='0'][data-step='25'][data-settled='25']");
     assert.match(await page.textContent("#source-file"), /l03_worker_messages\.js$/);
     await goto(31);
     assert.deepEqual(await texts("#stack .frame:not(.js-frame):not(.ghost)"), ["task: message from loop 1"]);
@@ -339,7 +342,7 @@ await test("a long lane shows its first boxes and counts the rest exactly; steps
     assert.equal(await page.textContent(`${timers} .more`), `+${TIMERS - CAP} more`);
     // One turn later the head box has gone: the next CAP, one fewer hidden.
     await page.keyboard.press("ArrowRight");
-    await page.waitForSelector(`body[data-step='${full + 1}']`);
+    await page.waitForSelector(`body[data-step='${full + 1}'][data-settled='${full + 1}']`);
     assert.deepEqual(await attrs(`${user} .box:not(.ghost)`, "data-item"), seqs(first + 1, CAP));
     assert.deepEqual(await attrs(`${user} .box.ghost.pop`, "data-item"), [String(first)]);
     assert.equal(await page.textContent(`${user} .more`), `+${FLOOD - 1 - CAP} more`);
@@ -556,13 +559,15 @@ if (process.env.BIG) {
       const b = document.body;
       if (!b) return;
       if (b.dataset.ready === "1" && window.__marks.ready === undefined) window.__marks.ready = performance.now();
+      // Settled: the rows and lanes off screen drawn too (a jump leaves them for idle time).
+      if (b.dataset.settled !== undefined && (!window.__marks.settled || window.__marks.settled[0] !== b.dataset.settled)) window.__marks.settled = [b.dataset.settled, performance.now()];
       const step = b.dataset.step;
       if (window.__marks.step && window.__marks.step[0] === step) return;
       window.__marks.step = [step, performance.now()];
       // Painted: the frame after the step's DOM changes (style, layout and
       // paint included) has been produced.
       requestAnimationFrame(() => setTimeout(() => { window.__marks.painted = [step, performance.now()]; }));
-    }).observe(document, { subtree: true, attributes: true, attributeFilter: ["data-ready", "data-step"] });
+    }).observe(document, { subtree: true, attributes: true, attributeFilter: ["data-ready", "data-step", "data-settled"] });
   });
   for (const [name, write] of [["js", bigJs], ["actor", bigActor]]) {
     await test(`a million-event ${name} trace: open and step times (reported)`, async () => {
@@ -576,7 +581,7 @@ if (process.env.BIG) {
         const whole = Date.now() - t0;
         const inPage = await page.evaluate(() => window.__marks.ready);
         const len = Number(await page.textContent("#len"));
-        const browser = [], painted = [], seen = [], cpu = [];
+        const browser = [], painted = [], seen = [], cpu = [], settled = [];
         // The renderer's CPU time per step (Chrome's ThreadTime, the main
         // thread, and ProcessTime, the whole renderer): on a loaded machine
         // the wall times above include waiting for a core; these do not.
@@ -598,6 +603,8 @@ if (process.env.BIG) {
           assert.equal(step, String(want));
           browser.push(at - from);
           painted.push((await page.evaluate(() => window.__marks.painted))[1] - from);
+          await page.waitForFunction((w) => window.__marks.settled && window.__marks.settled[0] === String(w), want);
+          settled.push((await page.evaluate(() => window.__marks.settled))[1] - from);
           const t1s = await times();
           const [thread1, proc1] = t1s;
           cpu.push([thread1 - thread0, proc1 - proc0]);
@@ -605,7 +612,7 @@ if (process.env.BIG) {
           if (process.env.BIG_STEPS) {
             const [req, draw] = (await page.evaluate(() => window.__inspector.renderMs)).at(-1);
             console.log(`  step ${want}: ${(at - from).toFixed(1)} ms rendered, ${painted.at(-1).toFixed(1)} ms painted (request and decode ${req.toFixed(1)}, drawing ${draw.toFixed(1)}); ` +
-              `renderer CPU ${cpu.at(-1)[0].toFixed(1)} ms main thread, ${cpu.at(-1)[1].toFixed(1)} ms in all; script ${script}, style ${style}, layout ${layout} ms`);
+              `all rows and lanes drawn ${settled.at(-1).toFixed(1)} ms; renderer CPU ${cpu.at(-1)[0].toFixed(1)} ms main thread, ${cpu.at(-1)[1].toFixed(1)} ms in all; script ${script}, style ${style}, layout ${layout} ms`);
           }
         };
         for (const k of [1, 2, 3, 500_000, 500_001, 999_999, 123_457, 777_777].map((k) => Math.min(k, len))) {
@@ -625,11 +632,13 @@ if (process.env.BIG) {
         browser.sort((x, y) => x - y);
         painted.sort((x, y) => x - y);
         seen.sort((x, y) => x - y);
+        settled.sort((x, y) => x - y);
         const f = (x) => x.toFixed(1);
         console.log(`BIG ${name}: ${len} events, ${mb} MB; ${/indexed in \S+ ms[^\n]*/.exec(s.err())?.[0] ?? s.err().trim()}; ` +
           `open: ${whole} ms from starting turno to the first step rendered, ${f(inPage)} ms from navigation; ` +
           `step in the browser median ${f(median(browser))} ms, max ${f(browser[browser.length - 1])} ms, ` +
           `painted (the next frame produced) median ${f(median(painted))} ms, max ${f(painted[painted.length - 1])} ms; ` +
+          `settled (off-screen rows and lanes drawn too) median ${f(median(settled))} ms, max ${f(settled[settled.length - 1])} ms; ` +
           `of which request and decode median ${f(median(fetchMs))} ms, max ${f(fetchMs[fetchMs.length - 1])} ms, ` +
           `drawing median ${f(median(drawMs))} ms, max ${f(drawMs[drawMs.length - 1])} ms; ` +
           `renderer CPU per step (to the frame painted, the test's own calls included) main thread median ${f(median(cpuMain))} ms, max ${f(cpuMain[cpuMain.length - 1])} ms, ` +
