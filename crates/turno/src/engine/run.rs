@@ -37,8 +37,9 @@ impl Engine {
         slot.body.run_batch(self, slot, batch, fx, true)
     }
 
-    /// [`Engine::run_slot`] under the cell's lock, compiled for each cell
-    /// type (the turns' calls are static); returns the turns run and
+    /// [`Engine::run_slot`] on the cell (under its lock, or reached
+    /// without it by an exclusive runner), compiled for each cell type
+    /// (the turns' calls are static); returns the turns run and
     /// whether the actor is finalized (its cell is then dropped).
     pub(crate) fn run_cell<C: AnyCell>(
         &self,

@@ -26,15 +26,15 @@ use crate::time::Instant;
 pub(crate) trait AnyBody: Send + Sync + 'static {
     /// The mailbox, untyped.
     fn ops(&self) -> &dyn MailboxOps;
-    /// Runs a batch of the actor's turns ([`Engine::run_cell`]) under the
-    /// cell's lock, unless the actor has stopped; drops the cell if the
+    /// Runs a batch of the actor's turns ([`Engine::run_cell`]) on the
+    /// cell (under its lock unless `exclusive`), unless the actor has stopped; drops the cell if the
     /// actor is finalized. Returns the turns run. Implemented by the typed
     /// body so that the batch loop is compiled for the actor's own cell.
     ///
     /// `exclusive`: the caller's system runs all its turns on the one
-    /// thread that holds it (`LocalSystem`, `DetSystem`), so the cell is reached without
-    /// its lock. A system whose turns may run on several threads passes
-    /// false.
+    /// thread that holds it (`LocalSystem`, `DetSystem`), so the cell is
+    /// reached without its lock. A system whose turns may run on several
+    /// threads passes false.
     fn run_batch(
         &self,
         engine: &Engine,
