@@ -130,7 +130,8 @@ struct Head<T> {
     /// The block being read; null until the first block exists.
     block: *mut Block<T>,
     /// The next slot to read in it (`BLOCK_CAP`: move to the next block).
-    offset: usize,
+    /// Four bytes, so that it and `closed` share a word.
+    offset: u32,
     /// Elements removed (taken, evicted or drained), published as
     /// `Lane::taken`.
     removed: usize,
@@ -543,7 +544,7 @@ impl<T> Lane<T> {
     /// Only the consumer calls it (one thread at a time).
     #[inline]
     unsafe fn head_slot(&self, head: &mut Head<T>) -> Option<&Slot<T>> {
-        if head.block.is_null() || head.offset == BLOCK_CAP {
+        if head.block.is_null() || head.offset as usize == BLOCK_CAP {
             // SAFETY: forwarded from the caller.
             if !unsafe { self.advance(head) } {
                 return None;
@@ -552,7 +553,7 @@ impl<T> Lane<T> {
         // SAFETY: the consumer's block is live: only this consumer frees
         // blocks, and only the ones it has left (in `advance`); and
         // `head.offset < BLOCK_CAP` here (`advance` moved on otherwise).
-        Some(unsafe { (*head.block).slots.get_unchecked(head.offset) })
+        Some(unsafe { (*head.block).slots.get_unchecked(head.offset as usize) })
     }
 
     /// The rare part of [`Lane::head_slot`]: the first block, or the move
@@ -569,7 +570,7 @@ impl<T> Lane<T> {
                 return false;
             }
         }
-        if head.offset == BLOCK_CAP {
+        if head.offset as usize == BLOCK_CAP {
             // SAFETY: `head.block` is live: only this consumer frees blocks,
             // and only the one it leaves here.
             let old = unsafe { &*head.block };
@@ -750,7 +751,7 @@ impl<T> Drop for Lane<T> {
             let (mut block, mut offset) = if h.block.is_null() {
                 (self.first.load(Acquire), 0)
             } else {
-                (h.block, h.offset)
+                (h.block, h.offset as usize)
             };
             while !block.is_null() {
                 // SAFETY: blocks from the consumer's one onwards are owned
