@@ -28,8 +28,11 @@ use crate::trace::{ActorEvent, TurnKind};
 pub(crate) enum Step {
     /// A control message, for the engine.
     Control(Control),
-    /// A unit of work was consumed.
-    Ran(TurnOutcome),
+    /// A unit of work was consumed; `emptied`: it was the user lane's last
+    /// message (as far as the take saw), so the batch may go idle at once
+    /// instead of asking the mailbox for a next unit that is most likely
+    /// not there.
+    Ran { outcome: TurnOutcome, emptied: bool },
     /// Nothing queued: the mailbox was marked idle, the next push wakes the
     /// actor.
     Idle,
@@ -57,10 +60,6 @@ pub(crate) trait AnyCell: Send {
     fn has_work(&self) -> bool;
     /// Marks the actor idle unless work is waiting.
     fn try_idle(&self) -> bool;
-    /// Whether the last [`AnyCell::step`] took the user lane's last
-    /// message: the batch then tries to go idle at once instead of asking
-    /// the mailbox for a next unit that is most likely not there.
-    fn took_last(&self) -> bool;
     /// Runs the `started` hook, building an instance first if needed.
     fn start(&mut self, fx: &mut Effects);
     /// Takes the next unit of work from the mailbox: a control
@@ -217,9 +216,6 @@ pub(crate) struct Cell<A: Actor> {
     /// `TURN_SAMPLE`), for sampling the turn-time metric (see
     /// [`crate::metrics`]).
     turns: u32,
-    /// The last step took the lane's last message (see
-    /// [`AnyCell::took_last`]).
-    took_last: bool,
 }
 
 /// The parts of a cell most actors never use: the stash, timers, pending
@@ -301,7 +297,6 @@ impl<A: Actor> Cell<A> {
             addr,
             rare: LazyRare::new(props.stash_capacity),
             turns: (id.as_u64() % u64::from(crate::metrics::TURN_SAMPLE)) as u32,
-            took_last: false,
         }
     }
 
@@ -378,22 +373,23 @@ impl<A: Actor> Cell<A> {
         let Some(actor) = self.actor.as_mut() else {
             return;
         };
-        let shared = &mailbox_of::<A>(&self.addr).shared;
+        let mailbox = mailbox_of::<A>(&self.addr);
+        let shared = &mailbox.shared;
         #[cfg(feature = "tracing")]
         let _span = tracing::debug_span!(
             target: "turno",
             "turn",
-            actor = %mailbox_of::<A>(&self.addr).path().name(),
+            actor = %mailbox.path().name(),
             id = actor_id.as_u64(),
             kind = ?what,
-            path = %mailbox_of::<A>(&self.addr).path(),
+            path = %mailbox.path(),
         )
         .entered();
         shared.tracer.emit(&shared.clock, || ActorEvent::TurnStart {
             actor: actor_id.into(),
             what,
         });
-        let metrics = mailbox_of::<A>(&self.addr).metrics();
+        let metrics = mailbox.metrics();
         // Turn time is sampled (see `crate::metrics`): the clock is read on
         // one message turn in `TURN_SAMPLE`, never on a hook.
         let sampled = match what {
@@ -485,10 +481,6 @@ impl<A: Actor> AnyCell for Cell<A> {
         self.mailbox().try_idle(self.rare.has_redelivery())
     }
 
-    fn took_last(&self) -> bool {
-        self.took_last
-    }
-
     fn start(&mut self, fx: &mut Effects) {
         if self.actor.is_none() {
             let factory = &mut self.factory;
@@ -518,12 +510,9 @@ impl<A: Actor> AnyCell for Cell<A> {
     }
 
     fn step(&mut self, blocked: bool, fx: &mut Effects) -> Step {
-        self.took_last = false;
         let blocked = blocked || self.actor.is_none();
-        let next = self
-            .addr
-            .mailbox()
-            .next(blocked, self.rare.has_redelivery());
+        let next = self.mailbox().next(blocked, self.rare.has_redelivery());
+        let mut emptied = false;
         let outcome = match next {
             Next::Control(c) => return Step::Control(c),
             Next::Idle if blocked => return Step::Blocked,
@@ -572,8 +561,8 @@ impl<A: Actor> AnyCell for Cell<A> {
                 Some(msg) => self.handle(TurnKind::Unstashed, msg, fx),
                 None => TurnOutcome::Discarded,
             },
-            Next::User(env, unmuted, emptied) => {
-                self.took_last = emptied;
+            Next::User(env, unmuted, last) => {
+                emptied = last;
                 // Almost always empty: skip the call (and the drop) then.
                 if !unmuted.is_empty() {
                     fx.edit().unmuted.extend(unmuted);
@@ -596,7 +585,7 @@ impl<A: Actor> AnyCell for Cell<A> {
                 }
             }
         };
-        Step::Ran(outcome)
+        Step::Ran { outcome, emptied }
     }
 
     fn reset(&mut self, fx: &mut Effects) {

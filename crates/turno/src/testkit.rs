@@ -196,11 +196,18 @@ impl<A: Actor> TestKit<A> {
     pub fn run_next(&mut self) -> Option<TurnEffects> {
         let mut fx = Self::effects();
         match self.cell.step(false, &mut fx) {
-            Step::Ran(TurnOutcome::Handled) => Some(TurnEffects::from_effects(fx)),
+            Step::Ran {
+                outcome: TurnOutcome::Handled,
+                ..
+            } => Some(TurnEffects::from_effects(fx)),
             // The kit never queues control messages.
-            Step::Control(_) | Step::Ran(TurnOutcome::Discarded) | Step::Idle | Step::Blocked => {
-                None
+            Step::Control(_)
+            | Step::Ran {
+                outcome: TurnOutcome::Discarded,
+                ..
             }
+            | Step::Idle
+            | Step::Blocked => None,
         }
     }
 

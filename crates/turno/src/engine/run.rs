@@ -53,6 +53,7 @@ impl Engine {
         let mut idle = false;
         while ran_here < batch.max(1) && flow == Flow::Continue {
             let blocked = slot.blocked();
+            let mut took_last = false;
             match cell.step(blocked, fx) {
                 Step::Control(c) => {
                     ran_here += 1;
@@ -65,25 +66,33 @@ impl Engine {
                 }
                 // Park it below.
                 Step::Blocked => break,
-                Step::Ran(TurnOutcome::Discarded) => {
+                Step::Ran {
+                    outcome: TurnOutcome::Discarded,
+                    emptied,
+                } => {
                     ran_here += 1;
                     self.release_from(slot, std::mem::take(&mut fx.unmuted));
                     // No handler ran: the released senders were all of it.
                     fx.untouch();
+                    took_last = emptied;
                 }
                 // Failed or not: a failure is in `fx.failed`, which `apply` reads.
-                Step::Ran(TurnOutcome::Handled) => {
+                Step::Ran {
+                    outcome: TurnOutcome::Handled,
+                    emptied,
+                } => {
                     ran_here += 1;
                     if !fx.is_untouched() {
                         flow = self.apply(slot, cell, std::mem::take(fx));
                     }
+                    took_last = emptied;
                 }
             }
             // The turn took the lane's last message: go idle now, as the
             // next step would find nothing and do (the look for control
             // and signals is in `try_idle`). A blocked actor (muted by this
             // turn's sends) goes through `finish`, which parks it.
-            if cell.took_last() && flow == Flow::Continue && !slot.blocked() && cell.try_idle() {
+            if took_last && flow == Flow::Continue && !slot.blocked() && cell.try_idle() {
                 idle = true;
                 break;
             }
