@@ -291,14 +291,6 @@ pub(crate) enum Signal {
     },
 }
 
-/// The system lane: control and signals, under a lock of its own (they are
-/// rare); their counts are mirrored in atomics so that the hot path looks
-/// at them without the lock.
-struct SystemLane {
-    queues: SystemQueues,
-    closed: bool,
-}
-
 /// A queued user-lane offer: the buffer verdict, the depth after it, and
 /// whether the sender was newly muted.
 type Admitted<M> = (Offer<Envelope<M>>, usize, bool);
@@ -315,7 +307,11 @@ pub(crate) struct Mailbox<M> {
     path: PathCell,
     /// The policy is the lane's.
     user: Lane<Envelope<M>>,
-    system: Mutex<SystemLane>,
+    /// The system lane: control and signals, and whether the mailbox is
+    /// closed, under a lock of their own (they are rare); their counts are
+    /// mirrored in atomics so that the hot path looks at them without the
+    /// lock.
+    system: Mutex<SystemQueues>,
     /// The system lane's lengths, saturated at `u32::MAX`: readers only
     /// ask whether one is empty (four bytes each, not eight).
     control_len: AtomicU32,
@@ -408,10 +404,7 @@ impl<M: Send + 'static> Mailbox<M> {
             id,
             path,
             user: Lane::new(policy),
-            system: Mutex::new(SystemLane {
-                queues: SystemQueues::default(),
-                closed: false,
-            }),
+            system: Mutex::new(SystemQueues::default()),
             control_len: AtomicU32::new(0),
             signal_len: AtomicU32::new(0),
             notified: AtomicBool::new(false),
@@ -540,7 +533,7 @@ impl<M: Send + 'static> Mailbox<M> {
             // time, or the time is read after it (at or past the deadline),
             // as `crate::ask` requires.
             let sys = self.system.lock();
-            if sys.closed {
+            if sys.is_closed() {
                 drop(sys);
                 self.dead_letter(DeadLetterReason::Closed);
                 return false;
@@ -626,36 +619,36 @@ impl<M: Send + 'static> Mailbox<M> {
     /// Pushes a control message. Returns false when the mailbox is closed.
     pub(crate) fn push_control(&self, c: Control) -> bool {
         // A (re)start runs before anything else (see `SystemQueues`).
-        self.push_system(|st| st.queues.push_control(c))
+        self.push_system(|st| st.push_control(c))
     }
 
     /// Pushes a signal. Returns false when the mailbox is closed.
     pub(crate) fn push_signal(&self, s: Signal) -> bool {
-        self.push_system(|st| st.queues.push_signal(s))
+        self.push_system(|st| st.push_signal(s))
     }
 
     /// Runs `push` on the system lane of an open mailbox, then traces and
     /// wakes as every push does.
-    fn push_system(&self, push: impl FnOnce(&mut SystemLane)) -> bool {
+    fn push_system(&self, push: impl FnOnce(&mut SystemQueues)) -> bool {
         let mut st = self.system.lock();
-        if st.closed {
+        if st.is_closed() {
             return false;
         }
         push(&mut st);
         self.publish_system_lens(&st);
-        let depth = st.queues.control_len() + st.queues.signal_len();
+        let depth = st.control_len() + st.signal_len();
         drop(st);
         self.trace_system_enqueue(depth);
         self.notify();
         true
     }
 
-    fn publish_system_lens(&self, st: &SystemLane) {
+    fn publish_system_lens(&self, st: &SystemQueues) {
         let saturated = |len: usize| u32::try_from(len).unwrap_or(u32::MAX);
         self.control_len
-            .store(saturated(st.queues.control_len()), Ordering::Release);
+            .store(saturated(st.control_len()), Ordering::Release);
         self.signal_len
-            .store(saturated(st.queues.signal_len()), Ordering::Release);
+            .store(saturated(st.signal_len()), Ordering::Release);
     }
 
     fn trace_system_enqueue(&self, depth: usize) {
@@ -678,7 +671,7 @@ impl<M: Send + 'static> Mailbox<M> {
     }
 
     /// Pops from the system lane under its lock.
-    fn pop_system<T>(&self, pop: impl FnOnce(&mut SystemLane) -> Option<T>) -> Option<T> {
+    fn pop_system<T>(&self, pop: impl FnOnce(&mut SystemQueues) -> Option<T>) -> Option<T> {
         let mut st = self.system.lock();
         let item = pop(&mut st);
         // An idle actor keeps no system-lane buffer: the queues free
@@ -749,7 +742,7 @@ impl<M: Send + 'static> Mailbox<M> {
     pub(crate) fn next(&self, blocked: bool, has_redelivery: bool) -> Next<M> {
         loop {
             if self.has_control() {
-                if let Some(c) = self.pop_system(|st| st.queues.pop_control()) {
+                if let Some(c) = self.pop_system(|st| st.pop_control()) {
                     return Next::Control(c);
                 }
             }
@@ -762,7 +755,7 @@ impl<M: Send + 'static> Mailbox<M> {
             // SAFETY: as in `user_ready`.
             unsafe { self.user.evict(|env| self.evicted(env)) };
             if self.has_signal() {
-                if let Some(s) = self.pop_system(|st| st.queues.pop_signal()) {
+                if let Some(s) = self.pop_system(|st| st.pop_signal()) {
                     return Next::Signal(s);
                 }
             }
@@ -851,8 +844,7 @@ impl<M: Send + 'static> Mailbox<M> {
     pub(crate) fn close(&self) -> Vec<ActorId> {
         {
             let mut st = self.system.lock();
-            st.closed = true;
-            st.queues.clear();
+            st.close();
             self.publish_system_lens(&st);
         }
         // The lane closes under the lock its muting senders hold (so no
@@ -888,7 +880,7 @@ impl<M: Send + 'static> Mailbox<M> {
     }
 
     pub(crate) fn is_closed(&self) -> bool {
-        self.system.lock().closed
+        self.system.lock().is_closed()
     }
 
     pub(crate) fn user_len(&self) -> usize {

@@ -4,7 +4,9 @@
 //! get another (no children, no timers, no watches, never restarted): so a
 //! (re)start is a flag, and the two queues are allocated on the first other
 //! entry and freed again once both are empty. An idle actor's system lane is
-//! two words, where two empty `VecDeque`s were eight.
+//! two words (the flags and a pointer), where two empty `VecDeque`s were
+//! eight; whether the mailbox is closed is one of those flags, read under
+//! the same lock.
 //!
 //! The order is the lane's: a (re)start before any other control message,
 //! the others first in, first out; signals first in, first out. The lock
@@ -21,6 +23,10 @@ pub(crate) struct SystemQueues {
     /// Two (re)starts queued at once are one (a second `started` hook on
     /// the same instance has no meaning).
     start: bool,
+    /// The mailbox is closed: nothing is queued any more. Kept here, beside
+    /// `start`, so that the lane and its lock fit in three words (a
+    /// separate struct around the queues padded them to four).
+    closed: bool,
     queues: Option<Box<Queues>>,
 }
 
@@ -73,10 +79,17 @@ impl SystemQueues {
         !self.start && self.queues.is_none()
     }
 
-    /// Drops everything queued (the mailbox is closing).
-    pub(crate) fn clear(&mut self) {
+    /// Drops everything queued and marks the lane closed (the mailbox is
+    /// closing).
+    pub(crate) fn close(&mut self) {
         self.start = false;
+        self.closed = true;
         self.queues = None;
+    }
+
+    /// True once [`SystemQueues::close`] has run.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed
     }
 
     fn queues(&mut self) -> &mut Queues {
@@ -143,13 +156,21 @@ mod tests {
     }
 
     #[test]
-    fn clear_drops_everything() {
+    fn close_drops_everything() {
         let mut q = SystemQueues::default();
         q.push_control(Control::Start);
         q.push_signal(Signal::Timer(TimerId(1)));
-        q.clear();
-        assert!(q.is_empty());
+        assert!(!q.is_closed());
+        q.close();
+        assert!(q.is_empty() && q.is_closed());
         assert_eq!((q.control_len(), q.signal_len()), (0, 0));
         assert!(q.pop_control().is_none() && q.pop_signal().is_none());
+    }
+
+    #[test]
+    fn an_idle_lane_is_two_words() {
+        // The flags share the pointer's neighbour word, so the mailbox's
+        // lock around the lane adds one word, not two.
+        assert_eq!(std::mem::size_of::<SystemQueues>(), 16);
     }
 }
