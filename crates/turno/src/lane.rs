@@ -133,10 +133,10 @@ struct Head<T> {
     /// Four bytes, so that it and `closed` share a word.
     offset: u32,
     /// Elements removed (taken, evicted or drained), published as
-    /// `Lane::taken`.
+    /// `Lane::taken`. Of them, the evicted are counted in
+    /// [`RareCounts::evicted`] (the consumer is its only writer), not here:
+    /// an idle lane pays no word for an outcome most lanes never see.
     removed: usize,
-    /// Of them, evicted (keep-newest).
-    evicted: usize,
     closed: bool,
 }
 
@@ -181,7 +181,8 @@ struct RareCounts {
     refused_full: AtomicU64,
     /// Attempts in [`Mode::Retry`] (they follow a refusal, so are rare).
     retries: AtomicU64,
-    /// Elements evicted by the consumer (`Head::evicted`, for `stats`).
+    /// Elements evicted by the consumer, its only writer (a load and a
+    /// store, no read-modify-write).
     evicted: AtomicU64,
     /// Elements admitted before the close and left (drained, or dropped
     /// with the lane while still being written), and of them the ones the
@@ -251,7 +252,6 @@ impl<T> Lane<T> {
                 block: ptr::null_mut(),
                 offset: 0,
                 removed: 0,
-                evicted: 0,
                 closed: false,
             }),
             counts: Counts::default(),
@@ -685,8 +685,11 @@ impl<T> Lane<T> {
                 }
             }
         }
-        head.evicted += done;
-        self.counts.store(|r| &r.evicted, head.evicted as u64);
+        if done > 0 {
+            // Relaxed: the consumer reads its own last store.
+            let total = self.counts.read(|r| &r.evicted, Relaxed) + done as u64;
+            self.counts.store(|r| &r.evicted, total);
+        }
         done
     }
 
