@@ -2,8 +2,10 @@
 //! stopping (children first), restarting, finalizing, and a supervisor's
 //! answer to a child's failure.
 
-use std::collections::{BTreeSet, HashMap};
-use std::hash::BuildHasherDefault;
+use std::collections::BTreeSet;
+use std::hash::{BuildHasher, BuildHasherDefault};
+
+use hashbrown::hash_table::{Entry, HashTable};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -94,9 +96,68 @@ impl Node {
     }
 }
 
-/// The map of live actors. Actor ids are sequential and never reused, so a
-/// multiplicative hash spreads them as well as SipHash would, for much less.
-type Nodes = HashMap<ActorId, Node, BuildHasherDefault<rustc_hash::FxHasher>>;
+/// The map of live actors, keyed by the id their slot keeps (an entry is
+/// its [`Node`] alone: a map with its own copy of the key was 40 bytes an
+/// entry, times the table's slack, where this is 32). Actor ids are
+/// sequential and never reused, so a multiplicative hash spreads them as
+/// well as SipHash would, for much less.
+#[derive(Default)]
+pub(super) struct Nodes {
+    table: HashTable<Node>,
+}
+
+impl Nodes {
+    fn hash(id: ActorId) -> u64 {
+        BuildHasherDefault::<rustc_hash::FxHasher>::default().hash_one(id)
+    }
+
+    /// The node of `id`, if it is alive.
+    pub(super) fn get(&self, id: &ActorId) -> Option<&Node> {
+        self.table.find(Self::hash(*id), |n| n.slot.id == *id)
+    }
+
+    pub(super) fn get_mut(&mut self, id: &ActorId) -> Option<&mut Node> {
+        self.table.find_mut(Self::hash(*id), |n| n.slot.id == *id)
+    }
+
+    pub(super) fn contains_key(&self, id: &ActorId) -> bool {
+        self.get(id).is_some()
+    }
+
+    /// Adds `node` under `id` (its slot's id), returning the node it
+    /// replaces.
+    pub(super) fn insert(&mut self, id: ActorId, node: Node) -> Option<Node> {
+        debug_assert_eq!(node.slot.id, id, "a node is keyed by its slot's id");
+        let hash = Self::hash(id);
+        match self
+            .table
+            .entry(hash, |n| n.slot.id == id, |n| Self::hash(n.slot.id))
+        {
+            Entry::Occupied(mut e) => Some(std::mem::replace(e.get_mut(), node)),
+            Entry::Vacant(e) => {
+                e.insert(node);
+                None
+            }
+        }
+    }
+
+    pub(super) fn remove(&mut self, id: &ActorId) -> Option<Node> {
+        let hash = Self::hash(*id);
+        match self.table.find_entry(hash, |n| n.slot.id == *id) {
+            Ok(e) => Some(e.remove().0),
+            Err(_) => None,
+        }
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    /// Every live actor's id and node, in no particular order.
+    pub(super) fn iter(&self) -> impl Iterator<Item = (&ActorId, &Node)> {
+        self.table.iter().map(|n| (&n.slot.id, n))
+    }
+}
 
 /// The tree. The root's children are not listed (a set entry per
 /// top-level actor, for the rare queries that need them all: shutdown and
