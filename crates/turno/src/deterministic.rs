@@ -328,6 +328,13 @@ pub struct SharedRunner {
 }
 
 #[cfg(turno_loom)]
+impl Default for SharedRunner {
+    fn default() -> Self {
+        SharedRunner::new()
+    }
+}
+
+#[cfg(turno_loom)]
 impl SharedRunner {
     /// An empty system (virtual clock, no trace, no metrics).
     pub fn new() -> Self {
