@@ -169,9 +169,9 @@ unsafe impl<M: Send + 'static> TypedBody<M> for Bare<M> {}
 impl<M: Send + 'static> Bare<M> {
     /// An address of a bare mailbox.
     pub(crate) fn addr(id: ActorId, mailbox: Mailbox<M>) -> Addr<M> {
-        Addr {
-            slot: Arc::new(Slot::new(id, Bare { mailbox })),
-        }
+        let slot = Arc::new(Slot::new(id, Bare { mailbox }));
+        debug_assert_eq!(slot.body.mailbox.id(), id, "built for a bare slot");
+        Addr { slot }
     }
 }
 
@@ -284,7 +284,8 @@ impl<A: Actor> Cell<A> {
     ) -> (Self, Addr<A::Msg>) {
         let id = shared.next_actor();
         let path = PathCell::new(parent, named);
-        let addr = Bare::addr(id, Mailbox::new(id, path, props.policy, shared, None));
+        let at = Slot::<Bare<A::Msg>>::BODY_AT;
+        let addr = Bare::addr(id, Mailbox::new(at, path, props.policy, shared, None));
         (Self::around(props, factory, addr.clone()), addr)
     }
 
@@ -315,7 +316,8 @@ impl<A: Actor> Cell<A> {
         let slot: Arc<Slot<Body<A>>> = Arc::new_cyclic(|me: &std::sync::Weak<Slot<Body<A>>>| {
             let me: *const Slot<Body<A>> = me.as_ptr();
             let me: *const Slot<dyn AnyBody> = me;
-            let mailbox = Mailbox::new(id, path, props.policy, shared, Some(SlotRef::new(me)));
+            let at = Slot::<Body<A>>::BODY_AT;
+            let mailbox = Mailbox::new(at, path, props.policy, shared, Some(SlotRef::new(me)));
             Slot::new(
                 id,
                 Body {
@@ -324,6 +326,7 @@ impl<A: Actor> Cell<A> {
                 },
             )
         });
+        debug_assert_eq!(slot.body.mailbox.id(), id, "built for this slot");
         let addr = Addr { slot: slot.clone() };
         *slot.body.cell.lock() = Some(Self::around(&props, factory, addr.clone()));
         let spawned = Spawned {

@@ -301,7 +301,6 @@ type Admitted<M> = (Offer<Envelope<M>>, usize, bool);
 /// `try_idle`, `close`, `pop_user`) is called only by whoever holds the
 /// actor's cell (its runner, or the test kit's probe), one at a time.
 pub(crate) struct Mailbox<M> {
-    pub(crate) id: ActorId,
     /// Where the actor sits in the tree; its name is the last segment.
     /// See [`Mailbox::path`].
     path: PathCell,
@@ -330,6 +329,11 @@ pub(crate) struct Mailbox<M> {
     /// Four bytes: each waiting sender holds a listener of its own, so
     /// four billion of them would not fit in memory.
     waiting_senders: AtomicU32,
+    /// How far this mailbox is from the start of its slot (the body's
+    /// offset, `Slot::BODY_AT`): the actor's id is the slot
+    /// header's, read from there (see [`Mailbox::id`]), not kept twice.
+    /// Two bytes, beside the flags.
+    at: u16,
     /// Consumer-only: a take saw the lane at its capacity (less the one
     /// taken) since the last look for waiting senders, so a sender may have
     /// been refused and be waiting. Only then does a take below the low
@@ -387,13 +391,35 @@ impl<M> Mailbox<M> {
     /// The actor's path (an unnamed actor's is written the first time).
     #[inline]
     pub(crate) fn path(&self) -> &ActorPath {
-        self.path.get(self.id)
+        self.path.get(self.id())
+    }
+
+    /// The actor's id, kept once, in the header of the slot this mailbox
+    /// is part of.
+    #[inline]
+    pub(crate) fn id(&self) -> ActorId {
+        let slot = (self as *const Self)
+            .cast::<u8>()
+            .wrapping_sub(usize::from(self.at));
+        // SAFETY: every mailbox is built inside a slot's body, at the
+        // offset `at` from the slot's start that its builder gave
+        // (`Slot::BODY_AT` of that body type; a body is `repr(C)` with
+        // its mailbox first), and never moved out of it; the slot is
+        // `repr(C)` with the id its first field (asserted with `Slot::BODY_AT`), so the id
+        // is at the slot's start, inside the same allocation as this
+        // mailbox, alive as long as the mailbox is borrowed, and never
+        // written after the slot is built. (The reference to the mailbox
+        // was made from a pointer to the whole slot, an `Arc`'s or a
+        // `SlotRef`, so its provenance covers the header.)
+        unsafe { slot.cast::<ActorId>().read() }
     }
 }
 
 impl<M: Send + 'static> Mailbox<M> {
+    /// A mailbox to be placed at `at` bytes from the start of its slot
+    /// (`Slot::BODY_AT` of the body it is the first field of).
     pub(crate) fn new(
-        id: ActorId,
+        at: u16,
         path: PathCell,
         policy: Policy,
         shared: Arc<SystemShared>,
@@ -401,7 +427,6 @@ impl<M: Send + 'static> Mailbox<M> {
     ) -> Self {
         let metrics = MailboxMetrics::new(&shared);
         Mailbox {
-            id,
             path,
             user: Lane::new(policy),
             system: Mutex::new(SystemQueues::default()),
@@ -411,6 +436,7 @@ impl<M: Send + 'static> Mailbox<M> {
             muted: LazyBox::new(),
             space: Event::new(),
             waiting_senders: AtomicU32::new(0),
+            at,
             maybe_waiting: AtomicBool::new(false),
             shared,
             metrics,
@@ -429,7 +455,7 @@ impl<M: Send + 'static> Mailbox<M> {
             handles: &self.metrics,
             actor: Label {
                 path: &self.path,
-                id: self.id,
+                id: self.id(),
             },
             policy: self.policy(),
         }
@@ -567,11 +593,10 @@ impl<M: Send + 'static> Mailbox<M> {
     /// Turns a buffer offer into a verdict, counting and tracing it.
     fn account(&self, offer: Offer<Envelope<M>>, depth: usize) -> Verdict<M> {
         let shared = &self.shared;
-        let actor = self.id;
         match offer {
             Offer::Enqueued { remaining } => {
                 shared.tracer.emit(&shared.clock, || ActorEvent::Enqueue {
-                    actor: actor.into(),
+                    actor: self.id().into(),
                     lane: TraceLane::User,
                     depth,
                 });
@@ -580,7 +605,7 @@ impl<M: Send + 'static> Mailbox<M> {
             // The eviction itself is the consumer's (`Mailbox::evicted`).
             Offer::Evicting => {
                 shared.tracer.emit(&shared.clock, || ActorEvent::Enqueue {
-                    actor: actor.into(),
+                    actor: self.id().into(),
                     lane: TraceLane::User,
                     depth,
                 });
@@ -590,7 +615,7 @@ impl<M: Send + 'static> Mailbox<M> {
             Offer::Dropped(env) => {
                 self.metrics().dropped();
                 shared.tracer.emit(&shared.clock, || ActorEvent::Drop {
-                    actor: actor.into(),
+                    actor: self.id().into(),
                     policy: drop_policy(self.policy()),
                     which: Dropped::Incoming,
                 });
@@ -599,13 +624,13 @@ impl<M: Send + 'static> Mailbox<M> {
             Offer::Rejected(env) => {
                 self.metrics().rejected();
                 shared.tracer.emit(&shared.clock, || ActorEvent::Reject {
-                    actor: actor.into(),
+                    actor: self.id().into(),
                 });
                 Verdict::Rejected(env.into_msg())
             }
             Offer::Full(env) => {
                 shared.tracer.emit(&shared.clock, || ActorEvent::Full {
-                    actor: actor.into(),
+                    actor: self.id().into(),
                 });
                 Verdict::Full(env.into_msg())
             }
@@ -613,7 +638,7 @@ impl<M: Send + 'static> Mailbox<M> {
     }
 
     fn dead_letter(&self, reason: DeadLetterReason) {
-        self.shared.dead_letter(self.id, reason);
+        self.shared.dead_letter(self.id(), reason);
     }
 
     /// Pushes a control message. Returns false when the mailbox is closed.
@@ -652,11 +677,10 @@ impl<M: Send + 'static> Mailbox<M> {
     }
 
     fn trace_system_enqueue(&self, depth: usize) {
-        let actor = self.id;
         self.shared
             .tracer
             .emit(&self.shared.clock, || ActorEvent::Enqueue {
-                actor: actor.into(),
+                actor: self.id().into(),
                 lane: TraceLane::System,
                 depth,
             });
@@ -703,11 +727,10 @@ impl<M: Send + 'static> Mailbox<M> {
     #[inline(never)]
     fn evicted(&self, env: Envelope<M>) {
         self.metrics().dropped();
-        let actor = self.id;
         self.shared
             .tracer
             .emit(&self.shared.clock, || ActorEvent::Drop {
-                actor: actor.into(),
+                actor: self.id().into(),
                 policy: drop_policy(self.policy()),
                 which: Dropped::Oldest,
             });

@@ -266,7 +266,7 @@ impl<M: Send + 'static> Probe<M> {
         let shared = detached_shared();
         let id = ActorId(u64::MAX - shared.next_actor().as_u64());
         let mailbox = Mailbox::new(
-            id,
+            crate::engine::Slot::<crate::cell::Bare<M>>::BODY_AT,
             crate::mailbox::PathCell::new(
                 crate::ids::ActorPath::root_ref(),
                 Some(crate::ids::ActorPath::root().child("probe")),

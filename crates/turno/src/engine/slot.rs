@@ -80,6 +80,21 @@ pub(crate) struct Slot<B: ?Sized = dyn AnyBody> {
 }
 
 impl<B> Slot<B> {
+    /// Where the body starts, from the slot's start: the mailbox, a body's
+    /// first field, finds the header (the actor's id) this far back (see
+    /// `Mailbox::id`). Two bytes: a body aligned to 64 KiB or more does
+    /// not compile (this constant's assertion).
+    pub(crate) const BODY_AT: u16 = {
+        let at = std::mem::offset_of!(Slot<B>, body);
+        assert!(
+            at <= u16::MAX as usize,
+            "an actor's slot body is aligned to 64 KiB or more"
+        );
+        // The id is the header's first field, at the slot's start.
+        assert!(std::mem::offset_of!(Slot<B>, id) == 0);
+        at as u16
+    };
+
     pub(crate) fn new(id: ActorId, body: B) -> Self {
         Slot {
             id,
