@@ -172,11 +172,7 @@ impl Engine {
         match t.key {
             TimerKey::User(timer) => self.push_signal(t.actor, Signal::Timer(timer)),
             TimerKey::Ask(request) => self.push_signal(t.actor, Signal::AskTimeout(request)),
-            TimerKey::WakeUp => {
-                if let Some(slot) = self.slot(t.actor) {
-                    slot.end_busy(t.deadline);
-                }
-            }
+            TimerKey::WakeUp => self.end_busy(t.actor, t.deadline),
         }
     }
 

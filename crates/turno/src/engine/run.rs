@@ -1,7 +1,6 @@
 //! Running one actor: a batch of turns (control messages first), then
 //! requeue, park or idle; and applying a turn's effects in a fixed order.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::slot::{Slot, BUSY};
@@ -227,7 +226,7 @@ impl Engine {
         if let Some(cost) = busy_for {
             if self.sched.simulates_work() && !cost.is_zero() {
                 let until = self.shared.clock.now() + cost;
-                slot.busy_until.store(until.as_nanos(), Ordering::SeqCst);
+                self.begin_busy(slot, until);
                 slot.block(BUSY);
                 self.sched.add_timer(id, TimerKey::WakeUp, until);
             }

@@ -20,7 +20,6 @@ use crate::cell::AnyCell;
 use crate::effects::Effects;
 use crate::mailbox::MailboxOps;
 use crate::sync::AtomicU64;
-use crate::time::Instant;
 
 /// What the engine needs of a slot's body, whatever the actor's type.
 pub(crate) trait AnyBody: Send + Sync + 'static {
@@ -71,8 +70,6 @@ pub(crate) struct Slot<B: ?Sized = dyn AnyBody> {
     /// count, changed only by read-modify-writes of this one word (see
     /// [`Slot::try_park`]).
     pub(super) state: AtomicU64,
-    /// End of a simulated busy period, in nanoseconds (with `BUSY` set).
-    pub(super) busy_until: AtomicU64,
     /// The scheduler, set when the engine registers the actor; unset for
     /// the test kit's mailboxes, which nothing schedules.
     pub(crate) sched: OnceLock<Arc<dyn Scheduler>>,
@@ -99,7 +96,6 @@ impl<B> Slot<B> {
         Slot {
             id,
             state: AtomicU64::new(0),
-            busy_until: AtomicU64::new(0),
             sched: OnceLock::new(),
             body,
         }
@@ -190,16 +186,5 @@ impl Slot {
 
     pub(super) fn requeue(&self) {
         self.body.ops().wake();
-    }
-
-    /// Ends a simulated busy period that ends at `deadline`.
-    pub(crate) fn end_busy(&self, deadline: Instant) {
-        if self
-            .busy_until
-            .compare_exchange(deadline.as_nanos(), 0, Ordering::SeqCst, Ordering::SeqCst)
-            .is_ok()
-        {
-            self.unblock(BUSY, false);
-        }
     }
 }

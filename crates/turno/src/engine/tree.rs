@@ -18,6 +18,7 @@ use crate::effects::{Effects, Spawned};
 use crate::ids::ActorPath;
 use crate::mailbox::{Control, Signal};
 use crate::supervision::{Directive, ExitReason, Failure, RestartLog, Strategy, Supervision};
+use crate::time::Instant;
 use crate::trace::ActorEvent;
 
 /// What happens once a stopping actor's children have all stopped.
@@ -58,6 +59,11 @@ pub(super) struct NodeRare {
     pub(super) then: Option<Then>,
     /// Times restarted.
     pub(super) restart_count: u32,
+    /// The end of a simulated busy period (`Context::simulate_work` under
+    /// the deterministic scheduler, with `BUSY` set in the slot's state),
+    /// in nanoseconds; 0: none. Here, not in the slot, because no other
+    /// scheduler simulates work.
+    pub(super) busy_until: u64,
 }
 
 impl Node {
@@ -219,6 +225,34 @@ impl Tree {
 }
 
 impl Engine {
+    /// Starts a simulated busy period of `slot` ending at `until` (the
+    /// caller then sets `BUSY` and the wake-up timer).
+    pub(super) fn begin_busy(&self, slot: &Slot, until: Instant) {
+        if let Some(node) = self.tree.lock().nodes.get_mut(&slot.id) {
+            node.rare().busy_until = until.as_nanos();
+        }
+    }
+
+    /// Ends `id`'s simulated busy period if it is the one that ends at
+    /// `deadline` (a restart or a later period makes an older wake-up
+    /// stale).
+    pub(super) fn end_busy(&self, id: ActorId, deadline: Instant) {
+        let slot = {
+            let mut tree = self.tree.lock();
+            let Some(node) = tree.nodes.get_mut(&id) else {
+                return;
+            };
+            match node.rare.as_mut() {
+                Some(rare) if rare.busy_until == deadline.as_nanos() => {
+                    rare.busy_until = 0;
+                    node.slot.clone()
+                }
+                _ => return,
+            }
+        };
+        slot.unblock(BUSY, false);
+    }
+
     /// Creates and registers a top-level actor (supervised by the root).
     /// Its name must be free among the top-level actors, as a child's among
     /// its siblings.
@@ -382,9 +416,10 @@ impl Engine {
         let mut fx = Effects::default();
         cell.reset(&mut fx);
         slot.state.fetch_and(!(FAILED | BUSY), Ordering::SeqCst);
-        slot.busy_until.store(0, Ordering::SeqCst);
         if let Some(node) = self.tree.lock().nodes.get_mut(&slot.id) {
-            node.rare().restart_count += 1;
+            let rare = node.rare();
+            rare.restart_count += 1;
+            rare.busy_until = 0;
         }
         self.trace(|| ActorEvent::Restart {
             actor: slot.id.into(),
