@@ -308,3 +308,44 @@ fn a_close_racing_with_producers_counts_each_element_once() {
         race(policy, 3, 2_000, Some(500));
     }
 }
+
+#[test]
+fn a_policy_is_one_word_and_comes_back_exactly_even_when_its_capacity_does_not_fit() {
+    assert_eq!(std::mem::size_of::<PackedPolicy>(), 8);
+    for policy in [
+        Policy::KeepNewest(1),
+        Policy::KeepOldest(7),
+        Policy::Reject(1024),
+        Policy::Suspend(3),
+        Policy::Unbounded,
+        Policy::KeepNewest(MAX_CAP - 1),
+        Policy::Reject(MAX_CAP),
+        Policy::Suspend(usize::MAX),
+        Policy::KeepOldest(MAX_CAP + 5),
+    ] {
+        let lane = Lane::<u32>::new(policy);
+        assert_eq!(lane.policy(), policy);
+        for len in [
+            0,
+            1,
+            2,
+            3,
+            7,
+            1023,
+            1024,
+            1025,
+            MAX_CAP - 1,
+            MAX_CAP,
+            usize::MAX,
+        ] {
+            assert_eq!(lane.decide(len), policy.decide(len), "{policy:?} at {len}");
+        }
+        // The verdict's room is the policy's, a huge capacity's too.
+        let pushed = lane.push(1, Mode::Offer);
+        let remaining = policy.capacity().map(|c| c - 1);
+        assert!(
+            matches!(pushed, Ok(Pushed::Done(Offer::Enqueued { remaining: r }, 1)) if r == remaining),
+            "{policy:?}"
+        );
+    }
+}
