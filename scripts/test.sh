@@ -86,7 +86,10 @@ done
 # idle_loom checks the threaded workers' sleep and wake-up protocol, and that
 # a notifier without its fence loses a wake-up the model finds; lazy_loom
 # checks the lazily allocated parts (LazyBox), and that a first use without
-# its compare-exchange loses a write the model finds.
+# its compare-exchange loses a write the model finds; waiters_loom checks the
+# handshake of an outside sender waiting for room with the take that makes it
+# (the waiters' part allocated on first use), and that a registration
+# without its fence is missed in a way the model finds.
 RUSTFLAGS="--cfg turno_loom" CARGO_TARGET_DIR=target/loom \
   cargo test -p turno --release --locked --test sched_loom --test stream_loom --test lane_loom \
-  --test idle_loom --test lazy_loom
+  --test idle_loom --test lazy_loom --test waiters_loom

@@ -95,6 +95,7 @@ pub mod timer;
 pub mod trace;
 #[cfg(feature = "tracing")]
 mod tracing_log;
+mod waiters;
 
 pub use actor::{Actor, Props, SpawnError, DEFAULT_POLICY, DEFAULT_STASH_CAPACITY};
 pub use addr::{ActorId, ActorPath, Addr};
@@ -129,6 +130,14 @@ pub mod lane_model {
 #[doc(hidden)]
 pub mod idle_model {
     pub use crate::idle::{Idle, Inject};
+}
+
+/// The mailbox's waiting senders' handshake, exposed to its loom model
+/// (`tests/waiters_loom.rs`) only. Not part of the API.
+#[cfg(turno_loom)]
+#[doc(hidden)]
+pub mod waiters_model {
+    pub use crate::waiters::model::{Inject, ModelWaiters, Registered};
 }
 
 /// The lazily allocated part, exposed to its loom model

@@ -24,8 +24,7 @@ use std::sync::Arc;
 
 use crate::lane::{Lane, Mode, Pushed};
 use crate::lazy::LazyBox;
-use crate::sync::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Mutex};
-use event_listener::Event;
+use crate::sync::{AtomicBool, AtomicU32, AtomicUsize, Mutex};
 
 use crate::addr::ActorId;
 use crate::ask::RequestId;
@@ -39,6 +38,7 @@ use crate::system_lane::SystemQueues;
 use crate::time::Instant;
 use crate::timer::TimerId;
 use crate::trace::{drop_policy, ActorEvent, DeadLetterReason, Dropped, Lane as TraceLane};
+use crate::waiters::{Waiters, WaitingSender};
 
 /// What happened to one sent message. Every send returns one; nothing is
 /// lost without a verdict.
@@ -323,12 +323,9 @@ pub(crate) struct Mailbox<M> {
     /// Senders muted by this mailbox, allocated when the first one is
     /// (only a full suspend mailbox mutes).
     muted: LazyBox<Muted>,
-    /// Woken when room appears in a suspend mailbox, or when it closes.
-    space: Event,
-    /// Outside senders currently waiting for room: takes notify only then.
-    /// Four bytes: each waiting sender holds a listener of its own, so
-    /// four billion of them would not fit in memory.
-    waiting_senders: AtomicU32,
+    /// Outside senders waiting for room, and the stale-reply count: one
+    /// word until the first of them (see [`crate::waiters`]).
+    waiters: Waiters,
     /// How far this mailbox is from the start of its slot (the body's
     /// offset, `Slot::BODY_AT`): the actor's id is the slot
     /// header's, read from there (see [`Mailbox::id`]), not kept twice.
@@ -341,7 +338,6 @@ pub(crate) struct Mailbox<M> {
     maybe_waiting: AtomicBool,
     pub(crate) shared: Arc<SystemShared>,
     metrics: MailboxMetrics,
-    stale_replies: AtomicU64,
     /// The slot this mailbox is part of; `None` for probes and the test
     /// kit's actor, which nothing schedules.
     me: Option<SlotRef>,
@@ -354,16 +350,6 @@ pub(crate) struct Mailbox<M> {
 struct Muted {
     list: Mutex<Vec<ActorId>>,
     len: AtomicUsize,
-}
-
-/// An outside sender waiting for room; unregisters on drop (also when the
-/// waiting future is cancelled).
-pub(crate) struct WaitingSender<'a>(&'a AtomicU32);
-
-impl Drop for WaitingSender<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
 }
 
 /// The next unit of work of an actor, see [`Mailbox::next`].
@@ -434,13 +420,11 @@ impl<M: Send + 'static> Mailbox<M> {
             signal_len: AtomicU32::new(0),
             notified: AtomicBool::new(false),
             muted: LazyBox::new(),
-            space: Event::new(),
-            waiting_senders: AtomicU32::new(0),
+            waiters: Waiters::new(),
             at,
             maybe_waiting: AtomicBool::new(false),
             shared,
             metrics,
-            stale_replies: AtomicU64::new(0),
             me,
         }
     }
@@ -835,13 +819,12 @@ impl<M: Send + 'static> Mailbox<M> {
         // sees the room made here, or this sees it waiting (the fence orders
         // the take before the look); while it waits above the watermark,
         // the takes that drain the mailbox come here. No sender was
-        // refused since the last look unless `maybe_waiting` is set.
+        // refused since the last look unless `maybe_waiting` is set. (The
+        // handshake, with the waiters' part allocated on first use, is
+        // argued in `crate::waiters`.)
         if self.maybe_waiting.load(Ordering::Relaxed) {
             self.maybe_waiting.store(false, Ordering::Relaxed);
-            crate::sync::fence(Ordering::SeqCst);
-            if self.waiting_senders.load(Ordering::SeqCst) > 0 {
-                self.space.notify(usize::MAX);
-            }
+            self.waiters.notify_registered();
         }
         unmuted
     }
@@ -893,12 +876,9 @@ impl<M: Send + 'static> Mailbox<M> {
         // Outside senders waiting for room learn of the close. A waiting
         // sender registers before it tries again, so either its try sees
         // the lane closed or this sees it registered (the fence orders the
-        // close before the look). Notifying no listener would still
-        // allocate the event's list.
-        crate::sync::fence(Ordering::SeqCst);
-        if self.waiting_senders.load(Ordering::SeqCst) > 0 {
-            self.space.notify(usize::MAX);
-        }
+        // close before the look; see `crate::waiters`). Notifying no
+        // listener would still allocate the event's list.
+        self.waiters.notify_registered();
         muted
     }
 
@@ -915,11 +895,11 @@ impl<M: Send + 'static> Mailbox<M> {
     }
 
     pub(crate) fn count_stale(&self) {
-        self.stale_replies.fetch_add(1, Ordering::Relaxed);
+        self.waiters.count_stale();
     }
 
     pub(crate) fn stale_replies(&self) -> u64 {
-        self.stale_replies.load(Ordering::Relaxed)
+        self.waiters.stale_replies()
     }
 
     /// Registers an outside sender waiting for room, until the returned
@@ -927,8 +907,7 @@ impl<M: Send + 'static> Mailbox<M> {
     /// again after this and before waiting: either it sees room made since,
     /// or the take that makes room sees it registered and notifies.
     pub(crate) fn wait_for_space(&self) -> (WaitingSender<'_>, event_listener::EventListener) {
-        self.waiting_senders.fetch_add(1, Ordering::SeqCst);
-        (WaitingSender(&self.waiting_senders), self.space.listen())
+        self.waiters.register()
     }
 }
 
