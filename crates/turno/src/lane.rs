@@ -161,6 +161,7 @@ const UNBOUNDED: usize = 4;
 
 impl PackedPolicy {
     /// The word for `policy`, and whether its capacity is too great for it.
+    #[inline]
     fn new(policy: Policy) -> (PackedPolicy, bool) {
         let (kind, cap) = match policy {
             Policy::KeepNewest(n) => (KEEP_NEWEST, n),
@@ -171,6 +172,11 @@ impl PackedPolicy {
         };
         let huge = kind != UNBOUNDED && cap >= MAX_CAP;
         (PackedPolicy((cap.min(MAX_CAP) << KIND_BITS) | kind), huge)
+    }
+
+    #[inline]
+    fn kind(self) -> usize {
+        self.0 & KIND_MASK
     }
 
     /// The capacity as kept here (`MAX_CAP` for unbounded and huge ones):
@@ -187,7 +193,7 @@ impl PackedPolicy {
             MAX_CAP => huge(),
             n => n,
         };
-        match self.0 & KIND_MASK {
+        match self.kind() {
             KEEP_NEWEST => Policy::KeepNewest(cap()),
             KEEP_OLDEST => Policy::KeepOldest(cap()),
             REJECT => Policy::Reject(cap()),
@@ -254,6 +260,14 @@ struct RareCounts {
 }
 
 impl Counts {
+    /// Keeps the capacity of a policy too great for its word.
+    #[cold]
+    #[inline(never)]
+    fn keep_huge_capacity(&self, policy: Policy) {
+        let cap = policy.capacity().expect("only a bounded policy is huge");
+        self.rare().huge_capacity.store(cap, Relaxed);
+    }
+
     /// The rare counters, allocated now if need be (never sealed).
     fn rare(&self) -> &RareCounts {
         self.rare
@@ -273,6 +287,12 @@ impl Counts {
         } else if let Some(r) = self.rare.get() {
             f(r).store(0, Release);
         }
+    }
+}
+
+impl<T> crate::metrics::PolicyOf for Lane<T> {
+    fn policy(&self) -> Policy {
+        Lane::policy(self)
     }
 }
 
@@ -301,12 +321,12 @@ unsafe impl<T: Send> Sync for Lane<T> {}
 
 impl<T> Lane<T> {
     /// An empty lane. Nothing is allocated until the first push.
+    #[inline]
     pub(crate) fn new(policy: Policy) -> Self {
         let (packed, huge) = PackedPolicy::new(policy);
         let counts = Counts::default();
         if huge {
-            let cap = policy.capacity().expect("only a bounded policy is huge");
-            counts.rare().huge_capacity.store(cap, Relaxed);
+            counts.keep_huge_capacity(policy);
         }
         Lane {
             policy: packed,
@@ -330,10 +350,24 @@ impl<T> Lane<T> {
     /// The policy the lane was made with.
     #[inline]
     pub(crate) fn policy(&self) -> Policy {
-        self.policy.unpack(|| {
-            // Written by the constructor, before the lane was shared.
-            (self.counts.rare.get()).map_or(MAX_CAP, |r| r.huge_capacity.load(Relaxed))
-        })
+        self.policy.unpack(|| self.huge_capacity())
+    }
+
+    /// A capacity too great for the policy's word.
+    #[cold]
+    #[inline(never)]
+    fn huge_capacity(&self) -> usize {
+        // Written by the constructor, before the lane was shared.
+        (self.counts.rare.get()).map_or(MAX_CAP, |r| r.huge_capacity.load(Relaxed))
+    }
+
+    /// The capacity of a [`Policy::Suspend`] lane as its policy word keeps
+    /// it (exact below `MAX_CAP`, `MAX_CAP` for any greater), `None` for
+    /// any other policy: a take asks on every message, without unpacking
+    /// the policy.
+    #[inline]
+    pub(crate) fn suspend_capacity_word(&self) -> Option<usize> {
+        (self.policy.kind() == SUSPEND).then(|| self.policy.cap())
     }
 
     /// What the policy decides for a lane of `len` elements: admitted
@@ -453,7 +487,8 @@ impl<T> Lane<T> {
             return Pushed::Done(Offer::Evicting, depth);
         }
         let remaining = match self.policy.cap() {
-            MAX_CAP => self.policy().capacity().map(|c| c.saturating_sub(depth)),
+            MAX_CAP if self.policy.kind() == UNBOUNDED => None,
+            MAX_CAP => Some(self.huge_capacity().saturating_sub(depth)),
             cap => Some(cap.saturating_sub(depth)),
         };
         Pushed::Done(Offer::Enqueued { remaining }, depth)

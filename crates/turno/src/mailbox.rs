@@ -403,7 +403,10 @@ impl<M> Mailbox<M> {
 
 impl<M: Send + 'static> Mailbox<M> {
     /// A mailbox to be placed at `at` bytes from the start of its slot
-    /// (`Slot::BODY_AT` of the body it is the first field of).
+    /// (`Slot::BODY_AT` of the body it is the first field of). Inlined, so
+    /// that a spawn builds it in place in the slot, not on the stack and
+    /// copied.
+    #[inline]
     pub(crate) fn new(
         at: u16,
         path: PathCell,
@@ -441,7 +444,7 @@ impl<M: Send + 'static> Mailbox<M> {
                 path: &self.path,
                 id: self.id(),
             },
-            policy: self.policy(),
+            policy: &self.user,
         }
     }
 
@@ -781,8 +784,13 @@ impl<M: Send + 'static> Mailbox<M> {
     /// After a take that left `depth`: releases the muted senders and wakes
     /// waiting outside senders below the low watermark.
     fn after_take(&self, depth: usize) -> Vec<ActorId> {
-        self.metrics().depth(depth);
-        let Policy::Suspend(cap) = self.policy() else {
+        if self.metrics.is_on() {
+            self.metrics().depth(depth);
+        }
+        // The capacity as the lane's policy word keeps it: any capacity too
+        // great for the word reads as its greatest, which no depth (nor
+        // twice a depth) reaches, so the tests below decide alike.
+        let Some(cap) = self.user.suspend_capacity_word() else {
             return Vec::new();
         };
         // A refusal at a time t saw `cap` queued, so the first take after t

@@ -66,7 +66,14 @@ pub(crate) struct Metrics<'a> {
     /// The label is the path's last segment, the actor's name (made
     /// from the mailbox's path and the id without writing the path).
     pub(crate) actor: Label<'a>,
-    pub(crate) policy: Policy,
+    /// Read only by a registration (a label), not on every metric: a
+    /// lane keeps its policy packed in one word.
+    pub(crate) policy: &'a dyn PolicyOf,
+}
+
+/// Whatever can say which policy it runs: a mailbox's lane.
+pub(crate) trait PolicyOf {
+    fn policy(&self) -> Policy;
 }
 
 /// An actor's metric label: its name, from its path (see [`PathCell`]).
@@ -100,6 +107,13 @@ pub(crate) struct Handles {
 }
 
 impl MailboxMetrics {
+    /// False when metrics are off: a caller on the per-message path asks
+    /// this (one load) before it builds a [`Metrics`].
+    #[inline]
+    pub(crate) fn is_on(&self) -> bool {
+        !self.handles.is_sealed()
+    }
+
     pub(crate) fn new(shared: &SystemShared) -> Self {
         MailboxMetrics {
             handles: if shared.metrics {
@@ -123,7 +137,7 @@ impl Metrics<'_> {
     #[inline]
     fn get(&self) -> Option<(&Handles, Label<'_>, Policy)> {
         let handles = self.handles.handles.get_or_init()?;
-        Some((handles, self.actor, self.policy))
+        Some((handles, self.actor, self.policy.policy()))
     }
 
     pub(crate) fn depth(&self, depth: usize) {
