@@ -140,73 +140,9 @@ struct Head<T> {
     closed: bool,
 }
 
-/// A lane's policy in one word (a [`Policy`] is two): the capacity above
-/// `KIND_BITS`, the kind below. A capacity of `MAX_CAP` or more (no lane
-/// ever holds that many) is kept exactly in [`RareCounts::huge_capacity`],
-/// allocated by such a lane's constructor, and `MAX_CAP` stands in for it
-/// here: every decision a lane can meet is the same for both.
-#[derive(Clone, Copy)]
-struct PackedPolicy(usize);
-
-const KIND_BITS: u32 = 3;
-const KIND_MASK: usize = (1 << KIND_BITS) - 1;
-/// The greatest capacity kept in the word (all its capacity bits set);
-/// also [`Policy::Unbounded`]'s.
-const MAX_CAP: usize = usize::MAX >> KIND_BITS;
-const KEEP_NEWEST: usize = 0;
-const KEEP_OLDEST: usize = 1;
-const REJECT: usize = 2;
-const SUSPEND: usize = 3;
-const UNBOUNDED: usize = 4;
-
-impl PackedPolicy {
-    /// The word for `policy`, and whether its capacity is too great for it.
-    #[inline]
-    fn new(policy: Policy) -> (PackedPolicy, bool) {
-        let (kind, cap) = match policy {
-            Policy::KeepNewest(n) => (KEEP_NEWEST, n),
-            Policy::KeepOldest(n) => (KEEP_OLDEST, n),
-            Policy::Reject(n) => (REJECT, n),
-            Policy::Suspend(n) => (SUSPEND, n),
-            Policy::Unbounded => (UNBOUNDED, MAX_CAP),
-        };
-        let huge = kind != UNBOUNDED && cap >= MAX_CAP;
-        (PackedPolicy((cap.min(MAX_CAP) << KIND_BITS) | kind), huge)
-    }
-
-    #[inline]
-    fn kind(self) -> usize {
-        self.0 & KIND_MASK
-    }
-
-    /// The capacity as kept here (`MAX_CAP` for unbounded and huge ones):
-    /// a length below it is admitted.
-    #[inline]
-    fn cap(self) -> usize {
-        self.0 >> KIND_BITS
-    }
-
-    /// The policy, `huge` giving a capacity of `MAX_CAP` or more exactly.
-    #[inline]
-    fn unpack(self, huge: impl FnOnce() -> usize) -> Policy {
-        let cap = || match self.cap() {
-            MAX_CAP => huge(),
-            n => n,
-        };
-        match self.kind() {
-            KEEP_NEWEST => Policy::KeepNewest(cap()),
-            KEEP_OLDEST => Policy::KeepOldest(cap()),
-            REJECT => Policy::Reject(cap()),
-            SUSPEND => Policy::Suspend(cap()),
-            _ => Policy::Unbounded,
-        }
-    }
-}
-
 /// The lock-free user lane. See the [module docs](self).
 pub(crate) struct Lane<T> {
-    /// One word; see [`Lane::policy`].
-    policy: PackedPolicy,
+    policy: Policy,
     /// Next position to claim, shifted, with the `CLOSED` bit.
     tail: AtomicUsize,
     /// The block holding the tail position (null before the first push).
@@ -254,20 +190,9 @@ struct RareCounts {
     /// and the evicted: no count for an actor closed with nothing queued).
     drained: AtomicU64,
     popped_at_close: AtomicU64,
-    /// The capacity of a lane whose policy's does not fit its word (see
-    /// [`PackedPolicy`]), written before the lane is shared.
-    huge_capacity: AtomicUsize,
 }
 
 impl Counts {
-    /// Keeps the capacity of a policy too great for its word.
-    #[cold]
-    #[inline(never)]
-    fn keep_huge_capacity(&self, policy: Policy) {
-        let cap = policy.capacity().expect("only a bounded policy is huge");
-        self.rare().huge_capacity.store(cap, Relaxed);
-    }
-
     /// The rare counters, allocated now if need be (never sealed).
     fn rare(&self) -> &RareCounts {
         self.rare
@@ -287,12 +212,6 @@ impl Counts {
         } else if let Some(r) = self.rare.get() {
             f(r).store(0, Release);
         }
-    }
-}
-
-impl<T> crate::metrics::PolicyOf for Lane<T> {
-    fn policy(&self) -> Policy {
-        Lane::policy(self)
     }
 }
 
@@ -323,13 +242,8 @@ impl<T> Lane<T> {
     /// An empty lane. Nothing is allocated until the first push.
     #[inline]
     pub(crate) fn new(policy: Policy) -> Self {
-        let (packed, huge) = PackedPolicy::new(policy);
-        let counts = Counts::default();
-        if huge {
-            counts.keep_huge_capacity(policy);
-        }
         Lane {
-            policy: packed,
+            policy,
             tail: AtomicUsize::new(0),
             tail_block: AtomicPtr::new(ptr::null_mut()),
             first: AtomicPtr::new(ptr::null_mut()),
@@ -341,44 +255,14 @@ impl<T> Lane<T> {
                 removed: 0,
                 closed: false,
             }),
-            counts,
+            counts: Counts::default(),
             #[cfg(turno_loom)]
             inject: Inject::None,
         }
     }
 
-    /// The policy the lane was made with.
-    #[inline]
     pub(crate) fn policy(&self) -> Policy {
-        self.policy.unpack(|| self.huge_capacity())
-    }
-
-    /// A capacity too great for the policy's word.
-    #[cold]
-    #[inline(never)]
-    fn huge_capacity(&self) -> usize {
-        // Written by the constructor, before the lane was shared.
-        (self.counts.rare.get()).map_or(MAX_CAP, |r| r.huge_capacity.load(Relaxed))
-    }
-
-    /// The capacity of a [`Policy::Suspend`] lane as its policy word keeps
-    /// it (exact below `MAX_CAP`, `MAX_CAP` for any greater), `None` for
-    /// any other policy: a take asks on every message, without unpacking
-    /// the policy.
-    #[inline]
-    pub(crate) fn suspend_capacity_word(&self) -> Option<usize> {
-        (self.policy.kind() == SUSPEND).then(|| self.policy.cap())
-    }
-
-    /// What the policy decides for a lane of `len` elements: admitted
-    /// below the capacity (one compare on the word), else
-    /// [`Policy::decide`].
-    #[inline]
-    fn decide(&self, len: usize) -> Decision {
-        if len < self.policy.cap() {
-            return Decision::Admit;
-        }
-        self.policy().decide(len)
+        self.policy
     }
 
     /// The same lane with a fault injected (loom models only).
@@ -429,7 +313,7 @@ impl<T> Lane<T> {
         let offset = pos % LAP;
         if tail & CLOSED == 0 && offset + 1 < BLOCK_CAP {
             let len = count(pos).saturating_sub(self.taken.load(SeqCst));
-            if mode == Mode::Force || len < self.policy.cap() {
+            if mode == Mode::Force || self.policy.decide(len) == Decision::Admit {
                 let block = self.tail_block.load(Acquire);
                 if !block.is_null()
                     && self
@@ -486,11 +370,7 @@ impl<T> Lane<T> {
         if evicting {
             return Pushed::Done(Offer::Evicting, depth);
         }
-        let remaining = match self.policy.cap() {
-            MAX_CAP if self.policy.kind() == UNBOUNDED => None,
-            MAX_CAP => Some(self.huge_capacity().saturating_sub(depth)),
-            cap => Some(cap.saturating_sub(depth)),
-        };
+        let remaining = self.policy.capacity().map(|c| c.saturating_sub(depth));
         Pushed::Done(Offer::Enqueued { remaining }, depth)
     }
 
@@ -514,7 +394,7 @@ impl<T> Lane<T> {
             let len = count(pos).saturating_sub(self.taken.load(SeqCst));
             let mut evicting = false;
             if mode != Mode::Force {
-                match self.decide(len) {
+                match self.policy.decide(len) {
                     Decision::Admit => {}
                     Decision::EvictOldestThenAdmit => evicting = true,
                     decision => {
@@ -787,7 +667,7 @@ impl<T> Lane<T> {
         let owed = self.counts.owed.swap(0, AcqRel);
         let len = count(self.tail.load(SeqCst) >> SHIFT) - head.removed;
         let over = self
-            .policy()
+            .policy
             .capacity()
             .map_or(0, |cap| len.saturating_sub(cap));
         let n = owed.min(over);

@@ -444,7 +444,7 @@ impl<M: Send + 'static> Mailbox<M> {
                 path: &self.path,
                 id: self.id(),
             },
-            policy: &self.user,
+            policy: self.policy(),
         }
     }
 
@@ -784,13 +784,10 @@ impl<M: Send + 'static> Mailbox<M> {
     /// After a take that left `depth`: releases the muted senders and wakes
     /// waiting outside senders below the low watermark.
     fn after_take(&self, depth: usize) -> Vec<ActorId> {
-        if self.metrics.is_on() {
+        if self.metrics.sets_depth(depth) {
             self.metrics().depth(depth);
         }
-        // The capacity as the lane's policy word keeps it: any capacity too
-        // great for the word reads as its greatest, which no depth (nor
-        // twice a depth) reaches, so the tests below decide alike.
-        let Some(cap) = self.user.suspend_capacity_word() else {
+        let Policy::Suspend(cap) = self.policy() else {
             return Vec::new();
         };
         // A refusal at a time t saw `cap` queued, so the first take after t

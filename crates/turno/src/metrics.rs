@@ -66,14 +66,7 @@ pub(crate) struct Metrics<'a> {
     /// The label is the path's last segment, the actor's name (made
     /// from the mailbox's path and the id without writing the path).
     pub(crate) actor: Label<'a>,
-    /// Read only by a registration (a label), not on every metric: a
-    /// lane keeps its policy packed in one word.
-    pub(crate) policy: &'a dyn PolicyOf,
-}
-
-/// Whatever can say which policy it runs: a mailbox's lane.
-pub(crate) trait PolicyOf {
-    fn policy(&self) -> Policy;
+    pub(crate) policy: Policy,
 }
 
 /// An actor's metric label: its name, from its path (see [`PathCell`]).
@@ -107,11 +100,17 @@ pub(crate) struct Handles {
 }
 
 impl MailboxMetrics {
-    /// False when metrics are off: a caller on the per-message path asks
-    /// this (one load) before it builds a [`Metrics`].
+    /// Whether a take that left `depth` sets the depth gauge: not when
+    /// metrics are off, nor while every take so far left the lane empty
+    /// (see [`Metrics::depth`]). Asked on every take before a [`Metrics`]
+    /// is built (which takes a dozen instructions).
     #[inline]
-    pub(crate) fn is_on(&self) -> bool {
-        !self.handles.is_sealed()
+    pub(crate) fn sets_depth(&self, depth: usize) -> bool {
+        match self.handles.get() {
+            Some(h) => depth != 0 || h.depth.get().is_some(),
+            // Off (sealed), or on and nothing registered yet.
+            None => depth != 0 && !self.handles.is_sealed(),
+        }
     }
 
     pub(crate) fn new(shared: &SystemShared) -> Self {
@@ -137,7 +136,7 @@ impl Metrics<'_> {
     #[inline]
     fn get(&self) -> Option<(&Handles, Label<'_>, Policy)> {
         let handles = self.handles.handles.get_or_init()?;
-        Some((handles, self.actor, self.policy.policy()))
+        Some((handles, self.actor, self.policy))
     }
 
     pub(crate) fn depth(&self, depth: usize) {
