@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use crate::lane::{Lane, Mode, Pushed};
 use crate::lazy::LazyBox;
-use crate::sync::{AtomicBool, AtomicU32, AtomicUsize, Mutex};
+use crate::sync::{AtomicBool, AtomicU32, AtomicUsize, Mutex, RawLock, UnsafeCell};
 
 use crate::addr::ActorId;
 use crate::ask::RequestId;
@@ -307,10 +307,14 @@ pub(crate) struct Mailbox<M> {
     /// The policy is the lane's.
     user: Lane<Envelope<M>>,
     /// The system lane: control and signals, and whether the mailbox is
-    /// closed, under a lock of their own (they are rare); their counts are
+    /// closed, under a lock of their own (`system_lock`; they are rare),
+    /// reached only through [`Mailbox::with_system`]; their counts are
     /// mirrored in atomics so that the hot path looks at them without the
     /// lock.
-    system: Mutex<SystemQueues>,
+    system: SystemCell,
+    /// The system lane's lock: one byte, beside the flags (a `Mutex` around
+    /// the queues was a word more).
+    system_lock: RawLock,
     /// The system lane's lengths, saturated at `u32::MAX`: readers only
     /// ask whether one is empty (four bytes each, not eight).
     control_len: AtomicU32,
@@ -342,6 +346,15 @@ pub(crate) struct Mailbox<M> {
     /// kit's actor, which nothing schedules.
     me: Option<SlotRef>,
 }
+
+/// The system lane's queues, touched only under the mailbox's
+/// `system_lock` (see [`Mailbox::with_system`]).
+struct SystemCell(UnsafeCell<SystemQueues>);
+
+// SAFETY: the queues are only reached through `Mailbox::with_system`, which
+// holds the mailbox's `system_lock` while it lends them, so no two threads
+// touch them at once; they hold `Send` entries only (controls, signals).
+unsafe impl Sync for SystemCell {}
 
 /// The senders a mailbox has muted, released below the low watermark.
 /// Closing the lane holds this lock (or seals the part when no sender was
@@ -418,7 +431,8 @@ impl<M: Send + 'static> Mailbox<M> {
         Mailbox {
             path,
             user: Lane::new(policy),
-            system: Mutex::new(SystemQueues::default()),
+            system: SystemCell(UnsafeCell::new(SystemQueues::default())),
+            system_lock: RawLock::new(),
             control_len: AtomicU32::new(0),
             signal_len: AtomicU32::new(0),
             notified: AtomicBool::new(false),
@@ -545,13 +559,17 @@ impl<M: Send + 'static> Mailbox<M> {
             // timeout signal holds too: either that take sees this enqueue
             // time, or the time is read after it (at or past the deadline),
             // as `crate::ask` requires.
-            let sys = self.system.lock();
-            if sys.is_closed() {
-                drop(sys);
+            let open = self.with_system(|sys| {
+                let open = !sys.is_closed();
+                if open {
+                    on_queued(self.shared.clock.now());
+                }
+                open
+            });
+            if !open {
                 self.dead_letter(DeadLetterReason::Closed);
                 return false;
             }
-            on_queued(self.shared.clock.now());
         }
         let (offer, depth) = match self.user.push(Envelope::Reply(id, msg), Mode::Force) {
             Ok(Pushed::Done(offer, depth)) => (offer, depth),
@@ -642,17 +660,30 @@ impl<M: Send + 'static> Mailbox<M> {
     /// Runs `push` on the system lane of an open mailbox, then traces and
     /// wakes as every push does.
     fn push_system(&self, push: impl FnOnce(&mut SystemQueues)) -> bool {
-        let mut st = self.system.lock();
-        if st.is_closed() {
+        let depth = self.with_system(|st| {
+            if st.is_closed() {
+                return None;
+            }
+            push(st);
+            self.publish_system_lens(st);
+            Some(st.control_len() + st.signal_len())
+        });
+        let Some(depth) = depth else {
             return false;
-        }
-        push(&mut st);
-        self.publish_system_lens(&st);
-        let depth = st.control_len() + st.signal_len();
-        drop(st);
+        };
         self.trace_system_enqueue(depth);
         self.notify();
         true
+    }
+
+    /// Runs `f` on the system lane under its lock. `f` must not come back
+    /// here (the lock is not reentrant).
+    fn with_system<R>(&self, f: impl FnOnce(&mut SystemQueues) -> R) -> R {
+        let _locked = self.system_lock.lock();
+        // SAFETY: every access to `system` is made here, under
+        // `system_lock`, which is held until after `f` returns: this is
+        // the only reference to the queues while it lives.
+        self.system.0.with_mut(|st| f(unsafe { &mut *st }))
     }
 
     fn publish_system_lens(&self, st: &SystemQueues) {
@@ -683,14 +714,15 @@ impl<M: Send + 'static> Mailbox<M> {
 
     /// Pops from the system lane under its lock.
     fn pop_system<T>(&self, pop: impl FnOnce(&mut SystemQueues) -> Option<T>) -> Option<T> {
-        let mut st = self.system.lock();
-        let item = pop(&mut st);
-        // An idle actor keeps no system-lane buffer: the queues free
-        // themselves once empty.
-        if item.is_some() {
-            self.publish_system_lens(&st);
-        }
-        item
+        self.with_system(|st| {
+            let item = pop(st);
+            // An idle actor keeps no system-lane buffer: the queues free
+            // themselves once empty.
+            if item.is_some() {
+                self.publish_system_lens(st);
+            }
+            item
+        })
     }
 
     /// True when the user lane has an entry to take (consumer side).
@@ -853,11 +885,10 @@ impl<M: Send + 'static> Mailbox<M> {
     /// messages are drained as dead letters; the muted senders are returned
     /// for release.
     pub(crate) fn close(&self) -> Vec<ActorId> {
-        {
-            let mut st = self.system.lock();
+        self.with_system(|st| {
             st.close();
-            self.publish_system_lens(&st);
-        }
+            self.publish_system_lens(st);
+        });
         // The lane closes under the lock its muting senders hold (so no
         // sender is muted after the close), or with the muted part sealed
         // when no sender was ever muted (so none can be from now on).
@@ -888,7 +919,7 @@ impl<M: Send + 'static> Mailbox<M> {
     }
 
     pub(crate) fn is_closed(&self) -> bool {
-        self.system.lock().is_closed()
+        self.with_system(|st| st.is_closed())
     }
 
     pub(crate) fn user_len(&self) -> usize {

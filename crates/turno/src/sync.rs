@@ -33,6 +33,55 @@ impl<T> Mutex<T> {
     }
 }
 
+/// A lock that guards data its owner keeps in a field of its own (an
+/// [`UnsafeCell`] beside it), so that the lock's one byte can sit in its
+/// owner's padding where a `Mutex<T>` pads itself to `T`'s alignment (the
+/// mailbox's system lane: 16 bytes of queues and flags, 24 with a mutex
+/// around them). Under loom, loom's mutex of nothing.
+#[cfg(not(turno_loom))]
+pub(crate) struct RawLock(parking_lot::RawMutex);
+
+/// Holds a [`RawLock`] until dropped.
+#[cfg(not(turno_loom))]
+pub(crate) struct RawLockGuard<'a>(&'a parking_lot::RawMutex);
+
+#[cfg(not(turno_loom))]
+impl RawLock {
+    pub(crate) const fn new() -> Self {
+        RawLock(<parking_lot::RawMutex as parking_lot::lock_api::RawMutex>::INIT)
+    }
+
+    pub(crate) fn lock(&self) -> RawLockGuard<'_> {
+        parking_lot::lock_api::RawMutex::lock(&self.0);
+        RawLockGuard(&self.0)
+    }
+}
+
+#[cfg(not(turno_loom))]
+#[allow(unsafe_code)]
+impl Drop for RawLockGuard<'_> {
+    fn drop(&mut self) {
+        // SAFETY: this guard was made by `RawLock::lock` on this thread,
+        // which locked the mutex, and only its drop unlocks it.
+        unsafe { parking_lot::lock_api::RawMutex::unlock(self.0) }
+    }
+}
+
+/// See the non-loom [`RawLock`].
+#[cfg(turno_loom)]
+pub(crate) struct RawLock(loom::sync::Mutex<()>);
+
+#[cfg(turno_loom)]
+impl RawLock {
+    pub(crate) fn new() -> Self {
+        RawLock(loom::sync::Mutex::new(()))
+    }
+
+    pub(crate) fn lock(&self) -> loom::sync::MutexGuard<'_, ()> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
 /// A cell written through raw pointers, with loom's closure API so that
 /// loom can check every access for data races (`loom::cell::UnsafeCell`).
 #[cfg(not(turno_loom))]
