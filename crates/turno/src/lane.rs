@@ -502,7 +502,25 @@ impl<T> Lane<T> {
         count(tail >> SHIFT).saturating_sub(self.taken.load(SeqCst))
     }
 
-    /// True once [`Lane::close`] ran.
+    /// Seals the lane from the producers' side: every later claim fails
+    /// (the push answers `Err`), as after [`Lane::close`], but nothing is
+    /// drained: the consumer still takes every element admitted before the
+    /// seal, waiting as usual for the ones whose producers are still
+    /// writing them ([`Lane::admitted`] counts them). Returns false if the
+    /// lane was sealed or closed before. Any thread may call it.
+    pub(crate) fn seal(&self) -> bool {
+        self.tail.fetch_or(CLOSED, SeqCst) & CLOSED == 0
+    }
+
+    /// Elements admitted and not yet removed, claimed ones still being
+    /// written included, whether or not the lane is sealed (unlike
+    /// [`Lane::len`], which is 0 once closed). After a [`Lane::close`] it
+    /// still counts the elements dropped with the lane.
+    pub(crate) fn admitted(&self) -> usize {
+        count(self.tail.load(SeqCst) >> SHIFT).saturating_sub(self.taken.load(SeqCst))
+    }
+
+    /// True once [`Lane::close`] (or [`Lane::seal`]) ran.
     pub(crate) fn is_closed(&self) -> bool {
         self.tail.load(SeqCst) & CLOSED != 0
     }

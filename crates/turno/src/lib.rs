@@ -53,7 +53,8 @@
 
 // `unsafe` lives in the lock-free user lane, the lazily allocated parts
 // (`lazy.rs`), the mailbox (its consumer side, the pointer to its own slot,
-// its place in a slot body) and the `TypedBody` contract (slot, cell), each
+// its place in a slot body), the buffered stream (the consumer side of its
+// lane) and the `TypedBody` contract (slot, cell), each
 // block with a `// SAFETY:` comment (the workspace denies undocumented
 // ones).
 #![deny(unsafe_code)]

@@ -61,13 +61,15 @@ use std::convert::Infallible;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::Ordering::{Relaxed, SeqCst};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use futures_core::Stream;
 
-use super::sync::{block_on, Mutex};
+use super::sync::{block_on, fence, AtomicBool, AtomicUsize, Mutex};
 use crate::buffer::{Buffer, BufferStats, Offer, Policy};
+use crate::lane::{Lane, Mode, Pushed};
 
 /// What became of one pushed element. Swift's `YieldResult`, plus the two
 /// verdicts of policies Swift does not have.
@@ -121,8 +123,9 @@ impl<T> YieldResult<T> {
 
 impl<T> YieldResult<T> {
     /// The buffer core's verdict is the stream's, one for one. A stream's
-    /// buffer evicts at the offer ([`Buffer::new`](crate::buffer::Buffer::new)),
-    /// so it never answers [`Offer::Evicting`].
+    /// locked buffer evicts at the offer ([`Buffer::new`](crate::buffer::Buffer::new)),
+    /// and keep-newest never goes on the lane, so it never answers
+    /// [`Offer::Evicting`].
     fn from_offer(offer: Offer<T>) -> Self {
         match offer {
             Offer::Enqueued { remaining } => YieldResult::Enqueued { remaining },
@@ -164,15 +167,36 @@ enum Phase {
     Cancelled,
 }
 
+/// Test-only fault injection for the loom model (`tests/stream_loom.rs`).
+#[cfg(turno_loom)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Inject {
+    /// The stream as written.
+    #[default]
+    None,
+    /// A producer that queued an element on the lane reads the consumer's
+    /// waiting flag without its `SeqCst` fence (and relaxed): it may miss a
+    /// consumer that has just found the lane empty, whose wake-up is then
+    /// lost.
+    NotifyWithoutFence,
+}
+
+/// What the lock protects. With the lane store (every policy but
+/// keep-newest) the elements are on the lane and `buffer` stays empty; the
+/// hand-off, the wakers, the phase and the termination are here either way.
 struct State<T, E> {
+    /// The locked store: keep-newest (its `Evicted(oldest)` is answered at
+    /// the push, which the lane cannot do), and the reference store.
     buffer: Buffer<T>,
     /// An element handed straight to a waiting consumer (Swift's `resume`).
     handoff: Option<T>,
     handed_off: u64,
     consumer: Option<Waker>,
     /// The consumer has polled, found nothing and waits (Swift's `waiting`).
+    /// Mirrored in [`Shared::waiting`] for the lock-free push.
     consumer_waiting: bool,
-    /// Producers waiting for room (suspend policy), FIFO.
+    /// Producers waiting for room (suspend policy), FIFO. Its length is
+    /// mirrored in [`Shared::senders_waiting`] for the lock-free take.
     senders: VecDeque<(u64, Waker)>,
     next_sender: u64,
     phase: Phase,
@@ -182,9 +206,45 @@ struct State<T, E> {
     producers: usize,
 }
 
+/// One stream. The elements are on a lock-free [`Lane`] (pushed with one
+/// compare-exchange, taken without the lock), except for keep-newest which
+/// keeps the locked [`Buffer`]; everything else is under `state`'s lock.
+///
+/// **The lane's two hand-shakes**, each a Dekker pair (a store, a `SeqCst`
+/// fence, a load of the other side's store), as in `idle.rs`:
+///
+/// - *a producer and the waiting consumer*: a producer that queued an
+///   element on the lane fences and reads `waiting`; the consumer, before it
+///   waits, sets `consumer_waiting` and `waiting` under the lock, fences and
+///   looks at the lane again. Either the producer sees `waiting` (and wakes
+///   the consumer under the lock) or the consumer sees the element.
+/// - *the consumer and a waiting sender* (suspend policy): a sender that
+///   meets a full lane queues itself under the lock, stores the queue's
+///   length in `senders_waiting`, fences and offers again; the consumer,
+///   after a take (which publishes the lane's `taken`), fences and reads
+///   `senders_waiting`. Either the sender's new offer sees the room, or the
+///   consumer sees the sender and wakes the first one.
+///
+/// A producer that sees `waiting` takes the lock path, where the hand-off
+/// of Swift's table is decided exactly as with the locked store: the
+/// element goes straight to the consumer when it waits on an empty lane.
+/// The consumer reads the lane without the lock until it has waited
+/// (`registered`); the poll after a wait takes the lock, so that a
+/// hand-off (older than anything on the lane) comes first.
 struct Shared<T, E> {
     state: Mutex<State<T, E>>,
     policy: Policy,
+    /// `None`: the locked store (`State::buffer`).
+    lane: Option<Lane<T>>,
+    /// `State::consumer_waiting`, readable without the lock.
+    waiting: AtomicBool,
+    /// `State::senders.len()`, readable without the lock.
+    senders_waiting: AtomicUsize,
+    /// The consumer's own flag (only it reads or writes it): it waited, so
+    /// its next poll takes the lock (a hand-off may be there).
+    registered: AtomicBool,
+    #[cfg(turno_loom)]
+    inject: Inject,
 }
 
 /// What to do once the lock is released.
@@ -205,6 +265,13 @@ impl Wake {
     }
 }
 
+/// One offer under the lock: a verdict (and the consumer to wake), or, for
+/// a sender of a full suspend stream, the element back to wait with.
+enum Step<T> {
+    Done(YieldResult<T>, Option<Waker>),
+    Wait(T),
+}
+
 impl<T, E> State<T, E> {
     /// Records the termination; returns the handler to call, at most once.
     fn terminate(&mut self, t: Termination) -> Option<(Handler, Termination)> {
@@ -214,25 +281,23 @@ impl<T, E> State<T, E> {
         self.termination = Some(t);
         self.handler.take().map(|h| (h, t))
     }
-
-    fn wake_all(&mut self) -> Vec<Waker> {
-        let mut wakers: Vec<Waker> = self.senders.drain(..).map(|(_, w)| w).collect();
-        if self.consumer_waiting {
-            self.consumer_waiting = false;
-            wakers.extend(self.consumer.take());
-        }
-        wakers
-    }
-
-    /// Room for one more element: in the buffer, or in the hands of a
-    /// waiting consumer.
-    fn has_room(&self) -> bool {
-        (self.consumer_waiting && self.handoff.is_none()) || !self.buffer.is_full()
-    }
 }
 
 impl<T, E> Shared<T, E> {
     fn new(policy: Policy) -> Self {
+        // Keep-newest answers `Evicted(oldest)` at the push: the lane
+        // evicts at the consumer, so it stays on the locked store.
+        Self::with_store(policy, !matches!(policy, Policy::KeepNewest(_)))
+    }
+
+    /// `lock_free`: the elements on a lane (not for keep-newest); false:
+    /// on the locked `Buffer`, the reference the lane store is tested
+    /// against.
+    fn with_store(policy: Policy, lock_free: bool) -> Self {
+        assert!(
+            !(lock_free && matches!(policy, Policy::KeepNewest(_))),
+            "keep-newest streams use the locked store"
+        );
         Shared {
             state: Mutex::new(State {
                 buffer: Buffer::new(policy),
@@ -249,32 +314,199 @@ impl<T, E> Shared<T, E> {
                 producers: 1,
             }),
             policy,
+            lane: lock_free.then(|| Lane::new(policy)),
+            waiting: AtomicBool::new(false),
+            senders_waiting: AtomicUsize::new(0),
+            registered: AtomicBool::new(false),
+            #[cfg(turno_loom)]
+            inject: Inject::None,
         }
     }
 
-    /// One push attempt under the lock. `Full` only for a suspend policy.
-    fn offer(&self, st: &mut State<T, E>, item: T) -> (YieldResult<T>, Option<Waker>) {
-        if st.phase != Phase::Open {
-            return (YieldResult::Terminated(item), None);
+    fn is_suspend(&self) -> bool {
+        matches!(self.policy, Policy::Suspend(_))
+    }
+
+    /// Sets the consumer's waiting flag and its mirror (under the lock).
+    fn set_waiting(&self, st: &mut State<T, E>, waiting: bool) {
+        st.consumer_waiting = waiting;
+        self.waiting.store(waiting, SeqCst);
+    }
+
+    /// Stores the waiting senders' count (under the lock, after every
+    /// change of the queue).
+    fn sync_senders(&self, st: &State<T, E>) {
+        self.senders_waiting.store(st.senders.len(), SeqCst);
+    }
+
+    /// The first waiting sender, out of the queue (under the lock).
+    fn pop_sender(&self, st: &mut State<T, E>) -> Option<Waker> {
+        let w = st.senders.pop_front().map(|(_, w)| w);
+        if w.is_some() {
+            self.sync_senders(st);
         }
+        w
+    }
+
+    /// Wakes every waiter: at the termination (under the lock).
+    fn wake_all(&self, st: &mut State<T, E>) -> Vec<Waker> {
+        let mut wakers: Vec<Waker> = st.senders.drain(..).map(|(_, w)| w).collect();
+        self.sync_senders(st);
+        if st.consumer_waiting {
+            self.set_waiting(st, false);
+            wakers.extend(st.consumer.take());
+        }
+        wakers
+    }
+
+    /// The waiting consumer, no longer waiting, to wake (under the lock).
+    fn stop_waiting(&self, st: &mut State<T, E>) -> Option<Waker> {
+        if st.consumer_waiting {
+            self.set_waiting(st, false);
+            st.consumer.clone()
+        } else {
+            None
+        }
+    }
+
+    /// Room for one more element: in the store, or in the hands of a
+    /// waiting consumer.
+    fn has_room(&self, st: &State<T, E>) -> bool {
         if st.consumer_waiting && st.handoff.is_none() {
+            return true;
+        }
+        match &self.lane {
+            Some(lane) => self.policy.capacity().is_none_or(|c| lane.len() < c),
+            None => !st.buffer.is_full(),
+        }
+    }
+
+    /// Nothing on the lane, not even a claimed element still being written.
+    fn lane_empty(&self) -> bool {
+        self.lane.as_ref().is_none_or(|l| l.admitted() == 0)
+    }
+
+    /// After a lock-free push queued an element: the producer's half of the
+    /// first hand-shake (see [`Shared`]).
+    fn notify_consumer(&self) {
+        #[cfg(turno_loom)]
+        if self.inject == Inject::NotifyWithoutFence {
+            if self.waiting.load(Relaxed) {
+                self.wake_consumer();
+            }
+            return;
+        }
+        fence(SeqCst);
+        if self.waiting.load(SeqCst) {
+            self.wake_consumer();
+        }
+    }
+
+    #[cold]
+    fn wake_consumer(&self) {
+        let mut st = self.state.lock();
+        let w = self.stop_waiting(&mut st);
+        drop(st);
+        if let Some(w) = w {
+            w.wake();
+        }
+    }
+
+    /// After a lock-free take, on a suspend stream: the consumer's half of
+    /// the second hand-shake (see [`Shared`]).
+    fn notify_sender(&self) {
+        if !self.is_suspend() {
+            return;
+        }
+        fence(SeqCst);
+        if self.senders_waiting.load(SeqCst) > 0 {
+            let mut st = self.state.lock();
+            let w = self.pop_sender(&mut st);
+            drop(st);
+            if let Some(w) = w {
+                w.wake();
+            }
+        }
+    }
+
+    /// One offer under the lock. `mode`: [`Mode::Muting`] for a sender of a
+    /// suspend stream (a full stream answers [`Step::Wait`], uncounted),
+    /// [`Mode::Offer`] otherwise.
+    fn offer(&self, st: &mut State<T, E>, item: T, mode: Mode) -> Step<T> {
+        if st.phase != Phase::Open {
+            return Step::Done(YieldResult::Terminated(item), None);
+        }
+        if st.consumer_waiting && st.handoff.is_none() && self.lane_empty() {
             st.handoff = Some(item);
             st.handed_off += 1;
-            st.consumer_waiting = false;
             let remaining = self.policy.capacity();
-            return (YieldResult::Enqueued { remaining }, st.consumer.clone());
+            return Step::Done(YieldResult::Enqueued { remaining }, self.stop_waiting(st));
         }
-        (YieldResult::from_offer(st.buffer.offer(item)), None)
+        let Some(lane) = &self.lane else {
+            if mode == Mode::Muting && st.buffer.is_full() {
+                // Wait, without offering: a refused offer would be counted.
+                return Step::Wait(item);
+            }
+            return Step::Done(YieldResult::from_offer(st.buffer.offer(item)), None);
+        };
+        match lane.push(item, mode) {
+            Err(item) => Step::Done(YieldResult::Terminated(item), None),
+            Ok(Pushed::WouldSuspend(item)) => Step::Wait(item),
+            Ok(Pushed::Done(offer, _)) => {
+                // The consumer may be waiting for an element still being
+                // written on the lane: this one is ready now.
+                let wake = if offer.is_queued() {
+                    self.stop_waiting(st)
+                } else {
+                    None
+                };
+                Step::Done(YieldResult::from_offer(offer), wake)
+            }
+        }
+    }
+
+    /// The lock-free push, when the lane store is used and the consumer is
+    /// not waiting; `None` hands the element back for the lock path.
+    #[inline]
+    fn push_lock_free(&self, item: T, mode: Mode) -> Result<YieldResult<T>, T> {
+        let Some(lane) = &self.lane else {
+            return Err(item);
+        };
+        if self.waiting.load(SeqCst) {
+            // The consumer waits: the lock decides whether it gets the
+            // element straight away.
+            return Err(item);
+        }
+        match lane.push(item, mode) {
+            // Sealed (finished) or closed (cancelled).
+            Err(item) => Ok(YieldResult::Terminated(item)),
+            Ok(Pushed::WouldSuspend(item)) => Err(item),
+            Ok(Pushed::Done(offer, _)) => {
+                if offer.is_queued() {
+                    self.notify_consumer();
+                }
+                Ok(YieldResult::from_offer(offer))
+            }
+        }
     }
 
     fn push(&self, item: T) -> YieldResult<T> {
+        let item = match self.push_lock_free(item, Mode::Offer) {
+            Ok(verdict) => return verdict,
+            Err(item) => item,
+        };
         let mut st = self.state.lock();
-        let (verdict, wake) = self.offer(&mut st, item);
+        let step = self.offer(&mut st, item, Mode::Offer);
         drop(st);
-        if let Some(w) = wake {
-            w.wake();
+        match step {
+            Step::Done(verdict, wake) => {
+                if let Some(w) = wake {
+                    w.wake();
+                }
+                verdict
+            }
+            Step::Wait(_) => unreachable!("only a muting offer waits"),
         }
-        verdict
     }
 
     fn finish(&self, failure: Option<E>) -> bool {
@@ -283,6 +515,10 @@ impl<T, E> Shared<T, E> {
             return false;
         }
         st.phase = Phase::Finished;
+        if let Some(lane) = &self.lane {
+            // Later pushes are refused; what was admitted is still taken.
+            lane.seal();
+        }
         let t = if failure.is_some() {
             Termination::Failed
         } else {
@@ -291,22 +527,31 @@ impl<T, E> Shared<T, E> {
         st.failure = failure;
         let wake = Wake {
             handler: st.terminate(t),
-            wakers: st.wake_all(),
+            wakers: self.wake_all(&mut st),
         };
         drop(st);
         wake.run();
         true
     }
 
-    fn cancel(&self) {
+    /// The consumer is gone.
+    ///
+    /// # Safety
+    /// Only the consumer calls it (its drop).
+    unsafe fn cancel(&self) {
         let mut guard = self.state.lock();
         let st = &mut *guard;
         st.phase = Phase::Cancelled;
-        let leftovers: Vec<T> = st.buffer.drain().chain(st.handoff.take()).collect();
+        let mut leftovers: Vec<T> = st.buffer.drain().collect();
+        if let Some(lane) = &self.lane {
+            // SAFETY: forwarded from the caller.
+            unsafe { lane.close(|v| leftovers.push(v), drop) };
+        }
+        leftovers.extend(st.handoff.take());
         st.consumer = None;
         let wake = Wake {
             handler: st.terminate(Termination::Cancelled),
-            wakers: st.wake_all(),
+            wakers: self.wake_all(st),
         };
         let failure = st.failure.take();
         drop(guard);
@@ -316,65 +561,275 @@ impl<T, E> Shared<T, E> {
         wake.run();
     }
 
-    fn poll_next(&self, cx: &mut Context<'_>) -> Poll<Option<Result<T, E>>> {
+    /// Takes the next element from the store (under the lock), waking one
+    /// waiting sender for the room it leaves.
+    ///
+    /// # Safety
+    /// Only the consumer calls it.
+    unsafe fn take_locked(&self, st: &mut State<T, E>) -> Option<(T, Option<Waker>)> {
+        let item = match &self.lane {
+            // SAFETY: forwarded from the caller.
+            Some(lane) => unsafe { lane.take(drop) }.map(|(v, _)| v),
+            None => st.buffer.take(),
+        }?;
+        Some((item, self.pop_sender(st)))
+    }
+
+    /// The lock-free take (lane store, the consumer has not waited since
+    /// its last poll under the lock).
+    ///
+    /// # Safety
+    /// Only the consumer calls it.
+    #[inline]
+    unsafe fn take_lock_free(&self) -> Option<T> {
+        let lane = self.lane.as_ref()?;
+        if self.registered.load(Relaxed) {
+            return None;
+        }
+        // SAFETY: forwarded from the caller.
+        let (item, _) = unsafe { lane.take(drop) }?;
+        self.notify_sender();
+        Some(item)
+    }
+
+    /// # Safety
+    /// Only the consumer calls it.
+    unsafe fn poll_next(&self, cx: &mut Context<'_>) -> Poll<Option<Result<T, E>>> {
+        // SAFETY: forwarded from the caller.
+        if let Some(item) = unsafe { self.take_lock_free() } {
+            return Poll::Ready(Some(Ok(item)));
+        }
         let mut st = self.state.lock();
+        self.registered.store(false, Relaxed);
         if let Some(item) = st.handoff.take() {
             return Poll::Ready(Some(Ok(item)));
         }
-        if let Some(item) = st.buffer.take() {
-            let sender = st.senders.pop_front();
+        // SAFETY: forwarded from the caller.
+        if let Some((item, sender)) = unsafe { self.take_locked(&mut st) } {
+            self.set_waiting(&mut st, false);
             drop(st);
-            if let Some((_, w)) = sender {
+            if let Some(w) = sender {
                 w.wake();
             }
             return Poll::Ready(Some(Ok(item)));
         }
         match st.phase {
             Phase::Open => {}
+            // Admitted before the seal, still being written: wait for it.
+            Phase::Finished if !self.lane_empty() => {}
             Phase::Finished | Phase::Cancelled => {
+                self.set_waiting(&mut st, false);
                 return Poll::Ready(st.failure.take().map(Err));
             }
         }
-        st.consumer_waiting = true;
         match &st.consumer {
             Some(w) if w.will_wake(cx.waker()) => {}
             _ => st.consumer = Some(cx.waker().clone()),
         }
+        self.set_waiting(&mut st, true);
+        if self.lane.is_some() {
+            self.registered.store(true, Relaxed);
+            // The consumer's half of the first hand-shake: an element
+            // queued by a producer that did not see `waiting`.
+            fence(SeqCst);
+            // SAFETY: forwarded from the caller.
+            if let Some((item, sender)) = unsafe { self.take_locked(&mut st) } {
+                self.set_waiting(&mut st, false);
+                self.registered.store(false, Relaxed);
+                drop(st);
+                if let Some(w) = sender {
+                    w.wake();
+                }
+                return Poll::Ready(Some(Ok(item)));
+            }
+        }
         // A waiting consumer is room for one element even at capacity 0: let
         // a suspended producer know.
-        let sender = st.senders.pop_front();
+        let sender = self.pop_sender(&mut st);
         drop(st);
-        if let Some((_, w)) = sender {
+        if let Some(w) = sender {
             w.wake();
         }
         Poll::Pending
     }
 
-    fn try_next(&self) -> Result<Option<Result<T, E>>, Empty> {
-        let mut st = self.state.lock();
-        if let Some(item) = st.handoff.take() {
+    /// # Safety
+    /// Only the consumer calls it.
+    unsafe fn try_next(&self) -> Result<Option<Result<T, E>>, Empty> {
+        // SAFETY: forwarded from the caller.
+        if let Some(item) = unsafe { self.take_lock_free() } {
             return Ok(Some(Ok(item)));
         }
-        if let Some(item) = st.buffer.take() {
-            let sender = st.senders.pop_front();
+        let mut st = self.state.lock();
+        if let Some(item) = st.handoff.take() {
+            self.registered.store(st.consumer_waiting, Relaxed);
+            return Ok(Some(Ok(item)));
+        }
+        // SAFETY: forwarded from the caller.
+        if let Some((item, sender)) = unsafe { self.take_locked(&mut st) } {
             drop(st);
-            if let Some((_, w)) = sender {
+            if let Some(w) = sender {
                 w.wake();
             }
             return Ok(Some(Ok(item)));
         }
         match st.phase {
             Phase::Open => Err(Empty),
+            // Admitted before the seal, still being written.
+            Phase::Finished if !self.lane_empty() => Err(Empty),
             Phase::Finished | Phase::Cancelled => Ok(st.failure.take().map(Err)),
+        }
+    }
+
+    /// Before a blocking wait for an element: a short look at the lane (its
+    /// next slot: a read, no shared write) while the producer is likely to
+    /// be a few instructions away, so that the common short gap costs no
+    /// park and no lock.
+    ///
+    /// # Safety
+    /// Only the consumer calls it.
+    unsafe fn spin_for_element(&self) {
+        #[cfg(not(turno_loom))]
+        {
+            /// Steps of the look: spins of 1, 2, 4, .. 32 CPU hints, then
+            /// yields of the core.
+            const STEPS: u32 = 8;
+            let Some(lane) = &self.lane else { return };
+            if self.registered.load(Relaxed) {
+                return;
+            }
+            for step in 0..STEPS {
+                // SAFETY: forwarded from the caller.
+                if unsafe { lane.ready() } || lane.is_closed() {
+                    return;
+                }
+                if step < 6 {
+                    for _ in 0..(1u32 << step) {
+                        std::hint::spin_loop();
+                    }
+                } else {
+                    std::thread::yield_now();
+                }
+            }
+        }
+    }
+
+    /// Elements buffered now (claimed ones still being written included).
+    fn len(&self) -> usize {
+        match &self.lane {
+            None => self.state.lock().buffer.len(),
+            Some(lane) if !lane.is_closed() => lane.len(),
+            // Sealed by a finish (what was admitted is still there) or
+            // closed by the consumer's drop (nothing is).
+            Some(lane) => match self.state.lock().phase {
+                Phase::Finished => lane.admitted(),
+                Phase::Open | Phase::Cancelled => 0,
+            },
         }
     }
 
     fn stats(&self) -> BufferStats {
         let st = self.state.lock();
-        let mut stats = st.buffer.stats();
+        let mut stats = match &self.lane {
+            Some(lane) => lane.stats(),
+            None => st.buffer.stats(),
+        };
         stats.offered += st.handed_off;
         stats.taken += st.handed_off - u64::from(st.handoff.is_some());
         stats
+    }
+
+    /// One poll of [`SendFuture`]: `id` is the sender's place in the queue.
+    fn poll_send(
+        &self,
+        item: T,
+        id: &mut Option<u64>,
+        cx: &mut Context<'_>,
+    ) -> Result<YieldResult<T>, T> {
+        let suspend = self.is_suspend();
+        let mode = if suspend { Mode::Muting } else { Mode::Offer };
+        let item = if id.is_none() {
+            match self.push_lock_free(item, mode) {
+                Ok(verdict) => return Ok(verdict),
+                Err(item) => item,
+            }
+        } else {
+            item
+        };
+        let mut st = self.state.lock();
+        if suspend && st.phase == Phase::Open {
+            // Queue first, then offer: the sender's half of the second
+            // hand-shake (see [`Shared`]). A sender that finds room leaves
+            // the queue at once below.
+            match id.and_then(|id| st.senders.iter_mut().find(|(i, _)| *i == id)) {
+                Some((_, w)) => {
+                    if !w.will_wake(cx.waker()) {
+                        *w = cx.waker().clone();
+                    }
+                }
+                None => {
+                    let new = st.next_sender;
+                    st.next_sender += 1;
+                    *id = Some(new);
+                    st.senders.push_back((new, cx.waker().clone()));
+                    self.sync_senders(&st);
+                }
+            }
+            if self.lane.is_some() {
+                fence(SeqCst);
+            }
+        }
+        let step = self.offer(&mut st, item, mode);
+        if let Step::Wait(item) = step {
+            return Err(item);
+        }
+        if let Some(id) = id.take() {
+            let before = st.senders.len();
+            st.senders.retain(|(i, _)| *i != id);
+            if st.senders.len() != before {
+                self.sync_senders(&st);
+            }
+        }
+        // Room may remain for the next waiting producer.
+        let next = if st.phase == Phase::Open && self.has_room(&st) {
+            self.pop_sender(&mut st)
+        } else {
+            None
+        };
+        drop(st);
+        let Step::Done(verdict, wake) = step else {
+            unreachable!("handled above")
+        };
+        if let Some(w) = wake {
+            w.wake();
+        }
+        if let Some(w) = next {
+            w.wake();
+        }
+        Ok(verdict)
+    }
+
+    /// A [`SendFuture`] dropped while queued, or woken and not polled again.
+    fn drop_send(&self, id: u64) {
+        let mut st = self.state.lock();
+        let before = st.senders.len();
+        st.senders.retain(|(i, _)| *i != id);
+        // Not in the queue: this sender was woken for room it will not use
+        // now. Pass the wake-up on, or it is lost.
+        let next = if st.senders.len() == before {
+            if self.has_room(&st) {
+                self.pop_sender(&mut st)
+            } else {
+                None
+            }
+        } else {
+            self.sync_senders(&st);
+            None
+        };
+        drop(st);
+        if let Some(w) = next {
+            w.wake();
+        }
     }
 }
 
@@ -535,7 +990,7 @@ impl<T, E> Continuation<T, E> {
 
     /// Elements buffered now.
     pub fn len(&self) -> usize {
-        self.shared.state.lock().buffer.len()
+        self.shared.len()
     }
 
     /// True when nothing is buffered.
@@ -599,67 +1054,20 @@ impl<T, E> Future for SendFuture<'_, T, E> {
         let Some(item) = this.item.take() else {
             panic!("turno::stream::Send polled after completion");
         };
-        let shared = this.shared;
-        let mut st = shared.state.lock();
-        let suspend = matches!(shared.policy, Policy::Suspend(_));
-        if st.phase == Phase::Open && suspend && !st.has_room() {
-            // Wait, without offering: a refused offer would be counted.
-            this.item = Some(item);
-            match this
-                .id
-                .and_then(|id| st.senders.iter_mut().find(|(i, _)| *i == id))
-            {
-                Some((_, w)) => {
-                    if !w.will_wake(cx.waker()) {
-                        *w = cx.waker().clone();
-                    }
-                }
-                None => {
-                    let id = st.next_sender;
-                    st.next_sender += 1;
-                    this.id = Some(id);
-                    st.senders.push_back((id, cx.waker().clone()));
-                }
+        match this.shared.poll_send(item, &mut this.id, cx) {
+            Ok(verdict) => Poll::Ready(verdict),
+            Err(item) => {
+                this.item = Some(item);
+                Poll::Pending
             }
-            return Poll::Pending;
         }
-        if let Some(id) = this.id.take() {
-            st.senders.retain(|(i, _)| *i != id);
-        }
-        let (verdict, wake) = shared.offer(&mut st, item);
-        // Room may remain for the next waiting producer.
-        let next = if st.has_room() && st.phase == Phase::Open {
-            st.senders.pop_front()
-        } else {
-            None
-        };
-        drop(st);
-        if let Some(w) = wake {
-            w.wake();
-        }
-        if let Some((_, w)) = next {
-            w.wake();
-        }
-        Poll::Ready(verdict)
     }
 }
 
 impl<T, E> Drop for SendFuture<'_, T, E> {
     fn drop(&mut self) {
-        let Some(id) = self.id else { return };
-        let mut st = self.shared.state.lock();
-        let before = st.senders.len();
-        st.senders.retain(|(i, _)| *i != id);
-        // Not in the queue: this sender was woken for room it will not use
-        // now. Pass the wake-up on, or it is lost.
-        let next = if st.senders.len() == before && st.has_room() {
-            st.senders.pop_front()
-        } else {
-            None
-        };
-        drop(st);
-        if let Some((_, w)) = next {
-            w.wake();
+        if let Some(id) = self.id {
+            self.shared.drop_send(id);
         }
     }
 }
@@ -668,6 +1076,8 @@ impl<T> AsyncStream<T> {
     /// Waits for the next element, blocking the thread. `None` once the
     /// stream has finished and everything buffered was taken.
     pub fn next_blocking(&mut self) -> Option<T> {
+        // SAFETY: `&mut self`: this is the one consumer.
+        unsafe { self.shared.spin_for_element() };
         block_on(std::future::poll_fn(|cx| self.poll_next_inner(cx)))
     }
 
@@ -680,20 +1090,20 @@ impl<T> AsyncStream<T> {
     /// `Ok(None)` when the stream has ended, or [`Empty`]. Does not count as
     /// waiting: with capacity 0 only an awaiting consumer receives anything.
     pub fn try_next(&mut self) -> Result<Option<T>, Empty> {
-        self.shared
-            .try_next()
+        // SAFETY: `&mut self`: this is the one consumer.
+        unsafe { self.shared.try_next() }
             .map(|o| o.map(|r| r.unwrap_or_else(|never| match never {})))
     }
 
     fn poll_next_inner(&mut self, cx: &mut Context<'_>) -> Poll<Option<T>> {
-        self.shared
-            .poll_next(cx)
+        // SAFETY: `&mut self`: this is the one consumer.
+        unsafe { self.shared.poll_next(cx) }
             .map(|o| o.map(|r| r.unwrap_or_else(|never| match never {})))
     }
 
     /// Elements buffered now.
     pub fn len(&self) -> usize {
-        self.shared.state.lock().buffer.len()
+        self.shared.len()
     }
 
     /// True when nothing is buffered.
@@ -717,7 +1127,8 @@ impl<T> Stream for AsyncStream<T> {
 
 impl<T> Drop for AsyncStream<T> {
     fn drop(&mut self) {
-        self.shared.cancel();
+        // SAFETY: the consumer's drop: this is the one consumer.
+        unsafe { self.shared.cancel() };
     }
 }
 
@@ -732,13 +1143,17 @@ impl<T> fmt::Debug for AsyncStream<T> {
 impl<T, E> AsyncThrowingStream<T, E> {
     /// Waits for the next element or the error, blocking the thread.
     pub fn next_blocking(&mut self) -> Option<Result<T, E>> {
-        block_on(std::future::poll_fn(|cx| self.shared.poll_next(cx)))
+        // SAFETY: `&mut self`: this is the one consumer.
+        unsafe { self.shared.spin_for_element() };
+        // SAFETY: as above.
+        block_on(std::future::poll_fn(|cx| unsafe { self.shared.poll_next(cx) }))
     }
 
     /// Takes the next element or the error if there is one now (see
     /// [`AsyncStream::try_next`]).
     pub fn try_next(&mut self) -> Result<Option<Result<T, E>>, Empty> {
-        self.shared.try_next()
+        // SAFETY: `&mut self`: this is the one consumer.
+        unsafe { self.shared.try_next() }
     }
 
     /// A blocking iterator over the rest of the stream.
@@ -756,13 +1171,15 @@ impl<T, E> Stream for AsyncThrowingStream<T, E> {
     type Item = Result<T, E>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<T, E>>> {
-        self.shared.poll_next(cx)
+        // SAFETY: `Pin<&mut Self>`: this is the one consumer.
+        unsafe { self.shared.poll_next(cx) }
     }
 }
 
 impl<T, E> Drop for AsyncThrowingStream<T, E> {
     fn drop(&mut self) {
-        self.shared.cancel();
+        // SAFETY: the consumer's drop: this is the one consumer.
+        unsafe { self.shared.cancel() };
     }
 }
 

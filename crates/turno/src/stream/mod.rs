@@ -39,6 +39,8 @@
 //! | [`watermark()`] | [`Demand`] per push | advisory: stop at high, resume below low | yes | no |
 
 pub mod bridge;
+// The consumer side of the lane (one consumer: `&mut self`).
+#[allow(unsafe_code)]
 pub mod buffered;
 pub mod rendezvous;
 mod sync;

@@ -1,17 +1,23 @@
 //! The few synchronisation primitives the stream types use, behind one seam
 //! so that `--cfg turno_loom` can swap in loom's model-checked versions.
 //!
-//! Every stream type keeps all of its state behind one [`Mutex`] and wakes
-//! tasks through [`Waker`](std::task::Waker)s only after releasing it. That
-//! design has two consequences: there is no `unsafe` and no atomics to get
-//! wrong, and a model checker that controls the mutex and the threads sees
-//! every interleaving that matters.
+//! Every stream type keeps its state behind one [`Mutex`] and wakes tasks
+//! through [`Waker`](std::task::Waker)s only after releasing it. The one
+//! exception is the buffered stream's elements, which travel on the
+//! lock-free lane of the mailboxes (`crate::lane`), with two hand-shakes
+//! on atomics (`buffered.rs`'s `Shared`); the lane, those atomics and the
+//! mutex all come from this seam, so the loom model sees every
+//! interleaving that matters.
 
 use std::future::Future;
 
 /// The crate's lock seam (parking_lot, or loom's under `--cfg turno_loom`),
 /// shared with the actor core.
 pub(crate) use crate::sync::Mutex;
+
+/// The atomics of the lock-free buffered stream (`buffered.rs`), loom's
+/// under `--cfg turno_loom`.
+pub(crate) use crate::sync::{fence, AtomicBool, AtomicUsize};
 
 /// Runs a future to completion on the current thread, parking the thread
 /// while the future waits. This is how the blocking methods of the stream
