@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! turno-bench list
-//! turno-bench stream [--n N] [--producers P] [--only SUBSTR] [--runs R] [--json]
+//! turno-bench stream [--n N] [--producers P] [--case SUBSTR] [--only SUBSTR] [--runs R] [--json]
 //! turno-bench pingpong|ring|spawn|fanin|counting|chameneos|bndbuffer [--n N] [--only SUBSTR] [--runs R] [--json]
 //! turno-bench memory [--n ACTORS] [--only IMPL] [--json]
 //! turno-bench store [--n N] [--only SUBSTR] [--runs R] [--json]   # needs PostgreSQL for its postgres cases
@@ -75,6 +75,10 @@ pub struct Args {
     /// exactly this implementation, e.g. `=turno` without `turno-1t`).
     #[arg(long)]
     pub only: Option<String>,
+    /// Only cases whose name contains this (with `--only`: both must hold),
+    /// e.g. `--case spsc_bounded --only =turno`.
+    #[arg(long)]
+    pub case: Option<String>,
     /// Timed runs per measurement (after one warm-up).
     #[arg(long, default_value_t = harness::RUNS)]
     pub runs: usize,
@@ -86,6 +90,9 @@ pub struct Args {
 impl Args {
     /// True when a case/implementation passes `--only`.
     pub fn selected(&self, bench: &str, imp: &str) -> bool {
+        if self.case.as_ref().is_some_and(|c| !bench.contains(c.as_str())) {
+            return false;
+        }
         match &self.only {
             Some(s) => match s.strip_prefix('=') {
                 Some(exact) => imp == exact,
