@@ -90,7 +90,11 @@ pub struct Args {
 impl Args {
     /// True when a case/implementation passes `--only`.
     pub fn selected(&self, bench: &str, imp: &str) -> bool {
-        if self.case.as_ref().is_some_and(|c| !bench.contains(c.as_str())) {
+        if self
+            .case
+            .as_ref()
+            .is_some_and(|c| !bench.contains(c.as_str()))
+        {
             return false;
         }
         match &self.only {

@@ -650,6 +650,28 @@ impl<T> Lane<T> {
         Some((value, depth))
     }
 
+    /// [`Lane::take`] without the depth: the oldest element, or `None` when
+    /// nothing is written yet (or the lane is closed). It does not read
+    /// `tail`, the producers' word, so a consumer that does not need the
+    /// depth (a stream) leaves that cache line to them.
+    ///
+    /// # Safety
+    /// Only the consumer calls it (one thread at a time).
+    #[inline]
+    pub(crate) unsafe fn take_one(&self, evicted: impl FnMut(T)) -> Option<T> {
+        // SAFETY: the caller is the only consumer.
+        self.head.with_mut(|h| unsafe {
+            let h = &mut *h;
+            if h.closed {
+                return None;
+            }
+            if self.counts.owed.load(Relaxed) > 0 {
+                self.evict_owed(h, evicted);
+            }
+            self.pop(h)
+        })
+    }
+
     /// Makes the owed keep-newest evictions now (each element passed to
     /// `evicted`), as the next take would; returns how many. The mailbox
     /// calls it before looking at its signals, so that the signal of an

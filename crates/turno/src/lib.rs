@@ -141,6 +141,14 @@ pub mod waiters_model {
     pub use crate::waiters::model::{Inject, ModelWaiters, Registered};
 }
 
+/// The buffered stream with an injected fault, exposed to its loom model
+/// (`tests/stream_loom.rs`) only. Not part of the API.
+#[cfg(turno_loom)]
+#[doc(hidden)]
+pub mod stream_model {
+    pub use crate::stream::buffered::model::{buffered_with_fault, Inject};
+}
+
 /// The lazily allocated part, exposed to its loom model
 /// (`tests/lazy_loom.rs`) only. Not part of the API.
 #[cfg(turno_loom)]

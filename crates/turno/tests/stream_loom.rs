@@ -15,11 +15,13 @@
 #![allow(unexpected_cfgs)]
 #![cfg(turno_loom)]
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use loom::thread;
 use turno::stream::{buffered, rendezvous, Termination, YieldResult};
+use turno::stream_model::{buffered_with_fault, Inject};
 use turno::Policy;
 
 /// A model with a preemption bound: loom explores every schedule with at
@@ -181,5 +183,112 @@ fn rendezvous_close_vs_send() {
             (Some(5), Ok(())) | (None, Err(_)) => {}
             other => panic!("element both/neither delivered: {other:?}"),
         }
+    });
+}
+
+// The lock-free lane store (every policy but keep-newest): the producers'
+// Dekker hand-shake with the waiting consumer, the seal at finish.
+
+/// Two producers push on the lane while the consumer waits: every element
+/// arrives, in each producer's order, and nobody sleeps forever. `inject`
+/// breaks the producers' half of the hand-shake.
+fn two_producers_waiting_consumer(inject: Inject) {
+    bounded(3, move || {
+        let (tx, mut rx) = buffered_with_fault::<u32>(Policy::Unbounded, inject);
+        let tx2 = tx.clone();
+        let a = thread::spawn(move || {
+            assert!(tx.push(1).is_enqueued());
+        });
+        let b = thread::spawn(move || {
+            assert!(tx2.push(2).is_enqueued());
+        });
+        let mut got: Vec<u32> = rx.blocking_iter().collect();
+        got.sort_unstable();
+        assert_eq!(got, [1, 2]);
+        a.join().unwrap();
+        b.join().unwrap();
+    });
+}
+
+#[test]
+fn no_lost_wakeup_lane_two_producers() {
+    two_producers_waiting_consumer(Inject::None);
+}
+
+/// The check of the checker: a producer that reads the consumer's waiting
+/// flag without its fence loses the wake-up, and the model finds it (loom
+/// reports the consumer parked forever).
+#[test]
+fn the_model_catches_a_push_without_its_fence() {
+    let caught = catch_unwind(AssertUnwindSafe(|| {
+        loom::model(|| {
+            let (tx, mut rx) =
+                buffered_with_fault::<u32>(Policy::KeepOldest(2), Inject::NotifyWithoutFence);
+            let t = thread::spawn(move || {
+                assert!(tx.push(7).is_enqueued());
+                // Keep the stream open: only the push can wake the consumer.
+                tx
+            });
+            assert_eq!(rx.next_blocking(), Some(7));
+            drop(t.join().unwrap());
+        })
+    }));
+    assert!(caught.is_err(), "the model missed the lost wake-up");
+}
+
+/// The same model without the fault passes.
+#[test]
+fn no_lost_wakeup_lane_push_keeps_stream_open() {
+    loom::model(|| {
+        let (tx, mut rx) = buffered_with_fault::<u32>(Policy::KeepOldest(2), Inject::None);
+        let t = thread::spawn(move || {
+            assert!(tx.push(7).is_enqueued());
+            tx
+        });
+        assert_eq!(rx.next_blocking(), Some(7));
+        drop(t.join().unwrap());
+    });
+}
+
+/// finish (the seal) racing a push: the element is either admitted and
+/// delivered before the end, or handed back as Terminated; never both, never
+/// lost, and the consumer waits for an element claimed before the seal
+/// that is still being written.
+#[test]
+fn finish_races_a_push_on_the_lane() {
+    bounded(3, || {
+        let (tx, mut rx) = buffered::<u32>(Policy::Suspend(2));
+        let tx2 = tx.clone();
+        let pusher = thread::spawn(move || tx2.push(5));
+        let finisher = thread::spawn(move || {
+            assert!(tx.finish());
+        });
+        let got: Vec<u32> = rx.blocking_iter().collect();
+        finisher.join().unwrap();
+        match (pusher.join().unwrap(), got.as_slice()) {
+            (YieldResult::Enqueued { .. }, [5]) | (YieldResult::Terminated(5), []) => {}
+            other => panic!("element both/neither delivered: {other:?}"),
+        }
+    });
+}
+
+/// Two senders on a full suspend lane and the consumer: each take wakes a
+/// waiting sender through the counted queue; nothing is lost.
+#[test]
+fn no_lost_wakeup_two_suspended_senders() {
+    bounded(2, || {
+        let (tx, mut rx) = buffered::<u32>(Policy::Suspend(1));
+        let tx2 = tx.clone();
+        let a = thread::spawn(move || {
+            assert!(tx.send_blocking(1).is_enqueued());
+        });
+        let b = thread::spawn(move || {
+            assert!(tx2.send_blocking(2).is_enqueued());
+        });
+        let mut got: Vec<u32> = rx.blocking_iter().collect();
+        got.sort_unstable();
+        assert_eq!(got, [1, 2]);
+        a.join().unwrap();
+        b.join().unwrap();
     });
 }

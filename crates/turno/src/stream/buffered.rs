@@ -169,6 +169,7 @@ enum Phase {
 
 /// Test-only fault injection for the loom model (`tests/stream_loom.rs`).
 #[cfg(turno_loom)]
+#[doc(hidden)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Inject {
     /// The stream as written.
@@ -245,6 +246,24 @@ struct Shared<T, E> {
     registered: AtomicBool,
     #[cfg(turno_loom)]
     inject: Inject,
+}
+
+/// Steps of the short looks before a blocking wait
+/// ([`Shared::spin_for_element`], [`Shared::send_spinning`]): spins of 1, 2,
+/// 4, .. 32 CPU hints, then yields of the core.
+#[cfg(not(turno_loom))]
+const SPIN_STEPS: u32 = 8;
+
+/// One step of a short look (see [`SPIN_STEPS`]).
+#[cfg(not(turno_loom))]
+fn spin_step(step: u32) {
+    if step < 6 {
+        for _ in 0..(1u32 << step) {
+            std::hint::spin_loop();
+        }
+    } else {
+        std::thread::yield_now();
+    }
 }
 
 /// What to do once the lock is released.
@@ -569,7 +588,7 @@ impl<T, E> Shared<T, E> {
     unsafe fn take_locked(&self, st: &mut State<T, E>) -> Option<(T, Option<Waker>)> {
         let item = match &self.lane {
             // SAFETY: forwarded from the caller.
-            Some(lane) => unsafe { lane.take(drop) }.map(|(v, _)| v),
+            Some(lane) => unsafe { lane.take_one(drop) },
             None => st.buffer.take(),
         }?;
         Some((item, self.pop_sender(st)))
@@ -587,7 +606,7 @@ impl<T, E> Shared<T, E> {
             return None;
         }
         // SAFETY: forwarded from the caller.
-        let (item, _) = unsafe { lane.take(drop) }?;
+        let item = unsafe { lane.take_one(drop) }?;
         self.notify_sender();
         Some(item)
     }
@@ -691,27 +710,45 @@ impl<T, E> Shared<T, E> {
     unsafe fn spin_for_element(&self) {
         #[cfg(not(turno_loom))]
         {
-            /// Steps of the look: spins of 1, 2, 4, .. 32 CPU hints, then
-            /// yields of the core.
-            const STEPS: u32 = 8;
             let Some(lane) = &self.lane else { return };
             if self.registered.load(Relaxed) {
                 return;
             }
-            for step in 0..STEPS {
+            for step in 0..SPIN_STEPS {
                 // SAFETY: forwarded from the caller.
                 if unsafe { lane.ready() } || lane.is_closed() {
                     return;
                 }
-                if step < 6 {
-                    for _ in 0..(1u32 << step) {
-                        std::hint::spin_loop();
-                    }
-                } else {
-                    std::thread::yield_now();
-                }
+                spin_step(step);
             }
         }
+    }
+
+    /// Before a blocking send: the lock-free push, and on a full suspend
+    /// lane a short look at its length (reads, no shared write) while the
+    /// consumer is likely to take one soon, offering again when there is
+    /// room. `Err` hands the element back for the blocking send.
+    fn send_spinning(&self, item: T) -> Result<YieldResult<T>, T> {
+        let suspend = self.is_suspend();
+        let mode = if suspend { Mode::Muting } else { Mode::Offer };
+        #[allow(unused_mut)]
+        let mut item = match self.push_lock_free(item, mode) {
+            Ok(verdict) => return Ok(verdict),
+            Err(item) => item,
+        };
+        #[cfg(not(turno_loom))]
+        if let (true, Some(lane), Some(cap)) = (suspend, &self.lane, self.policy.capacity()) {
+            for step in 0..SPIN_STEPS {
+                if lane.len() < cap {
+                    match self.push_lock_free(item, mode) {
+                        Ok(verdict) => return Ok(verdict),
+                        Err(back) => item = back,
+                    }
+                }
+                spin_step(step);
+            }
+        }
+        Err(item)
     }
 
     /// Elements buffered now (claimed ones still being written included).
@@ -939,6 +976,10 @@ impl<T, E> Continuation<T, E> {
 
     /// [`send`](Self::send), blocking the thread while the stream is full.
     pub fn send_blocking(&self, item: T) -> YieldResult<T> {
+        let item = match self.shared.send_spinning(item) {
+            Ok(verdict) => return verdict,
+            Err(item) => item,
+        };
         block_on(self.send(item))
     }
 
@@ -1077,6 +1118,10 @@ impl<T> AsyncStream<T> {
     /// stream has finished and everything buffered was taken.
     pub fn next_blocking(&mut self) -> Option<T> {
         // SAFETY: `&mut self`: this is the one consumer.
+        if let Some(item) = unsafe { self.shared.take_lock_free() } {
+            return Some(item);
+        }
+        // SAFETY: as above.
         unsafe { self.shared.spin_for_element() };
         block_on(std::future::poll_fn(|cx| self.poll_next_inner(cx)))
     }
@@ -1144,9 +1189,15 @@ impl<T, E> AsyncThrowingStream<T, E> {
     /// Waits for the next element or the error, blocking the thread.
     pub fn next_blocking(&mut self) -> Option<Result<T, E>> {
         // SAFETY: `&mut self`: this is the one consumer.
+        if let Some(item) = unsafe { self.shared.take_lock_free() } {
+            return Some(Ok(item));
+        }
+        // SAFETY: as above.
         unsafe { self.shared.spin_for_element() };
         // SAFETY: as above.
-        block_on(std::future::poll_fn(|cx| unsafe { self.shared.poll_next(cx) }))
+        block_on(std::future::poll_fn(|cx| unsafe {
+            self.shared.poll_next(cx)
+        }))
     }
 
     /// Takes the next element or the error if there is one now (see
@@ -1203,5 +1254,35 @@ impl<T> Iterator for BlockingIter<'_, T> {
 
     fn next(&mut self) -> Option<T> {
         self.stream.next_blocking()
+    }
+}
+
+#[cfg(all(test, not(turno_loom)))]
+#[path = "buffered_tests.rs"]
+mod tests;
+
+/// The stream with an injected fault, for `tests/stream_loom.rs`.
+#[cfg(turno_loom)]
+pub(crate) mod model {
+    use std::sync::Arc;
+
+    pub use super::Inject;
+    use super::{AsyncStream, Continuation, Shared};
+    use crate::buffer::Policy;
+
+    /// [`buffered`](super::buffered) with `inject`.
+    pub fn buffered_with_fault<T>(
+        policy: Policy,
+        inject: Inject,
+    ) -> (Continuation<T>, AsyncStream<T>) {
+        let mut shared = Shared::new(policy);
+        shared.inject = inject;
+        let shared = Arc::new(shared);
+        (
+            Continuation {
+                shared: shared.clone(),
+            },
+            AsyncStream { shared },
+        )
     }
 }

@@ -24,8 +24,10 @@
 //!
 //! Every consumer is a [`futures_core::Stream`] and has blocking methods too
 //! (`next_blocking`, `recv_blocking`), built on the same state machine through
-//! [`block_on`]. All state of one stream sits behind one lock, wakers are
-//! called after it is released, and there is no `unsafe`; the no-lost-wake-up
+//! [`block_on`]. A buffered stream's elements travel on the mailboxes'
+//! lock-free lane (keep-newest's on the locked buffer); everything else of
+//! a stream sits behind one lock, and wakers are called after it is
+//! released; the no-lost-wake-up
 //! and exactly-once-termination properties are checked by loom
 //! (`tests/stream_loom.rs`, run with `RUSTFLAGS="--cfg turno_loom"`) and by threaded
 //! stress tests in the normal test suite.
