@@ -89,7 +89,11 @@ done
 # its compare-exchange loses a write the model finds; waiters_loom checks the
 # handshake of an outside sender waiting for room with the take that makes it
 # (the waiters' part allocated on first use), and that a registration
-# without its fence is missed in a way the model finds.
+# without its fence is missed in a way the model finds; stream_loom checks the
+# buffered stream on the lane (its push / waiting-consumer and take /
+# waiting-sender hand-shakes, the seal at finish), and that a push that reads
+# the waiting flag without its fence loses a wake-up the model finds
+# (the_model_catches_a_push_without_its_fence).
 RUSTFLAGS="--cfg turno_loom" CARGO_TARGET_DIR=target/loom \
   cargo test -p turno --release --locked --test sched_loom --test stream_loom --test lane_loom \
   --test idle_loom --test lazy_loom --test waiters_loom
