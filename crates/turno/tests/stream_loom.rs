@@ -83,9 +83,12 @@ fn termination_exactly_once_two_producers() {
 }
 
 /// A consumer about to wait and a producer pushing: no lost wake-up.
+/// Bounded since the stream is on the lane (its atomics made the unbounded
+/// model run for many minutes); `no_lost_wakeup_lane_push_keeps_stream_open`
+/// is the unbounded model of the same hand-shake.
 #[test]
 fn no_lost_wakeup_consumer() {
-    loom::model(|| {
+    bounded(3, || {
         let (tx, mut rx) = buffered::<u32>(Policy::KeepOldest(1));
         let t = thread::spawn(move || {
             assert!(tx.push(7).is_enqueued());
@@ -100,7 +103,8 @@ fn no_lost_wakeup_consumer() {
 /// wake-up for the producer, nothing lost, order kept.
 #[test]
 fn no_lost_wakeup_suspended_producer() {
-    loom::model(|| {
+    // Bounded since the stream is on the lane, as `no_lost_wakeup_consumer`.
+    bounded(3, || {
         let (tx, mut rx) = buffered::<u32>(Policy::Suspend(1));
         let t = thread::spawn(move || {
             assert!(tx.send_blocking(1).is_enqueued());
@@ -193,7 +197,7 @@ fn rendezvous_close_vs_send() {
 /// arrives, in each producer's order, and nobody sleeps forever. `inject`
 /// breaks the producers' half of the hand-shake.
 fn two_producers_waiting_consumer(inject: Inject) {
-    bounded(3, move || {
+    bounded(2, move || {
         let (tx, mut rx) = buffered_with_fault::<u32>(Policy::Unbounded, inject);
         let tx2 = tx.clone();
         let a = thread::spawn(move || {

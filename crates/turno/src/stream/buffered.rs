@@ -288,7 +288,7 @@ impl Wake {
 /// a sender of a full suspend stream, the element back to wait with.
 enum Step<T> {
     Done(YieldResult<T>, Option<Waker>),
-    Wait(T),
+    Wait(T, Option<Waker>),
 }
 
 impl<T, E> State<T, E> {
@@ -464,17 +464,27 @@ impl<T, E> Shared<T, E> {
         let Some(lane) = &self.lane else {
             if mode == Mode::Muting && st.buffer.is_full() {
                 // Wait, without offering: a refused offer would be counted.
-                return Step::Wait(item);
+                return Step::Wait(item, None);
             }
             return Step::Done(YieldResult::from_offer(st.buffer.offer(item)), None);
         };
+        // The consumer may be waiting for an element still being written
+        // on the lane: this one is ready now. Even a refused push wakes it
+        // when the lane holds something: the refused producer may be the
+        // one that installed the lane's first block, which the consumer
+        // could not see before (another producer's element in it included).
         match lane.push(item, mode) {
             Err(item) => Step::Done(YieldResult::Terminated(item), None),
-            Ok(Pushed::WouldSuspend(item)) => Step::Wait(item),
+            Ok(Pushed::WouldSuspend(item)) => {
+                let wake = if self.lane_empty() {
+                    None
+                } else {
+                    self.stop_waiting(st)
+                };
+                Step::Wait(item, wake)
+            }
             Ok(Pushed::Done(offer, _)) => {
-                // The consumer may be waiting for an element still being
-                // written on the lane: this one is ready now.
-                let wake = if offer.is_queued() {
+                let wake = if offer.is_queued() || !self.lane_empty() {
                     self.stop_waiting(st)
                 } else {
                     None
@@ -496,14 +506,19 @@ impl<T, E> Shared<T, E> {
             // element straight away.
             return Err(item);
         }
+        // A refused push notifies too: its producer may have installed the
+        // lane's first block, and until then the consumer could not see
+        // another producer's element already written in it (that
+        // producer's own notification found nothing to take).
         match lane.push(item, mode) {
             // Sealed (finished) or closed (cancelled).
             Err(item) => Ok(YieldResult::Terminated(item)),
-            Ok(Pushed::WouldSuspend(item)) => Err(item),
+            Ok(Pushed::WouldSuspend(item)) => {
+                self.notify_consumer();
+                Err(item)
+            }
             Ok(Pushed::Done(offer, _)) => {
-                if offer.is_queued() {
-                    self.notify_consumer();
-                }
+                self.notify_consumer();
                 Ok(YieldResult::from_offer(offer))
             }
         }
@@ -524,7 +539,7 @@ impl<T, E> Shared<T, E> {
                 }
                 verdict
             }
-            Step::Wait(_) => unreachable!("only a muting offer waits"),
+            Step::Wait(..) => unreachable!("only a muting offer waits"),
         }
     }
 
@@ -663,8 +678,14 @@ impl<T, E> Shared<T, E> {
             }
         }
         // A waiting consumer is room for one element even at capacity 0: let
-        // a suspended producer know.
-        let sender = self.pop_sender(&mut st);
+        // a suspended producer know. Not while the lane holds an element
+        // still being written (the consumer waits for it, and a sender
+        // woken now would only be refused and wake the consumer again).
+        let sender = if self.lane_empty() {
+            self.pop_sender(&mut st)
+        } else {
+            None
+        };
         drop(st);
         if let Some(w) = sender {
             w.wake();
@@ -817,7 +838,11 @@ impl<T, E> Shared<T, E> {
             }
         }
         let step = self.offer(&mut st, item, mode);
-        if let Step::Wait(item) = step {
+        if let Step::Wait(item, wake) = step {
+            drop(st);
+            if let Some(w) = wake {
+                w.wake();
+            }
             return Err(item);
         }
         if let Some(id) = id.take() {
