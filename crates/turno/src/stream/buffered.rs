@@ -474,7 +474,14 @@ impl<T, E> Shared<T, E> {
         // one that installed the lane's first block, which the consumer
         // could not see before (another producer's element in it included).
         match lane.push(item, mode) {
-            Err(item) => Step::Done(YieldResult::Terminated(item), None),
+            Err(item) => {
+                let wake = if self.lane_empty() {
+                    None
+                } else {
+                    self.stop_waiting(st)
+                };
+                Step::Done(YieldResult::Terminated(item), wake)
+            }
             Ok(Pushed::WouldSuspend(item)) => {
                 let wake = if self.lane_empty() {
                     None
@@ -506,21 +513,29 @@ impl<T, E> Shared<T, E> {
             // element straight away.
             return Err(item);
         }
-        // A refused push notifies too: its producer may have installed the
-        // lane's first block, and until then the consumer could not see
-        // another producer's element already written in it (that
+        let pushed = lane.push(item, mode);
+        if let Ok(Pushed::Done(offer, _)) = &pushed {
+            if offer.is_queued() {
+                self.notify_consumer();
+                let Ok(Pushed::Done(offer, _)) = pushed else {
+                    unreachable!("matched above")
+                };
+                return Ok(YieldResult::from_offer(offer));
+            }
+        }
+        // A refused push (or one that met the seal) on a non-empty lane
+        // notifies too: its producer may have installed the lane's first
+        // block, which the consumer could not see before, another
+        // producer's element already written in it included (that
         // producer's own notification found nothing to take).
-        match lane.push(item, mode) {
+        if !self.lane_empty() {
+            self.notify_consumer();
+        }
+        match pushed {
             // Sealed (finished) or closed (cancelled).
             Err(item) => Ok(YieldResult::Terminated(item)),
-            Ok(Pushed::WouldSuspend(item)) => {
-                self.notify_consumer();
-                Err(item)
-            }
-            Ok(Pushed::Done(offer, _)) => {
-                self.notify_consumer();
-                Ok(YieldResult::from_offer(offer))
-            }
+            Ok(Pushed::WouldSuspend(item)) => Err(item),
+            Ok(Pushed::Done(offer, _)) => Ok(YieldResult::from_offer(offer)),
         }
     }
 
