@@ -226,6 +226,11 @@ pub enum Inject {
     /// A producer publishes its element with a relaxed store: the consumer
     /// may read the slot before the element's write is visible.
     RelaxedPublish,
+    /// The first block is published to producers (`tail_block`) before it
+    /// is to the consumer (`first`): the order of this lane before stop 24,
+    /// in which a push could complete in a block its consumer could not yet
+    /// find.
+    FirstPublishedLate,
 }
 
 // SAFETY: the lane owns its elements (moved in by producers, out by the
@@ -409,7 +414,11 @@ impl<T> Lane<T> {
             if block.is_null() {
                 match self.install_first(&mut next_block) {
                     Some(first) => block = first,
-                    None => continue,
+                    None => {
+                        // The installer stores `tail_block` next.
+                        backoff(&mut step);
+                        continue;
+                    }
                 }
             }
             if offset + 1 == BLOCK_CAP && next_block.is_null() {
@@ -469,7 +478,18 @@ impl<T> Lane<T> {
     }
 
     /// The very first push installs the first block (`None`: another
-    /// producer did, look again; the block made here is kept for later).
+    /// producer is installing it, look again; the block made here is kept
+    /// for later).
+    ///
+    /// The block is published to the consumer (`first`) before it is to
+    /// the other producers (`tail_block`): a producer that finds it through
+    /// `tail_block` may claim, write and publish a slot in it at once and
+    /// wake the consumer, which finds blocks only through `first`. In the
+    /// other order that consumer could find no block, report nothing ready
+    /// and go idle, and an installer whose own push was then refused (a
+    /// full bounded lane) or closed would wake no one: an admitted message
+    /// left unseen (`tests/lane_loom.rs`,
+    /// `a_completed_push_is_visible_to_the_consumer`).
     #[cold]
     #[inline(never)]
     fn install_first(&self, next_block: &mut *mut Block<T>) -> Option<*mut Block<T>> {
@@ -478,12 +498,28 @@ impl<T> Lane<T> {
         } else {
             std::mem::replace(next_block, ptr::null_mut())
         };
+        #[cfg(turno_loom)]
+        if self.inject == Inject::FirstPublishedLate {
+            return match self
+                .tail_block
+                .compare_exchange(ptr::null_mut(), new, AcqRel, Acquire)
+            {
+                Ok(_) => {
+                    self.first.store(new, Release);
+                    Some(new)
+                }
+                Err(_) => {
+                    *next_block = new;
+                    None
+                }
+            };
+        }
         match self
-            .tail_block
+            .first
             .compare_exchange(ptr::null_mut(), new, AcqRel, Acquire)
         {
             Ok(_) => {
-                self.first.store(new, Release);
+                self.tail_block.store(new, Release);
                 Some(new)
             }
             Err(_) => {

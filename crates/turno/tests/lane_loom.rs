@@ -14,12 +14,17 @@
 //! - **admission never passes the capacity**: `Reject(1)` with two racing
 //!   producers admits exactly what the consumer can take, refuses the rest;
 //! - **a close racing with a push** counts the element once: handed back as
-//!   closed, or counted by the close.
+//!   closed, or counted by the close;
+//! - **a completed push is visible to the consumer**: a push that returned
+//!   `Enqueued` is found by the consumer's next take, even when it lands in
+//!   the first block while another producer is still installing it.
 //!
 //! And the check of the checker: the same lane with its publishing store
 //! made relaxed (`Inject::RelaxedPublish`, a fault the model must catch)
 //! fails the first model; `the_model_catches_a_relaxed_publication` asserts
-//! that it does.
+//! that it does. And the first block published to producers before the
+//! consumer (`Inject::FirstPublishedLate`, this lane's order before stop 24)
+//! fails the visibility model (`the_model_catches_a_first_block_published_late`).
 
 #![allow(unexpected_cfgs)]
 #![cfg(turno_loom)]
@@ -89,6 +94,44 @@ fn the_model_catches_a_relaxed_publication() {
     assert!(
         caught.is_err(),
         "loom accepted a lane whose producers publish with a relaxed store"
+    );
+}
+
+/// A push that returned `Enqueued` is visible to the consumer's next look:
+/// the mailbox wakes the consumer after a push completes and relies on the
+/// woken consumer finding the element (a push that is refused wakes no
+/// one). Two producers race to the first push of a capacity-1 lane: the
+/// one that loses the install may win the claim, and the installer is then
+/// refused. Here the winner's own thread is the consumer.
+fn a_completed_push_is_seen(inject: Inject) {
+    bounded(3, move || {
+        let lane = Arc::new(ModelLane::new(Policy::Reject(1), inject));
+        let other = {
+            let lane = lane.clone();
+            thread::spawn(move || matches!(lane.push(1u32), ModelPush::Enqueued))
+        };
+        if lane.push(2) == ModelPush::Enqueued {
+            assert_eq!(lane.take(), Some(2), "an admitted element was not seen");
+        }
+        let other_in = other.join().unwrap();
+        let rest: Vec<_> = std::iter::from_fn(|| lane.take()).collect();
+        assert!(rest.len() <= usize::from(other_in));
+    });
+}
+
+#[test]
+fn a_completed_push_is_visible_to_the_consumer() {
+    a_completed_push_is_seen(Inject::None);
+}
+
+#[test]
+fn the_model_catches_a_first_block_published_late() {
+    let caught = catch_unwind(AssertUnwindSafe(|| {
+        a_completed_push_is_seen(Inject::FirstPublishedLate)
+    }));
+    assert!(
+        caught.is_err(),
+        "the model must find the consumer missing an element in a block published to producers first"
     );
 }
 
