@@ -816,9 +816,7 @@ impl<M: Send + 'static> Mailbox<M> {
     /// After a take that left `depth`: releases the muted senders and wakes
     /// waiting outside senders below the low watermark.
     fn after_take(&self, depth: usize) -> Vec<ActorId> {
-        if self.metrics.sets_depth(depth) {
-            self.metrics().depth(depth);
-        }
+        self.metrics.set_depth(depth, || self.metrics());
         let Policy::Suspend(cap) = self.policy() else {
             return Vec::new();
         };

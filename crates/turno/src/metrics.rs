@@ -100,12 +100,25 @@ pub(crate) struct Handles {
 }
 
 impl MailboxMetrics {
-    /// Whether a take that left `depth` sets the depth gauge: not when
-    /// metrics are off, nor while every take so far left the lane empty
-    /// (see [`Metrics::depth`]). Asked on every take before a [`Metrics`]
-    /// is built (which takes a dozen instructions).
+    /// Sets the depth gauge after a take. A registered gauge is set here,
+    /// inline (it is set on every take that leaves mail queued: fan-in's
+    /// consumer, every message); the look whether one is due and its
+    /// registration are out of line, with the [`Metrics`] that `metrics`
+    /// builds only then.
     #[inline]
-    pub(crate) fn sets_depth(&self, depth: usize) -> bool {
+    pub(crate) fn set_depth<'a>(&'a self, depth: usize, metrics: impl FnOnce() -> Metrics<'a>) {
+        if let Some(gauge) = self.handles.get().and_then(|h| h.depth.get()) {
+            gauge.set(depth as f64);
+        } else if self.sets_depth(depth) {
+            metrics().register_depth(depth);
+        }
+    }
+
+    /// Whether a take that left `depth` sets the depth gauge when it is
+    /// not registered yet: not when metrics are off, nor while every take
+    /// so far left the lane empty (see `Metrics::register_depth`).
+    #[inline]
+    fn sets_depth(&self, depth: usize) -> bool {
         match self.handles.get() {
             Some(h) => depth != 0 || h.depth.get().is_some(),
             // Off (sealed), or on and nothing registered yet.
@@ -139,7 +152,11 @@ impl Metrics<'_> {
         Some((handles, self.actor, self.policy))
     }
 
-    pub(crate) fn depth(&self, depth: usize) {
+    /// The depth gauge's first set: registers it ([`MailboxMetrics::set_depth`]
+    /// sets a registered one itself).
+    #[cold]
+    #[inline(never)]
+    fn register_depth(&self, depth: usize) {
         // Not registered yet means every take so far left the lane empty:
         // an empty lane keeps it so (see the table in the module docs), and
         // a one-shot actor registers nothing.
