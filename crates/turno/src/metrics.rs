@@ -107,22 +107,18 @@ impl MailboxMetrics {
     /// builds only then.
     #[inline]
     pub(crate) fn set_depth<'a>(&'a self, depth: usize, metrics: impl FnOnce() -> Metrics<'a>) {
-        if let Some(gauge) = self.handles.get().and_then(|h| h.depth.get()) {
-            gauge.set(depth as f64);
-        } else if self.sets_depth(depth) {
-            metrics().register_depth(depth);
-        }
-    }
-
-    /// Whether a take that left `depth` sets the depth gauge when it is
-    /// not registered yet: not when metrics are off, nor while every take
-    /// so far left the lane empty (see `Metrics::register_depth`).
-    #[inline]
-    fn sets_depth(&self, depth: usize) -> bool {
+        // Not registered yet while every take so far left the lane empty:
+        // an empty lane keeps it so (see the table in the module docs), and
+        // a one-shot actor registers nothing.
         match self.handles.get() {
-            Some(h) => depth != 0 || h.depth.get().is_some(),
+            Some(h) => match h.depth.get() {
+                Some(gauge) => gauge.set(depth as f64),
+                None if depth != 0 => metrics().register_depth(depth),
+                None => {}
+            },
             // Off (sealed), or on and nothing registered yet.
-            None => depth != 0 && !self.handles.is_sealed(),
+            None if depth != 0 && !self.handles.is_sealed() => metrics().register_depth(depth),
+            None => {}
         }
     }
 
@@ -157,22 +153,11 @@ impl Metrics<'_> {
     #[cold]
     #[inline(never)]
     fn register_depth(&self, depth: usize) {
-        // Not registered yet means every take so far left the lane empty:
-        // an empty lane keeps it so (see the table in the module docs), and
-        // a one-shot actor registers nothing.
-        if depth == 0 && !self.depth_registered() {
-            return;
-        }
         if let Some((h, actor, _)) = self.get() {
             h.depth
                 .get_or_init(|| metrics::gauge!("turno_mailbox_depth", "actor" => actor.name()))
                 .set(depth as f64);
         }
-    }
-
-    #[inline]
-    fn depth_registered(&self) -> bool {
-        (self.handles.handles.get()).is_some_and(|h| h.depth.get().is_some())
     }
 
     pub(crate) fn dropped(&self) {
