@@ -498,28 +498,16 @@ impl<T> Lane<T> {
         } else {
             std::mem::replace(next_block, ptr::null_mut())
         };
+        let (installed, then) = (&self.first, &self.tail_block);
         #[cfg(turno_loom)]
-        if self.inject == Inject::FirstPublishedLate {
-            return match self
-                .tail_block
-                .compare_exchange(ptr::null_mut(), new, AcqRel, Acquire)
-            {
-                Ok(_) => {
-                    self.first.store(new, Release);
-                    Some(new)
-                }
-                Err(_) => {
-                    *next_block = new;
-                    None
-                }
-            };
-        }
-        match self
-            .first
-            .compare_exchange(ptr::null_mut(), new, AcqRel, Acquire)
-        {
+        let (installed, then) = if self.inject == Inject::FirstPublishedLate {
+            (then, installed)
+        } else {
+            (installed, then)
+        };
+        match installed.compare_exchange(ptr::null_mut(), new, AcqRel, Acquire) {
             Ok(_) => {
-                self.tail_block.store(new, Release);
+                then.store(new, Release);
                 Some(new)
             }
             Err(_) => {
