@@ -249,22 +249,11 @@ struct Shared<T, E> {
 }
 
 /// Steps of the short looks before a blocking wait
-/// ([`Shared::spin_for_element`], [`Shared::send_spinning`]): spins of 1, 2,
-/// 4, .. 32 CPU hints, then yields of the core.
+/// ([`Shared::spin_for_element`], [`Shared::send_spinning`]), each a
+/// [`backoff`](crate::sync::backoff) step: spins of 1, 2, 4, .. 32 CPU
+/// hints, then yields of the core.
 #[cfg(not(turno_loom))]
 const SPIN_STEPS: u32 = 8;
-
-/// One step of a short look (see [`SPIN_STEPS`]).
-#[cfg(not(turno_loom))]
-fn spin_step(step: u32) {
-    if step < 6 {
-        for _ in 0..(1u32 << step) {
-            std::hint::spin_loop();
-        }
-    } else {
-        std::thread::yield_now();
-    }
-}
 
 /// What to do once the lock is released.
 #[must_use]
@@ -750,12 +739,13 @@ impl<T, E> Shared<T, E> {
             if self.registered.load(Relaxed) {
                 return;
             }
-            for step in 0..SPIN_STEPS {
+            let mut step = 0;
+            for _ in 0..SPIN_STEPS {
                 // SAFETY: forwarded from the caller.
                 if unsafe { lane.ready() } || lane.is_closed() {
                     return;
                 }
-                spin_step(step);
+                crate::sync::backoff(&mut step);
             }
         }
     }
@@ -774,14 +764,15 @@ impl<T, E> Shared<T, E> {
         };
         #[cfg(not(turno_loom))]
         if let (true, Some(lane), Some(cap)) = (suspend, &self.lane, self.policy.capacity()) {
-            for step in 0..SPIN_STEPS {
+            let mut step = 0;
+            for _ in 0..SPIN_STEPS {
                 if lane.len() < cap {
                     match self.push_lock_free(item, mode) {
                         Ok(verdict) => return Ok(verdict),
                         Err(back) => item = back,
                     }
                 }
-                spin_step(step);
+                crate::sync::backoff(&mut step);
             }
         }
         Err(item)
