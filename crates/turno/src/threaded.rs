@@ -3,8 +3,8 @@
 //!
 //! [`ThreadedSystem`] runs actors on `N` worker threads (default: the
 //! available parallelism). The actor API is the same as on the
-//! [deterministic scheduler](crate::deterministic): the same [`Actor`] trait,
-//! the same [`Props`], the same engine for supervision, muting and stops;
+//! [deterministic scheduler](crate::deterministic): the same [`Actor`](crate::Actor) trait,
+//! the same [`Props`](crate::Props), the same engine for supervision, muting and stops;
 //! only the choice of what runs next and the clock differ.
 //!
 //! - **Run queues.** Each worker has a local deque (crossbeam-deque); other

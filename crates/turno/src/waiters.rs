@@ -29,7 +29,7 @@
 //! fence, a look could find no part although the count in it was raised
 //! before the look's fence, and the sender would wait for a wake-up that
 //! never comes. `tests/waiters_loom.rs` checks the handshake, and that
-//! this fault ([`Inject::RegisterWithoutFence`]) is found.
+//! this fault (`Inject::RegisterWithoutFence`) is found.
 
 use std::sync::atomic::Ordering::{Relaxed, SeqCst};
 
