@@ -512,14 +512,6 @@ impl<T, E> Shared<T, E> {
                 return Ok(YieldResult::from_offer(offer));
             }
         }
-        // A refused push (or one that met the seal) on a non-empty lane
-        // notifies too: its producer may have installed the lane's first
-        // block, which the consumer could not see before, another
-        // producer's element already written in it included (that
-        // producer's own notification found nothing to take).
-        if !self.lane_empty() {
-            self.notify_consumer();
-        }
         match pushed {
             // Sealed (finished) or closed (cancelled).
             Err(item) => Ok(YieldResult::Terminated(item)),
