@@ -29,7 +29,7 @@ use crate::sync::{AtomicBool, AtomicU32, AtomicUsize, Mutex, RawLock, UnsafeCell
 use crate::addr::ActorId;
 use crate::ask::RequestId;
 use crate::buffer::{BufferStats, Offer, Policy};
-use crate::engine::{AnyBody, Slot, TypedBody};
+use crate::engine::{AnyBody, Scheduler, Slot, TypedBody};
 use crate::ids::ActorPath;
 use crate::metrics::{Label, MailboxMetrics, Metrics};
 use crate::shared::SystemShared;
@@ -161,9 +161,9 @@ pub(crate) enum Control {
 #[derive(Clone, Copy)]
 pub(crate) struct SlotRef(NonNull<Slot<dyn AnyBody>>);
 
-// SAFETY: a `SlotRef` is only dereferenced as a shared reference to the
-// slot (which is `Send + Sync`: its fields are atomics, a `OnceLock` and a
-// `Send + Sync` body) and to make an `Arc` of it.
+// SAFETY: a `SlotRef` is only used to make an `Arc` of the slot (which
+// is `Send + Sync`: its header is atomics and an id, its body `Send +
+// Sync`).
 unsafe impl Send for SlotRef {}
 // SAFETY: as for `Send`.
 unsafe impl Sync for SlotRef {}
@@ -175,24 +175,20 @@ impl SlotRef {
         SlotRef(NonNull::new(slot.cast_mut()).expect("an Arc's address is not null"))
     }
 
-    /// Hands the slot to its scheduler, if it has one yet.
-    fn wake(self) {
+    /// Hands the slot to `sched`, its system's scheduler.
+    fn wake(self, sched: &dyn Scheduler) {
+        let p = self.0.as_ptr().cast_const();
         // SAFETY: the mailbox holding this pointer is a field of the slot,
-        // so the slot is alive while the mailbox is reachable.
-        let slot = unsafe { self.0.as_ref() };
-        if let Some(sched) = slot.sched.get() {
-            let p = self.0.as_ptr().cast_const();
-            // SAFETY: the slot is in an `Arc` (built by `Arc::new_cyclic`),
-            // and whoever pushes into this mailbox holds a strong
-            // reference to it (an address, or the engine's `Arc<Slot>`),
-            // so the count is at least one while it is raised here; the
-            // `Arc` made from the raised count owns that one reference.
-            let me = unsafe {
-                Arc::increment_strong_count(p);
-                Arc::from_raw(p)
-            };
-            sched.schedule(me);
-        }
+        // which is in an `Arc` (built by `Arc::new_cyclic`), and whoever
+        // pushes into this mailbox holds a strong reference to it (an
+        // address, or the engine's `Arc<Slot>`), so the count is at least
+        // one while it is raised here; the `Arc` made from the raised count
+        // owns that one reference.
+        let me = unsafe {
+            Arc::increment_strong_count(p);
+            Arc::from_raw(p)
+        };
+        sched.schedule(me);
     }
 }
 
@@ -211,11 +207,6 @@ pub(crate) trait MailboxOps: Send + Sync {
     /// Hands the actor to its scheduler whatever the `notified` flag (a
     /// parked actor requeued).
     fn wake(&self);
-    /// Sets the `notified` flag for the registering engine, which then
-    /// schedules the actor itself: a push made before the scheduler was
-    /// set (a parent sending to its child in the turn that spawned it)
-    /// set the flag and woke no one.
-    fn claim_notified(&self);
 }
 
 /// An actor's path as its mailbox keeps it: a named actor's path, or an
@@ -322,7 +313,8 @@ pub(crate) struct Mailbox<M> {
     /// The scheduler has been told about this actor and has not yet seen it
     /// idle: further pushes need not notify it again. Producers set it with
     /// a swap *after* their element is visible; the consumer clears it with
-    /// a swap *before* its last look (see `Mailbox::idle`).
+    /// a swap *before* its last look (see `Mailbox::idle`). Raised from the
+    /// start: the registering engine schedules the actor itself.
     notified: AtomicBool,
     /// Senders muted by this mailbox, allocated when the first one is
     /// (only a full suspend mailbox mutes).
@@ -435,7 +427,10 @@ impl<M: Send + 'static> Mailbox<M> {
             system_lock: RawLock::new(),
             control_len: AtomicU32::new(0),
             signal_len: AtomicU32::new(0),
-            notified: AtomicBool::new(false),
+            // Raised until the engine registers the actor and schedules it
+            // itself: a push before that (a parent sending to the child it
+            // spawned, in the same turn) wakes no one.
+            notified: AtomicBool::new(true),
             muted: LazyBox::new(),
             waiters: Waiters::new(),
             at,
@@ -589,8 +584,8 @@ impl<M: Send + 'static> Mailbox<M> {
     /// cleared and wakes, or the consumer's look sees this push.
     fn notify(&self) {
         if !self.notified.swap(true, Ordering::AcqRel) {
-            if let Some(me) = self.me {
-                me.wake();
+            if let (Some(me), Some(sched)) = (self.me, self.shared.sched.get()) {
+                me.wake(&**sched);
             }
         }
     }
@@ -977,13 +972,9 @@ impl<M: Send + 'static> MailboxOps for Mailbox<M> {
     }
 
     fn wake(&self) {
-        if let Some(me) = self.me {
-            me.wake();
+        if let (Some(me), Some(sched)) = (self.me, self.shared.sched.get()) {
+            me.wake(&**sched);
         }
-    }
-
-    fn claim_notified(&self) {
-        self.notified.swap(true, Ordering::AcqRel);
     }
 }
 

@@ -1,5 +1,6 @@
 //! State shared by everything in one actor system: the clock, the trace,
-//! id allocation, the paths of named actors and dead-letter accounting.
+//! id allocation, the paths of named actors, dead-letter accounting and
+//! the scheduler.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -7,6 +8,7 @@ use std::sync::atomic::Ordering;
 use crate::sync::{AtomicU64, Mutex};
 
 use crate::addr::ActorId;
+use crate::engine::Scheduler;
 use crate::ids::ActorPath;
 use crate::time::Clock;
 use crate::trace::{ActorEvent, DeadLetterReason, Tracer};
@@ -28,6 +30,15 @@ pub(crate) struct SystemShared {
     /// spawns are not here until the turn ends: `Context::spawn` also looks
     /// at them.
     paths: Mutex<HashMap<ActorPath, ActorId>>,
+    /// The system's scheduler, set once by its engine ([`Engine::new`]):
+    /// where a push that finds its actor idle hands the actor's slot
+    /// (every mailbox holds this shared state, so no slot keeps a pointer
+    /// of its own). Unset for the test kit's, which nothing schedules.
+    /// Not a cycle the slots did not already make: a scheduler holds the
+    /// slots in its run queues only, as when each slot held it.
+    ///
+    /// [`Engine::new`]: crate::engine::Engine::new
+    pub(crate) sched: std::sync::OnceLock<std::sync::Arc<dyn Scheduler>>,
     /// The runtime that runs piped futures.
     #[cfg(feature = "tokio")]
     pub(crate) tokio: std::sync::OnceLock<tokio::runtime::Handle>,
@@ -46,6 +57,7 @@ impl SystemShared {
             next_request: AtomicU64::new(1),
             dead_letters: AtomicU64::new(0),
             paths: Mutex::new(HashMap::new()),
+            sched: std::sync::OnceLock::new(),
             #[cfg(feature = "tokio")]
             tokio: std::sync::OnceLock::new(),
         }

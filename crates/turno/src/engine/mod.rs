@@ -100,6 +100,10 @@ impl Engine {
         sched: Arc<dyn Scheduler>,
         root: Supervision,
     ) -> Self {
+        assert!(
+            shared.sched.set(sched.clone()).is_ok(),
+            "one engine per system's shared state"
+        );
         Engine {
             shared,
             sched,

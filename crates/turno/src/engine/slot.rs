@@ -3,18 +3,19 @@
 //! word, so no wake-up is lost (`tests/sched_loom.rs` checks it).
 //!
 //! A slot is **one allocation per actor**: the header here (id, state
-//! word, scheduler), then the body, which for an actor is its mailbox and
+//! word), then the body, which for an actor is its mailbox and
 //! its cell ([`Body`](crate::cell::Body)). The engine and the run queues
 //! hold it as `Arc<Slot>` (`Slot<dyn AnyBody>`), an address as
 //! `Arc<Slot<dyn TypedBody<M>>>`: the same allocation seen through two
 //! vtables. The mailbox wakes its own slot through a pointer to it
-//! (`mailbox::SlotRef`), so a wake-up upgrades no weak reference.
+//! (`mailbox::SlotRef`), so a wake-up upgrades no weak reference, and
+//! hands it to its system's scheduler, which the system's shared state
+//! holds (`SystemShared::sched`), not every slot.
 
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use super::Engine;
-use super::Scheduler;
 use crate::addr::ActorId;
 use crate::cell::AnyCell;
 use crate::effects::Effects;
@@ -70,9 +71,6 @@ pub(crate) struct Slot<B: ?Sized = dyn AnyBody> {
     /// count, changed only by read-modify-writes of this one word (see
     /// [`Slot::try_park`]).
     pub(super) state: AtomicU64,
-    /// The scheduler, set when the engine registers the actor; unset for
-    /// the test kit's mailboxes, which nothing schedules.
-    pub(crate) sched: OnceLock<Arc<dyn Scheduler>>,
     pub(crate) body: B,
 }
 
@@ -96,7 +94,6 @@ impl<B> Slot<B> {
         Slot {
             id,
             state: AtomicU64::new(0),
-            sched: OnceLock::new(),
             body,
         }
     }

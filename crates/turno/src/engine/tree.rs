@@ -345,12 +345,11 @@ impl Engine {
             parent: Some(parent.unwrap_or(ROOT).into()),
             policy: policy.into(),
         });
-        // The engine schedules the actor once itself: a push made before
-        // its scheduler was set (a parent sending to the child it spawned
-        // in the same turn) raised the flag without waking anyone, and every
-        // push from now on finds the flag raised until the actor idles.
-        mailbox.claim_notified();
-        let _ = slot.sched.set(self.sched.clone());
+        // The engine schedules the actor once itself: a mailbox's
+        // `notified` flag is raised from the start, so a push made before
+        // now (a parent sending to the child it spawned in the same turn)
+        // woke no one, and every push finds the flag raised until the
+        // actor idles.
         mailbox.push_control(Control::Start);
         self.sched.schedule(slot);
         Registered::Yes
