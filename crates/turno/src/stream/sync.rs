@@ -5,7 +5,7 @@
 //! through [`Waker`](std::task::Waker)s only after releasing it. The one
 //! exception is the buffered stream's elements, which travel on the
 //! lock-free lane of the mailboxes (`crate::lane`), with two hand-shakes
-//! on atomics (`buffered.rs`'s `Shared`); the lane, those atomics and the
+//! on atomics (`buffered/shared.rs`'s `Shared`); the lane, those atomics and the
 //! mutex all come from this seam, so the loom model sees every
 //! interleaving that matters.
 
@@ -15,7 +15,7 @@ use std::future::Future;
 /// shared with the actor core.
 pub(crate) use crate::sync::Mutex;
 
-/// The atomics of the lock-free buffered stream (`buffered.rs`), loom's
+/// The atomics of the lock-free buffered stream (`buffered/shared.rs`), loom's
 /// under `--cfg turno_loom`.
 pub(crate) use crate::sync::{fence, AtomicBool, AtomicUsize};
 
