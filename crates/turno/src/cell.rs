@@ -16,11 +16,12 @@ use crate::ask::RequestId;
 use crate::ask::{Asks, ReplyFate, StaleReason};
 use crate::context::{Context, WatchMap};
 use crate::effects::{Effects, Spawned};
-use crate::engine::{AnyBody, Engine, Slot, TypedBody};
+use crate::engine::{AnyBody, End, Engine, Slot, TypedBody};
 use crate::ids::ActorPath;
 use crate::mailbox::{Control, Envelope, Mailbox, MailboxOps, Next, PathCell, Signal, SlotRef};
 use crate::shared::SystemShared;
 use crate::stash::Stash;
+use crate::sync::UnsafeCell;
 use crate::timer::TimerId;
 use crate::trace::{ActorEvent, TurnKind};
 
@@ -86,32 +87,35 @@ pub(crate) trait AnyCell: Send {
 #[repr(C)]
 pub(crate) struct Body<A: Actor> {
     pub(crate) mailbox: Mailbox<A::Msg>,
-    /// Only the actor's runner locks it.
-    cell: crate::sync::Mutex<Option<Cell<A>>>,
+    /// Reached only by the holder of the mailbox's run-state word (see
+    /// [`crate::run_state`]: the word is the cell's lock).
+    cell: UnsafeCell<Option<Cell<A>>>,
 }
 
 // SAFETY: `repr(C)` with the `Mailbox<A::Msg>` first.
 #[allow(unsafe_code)]
 unsafe impl<A: Actor> TypedBody<A::Msg> for Body<A> {}
 
+// SAFETY: the cell is `Send` (`AnyCell: Send`) and is only reached by one
+// thread at a time: the holder of the run-state word (a claimed runner,
+// whose claim's acquire and release's release order one holder's accesses
+// before the next's; or the builder, or the owner of a slot not yet
+// registered, before any runner can claim it; see `Body::cell_mut`).
+#[allow(unsafe_code)]
+unsafe impl<A: Actor> Sync for Body<A> {}
+
 impl<A: Actor> Body<A> {
-    /// The batch on the cell, however the caller got to it.
+    /// Runs `f` on the cell.
+    ///
+    /// # Safety
+    /// The caller holds the run-state word (a claimed runner, the owner of
+    /// a slot not yet registered, the builder): no other access to the
+    /// cell overlaps this one.
+    #[allow(unsafe_code)]
     #[inline]
-    fn run_cell_in(
-        cell: &mut Option<Cell<A>>,
-        engine: &Engine,
-        slot: &Arc<Slot>,
-        batch: usize,
-        fx: &mut Effects,
-    ) -> usize {
-        let Some(c) = cell.as_mut() else {
-            return 0;
-        };
-        let (ran, finalized) = engine.run_cell(slot, c, batch, fx);
-        if finalized {
-            *cell = None;
-        }
-        ran
+    unsafe fn cell_mut<R>(&self, f: impl FnOnce(&mut Option<Cell<A>>) -> R) -> R {
+        // SAFETY: forwarded from the caller.
+        self.cell.with_mut(|c| f(unsafe { &mut *c }))
     }
 }
 
@@ -120,36 +124,77 @@ impl<A: Actor> AnyBody for Body<A> {
         &self.mailbox
     }
 
+    #[allow(unsafe_code)]
     fn run_batch(
         &self,
         engine: &Engine,
         slot: &Arc<Slot>,
         batch: usize,
         fx: &mut Effects,
-        exclusive: bool,
-    ) -> usize {
-        #[cfg(not(turno_loom))]
-        if exclusive {
-            // SAFETY: the caller runs every turn of this actor's system on
-            // the one thread that holds the system (`AnyBody::run_batch`'s
-            // contract), so no other runner can hold the cell; the lock's
-            // other users (`with_cell`) are for slots never registered, so
-            // never run.
-            #[allow(unsafe_code)]
-            let cell = unsafe { &mut *self.cell.data_ptr() };
-            return Self::run_cell_in(cell, engine, slot, batch, fx);
+    ) -> (usize, Option<Arc<Slot>>) {
+        let run = self.mailbox.run_state();
+        if !run.claim() {
+            return (0, None);
         }
-        #[cfg(turno_loom)]
-        let _ = exclusive;
-        Self::run_cell_in(&mut self.cell.lock(), engine, slot, batch, fx)
+        let mut ran = 0;
+        loop {
+            // SAFETY: this runner holds the claim (until a release below).
+            let (n, end, last) = unsafe {
+                self.cell_mut(|cell| {
+                    let Some(c) = cell.as_mut() else {
+                        return (0, End::Finalized, None);
+                    };
+                    let (n, end) = engine.run_cell(slot, c, batch - ran.min(batch), fx);
+                    if end != End::Finalized {
+                        return (n, end, None);
+                    }
+                    // The cell holds an address of its own slot, maybe the
+                    // last: a reference taken first keeps the slot (and
+                    // this body) alive until the caller drops it, after
+                    // this call has returned.
+                    let last = slot.clone();
+                    *cell = None;
+                    (n, end, Some(last))
+                })
+            };
+            ran += n;
+            let released = match end {
+                // Keep the claim: nothing queues or runs a finalized actor
+                // again.
+                End::Finalized => return (ran, last),
+                End::Requeue => false,
+                End::Idle => engine.release_idle(run),
+                End::Parked => run.release_parked(),
+            };
+            if released {
+                return (ran, None);
+            }
+            // Marked since the look (a push, an unpark): the mark is
+            // cleared and the cell still held. Go on while the batch
+            // lasts; else queue the actor again.
+            if end == End::Requeue || ran >= batch {
+                run.release_queued();
+                engine.requeue(slot);
+                return (ran, None);
+            }
+        }
     }
 
     fn with_cell(&self, f: &mut dyn FnMut(&mut dyn AnyCell) -> bool) {
-        let mut cell = self.cell.lock();
-        if let Some(c) = cell.as_mut() {
-            if f(c) {
-                *cell = None;
-            }
+        debug_assert!(
+            self.mailbox.run_state().is_running(),
+            "with_cell on a slot registered"
+        );
+        // SAFETY: the slot was never registered (this method's contract),
+        // so its run-state word is held as it was built, by the owner of
+        // the slot, who calls this; no run queue holds it.
+        #[allow(unsafe_code)]
+        unsafe {
+            self.cell_mut(|cell| {
+                if cell.as_mut().is_none_or(|c| f(c)) {
+                    *cell = None;
+                }
+            });
         }
     }
 }
@@ -322,13 +367,20 @@ impl<A: Actor> Cell<A> {
                 id,
                 Body {
                     mailbox,
-                    cell: crate::sync::Mutex::new(None),
+                    cell: UnsafeCell::new(None),
                 },
             )
         });
         debug_assert_eq!(slot.body.mailbox.id(), id, "built for this slot");
         let addr = Addr { slot: slot.clone() };
-        *slot.body.cell.lock() = Some(Self::around(&props, factory, addr.clone()));
+        let cell = Self::around(&props, factory, addr.clone());
+        // SAFETY: the slot is being built, its run-state word held by the
+        // builder: it is not registered, so no runner claims it, and the
+        // addresses made so far reach only its mailbox.
+        #[allow(unsafe_code)]
+        unsafe {
+            slot.body.cell_mut(|c| *c = Some(cell));
+        }
         let spawned = Spawned {
             id,
             named,

@@ -48,7 +48,7 @@ use crate::addr::ActorId;
 #[cfg(turno_loom)]
 use crate::addr::Addr;
 use crate::effects::{Effects, TimerKey};
-use crate::engine::{Engine, Scheduler, Slot};
+use crate::engine::{Engine, Queued, Scheduler};
 #[cfg(turno_loom)]
 use crate::shared::SystemConfig;
 use crate::shared::SystemShared;
@@ -80,12 +80,12 @@ pub struct StepLimit {
 /// locks only satisfy `Sync`.
 #[derive(Default)]
 struct DetQueue {
-    ready: Mutex<Vec<Arc<Slot>>>,
+    ready: Mutex<Vec<Queued>>,
     timers: Mutex<TimerHeap>,
 }
 
 impl Scheduler for DetQueue {
-    fn schedule(&self, slot: Arc<Slot>) {
+    fn schedule(&self, slot: Queued) {
         self.ready.lock().push(slot);
     }
 
@@ -198,7 +198,7 @@ impl DetSystem {
         self.turns += 1;
         // Every turn of a `DetSystem` runs here, on the thread holding its
         // `&mut`: no other runner can hold the cell.
-        self.engine.run_slot_exclusive(&slot, 1, &mut self.fx);
+        self.engine.run_slot(slot, 1, &mut self.fx);
         true
     }
 
@@ -364,7 +364,7 @@ impl SharedRunner {
             Some(slot) => {
                 // Each loom thread runs with a record of its own.
                 self.engine
-                    .run_slot(&slot, 1, &mut crate::effects::Effects::default());
+                    .run_slot(slot, 1, &mut crate::effects::Effects::default());
                 true
             }
             None => false,
@@ -383,18 +383,30 @@ impl SharedRunner {
         runner
     }
 
+    /// The same system with the run-state word's release made by a plain
+    /// store (see `crate::run_state`), so the model can show it catches a
+    /// push lost to it.
+    pub fn with_release_by_store_bug() -> Self {
+        let runner = Self::new();
+        runner
+            .engine
+            .run_release_bug
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        runner
+    }
+
     /// Runs one unit of work of actor `id` if it is in the run queue; false
     /// if it is not (idle, parked, or being run by another thread).
     pub fn run_actor(&self, id: ActorId) -> bool {
         let slot = {
             let mut ready = self.queue.ready.lock();
-            match ready.iter().position(|s| s.id == id) {
+            match ready.iter().position(|s| s.id() == id) {
                 Some(i) => ready.swap_remove(i),
                 None => return false,
             }
         };
         self.engine
-            .run_slot(&slot, 1, &mut crate::effects::Effects::default());
+            .run_slot(slot, 1, &mut crate::effects::Effects::default());
         true
     }
 

@@ -81,6 +81,7 @@ pub mod local;
 mod mailbox;
 pub mod metrics;
 mod panics;
+mod run_state;
 mod shared;
 pub mod stash;
 pub mod stream;

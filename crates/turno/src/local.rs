@@ -64,7 +64,7 @@ use std::time::Duration;
 
 use crate::addr::ActorId;
 use crate::effects::{Effects, TimerKey};
-use crate::engine::{Engine, Scheduler, Slot, ROOT};
+use crate::engine::{Engine, Queued, Scheduler, ROOT};
 use crate::sync::Mutex;
 use crate::system::{ShutdownReport, ShutdownTimeout, System, SystemBuilder};
 use crate::time::{Clock, Instant};
@@ -87,7 +87,7 @@ pub const DEFAULT_BATCH: usize = 32;
 #[derive(Default)]
 struct LocalQueue {
     owned: OwnedQueue,
-    foreign: Mutex<VecDeque<Arc<Slot>>>,
+    foreign: Mutex<VecDeque<Queued>>,
     /// Whether `foreign` may hold a slot: one load per look for work while
     /// no other thread sends.
     has_foreign: AtomicBool,
@@ -101,11 +101,11 @@ struct LocalQueue {
 
 /// The owner's part of the run queue (see [`LocalQueue`]).
 #[derive(Default)]
-struct OwnedQueue(std::cell::UnsafeCell<VecDeque<Arc<Slot>>>);
+struct OwnedQueue(std::cell::UnsafeCell<VecDeque<Queued>>);
 
 // SAFETY: the queue inside is only touched by the thread that has marked
 // itself as running this system (`Running`), which holds the system's
-// `&mut` for the whole mark, so one thread at a time; `Arc<Slot>` is
+// `&mut` for the whole mark, so one thread at a time; `Queued` is
 // `Send`, so the slots may be pushed by one such thread and taken by
 // another later.
 #[allow(unsafe_code)]
@@ -150,13 +150,13 @@ impl LocalQueue {
     /// no other reference to the queue alive meanwhile.
     #[allow(unsafe_code, clippy::mut_from_ref)]
     #[inline]
-    unsafe fn owned(&self) -> &mut VecDeque<Arc<Slot>> {
+    unsafe fn owned(&self) -> &mut VecDeque<Queued> {
         // SAFETY: forwarded from the caller.
         unsafe { &mut *self.owned.0.get() }
     }
 
     /// The next slot to run (the owner's thread only).
-    fn pop(&self) -> Option<Arc<Slot>> {
+    fn pop(&self) -> Option<Queued> {
         if self.has_foreign.load(Ordering::Acquire) {
             self.take_foreign();
         }
@@ -180,7 +180,7 @@ impl LocalQueue {
 }
 
 impl Scheduler for LocalQueue {
-    fn schedule(&self, slot: Arc<Slot>) {
+    fn schedule(&self, slot: Queued) {
         if self.is_owner() {
             // SAFETY: this thread is the owner (a turn, or the engine
             // inside `run_one`), and the reference does not outlive this
@@ -282,11 +282,7 @@ impl LocalSystem {
         let Some(slot) = self.queue.pop() else {
             return false;
         };
-        // Every turn of this system runs here, on the thread holding its
-        // `&mut`: no other runner can hold the cell.
-        self.turns += self
-            .engine
-            .run_slot_exclusive(&slot, self.batch, &mut self.fx) as u64;
+        self.turns += self.engine.run_slot(slot, self.batch, &mut self.fx) as u64;
         true
     }
 

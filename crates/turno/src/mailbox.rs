@@ -29,9 +29,10 @@ use crate::sync::{AtomicBool, AtomicU32, AtomicUsize, Mutex, RawLock, UnsafeCell
 use crate::addr::ActorId;
 use crate::ask::RequestId;
 use crate::buffer::{BufferStats, Offer, Policy};
-use crate::engine::{AnyBody, Scheduler, Slot, TypedBody};
+use crate::engine::{AnyBody, Queued, Scheduler, Slot, TypedBody};
 use crate::ids::ActorPath;
 use crate::metrics::{Label, MailboxMetrics, Metrics};
+use crate::run_state::RunState;
 use crate::shared::SystemShared;
 use crate::supervision::ExitReason;
 use crate::system_lane::SystemQueues;
@@ -156,14 +157,14 @@ pub(crate) enum Control {
 
 /// The slot a mailbox is part of (one allocation per actor: see
 /// `engine::slot`), for the mailbox to schedule its own actor: a push that
-/// finds the actor idle hands the run queue a new strong reference to the
-/// slot, made from this pointer (no weak reference to upgrade).
+/// finds the actor idle hands the run queue this pointer (a run queue
+/// holds no strong reference: see [`crate::run_state`]).
 #[derive(Clone, Copy)]
 pub(crate) struct SlotRef(NonNull<Slot<dyn AnyBody>>);
 
-// SAFETY: a `SlotRef` is only used to make an `Arc` of the slot (which
-// is `Send + Sync`: its header is atomics and an id, its body `Send +
-// Sync`).
+// SAFETY: a `SlotRef` is only handed on as the slot's run queue entry
+// (`engine::Queued`, read as a shared reference to the slot, which is
+// `Send + Sync`: its header is atomics and an id, its body `Send + Sync`).
 unsafe impl Send for SlotRef {}
 // SAFETY: as for `Send`.
 unsafe impl Sync for SlotRef {}
@@ -175,20 +176,10 @@ impl SlotRef {
         SlotRef(NonNull::new(slot.cast_mut()).expect("an Arc's address is not null"))
     }
 
-    /// Hands the slot to `sched`, its system's scheduler.
+    /// Hands the slot's one run queue entry to `sched`, its system's
+    /// scheduler (the caller moved the run-state word to `NOTIFIED`).
     fn wake(self, sched: &dyn Scheduler) {
-        let p = self.0.as_ptr().cast_const();
-        // SAFETY: the mailbox holding this pointer is a field of the slot,
-        // which is in an `Arc` (built by `Arc::new_cyclic`), and whoever
-        // pushes into this mailbox holds a strong reference to it (an
-        // address, or the engine's `Arc<Slot>`), so the count is at least
-        // one while it is raised here; the `Arc` made from the raised count
-        // owns that one reference.
-        let me = unsafe {
-            Arc::increment_strong_count(p);
-            Arc::from_raw(p)
-        };
-        sched.schedule(me);
+        sched.schedule(Queued::new(self.0));
     }
 }
 
@@ -204,9 +195,14 @@ pub(crate) trait MailboxOps: Send + Sync {
     fn push_signal(&self, s: Signal) -> bool;
     fn forget_muted(&self, sender: ActorId);
     fn is_muting(&self, sender: ActorId) -> bool;
-    /// Hands the actor to its scheduler whatever the `notified` flag (a
-    /// parked actor requeued).
+    /// Unparks the actor: schedules it if it is parked (or idle), marks
+    /// it if a runner holds it (see [`crate::run_state`]).
     fn wake(&self);
+    /// The registering engine's release of the slot's run-state word, held
+    /// since the slot was built: the engine then queues the actor's one
+    /// entry itself (pushes made before, a parent sending to its child in
+    /// the turn that spawned it, marked the word and woke no one).
+    fn release_registered(&self);
 }
 
 /// An actor's path as its mailbox keeps it: a named actor's path, or an
@@ -310,12 +306,12 @@ pub(crate) struct Mailbox<M> {
     /// ask whether one is empty (four bytes each, not eight).
     control_len: AtomicU32,
     signal_len: AtomicU32,
-    /// The scheduler has been told about this actor and has not yet seen it
-    /// idle: further pushes need not notify it again. Producers set it with
-    /// a swap *after* their element is visible; the consumer clears it with
-    /// a swap *before* its last look (see `Mailbox::idle`). Raised from the
-    /// start: the registering engine schedules the actor itself.
-    notified: AtomicBool,
+    /// The run-state word: whether the scheduler has been told about this
+    /// actor (further pushes need not tell it again) and whether a runner
+    /// holds its cell (the cell's lock). Producers mark it *after* their
+    /// element is visible; see [`crate::run_state`]. One byte, where the
+    /// `notified` flag was.
+    run: RunState,
     /// Senders muted by this mailbox, allocated when the first one is
     /// (only a full suspend mailbox mutes).
     muted: LazyBox<Muted>,
@@ -427,10 +423,11 @@ impl<M: Send + 'static> Mailbox<M> {
             system_lock: RawLock::new(),
             control_len: AtomicU32::new(0),
             signal_len: AtomicU32::new(0),
-            // Raised until the engine registers the actor and schedules it
-            // itself: a push before that (a parent sending to the child it
-            // spawned, in the same turn) wakes no one.
-            notified: AtomicBool::new(true),
+            run: if me.is_some() {
+                RunState::held()
+            } else {
+                RunState::unheld()
+            },
             muted: LazyBox::new(),
             waiters: Waiters::new(),
             at,
@@ -579,11 +576,13 @@ impl<M: Send + 'static> Mailbox<M> {
     }
 
     /// After a push is visible: tells the scheduler, unless it was told
-    /// already. A swap (a read-modify-write of the flag the consumer clears
-    /// with a swap before its last look), so either this sees the flag
-    /// cleared and wakes, or the consumer's look sees this push.
+    /// already or a runner holds the cell. A read-modify-write of the
+    /// run-state word, which the runner's release is too (or, in the test
+    /// kit, the consumer's clearing before its last look), so either
+    /// this sees the actor idle and wakes it, or the runner's next look
+    /// sees this push (see [`crate::run_state`]).
     fn notify(&self) {
-        if !self.notified.swap(true, Ordering::AcqRel) {
+        if self.run.notify() {
             if let (Some(me), Some(sched)) = (self.me, self.shared.sched.get()) {
                 me.wake(&**sched);
             }
@@ -757,18 +756,33 @@ impl<M: Send + 'static> Mailbox<M> {
 
     /// The consumer found nothing: marks the actor idle, unless work raced
     /// in before the mark and the consumer won it back (false: go on).
+    ///
+    /// A runner that claimed the cell through the run-state word only
+    /// looks here: its release, after this, is the read-modify-write that
+    /// races with the producers' marks (see [`crate::run_state`]). The test
+    /// kit's cells (no claim) clear the mark first, then look.
+    #[inline]
     fn idle(&self, extra_work: bool) -> bool {
         if extra_work {
             return false;
         }
-        self.notified.swap(false, Ordering::AcqRel);
-        if !self.has_control() && !self.has_signal() && !self.user_ready() {
+        if self.run.is_running() {
+            return !self.has_work();
+        }
+        self.run.clear();
+        if !self.has_work() {
             return true;
         }
-        // Work arrived. Its producer's swap either came before ours (then
-        // it saw the flag set and woke no one: whoever sets the flag back
-        // now owns the work) or after (it has woken the scheduler already).
-        self.notified.swap(true, Ordering::AcqRel)
+        // Work arrived. Its producer's mark either came before our clear
+        // (then it saw the actor told and woke no one: whoever marks it
+        // back now owns the work) or after (it has woken the scheduler).
+        self.run.remark()
+    }
+
+    /// The actor's run-state word (the runner's claim and release).
+    #[inline]
+    pub(crate) fn run_state(&self) -> &RunState {
+        &self.run
     }
 
     /// Takes the next unit of work, in priority order: control; then,
@@ -865,6 +879,7 @@ impl<M: Send + 'static> Mailbox<M> {
     }
 
     /// True when anything is queued in either lane (consumer side).
+    #[inline]
     pub(crate) fn has_work(&self) -> bool {
         self.has_control() || self.has_signal() || self.user_ready()
     }
@@ -972,9 +987,15 @@ impl<M: Send + 'static> MailboxOps for Mailbox<M> {
     }
 
     fn wake(&self) {
-        if let (Some(me), Some(sched)) = (self.me, self.shared.sched.get()) {
-            me.wake(&**sched);
+        if self.run.unpark() {
+            if let (Some(me), Some(sched)) = (self.me, self.shared.sched.get()) {
+                me.wake(&**sched);
+            }
         }
+    }
+
+    fn release_registered(&self) {
+        self.run.release_queued();
     }
 }
 

@@ -55,7 +55,7 @@ use parking_lot::{Condvar, Mutex};
 
 use crate::addr::ActorId;
 use crate::effects::{Effects, TimerKey};
-use crate::engine::{Engine, Scheduler, Slot, ROOT};
+use crate::engine::{Engine, Queued, Scheduler, ROOT};
 use crate::idle::Idle;
 use crate::system::System;
 use crate::system::SystemBuilder;
@@ -84,8 +84,8 @@ thread_local! {
 
 struct Local {
     system: usize,
-    deque: Worker<Arc<Slot>>,
-    lifo: Option<Arc<Slot>>,
+    deque: Worker<Queued>,
+    lifo: Option<Queued>,
     /// The LIFO slot's actor was handed off by the batch running now and is
     /// not in [`Core::pending`] yet: the running actor's count passes to it
     /// when the batch ends (see [`Core::schedule`]).
@@ -96,8 +96,8 @@ struct Local {
 /// Run queues, sleepers, timers: the scheduler half shared with the engine.
 struct Core {
     system: usize,
-    injector: Injector<Arc<Slot>>,
-    stealers: OnceLock<Vec<Stealer<Arc<Slot>>>>,
+    injector: Injector<Queued>,
+    stealers: OnceLock<Vec<Stealer<Queued>>>,
     /// Which workers search and sleep; who wakes whom.
     idle: Idle,
     /// Slots scheduled and not yet run to the end of their batch, except
@@ -127,7 +127,7 @@ impl Core {
 
     /// Ends the batch just run (its count passes to the actor it handed
     /// off, if any) and picks the next slot to run on worker `index`.
-    fn next_task(&self, index: usize, finished: bool) -> Option<Arc<Slot>> {
+    fn next_task(&self, index: usize, finished: bool) -> Option<Queued> {
         let local = LOCAL.with(|l| {
             let mut l = l.borrow_mut();
             let l = l.as_mut()?;
@@ -186,7 +186,7 @@ impl Scheduler for Core {
     /// it is counted first if it was the uncounted one. Only this worker
     /// reads or writes its LIFO slot and the flag, so no ordering is
     /// involved; `pending` stays `SeqCst` for `wait_idle`.
-    fn schedule(&self, slot: Arc<Slot>) {
+    fn schedule(&self, slot: Queued) {
         // `Ok(spare)`: whether the local deque has work others could steal.
         let placed = LOCAL.with(|l| {
             let mut l = l.borrow_mut();
@@ -269,7 +269,7 @@ impl SystemBuilder<ThreadedOptions> {
             batch: self.options.batch,
         });
         let engine = Arc::new(Engine::new(shared, core.clone(), root));
-        let deques: Vec<Worker<Arc<Slot>>> = (0..self.options.threads)
+        let deques: Vec<Worker<Queued>> = (0..self.options.threads)
             .map(|_| Worker::new_fifo())
             .collect();
         let _ = core
@@ -300,7 +300,7 @@ impl SystemBuilder<ThreadedOptions> {
     }
 }
 
-fn worker(core: Arc<Core>, engine: Arc<Engine>, index: usize, deque: Worker<Arc<Slot>>) {
+fn worker(core: Arc<Core>, engine: Arc<Engine>, index: usize, deque: Worker<Queued>) {
     LOCAL.with(|l| {
         *l.borrow_mut() = Some(Local {
             system: core.system,
@@ -327,7 +327,7 @@ fn worker(core: Arc<Core>, engine: Arc<Engine>, index: usize, deque: Worker<Arc<
             if std::mem::take(&mut searching) {
                 core.idle.found_work(|| core.work_visible());
             }
-            engine.run_slot(&slot, core.batch, &mut fx);
+            engine.run_slot(slot, core.batch, &mut fx);
             finished = true;
             idle_step = 0;
             continue;

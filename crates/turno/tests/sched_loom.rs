@@ -13,7 +13,11 @@
 //!   (running -> muted/parked) is always unparked when another runner drains
 //!   the receiver, and its later mail is handled (muted -> scheduled);
 //! - **one runner at a time**: a turn never overlaps another turn of the same
-//!   actor (the handlers assert it).
+//!   actor (the handlers assert it; loom checks the cell's accesses too);
+//! - **the run-state word** (`crate::run_state`: the wake-up flag and the
+//!   cell's lock in one byte): a push racing with the runner's release, and
+//!   a requeue meeting the cell still held, are never lost; the model
+//!   catches a fault injected into it (a release by a plain store).
 //!
 //! Each model runs a bounded race (no spinning), then drains on one thread:
 //! a lost wake-up leaves mail that no queued slot will run, and the final
@@ -73,10 +77,13 @@ fn drain(runner: &SharedRunner) {
     while runner.run_one() {}
 }
 
-#[test]
-fn a_push_racing_with_going_idle_is_never_lost() {
-    loom::model(|| {
-        let runner = Arc::new(SharedRunner::new());
+/// A push from another thread racing with the runner's release of the
+/// run-state word (`crate::run_state`): either the release sees the mark
+/// and the runner looks again, or the push sees the actor idle and
+/// schedules it.
+fn push_racing_with_idle(runner: fn() -> SharedRunner) {
+    loom::model(move || {
+        let runner = Arc::new(runner());
         let (addr, handled) = counter(&runner, Policy::Unbounded);
         let _ = addr.try_send(0);
         let sender = {
@@ -89,8 +96,21 @@ fn a_push_racing_with_going_idle_is_never_lost() {
         run_some(&runner, 3);
         sender.join().unwrap();
         drain(&runner);
-        assert_eq!(handled.load(Ordering::SeqCst), 2);
+        assert_eq!(handled.load(Ordering::SeqCst), 2, "a push was lost");
     });
+}
+
+#[test]
+fn a_push_racing_with_going_idle_is_never_lost() {
+    push_racing_with_idle(SharedRunner::new);
+}
+
+/// The same model with the runner's release made by a plain store: loom
+/// must find the push whose mark the store overwrites.
+#[test]
+#[should_panic(expected = "a push was lost")]
+fn the_model_catches_a_release_by_store() {
+    push_racing_with_idle(SharedRunner::with_release_by_store_bug);
 }
 
 #[test]
@@ -125,12 +145,16 @@ impl Actor for Sender {
     }
 }
 
-#[test]
-fn a_muted_sender_is_released_by_another_runner() {
+/// A sender muted by a full receiver while another runner drains it: the
+/// drain's release unparks the sender, whose requeue can meet its own
+/// runner still holding the cell (between parking it and releasing the
+/// run-state word): the claim that finds the cell held marks it, so the
+/// holder looks again instead of leaving the sender parked for good.
+fn muted_sender_model(runner: fn() -> SharedRunner) {
     let mut builder = loom::model::Builder::new();
     builder.preemption_bound = Some(2);
-    builder.check(|| {
-        let runner = Arc::new(SharedRunner::new());
+    builder.check(move || {
+        let runner = Arc::new(runner());
         let (receiver, handled) = counter(&runner, Policy::Suspend(1));
         let to = receiver.clone();
         let sender = runner.spawn(Props::new(), move || Sender { to: to.clone() });
@@ -159,6 +183,11 @@ fn a_muted_sender_is_released_by_another_runner() {
         assert!(!runner.is_muted(sender.id()));
         assert_eq!(runner.ready_len(), 0);
     });
+}
+
+#[test]
+fn a_muted_sender_is_released_by_another_runner() {
+    muted_sender_model(SharedRunner::new);
 }
 
 /// On each message, sends three to the receiver: the first overfills it,

@@ -15,15 +15,18 @@
 //! Every cross-actor operation is a control message to the target actor,
 //! handled by whoever runs that actor; so an actor's cell is only ever touched
 //! by its own runner, and the engine never holds the tree lock while taking a
-//! cell's lock.
+//! cell's claim.
 //!
 //! ## Scheduling states
 //!
-//! An actor is *idle* (mailbox `notified` flag clear: the next push wakes
-//! it), *scheduled or running* (flag set, the slot is in a run queue or being
-//! run), or *parked* (flag set, `PARKED` set in the slot's state word: it has
-//! mail it may not handle yet because it is muted, failed, stopping or busy).
-//! The runner that finishes a batch requeues the slot, parks it, or idles it.
+//! An actor is *idle* (its mailbox's run-state word clear: the next push
+//! wakes it), *scheduled* (`NOTIFIED`: the slot is in a run queue),
+//! *running* (`RUNNING`: a runner holds the cell; a push marks `NOTIFIED`
+//! and the runner looks again before it lets go), or *parked* (`NOTIFIED`,
+//! and `PARKED` set in the slot's state word: it has mail it may not handle
+//! yet because it is muted, failed, stopping or busy); see
+//! [`crate::run_state`]. The runner that finishes a batch requeues the
+//! slot, parks it, or idles it, and releases the cell last (see [`End`]).
 //! Parking and every unblocking (the last unmute, the end of a busy period)
 //! are read-modify-writes of the one state word, so exactly one side
 //! requeues; a control message unparks unconditionally, and the parking
@@ -61,15 +64,17 @@ use crate::timer::TimerEntry;
 use crate::trace::ActorEvent;
 
 pub(crate) use crate::ids::ROOT;
-pub(crate) use slot::{AnyBody, Slot, TypedBody};
+pub(crate) use run::End;
+pub(crate) use slot::{AnyBody, Queued, Slot, TypedBody};
 pub(crate) use tree::Registered;
 use tree::Tree;
 
 /// What a scheduler provides to the engine.
 pub(crate) trait Scheduler: Send + Sync + 'static {
-    /// The slot may have work: put it in a run queue. Called at most once
-    /// per idle-to-scheduled transition.
-    fn schedule(&self, slot: Arc<Slot>);
+    /// The slot may have work: put it in a run queue. Called once per
+    /// idle-to-scheduled transition, and for a parked slot requeued (which
+    /// may meet its runner still holding the cell: see [`crate::run_state`]).
+    fn schedule(&self, slot: Queued);
     /// Deliver `key` to `actor` at `deadline`.
     fn add_timer(&self, actor: ActorId, key: TimerKey, deadline: Instant);
     /// Whether `Context::simulate_work` makes the actor busy (virtual time).
@@ -92,6 +97,9 @@ pub(crate) struct Engine {
     /// See [`Engine::injected_stale_release`].
     #[cfg(turno_loom)]
     pub(crate) stale_release_bug: std::sync::atomic::AtomicBool,
+    /// See [`Engine::release_idle`].
+    #[cfg(turno_loom)]
+    pub(crate) run_release_bug: std::sync::atomic::AtomicBool,
 }
 
 impl Engine {
@@ -111,6 +119,8 @@ impl Engine {
             root,
             #[cfg(turno_loom)]
             stale_release_bug: std::sync::atomic::AtomicBool::new(false),
+            #[cfg(turno_loom)]
+            run_release_bug: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -188,7 +198,7 @@ impl Engine {
         }
     }
 
-    /// Never takes the target's cell lock (its runner may hold it), only the
+    /// Never claims the target's cell (its runner may hold it), only takes the
     /// lock of its mailbox's system lane.
     fn control_to(slot: &Slot, c: Control) {
         if slot.mailbox().push_control(c) {

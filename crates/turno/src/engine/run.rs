@@ -5,48 +5,66 @@ use std::sync::Arc;
 
 use super::slot::{Slot, BUSY};
 use super::tree::Then;
-use super::{Engine, Flow};
+use super::{Engine, Flow, Queued};
 use crate::cell::{AnyCell, Step, TurnOutcome};
 use crate::effects::{Effects, TimerKey};
 use crate::mailbox::{Control, Signal};
+use crate::run_state::RunState;
 use crate::supervision::ExitReason;
 use crate::trace::ActorEvent;
+
+/// How a batch ended ([`Engine::run_cell`]), for its caller to act on after
+/// it stops borrowing the cell: on a system whose runners share the cell
+/// through the run-state word (see [`crate::run_state`]), the release comes
+/// last, and no other runner may touch the cell before it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum End {
+    /// Nothing left: marked idle on one thread; released to idle by a
+    /// claimed runner (which looks again if its release finds a mark).
+    Idle,
+    /// Work left (the batch is spent, or control came): queue it again.
+    Requeue,
+    /// Blocked with work: parked (`PARKED` in the slot's state word).
+    Parked,
+    /// The actor is finalized: its cell is dropped, and a claimed runner
+    /// keeps the claim for good, so nothing runs it again.
+    Finalized,
+}
 
 impl Engine {
     /// Runs up to `batch` units of work of one actor (control messages
     /// first), then requeues, parks or idles it. Returns the turns run.
+    /// `queued` is the slot's run queue entry, taken by the caller.
     ///
     /// `fx` is the caller's effects record, empty, reused by every batch
     /// it runs (a worker, a local or deterministic system owns one): a
     /// turn that only sends leaves it empty and skips `apply` altogether,
     /// and no batch builds, drops or fetches a record of its own.
-    pub(crate) fn run_slot(&self, slot: &Arc<Slot>, batch: usize, fx: &mut Effects) -> usize {
-        slot.body.run_batch(self, slot, batch, fx, false)
+    pub(crate) fn run_slot(&self, queued: Queued, batch: usize, fx: &mut Effects) -> usize {
+        // SAFETY: the caller took the entry from its run queue and runs it
+        // now; `run_batch` claims the slot before anything else.
+        #[allow(unsafe_code)]
+        let slot = unsafe { queued.borrow() };
+        let (ran, last) = slot.body.run_batch(self, &slot, batch, fx);
+        // The cell's address of its own slot went with the finalized cell:
+        // this one, taken before, may be the last, so it goes only now that
+        // the body is no longer borrowed.
+        drop(last);
+        ran
     }
 
-    /// [`Engine::run_slot`] for a system that runs every turn on the one
-    /// thread holding it (`LocalSystem`, `DetSystem`): the cell is reached without its
-    /// lock (see `AnyBody::run_batch`).
-    pub(crate) fn run_slot_exclusive(
-        &self,
-        slot: &Arc<Slot>,
-        batch: usize,
-        fx: &mut Effects,
-    ) -> usize {
-        slot.body.run_batch(self, slot, batch, fx, true)
-    }
-
-    /// [`Engine::run_slot`] on the cell (under its lock, or reached
-    /// without it by an exclusive runner), compiled for each cell type
-    /// (the turns' calls are static); returns the turns run and
-    /// whether the actor is finalized (its cell is then dropped).
+    /// [`Engine::run_slot`] on the cell (claimed through the run-state
+    /// word), compiled for
+    /// each cell type (the turns' calls are static); returns the turns run
+    /// and how the batch ended, which the caller acts on once it no longer
+    /// borrows the cell (see [`End`]).
     pub(crate) fn run_cell<C: AnyCell>(
         &self,
         slot: &Arc<Slot>,
         cell: &mut C,
         batch: usize,
         fx: &mut Effects,
-    ) -> (usize, bool) {
+    ) -> (usize, End) {
         let mut ran_here = 0;
         let mut flow = Flow::Continue;
         let mut idle = false;
@@ -99,19 +117,18 @@ impl Engine {
         fx.end_batch();
         if flow == Flow::Finalized {
             // Dropping the cell drops its address of its own slot.
-            return (ran_here, true);
+            return (ran_here, End::Finalized);
         }
-        if !idle {
-            self.finish(slot, cell);
+        if idle {
+            return (ran_here, End::Idle);
         }
-        (ran_here, false)
+        (ran_here, self.finish(slot, cell))
     }
 
     /// After a batch: requeue, park or idle, without losing a wake-up.
-    pub(super) fn finish(&self, slot: &Arc<Slot>, cell: &dyn AnyCell) {
+    pub(super) fn finish(&self, slot: &Arc<Slot>, cell: &dyn AnyCell) -> End {
         if cell.has_control() || (!slot.blocked() && cell.has_work()) {
-            self.sched.schedule(slot.clone());
-            return;
+            return End::Requeue;
         }
         if slot.try_park() {
             // A control message pushed before `PARKED` was set found nothing
@@ -121,13 +138,34 @@ impl Engine {
             if cell.has_control() {
                 slot.unpark();
             }
-            return;
+            return End::Parked;
         }
         // Not blocked (only this runner can block it again): idle, unless
         // work raced in.
-        if !cell.try_idle() {
-            self.sched.schedule(slot.clone());
+        if cell.try_idle() {
+            End::Idle
+        } else {
+            End::Requeue
         }
+    }
+
+    /// A claimed runner's release to idle ([`crate::run_state`]); under
+    /// loom, the injected fault's plain store if the model asked for it.
+    #[inline]
+    pub(crate) fn release_idle(&self, run: &RunState) -> bool {
+        #[cfg(turno_loom)]
+        if self
+            .run_release_bug
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            return run.release_idle_by_store();
+        }
+        run.release_idle()
+    }
+
+    /// Queues a slot whose batch ended with work left ([`End::Requeue`]).
+    pub(crate) fn requeue(&self, slot: &Arc<Slot>) {
+        self.sched.schedule(Queued::of(slot));
     }
 
     pub(super) fn control(&self, slot: &Arc<Slot>, cell: &mut dyn AnyCell, c: Control) -> Flow {

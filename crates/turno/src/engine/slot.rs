@@ -4,14 +4,18 @@
 //!
 //! A slot is **one allocation per actor**: the header here (id, state
 //! word), then the body, which for an actor is its mailbox and
-//! its cell ([`Body`](crate::cell::Body)). The engine and the run queues
-//! hold it as `Arc<Slot>` (`Slot<dyn AnyBody>`), an address as
+//! its cell ([`Body`](crate::cell::Body)). The engine holds it as
+//! `Arc<Slot>` (`Slot<dyn AnyBody>`), an address as
 //! `Arc<Slot<dyn TypedBody<M>>>`: the same allocation seen through two
-//! vtables. The mailbox wakes its own slot through a pointer to it
-//! (`mailbox::SlotRef`), so a wake-up upgrades no weak reference, and
+//! vtables; the run queues hold a [`Queued`], its address without a strong
+//! count (the run-state word owns the one entry, see [`crate::run_state`]).
+//! The mailbox wakes its own slot through a pointer to it
+//! (`mailbox::SlotRef`), so a wake-up touches no reference count, and
 //! hands it to its system's scheduler, which the system's shared state
 //! holds (`SystemShared::sched`), not every slot.
 
+use std::mem::ManuallyDrop;
+use std::ptr::NonNull;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -27,26 +31,25 @@ pub(crate) trait AnyBody: Send + Sync + 'static {
     /// The mailbox, untyped.
     fn ops(&self) -> &dyn MailboxOps;
     /// Runs a batch of the actor's turns ([`Engine::run_cell`]) on the
-    /// cell (under its lock unless `exclusive`), unless the actor has stopped; drops the cell if the
-    /// actor is finalized. Returns the turns run. Implemented by the typed
-    /// body so that the batch loop is compiled for the actor's own cell.
-    ///
-    /// `exclusive`: the caller's system runs all its turns on the one
-    /// thread that holds it (`LocalSystem`, `DetSystem`), so the cell is
-    /// reached without its lock. A system whose turns may run on several
-    /// threads passes false.
+    /// cell, claimed through the run-state word (the caller took the slot's
+    /// run queue entry), and releases it (see [`crate::run_state`]); drops
+    /// the cell if the actor is finalized. Returns the turns run and, if
+    /// the cell was dropped, a strong reference to the slot that the caller
+    /// drops once this call has returned (the cell held an address of its
+    /// own slot, maybe the last). Implemented by the typed body so that the
+    /// batch loop is compiled for the actor's own cell.
     fn run_batch(
         &self,
         engine: &Engine,
         slot: &Arc<Slot>,
         batch: usize,
         fx: &mut Effects,
-        exclusive: bool,
-    ) -> usize;
-    /// Runs `f` on the cell under its lock, unless the actor has stopped
-    /// (or the body has no cell); drops the cell if `f` returns true (the
-    /// actor is finalized: the cell's address of its own slot goes with
-    /// it, so the slot is freed once the last outside address is).
+    ) -> (usize, Option<Arc<Slot>>);
+    /// Runs `f` on the cell of a slot never registered (its owner holds
+    /// the run-state word since the slot was built), unless the actor has
+    /// stopped; drops the cell if `f` returns true (the actor is finalized:
+    /// the cell's address of its own slot goes with it, so the slot is
+    /// freed once the last outside address is).
     fn with_cell(&self, f: &mut dyn FnMut(&mut dyn AnyCell) -> bool);
 }
 
@@ -96,6 +99,56 @@ impl<B> Slot<B> {
             state: AtomicU64::new(0),
             body,
         }
+    }
+}
+
+/// A slot in a run queue: its address, without a strong count. The slot's
+/// run-state word accounts for the entry (at most one per slot, made when
+/// the word moves to `NOTIFIED`, consumed by the claim) and the slot is
+/// alive while it exists: its cell holds an address of it until the actor
+/// is finalized, which only a claimed runner does (see
+/// [`crate::run_state`]).
+pub(crate) struct Queued(NonNull<Slot<dyn AnyBody>>);
+
+// SAFETY: a `Queued` is only read as a shared reference to the slot, which
+// is `Send + Sync`, while the run-state word keeps the slot alive (above).
+#[allow(unsafe_code)]
+unsafe impl Send for Queued {}
+
+impl Queued {
+    /// The entry of the slot at `slot` (the mailbox's own pointer to it).
+    pub(crate) fn new(slot: NonNull<Slot<dyn AnyBody>>) -> Queued {
+        Queued(slot)
+    }
+
+    /// The entry of a slot the caller holds.
+    pub(crate) fn of(slot: &Arc<Slot>) -> Queued {
+        Queued(NonNull::from(&**slot))
+    }
+
+    /// The queued actor's id (the loom runner's `run_actor` looks for it).
+    #[cfg(turno_loom)]
+    pub(crate) fn id(&self) -> ActorId {
+        // SAFETY: a queued slot is alive (see the type's docs).
+        #[allow(unsafe_code)]
+        unsafe {
+            self.0.as_ref().id
+        }
+    }
+
+    /// The slot as the engine handles it: an `Arc` made from the address,
+    /// never dropped (the entry owns no count).
+    ///
+    /// # Safety
+    /// The caller took this entry from its run queue and runs the slot with
+    /// it before anything else could finalize it ([`Engine::run_slot`]
+    /// claims it first).
+    #[allow(unsafe_code)]
+    pub(crate) unsafe fn borrow(self) -> ManuallyDrop<Arc<Slot>> {
+        // SAFETY: the slot is an `Arc` allocation (every slot is built by
+        // `Arc::new` or `Arc::new_cyclic`) and alive (the type's docs); the
+        // `Arc` is never dropped, so no count it does not own is released.
+        ManuallyDrop::new(unsafe { Arc::from_raw(self.0.as_ptr().cast_const()) })
     }
 }
 

@@ -345,13 +345,15 @@ impl Engine {
             parent: Some(parent.unwrap_or(ROOT).into()),
             policy: policy.into(),
         });
-        // The engine schedules the actor once itself: a mailbox's
-        // `notified` flag is raised from the start, so a push made before
-        // now (a parent sending to the child it spawned in the same turn)
-        // woke no one, and every push finds the flag raised until the
-        // actor idles.
+        // The engine schedules the actor once itself: the slot's run-state
+        // word is held from its building to here, so a push made before
+        // (a parent sending to the child it spawned in the same turn, or
+        // a thread it handed the address to) marked it and woke no one;
+        // the release makes the actor's one run queue entry, and every
+        // push from now on finds it queued until it runs.
         mailbox.push_control(Control::Start);
-        self.sched.schedule(slot);
+        mailbox.release_registered();
+        self.sched.schedule(super::Queued::of(&slot));
         Registered::Yes
     }
 
