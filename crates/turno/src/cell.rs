@@ -85,16 +85,16 @@ pub(crate) trait AnyCell: Send {
 /// built around it (it holds an address of the slot) and once the actor
 /// has stopped. `repr(C)`, the mailbox first: see [`TypedBody`].
 #[repr(C)]
-pub(crate) struct Body<A: Actor> {
+pub(crate) struct Body<A: Actor, F = Factory<A>> {
     pub(crate) mailbox: Mailbox<A::Msg>,
     /// Reached only by the holder of the mailbox's run-state word (see
     /// [`crate::run_state`]: the word is the cell's lock).
-    cell: UnsafeCell<Option<Cell<A>>>,
+    cell: UnsafeCell<Option<Cell<A, F>>>,
 }
 
 // SAFETY: `repr(C)` with the `Mailbox<A::Msg>` first.
 #[allow(unsafe_code)]
-unsafe impl<A: Actor> TypedBody<A::Msg> for Body<A> {}
+unsafe impl<A: Actor, F: FnMut() -> A + Send + 'static> TypedBody<A::Msg> for Body<A, F> {}
 
 // SAFETY: the cell is `Send` (`AnyCell: Send`) and is only reached by one
 // thread at a time: the holder of the run-state word (a claimed runner,
@@ -102,9 +102,9 @@ unsafe impl<A: Actor> TypedBody<A::Msg> for Body<A> {}
 // before the next's; or the builder, or the owner of a slot not yet
 // registered, before any runner can claim it; see `Body::cell_mut`).
 #[allow(unsafe_code)]
-unsafe impl<A: Actor> Sync for Body<A> {}
+unsafe impl<A: Actor, F: FnMut() -> A + Send + 'static> Sync for Body<A, F> {}
 
-impl<A: Actor> Body<A> {
+impl<A: Actor, F: FnMut() -> A + Send + 'static> Body<A, F> {
     /// Runs `f` on the cell.
     ///
     /// # Safety
@@ -113,13 +113,13 @@ impl<A: Actor> Body<A> {
     /// cell overlaps this one.
     #[allow(unsafe_code)]
     #[inline]
-    unsafe fn cell_mut<R>(&self, f: impl FnOnce(&mut Option<Cell<A>>) -> R) -> R {
+    unsafe fn cell_mut<R>(&self, f: impl FnOnce(&mut Option<Cell<A, F>>) -> R) -> R {
         // SAFETY: forwarded from the caller.
         self.cell.with_mut(|c| f(unsafe { &mut *c }))
     }
 }
 
-impl<A: Actor> AnyBody for Body<A> {
+impl<A: Actor, F: FnMut() -> A + Send + 'static> AnyBody for Body<A, F> {
     fn ops(&self) -> &dyn MailboxOps {
         &self.mailbox
     }
@@ -220,7 +220,12 @@ impl<M: Send + 'static> Bare<M> {
     }
 }
 
-type Factory<A> = Box<dyn FnMut() -> A + Send>;
+/// A boxed factory: the test kit's cell's (`TestKit<A>` names one type per
+/// actor type). A spawned actor's cell and body hold the spawn's closure
+/// itself (their `F`), so a capture-less factory takes no byte of the slot
+/// (a box of one is two words); the batch loop is compiled per actor type
+/// and factory type.
+pub(crate) type Factory<A> = Box<dyn FnMut() -> A + Send>;
 
 /// The mailbox of a cell's own address, found at an offset known when
 /// compiling the cell: a turn reads it several times, and through the
@@ -233,10 +238,11 @@ type Factory<A> = Box<dyn FnMut() -> A + Send>;
 /// alignments round it alike (any alignment up to the header's): then the
 /// offset is that constant. Otherwise the address's own way is taken.
 #[inline]
-fn mailbox_of<A: Actor>(addr: &Addr<A::Msg>) -> &Mailbox<A::Msg> {
-    let offset = std::mem::offset_of!(Slot<Body<A>>, body);
+fn mailbox_of<A: Actor, F>(addr: &Addr<A::Msg>) -> &Mailbox<A::Msg> {
+    let offset = std::mem::offset_of!(Slot<Body<A, F>>, body);
     let same = const {
-        std::mem::offset_of!(Slot<Body<A>>, body) == std::mem::offset_of!(Slot<Bare<A::Msg>>, body)
+        std::mem::offset_of!(Slot<Body<A, F>>, body)
+            == std::mem::offset_of!(Slot<Bare<A::Msg>>, body)
     };
     if !same {
         return addr.mailbox();
@@ -252,9 +258,11 @@ fn mailbox_of<A: Actor>(addr: &Addr<A::Msg>) -> &Mailbox<A::Msg> {
     }
 }
 
-pub(crate) struct Cell<A: Actor> {
+pub(crate) struct Cell<A: Actor, F = Factory<A>> {
     actor: Option<A>,
-    factory: Factory<A>,
+    /// What builds the instance, first and at every restart: the spawn's
+    /// closure itself, not boxed (a capture-less one takes no byte).
+    factory: F,
     addr: Addr<A::Msg>,
     rare: LazyRare<A::Msg>,
     /// Message turns run, plus the actor's sampling phase (its id modulo
@@ -315,7 +323,7 @@ impl<M> LazyRare<M> {
     }
 }
 
-impl<A: Actor> Cell<A> {
+impl<A: Actor, F: FnMut() -> A + Send + 'static> Cell<A, F> {
     /// Builds a cell (no instance yet: the first `Start` builds it) and its
     /// address, under `parent`. `named` is the path `props.check` gave
     /// (whether a sibling has it is the caller's business); an unnamed
@@ -323,7 +331,7 @@ impl<A: Actor> Cell<A> {
     pub(crate) fn new(
         shared: Arc<SystemShared>,
         props: &Props,
-        factory: Factory<A>,
+        factory: F,
         parent: &ActorPath,
         named: Option<ActorPath>,
     ) -> (Self, Addr<A::Msg>) {
@@ -335,7 +343,7 @@ impl<A: Actor> Cell<A> {
     }
 
     /// A cell with no instance yet, of the actor at `addr`.
-    fn around(props: &Props, factory: Factory<A>, addr: Addr<A::Msg>) -> Self {
+    fn around(props: &Props, factory: F, addr: Addr<A::Msg>) -> Self {
         let id = addr.id();
         Cell {
             actor: None,
@@ -350,7 +358,7 @@ impl<A: Actor> Cell<A> {
     pub(crate) fn create(
         shared: Arc<SystemShared>,
         props: Props,
-        factory: Factory<A>,
+        factory: F,
         parent: &ActorPath,
         named: Option<ActorPath>,
     ) -> (Spawned, Addr<A::Msg>) {
@@ -358,19 +366,20 @@ impl<A: Actor> Cell<A> {
         let path = PathCell::new(parent, named.clone());
         // One allocation: the slot's header, the mailbox and the cell. The
         // mailbox learns the slot's address before the slot exists.
-        let slot: Arc<Slot<Body<A>>> = Arc::new_cyclic(|me: &std::sync::Weak<Slot<Body<A>>>| {
-            let me: *const Slot<Body<A>> = me.as_ptr();
-            let me: *const Slot<dyn AnyBody> = me;
-            let at = Slot::<Body<A>>::BODY_AT;
-            let mailbox = Mailbox::new(at, path, props.policy, shared, Some(SlotRef::new(me)));
-            Slot::new(
-                id,
-                Body {
-                    mailbox,
-                    cell: UnsafeCell::new(None),
-                },
-            )
-        });
+        let slot: Arc<Slot<Body<A, F>>> =
+            Arc::new_cyclic(|me: &std::sync::Weak<Slot<Body<A, F>>>| {
+                let me: *const Slot<Body<A, F>> = me.as_ptr();
+                let me: *const Slot<dyn AnyBody> = me;
+                let at = Slot::<Body<A, F>>::BODY_AT;
+                let mailbox = Mailbox::new(at, path, props.policy, shared, Some(SlotRef::new(me)));
+                Slot::new(
+                    id,
+                    Body {
+                        mailbox,
+                        cell: UnsafeCell::new(None),
+                    },
+                )
+            });
         debug_assert_eq!(slot.body.mailbox.id(), id, "built for this slot");
         let addr = Addr { slot: slot.clone() };
         let cell = Self::around(&props, factory, addr.clone());
@@ -410,7 +419,7 @@ impl<A: Actor> Cell<A> {
     /// The actor's mailbox.
     #[inline]
     fn mailbox(&self) -> &Mailbox<A::Msg> {
-        mailbox_of::<A>(&self.addr)
+        mailbox_of::<A, F>(&self.addr)
     }
 
     fn shared(&self) -> &SystemShared {
@@ -428,7 +437,7 @@ impl<A: Actor> Cell<A> {
         let Some(actor) = self.actor.as_mut() else {
             return;
         };
-        let mailbox = mailbox_of::<A>(&self.addr);
+        let mailbox = mailbox_of::<A, F>(&self.addr);
         let shared = &mailbox.shared;
         #[cfg(feature = "tracing")]
         let _span = tracing::debug_span!(
@@ -519,7 +528,7 @@ fn panic_message(payload: Box<dyn Any + Send>) -> String {
     }
 }
 
-impl<A: Actor> AnyCell for Cell<A> {
+impl<A: Actor, F: FnMut() -> A + Send + 'static> AnyCell for Cell<A, F> {
     fn push_signal(&self, s: Signal) -> bool {
         self.mailbox().push_signal(s)
     }
@@ -540,7 +549,7 @@ impl<A: Actor> AnyCell for Cell<A> {
         if self.actor.is_none() {
             let factory = &mut self.factory;
             let quiet =
-                crate::panics::Quiet::enter(!mailbox_of::<A>(&self.addr).shared.print_panics);
+                crate::panics::Quiet::enter(!mailbox_of::<A, F>(&self.addr).shared.print_panics);
             let built = catch_unwind(AssertUnwindSafe(factory));
             drop(quiet);
             match built {

@@ -176,13 +176,8 @@ impl<'a, A: Actor> Context<'a, A> {
                 });
             }
         }
-        let (spawned, addr) = Cell::<B>::create(
-            self.shared().clone(),
-            props,
-            Box::new(factory),
-            parent,
-            named,
-        );
+        let (spawned, addr) =
+            Cell::<B, _>::create(self.shared().clone(), props, factory, parent, named);
         self.fx.edit().spawned.push(spawned);
         Ok(addr)
     }

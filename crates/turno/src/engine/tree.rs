@@ -273,13 +273,8 @@ impl Engine {
         if let Some(path) = named.as_ref().filter(|p| self.shared.path_taken(p)) {
             return Err(duplicate(path));
         }
-        let (spawned, addr) = crate::cell::Cell::<A>::create(
-            self.shared.clone(),
-            props,
-            Box::new(factory),
-            root,
-            named,
-        );
+        let (spawned, addr) =
+            crate::cell::Cell::<A, _>::create(self.shared.clone(), props, factory, root, named);
         match self.register(None, spawned) {
             Registered::PathTaken => Err(duplicate(addr.path())),
             Registered::Yes | Registered::ParentGone => Ok(addr),
