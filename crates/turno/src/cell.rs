@@ -541,6 +541,9 @@ impl<A: Actor, F: FnMut() -> A + Send + 'static> AnyCell for Cell<A, F> {
         self.rare.has_redelivery() || self.mailbox().has_work()
     }
 
+    // Inlined: the batch loop calls it after every turn that took the
+    // lane's last message (a call of its own cost about a fifth of it).
+    #[inline(always)]
     fn try_idle(&self) -> bool {
         self.mailbox().try_idle(self.rare.has_redelivery())
     }

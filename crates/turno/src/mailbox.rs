@@ -885,6 +885,7 @@ impl<M: Send + 'static> Mailbox<M> {
     }
 
     /// Marks the actor idle if nothing is queued; false if work raced in.
+    #[inline(always)]
     pub(crate) fn try_idle(&self, extra_work: bool) -> bool {
         self.idle(extra_work)
     }
