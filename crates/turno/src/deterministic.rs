@@ -86,7 +86,16 @@ struct DetQueue {
 
 impl Scheduler for DetQueue {
     fn schedule(&self, slot: Queued) {
-        self.ready.lock().push(slot);
+        let mut ready = self.ready.lock();
+        // The run-state word makes at most one entry per slot (run queues
+        // hold no count, see `crate::run_state`): the loom models check it
+        // in every interleaving they run.
+        #[cfg(turno_loom)]
+        assert!(
+            !ready.iter().any(|q| q.same(&slot)),
+            "a second run queue entry of one slot"
+        );
+        ready.push(slot);
     }
 
     fn add_timer(&self, actor: ActorId, key: TimerKey, deadline: Instant) {

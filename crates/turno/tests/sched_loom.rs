@@ -16,8 +16,10 @@
 //!   actor (the handlers assert it; loom checks the cell's accesses too);
 //! - **the run-state word** (`crate::run_state`: the wake-up flag and the
 //!   cell's lock in one byte): a push racing with the runner's release, and
-//!   a requeue meeting the cell still held, are never lost; the model
-//!   catches a fault injected into it (a release by a plain store).
+//!   a requeue meeting the cell still held, are never lost; a slot is in
+//!   the run queue at most once (the queue asserts it: queues hold slots
+//!   without a count); the model catches a fault injected into it (a
+//!   release by a plain store).
 //!
 //! Each model runs a bounded race (no spinning), then drains on one thread:
 //! a lost wake-up leaves mail that no queued slot will run, and the final

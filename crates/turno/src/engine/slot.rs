@@ -126,6 +126,13 @@ impl Queued {
         Queued(NonNull::from(&**slot))
     }
 
+    /// Whether two entries are of one slot (the loom runner's check that
+    /// a slot has at most one).
+    #[cfg(turno_loom)]
+    pub(crate) fn same(&self, other: &Queued) -> bool {
+        std::ptr::addr_eq(self.0.as_ptr(), other.0.as_ptr())
+    }
+
     /// The queued actor's id (the loom runner's `run_actor` looks for it).
     #[cfg(turno_loom)]
     pub(crate) fn id(&self) -> ActorId {
