@@ -18,7 +18,7 @@ use crate::context::{Context, WatchMap};
 use crate::effects::{Effects, Spawned};
 use crate::engine::{AnyBody, End, Engine, Slot, TypedBody};
 use crate::ids::ActorPath;
-use crate::mailbox::{Control, Envelope, Mailbox, MailboxOps, Next, PathCell, Signal, SlotRef};
+use crate::mailbox::{Control, Envelope, Mailbox, MailboxOps, Next, PathCell, Signal};
 use crate::shared::SystemShared;
 use crate::stash::Stash;
 use crate::sync::UnsafeCell;
@@ -338,7 +338,7 @@ impl<A: Actor, F: FnMut() -> A + Send + 'static> Cell<A, F> {
         let id = shared.next_actor();
         let path = PathCell::new(parent, named);
         let at = Slot::<Bare<A::Msg>>::BODY_AT;
-        let addr = Bare::addr(id, Mailbox::new(at, path, props.policy, shared, None));
+        let addr = Bare::addr(id, Mailbox::new(at, path, props.policy, shared, false));
         (Self::around(props, factory, addr.clone()), addr)
     }
 
@@ -364,22 +364,16 @@ impl<A: Actor, F: FnMut() -> A + Send + 'static> Cell<A, F> {
     ) -> (Spawned, Addr<A::Msg>) {
         let id = shared.next_actor();
         let path = PathCell::new(parent, named.clone());
-        // One allocation: the slot's header, the mailbox and the cell. The
-        // mailbox learns the slot's address before the slot exists.
-        let slot: Arc<Slot<Body<A, F>>> =
-            Arc::new_cyclic(|me: &std::sync::Weak<Slot<Body<A, F>>>| {
-                let me: *const Slot<Body<A, F>> = me.as_ptr();
-                let me: *const Slot<dyn AnyBody> = me;
-                let at = Slot::<Body<A, F>>::BODY_AT;
-                let mailbox = Mailbox::new(at, path, props.policy, shared, Some(SlotRef::new(me)));
-                Slot::new(
-                    id,
-                    Body {
-                        mailbox,
-                        cell: UnsafeCell::new(None),
-                    },
-                )
-            });
+        // One allocation: the slot's header, the mailbox and the cell (the
+        // header learns the slot's address before the slot exists).
+        let at = Slot::<Body<A, F>>::BODY_AT;
+        let slot: Arc<Slot<Body<A, F>>> = Slot::new_in_arc(
+            id,
+            Body {
+                mailbox: Mailbox::new(at, path, props.policy, shared, true),
+                cell: UnsafeCell::new(None),
+            },
+        );
         debug_assert_eq!(slot.body.mailbox.id(), id, "built for this slot");
         let addr = Addr { slot: slot.clone() };
         let cell = Self::around(&props, factory, addr.clone());

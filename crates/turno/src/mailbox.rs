@@ -18,7 +18,6 @@
 //! The mailbox also keeps the set of senders it has *muted* (suspend policy):
 //! they are released when the depth falls below the low watermark.
 
-use std::ptr::NonNull;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -29,7 +28,7 @@ use crate::sync::{AtomicBool, AtomicU32, AtomicUsize, Mutex, RawLock, UnsafeCell
 use crate::addr::ActorId;
 use crate::ask::RequestId;
 use crate::buffer::{BufferStats, Offer, Policy};
-use crate::engine::{AnyBody, Queued, Scheduler, Slot, TypedBody};
+use crate::engine::{Queued, TypedBody};
 use crate::ids::ActorPath;
 use crate::metrics::{Label, MailboxMetrics, Metrics};
 use crate::run_state::RunState;
@@ -153,34 +152,6 @@ pub(crate) enum Control {
     ChildFailed { child: ActorId, error: String },
     /// A child has stopped for good.
     ChildTerminated(ActorId),
-}
-
-/// The slot a mailbox is part of (one allocation per actor: see
-/// `engine::slot`), for the mailbox to schedule its own actor: a push that
-/// finds the actor idle hands the run queue this pointer (a run queue
-/// holds no strong reference: see [`crate::run_state`]).
-#[derive(Clone, Copy)]
-pub(crate) struct SlotRef(NonNull<Slot<dyn AnyBody>>);
-
-// SAFETY: a `SlotRef` is only handed on as the slot's run queue entry
-// (`engine::Queued`, read as a shared reference to the slot, which is
-// `Send + Sync`: its header is atomics and an id, its body `Send + Sync`).
-unsafe impl Send for SlotRef {}
-// SAFETY: as for `Send`.
-unsafe impl Sync for SlotRef {}
-
-impl SlotRef {
-    /// `slot` is the `Arc` allocation the mailbox will live in (its address
-    /// from `Arc::new_cyclic`'s weak reference, before it is built).
-    pub(crate) fn new(slot: *const Slot<dyn AnyBody>) -> Self {
-        SlotRef(NonNull::new(slot.cast_mut()).expect("an Arc's address is not null"))
-    }
-
-    /// Hands the slot's one run queue entry to `sched`, its system's
-    /// scheduler (the caller moved the run-state word to `NOTIFIED`).
-    fn wake(self, sched: &dyn Scheduler) {
-        sched.schedule(Queued::new(self.0));
-    }
 }
 
 /// The untyped operations the engine needs on any actor's mailbox, without
@@ -330,9 +301,6 @@ pub(crate) struct Mailbox<M> {
     maybe_waiting: AtomicBool,
     pub(crate) shared: Arc<SystemShared>,
     metrics: MailboxMetrics,
-    /// The slot this mailbox is part of; `None` for probes and the test
-    /// kit's actor, which nothing schedules.
-    me: Option<SlotRef>,
 }
 
 /// The system lane's queues, touched only under the mailbox's
@@ -396,16 +364,36 @@ impl<M> Mailbox<M> {
         // is at the slot's start, inside the same allocation as this
         // mailbox, alive as long as the mailbox is borrowed, and never
         // written after the slot is built. (The reference to the mailbox
-        // was made from a pointer to the whole slot, an `Arc`'s or a
-        // `SlotRef`, so its provenance covers the header.)
+        // was made from a pointer to the whole slot, an `Arc`'s, so its
+        // provenance covers the header.)
         unsafe { slot.cast::<ActorId>().read() }
+    }
+
+    /// Hands the slot this mailbox is part of (its header's own address)
+    /// to its system's scheduler as its one run queue entry (the caller
+    /// moved the run-state word to `NOTIFIED`); nothing for a slot no
+    /// scheduler runs (the test kit's).
+    #[inline]
+    fn wake_slot(&self) {
+        let slot = (self as *const Self)
+            .cast::<u8>()
+            .wrapping_sub(usize::from(self.at));
+        // SAFETY: as in `Mailbox::id`: the slot starts `at` bytes before
+        // this mailbox, in the same live allocation, and the mailbox's
+        // reference has the provenance of the whole slot.
+        let me = unsafe { crate::engine::me_at(slot) };
+        if let (Some(me), Some(sched)) = (me, self.shared.sched.get()) {
+            sched.schedule(Queued::new(me.get()));
+        }
     }
 }
 
 impl<M: Send + 'static> Mailbox<M> {
     /// A mailbox to be placed at `at` bytes from the start of its slot
-    /// (`Slot::BODY_AT` of the body it is the first field of). Inlined, so
-    /// that a spawn builds it in place in the slot, not on the stack and
+    /// (`Slot::BODY_AT` of the body it is the first field of); `scheduled`:
+    /// an actor's (`Slot::new_in_arc`), whose run-state word its builder
+    /// holds until the engine registers it, not the test kit's. Inlined,
+    /// so that a spawn builds it in place in the slot, not on the stack and
     /// copied.
     #[inline]
     pub(crate) fn new(
@@ -413,7 +401,7 @@ impl<M: Send + 'static> Mailbox<M> {
         path: PathCell,
         policy: Policy,
         shared: Arc<SystemShared>,
-        me: Option<SlotRef>,
+        scheduled: bool,
     ) -> Self {
         let metrics = MailboxMetrics::new(&shared);
         Mailbox {
@@ -423,7 +411,7 @@ impl<M: Send + 'static> Mailbox<M> {
             system_lock: RawLock::new(),
             control_len: AtomicU32::new(0),
             signal_len: AtomicU32::new(0),
-            run: if me.is_some() {
+            run: if scheduled {
                 RunState::held()
             } else {
                 RunState::unheld()
@@ -434,7 +422,6 @@ impl<M: Send + 'static> Mailbox<M> {
             maybe_waiting: AtomicBool::new(false),
             shared,
             metrics,
-            me,
         }
     }
 
@@ -583,9 +570,7 @@ impl<M: Send + 'static> Mailbox<M> {
     /// sees this push (see [`crate::run_state`]).
     fn notify(&self) {
         if self.run.notify() {
-            if let (Some(me), Some(sched)) = (self.me, self.shared.sched.get()) {
-                me.wake(&**sched);
-            }
+            self.wake_slot();
         }
     }
 
@@ -989,9 +974,7 @@ impl<M: Send + 'static> MailboxOps for Mailbox<M> {
 
     fn wake(&self) {
         if self.run.unpark() {
-            if let (Some(me), Some(sched)) = (self.me, self.shared.sched.get()) {
-                me.wake(&**sched);
-            }
+            self.wake_slot();
         }
     }
 

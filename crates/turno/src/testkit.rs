@@ -273,7 +273,7 @@ impl<M: Send + 'static> Probe<M> {
             ),
             policy,
             shared,
-            None,
+            false,
         );
         Probe {
             addr: crate::cell::Bare::addr(id, mailbox),

@@ -65,7 +65,7 @@ use crate::trace::ActorEvent;
 
 pub(crate) use crate::ids::ROOT;
 pub(crate) use run::End;
-pub(crate) use slot::{AnyBody, Queued, Slot, TypedBody};
+pub(crate) use slot::{me_at, AnyBody, Queued, Slot, TypedBody};
 pub(crate) use tree::Registered;
 use tree::Tree;
 
@@ -175,7 +175,7 @@ impl Engine {
     }
 
     pub(crate) fn slot(&self, id: ActorId) -> Option<Arc<Slot>> {
-        self.tree.lock().nodes.get(&id).map(|n| n.slot.clone())
+        self.tree.lock().nodes.get(&id).map(|n| n.slot.arc())
     }
 
     /// Delivers a due timer: the one firing function of both schedulers.

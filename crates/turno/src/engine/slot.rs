@@ -3,16 +3,18 @@
 //! word, so no wake-up is lost (`tests/sched_loom.rs` checks it).
 //!
 //! A slot is **one allocation per actor**: the header here (id, state
-//! word), then the body, which for an actor is its mailbox and
+//! word, the slot's own wide address), then the body, which for an actor is its mailbox and
 //! its cell ([`Body`](crate::cell::Body)). The engine holds it as
 //! `Arc<Slot>` (`Slot<dyn AnyBody>`), an address as
 //! `Arc<Slot<dyn TypedBody<M>>>`: the same allocation seen through two
 //! vtables; the run queues hold a [`Queued`], its address without a strong
 //! count (the run-state word owns the one entry, see [`crate::run_state`]).
-//! The mailbox wakes its own slot through a pointer to it
-//! (`mailbox::SlotRef`), so a wake-up touches no reference count, and
-//! hands it to its system's scheduler, which the system's shared state
-//! holds (`SystemShared::sched`), not every slot.
+//! The mailbox wakes its own slot through the header's own address of it
+//! (`Slot::me`, found from the mailbox's address less its offset in the
+//! slot, as the id is), so a wake-up touches no reference count, and hands
+//! it to its system's scheduler, which the system's shared state holds
+//! (`SystemShared::sched`), not every slot. The tree holds a slot thin
+//! ([`ThinSlot`]) and widens it from the same address.
 
 use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
@@ -74,7 +76,145 @@ pub(crate) struct Slot<B: ?Sized = dyn AnyBody> {
     /// count, changed only by read-modify-writes of this one word (see
     /// [`Slot::try_park`]).
     pub(super) state: AtomicU64,
+    /// This slot's own address as a `Slot<dyn AnyBody>`, written by
+    /// [`Slot::new_in_arc`] (an actor's slot): its run queue entry, which
+    /// a push that wakes it hands on, and what widens a [`ThinSlot`];
+    /// `None` for the test kit's bare mailboxes, which nothing schedules.
+    pub(crate) me: Option<SelfPtr>,
     pub(crate) body: B,
+}
+
+/// A slot's own address, wide (see [`Slot::me`]).
+#[derive(Clone, Copy)]
+pub(crate) struct SelfPtr(NonNull<Slot<dyn AnyBody>>);
+
+// SAFETY: a `SelfPtr` is only handed on as the slot's run queue entry
+// (`Queued`) or read as a shared reference to the slot it is part of
+// (`Send + Sync`: its header is atomics, an id and this address, its body
+// `Send + Sync`).
+#[allow(unsafe_code)]
+unsafe impl Send for SelfPtr {}
+// SAFETY: as for `Send`.
+#[allow(unsafe_code)]
+unsafe impl Sync for SelfPtr {}
+
+impl SelfPtr {
+    /// The slot, wide, with the provenance of the `Arc` it was made in.
+    #[inline]
+    pub(crate) fn get(self) -> NonNull<Slot<dyn AnyBody>> {
+        self.0
+    }
+}
+
+/// The header's own address of the slot that starts at `slot`, whatever
+/// its body (read as a `Slot<()>`'s: the slot is `repr(C)`, so its
+/// header's fields are at the same offsets for every body).
+///
+/// # Safety
+/// `slot` is the start of a live slot, with the provenance of a pointer
+/// to the whole slot.
+#[inline]
+#[allow(unsafe_code)]
+pub(crate) unsafe fn me_at(slot: *const u8) -> Option<SelfPtr> {
+    // SAFETY: the caller's; `me` is never written after the slot is
+    // built, so reading it races with nothing.
+    unsafe {
+        slot.add(std::mem::offset_of!(Slot<()>, me))
+            .cast::<Option<SelfPtr>>()
+            .read()
+    }
+}
+
+/// A strong reference to an actor's slot (a [`Slot::new_in_arc`] one) in
+/// one word, where an `Arc<Slot>` is two: the tree's node holds one per
+/// live actor, so its map's entry is a word smaller, times the table's
+/// slack. The header's own address gives the wide slot back ([`Deref`],
+/// [`ThinSlot::arc`]); the id is read from the header directly (every
+/// lookup in the map compares ids).
+///
+/// [`Deref`]: std::ops::Deref
+pub(crate) struct ThinSlot(NonNull<u8>);
+
+// SAFETY: a `ThinSlot` is an `Arc<Slot>` (`Send + Sync`) kept as its thin
+// address; it is only read as a shared `Slot` and turned back into that
+// `Arc`.
+#[allow(unsafe_code)]
+unsafe impl Send for ThinSlot {}
+// SAFETY: as for `Send`.
+#[allow(unsafe_code)]
+unsafe impl Sync for ThinSlot {}
+
+#[allow(unsafe_code)]
+impl ThinSlot {
+    /// Holds `slot`'s strong reference thin. Panics for a slot without an
+    /// own address (a bare one: none is ever registered).
+    pub(crate) fn new(slot: Arc<Slot>) -> Self {
+        assert!(slot.me.is_some(), "a registered slot is an actor's");
+        let p = Arc::into_raw(slot).cast::<u8>().cast_mut();
+        ThinSlot(NonNull::new(p).expect("an Arc's address is not null"))
+    }
+
+    /// The slot as the wide pointer `Arc::into_raw` gave.
+    #[inline]
+    fn wide(&self) -> *const Slot {
+        // SAFETY: this holds a strong reference to the slot, so it is
+        // alive, and `self.0` is its start with the provenance of the
+        // `Arc`'s pointer.
+        let me = unsafe { me_at(self.0.as_ptr()) };
+        me.expect("checked in `ThinSlot::new`")
+            .get()
+            .as_ptr()
+            .cast_const()
+    }
+
+    /// The actor's id, read from the header (the id is its first field).
+    #[inline]
+    pub(crate) fn id(&self) -> ActorId {
+        *self.id_ref()
+    }
+
+    /// The actor's id where the slot keeps it.
+    #[inline]
+    pub(crate) fn id_ref(&self) -> &ActorId {
+        // SAFETY: the slot is alive while this is (a strong reference),
+        // `repr(C)` with the id first (asserted with `Slot::BODY_AT`), and
+        // the id is never written after the slot is built.
+        unsafe { &*self.0.as_ptr().cast_const().cast::<ActorId>() }
+    }
+
+    /// A new strong reference to the slot, wide.
+    pub(crate) fn arc(&self) -> Arc<Slot> {
+        let p = self.wide();
+        // SAFETY: `p` is the slot's own wide address, which is what
+        // `Arc::into_raw` gave, and this holds one of its strong
+        // references, so the count is at least one while it is raised; the
+        // `Arc` made owns the raised one.
+        unsafe {
+            Arc::increment_strong_count(p);
+            Arc::from_raw(p)
+        }
+    }
+}
+
+#[allow(unsafe_code)]
+impl std::ops::Deref for ThinSlot {
+    type Target = Slot;
+
+    fn deref(&self) -> &Slot {
+        // SAFETY: the slot is alive while this is borrowed (this holds a
+        // strong reference), and only shared references to it are made.
+        unsafe { &*self.wide() }
+    }
+}
+
+#[allow(unsafe_code)]
+impl Drop for ThinSlot {
+    fn drop(&mut self) {
+        // SAFETY: the slot's own wide address, which is what
+        // `Arc::into_raw` gave, whose strong reference this owns and gives
+        // back once.
+        drop(unsafe { Arc::from_raw(self.wide()) });
+    }
 }
 
 impl<B> Slot<B> {
@@ -93,12 +233,33 @@ impl<B> Slot<B> {
         at as u16
     };
 
+    /// A slot no scheduler runs (the test kit's bare mailboxes).
     pub(crate) fn new(id: ActorId, body: B) -> Self {
         Slot {
             id,
             state: AtomicU64::new(0),
+            me: None,
             body,
         }
+    }
+}
+
+impl<B: AnyBody> Slot<B> {
+    /// An actor's slot, in its `Arc` (the header learns the slot's address
+    /// before the slot is built).
+    pub(crate) fn new_in_arc(id: ActorId, body: B) -> Arc<Self> {
+        Arc::new_cyclic(|me: &std::sync::Weak<Slot<B>>| {
+            let me: *const Slot<B> = me.as_ptr();
+            let me: *const Slot<dyn AnyBody> = me;
+            Slot {
+                id,
+                state: AtomicU64::new(0),
+                me: Some(SelfPtr(
+                    NonNull::new(me.cast_mut()).expect("an Arc's address is not null"),
+                )),
+                body,
+            }
+        })
     }
 }
 
@@ -116,7 +277,7 @@ pub(crate) struct Queued(NonNull<Slot<dyn AnyBody>>);
 unsafe impl Send for Queued {}
 
 impl Queued {
-    /// The entry of the slot at `slot` (the mailbox's own pointer to it).
+    /// The entry of the slot at `slot` (the header's own address).
     pub(crate) fn new(slot: NonNull<Slot<dyn AnyBody>>) -> Queued {
         Queued(slot)
     }

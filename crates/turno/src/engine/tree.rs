@@ -9,7 +9,7 @@ use hashbrown::hash_table::{Entry, HashTable};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::slot::{Slot, BUSY, FAILED, STOPPING};
+use super::slot::{Slot, ThinSlot, BUSY, FAILED, STOPPING};
 use super::{Engine, Flow, ROOT};
 use crate::actor::SpawnError;
 use crate::addr::ActorId;
@@ -28,15 +28,16 @@ pub(super) enum Then {
     Restart(u32),
 }
 
-/// One actor in the tree: what every actor needs (32 bytes: the slot is
-/// a wide pointer, `Arc<Slot<dyn AnyBody>>`); the parts
+/// One actor in the tree: what every actor needs (24 bytes: the slot is
+/// a thin strong reference, [`ThinSlot`], where an `Arc<Slot<dyn AnyBody>>`
+/// was two words); the parts
 /// only some actors use (children, watchers, restarts, wait-for
 /// edges, a pending stop, a supervision other than the default) are in
 /// [`NodeRare`], allocated on first use. An idle leaf actor so costs its
 /// map entry and nothing else. Whether it was named (its path is in the
 /// system's path index) is its mailbox's to say.
 pub(super) struct Node {
-    pub(super) slot: Arc<Slot>,
+    pub(super) slot: ThinSlot,
     /// The supervisor: [`ROOT`] for a top-level actor.
     pub(super) parent: ActorId,
     pub(super) rare: Option<Box<NodeRare>>,
@@ -104,7 +105,7 @@ impl Node {
 
 /// The map of live actors, keyed by the id their slot keeps (an entry is
 /// its [`Node`] alone: a map with its own copy of the key was 40 bytes an
-/// entry, times the table's slack, where this is 32). Actor ids are
+/// entry, times the table's slack, where this is 24). Actor ids are
 /// sequential and never reused, so a multiplicative hash spreads them as
 /// well as SipHash would, for much less.
 #[derive(Default)]
@@ -119,11 +120,11 @@ impl Nodes {
 
     /// The node of `id`, if it is alive.
     pub(super) fn get(&self, id: &ActorId) -> Option<&Node> {
-        self.table.find(Self::hash(*id), |n| n.slot.id == *id)
+        self.table.find(Self::hash(*id), |n| n.slot.id() == *id)
     }
 
     pub(super) fn get_mut(&mut self, id: &ActorId) -> Option<&mut Node> {
-        self.table.find_mut(Self::hash(*id), |n| n.slot.id == *id)
+        self.table.find_mut(Self::hash(*id), |n| n.slot.id() == *id)
     }
 
     pub(super) fn contains_key(&self, id: &ActorId) -> bool {
@@ -133,11 +134,11 @@ impl Nodes {
     /// Adds `node` under `id` (its slot's id), returning the node it
     /// replaces.
     pub(super) fn insert(&mut self, id: ActorId, node: Node) -> Option<Node> {
-        debug_assert_eq!(node.slot.id, id, "a node is keyed by its slot's id");
+        debug_assert_eq!(node.slot.id(), id, "a node is keyed by its slot's id");
         let hash = Self::hash(id);
         match self
             .table
-            .entry(hash, |n| n.slot.id == id, |n| Self::hash(n.slot.id))
+            .entry(hash, |n| n.slot.id() == id, |n| Self::hash(n.slot.id()))
         {
             Entry::Occupied(mut e) => Some(std::mem::replace(e.get_mut(), node)),
             Entry::Vacant(e) => {
@@ -149,7 +150,7 @@ impl Nodes {
 
     pub(super) fn remove(&mut self, id: &ActorId) -> Option<Node> {
         let hash = Self::hash(*id);
-        match self.table.find_entry(hash, |n| n.slot.id == *id) {
+        match self.table.find_entry(hash, |n| n.slot.id() == *id) {
             Ok(e) => Some(e.remove().0),
             Err(_) => None,
         }
@@ -161,7 +162,7 @@ impl Nodes {
 
     /// Every live actor's id and node, in no particular order.
     pub(super) fn iter(&self) -> impl Iterator<Item = (&ActorId, &Node)> {
-        self.table.iter().map(|n| (&n.slot.id, n))
+        self.table.iter().map(|n| (n.slot.id_ref(), n))
     }
 }
 
@@ -245,7 +246,7 @@ impl Engine {
             match node.rare.as_mut() {
                 Some(rare) if rare.busy_until == deadline.as_nanos() => {
                     rare.busy_until = 0;
-                    node.slot.clone()
+                    node.slot.arc()
                 }
                 _ => return,
             }
@@ -325,7 +326,7 @@ impl Engine {
             tree.nodes.insert(
                 id,
                 Node {
-                    slot: slot.clone(),
+                    slot: ThinSlot::new(slot.clone()),
                     parent: parent.unwrap_or(ROOT),
                     rare,
                 },
@@ -618,8 +619,9 @@ mod tests {
     /// An idle leaf actor's share of the tree is its node and map entry
     /// (issue 11: at most 256 bytes per idle actor); the rest is rare.
     #[test]
-    fn a_node_is_four_words_and_its_rare_parts_start_unallocated() {
-        assert_eq!(std::mem::size_of::<Node>(), 32);
+    fn a_node_is_three_words_and_its_rare_parts_start_unallocated() {
+        assert_eq!(std::mem::size_of::<Node>(), 24);
+        assert_eq!(std::mem::size_of::<ThinSlot>(), 8);
         assert!(Supervision::default().is_default());
         assert!(!Supervision::new(crate::Strategy::OneForAll).is_default());
         assert!(!Supervision::default()

@@ -45,7 +45,7 @@ impl Engine {
     /// the speed it processes them.
     pub(super) fn mute(&self, sender: &Arc<Slot>, receiver: ActorId) {
         let mut tree = self.tree.lock();
-        let Some(rslot) = tree.nodes.get(&receiver).map(|n| n.slot.clone()) else {
+        let Some(rslot) = tree.nodes.get(&receiver).map(|n| n.slot.arc()) else {
             return; // stopped meanwhile: its close released everyone
         };
         if tree.waits_for(receiver, sender.id) {
@@ -104,7 +104,7 @@ impl Engine {
                     let before = rare.waiting_on.len();
                     rare.waiting_on.retain(|r| *r != receiver.id);
                     if rare.waiting_on.len() < before {
-                        freed.push(node.slot.clone());
+                        freed.push(node.slot.arc());
                     }
                 }
             }
