@@ -1,6 +1,8 @@
 //! Addresses: typed, cheap to clone, usable from any thread.
 
 use std::fmt;
+use std::marker::PhantomData;
+use std::ptr::NonNull;
 use std::sync::Arc;
 
 use event_listener::Listener;
@@ -20,36 +22,105 @@ use crate::mailbox::{Mailbox, Verdict};
 /// instead: it takes part in backpressure (muting) and in the trace of the
 /// turn. The methods here are for code outside the actor system.
 pub struct Addr<M> {
-    /// The actor's slot (its one allocation), seen as its typed mailbox.
-    pub(crate) slot: Arc<Slot<dyn TypedBody<M>>>,
+    /// The actor's mailbox, in its slot (the one allocation): an address
+    /// owns one strong reference to the slot, kept as the mailbox's own
+    /// address (one word: a send reaches the mailbox with no offset to
+    /// compute). The slot's wide address, which counting needs, is in its
+    /// header, found from the mailbox as the actor's id is
+    /// ([`Addr::slot`]).
+    mailbox: NonNull<Mailbox<M>>,
+    /// What an address owns.
+    _slot: PhantomData<Arc<Slot<dyn TypedBody<M>>>>,
 }
 
-impl<M: 'static> Addr<M> {
+// SAFETY: an address is an `Arc<Slot<dyn TypedBody<M>>>` kept thin, which
+// is `Send + Sync` whatever `M` (`TypedBody` is `Send + Sync`); it only
+// lends the mailbox as a shared reference and counts the slot's `Arc`.
+#[allow(unsafe_code)]
+unsafe impl<M> Send for Addr<M> {}
+// SAFETY: as for `Send`.
+#[allow(unsafe_code)]
+unsafe impl<M> Sync for Addr<M> {}
+
+#[allow(unsafe_code)]
+impl<M> Addr<M> {
+    /// An address owning `slot`'s strong reference.
+    pub(crate) fn from_slot<B: TypedBody<M>>(slot: Arc<Slot<B>>) -> Self {
+        let slot = Arc::into_raw(slot);
+        // SAFETY: `slot` points at a live slot (the reference just given
+        // up keeps it alive); the projection reads nothing. A `TypedBody<M>`
+        // is `repr(C)` with its `Mailbox<M>` first (the trait's contract),
+        // so the body's address is the mailbox's.
+        let mailbox = unsafe { std::ptr::addr_of!((*slot).body) }.cast::<Mailbox<M>>();
+        Addr {
+            mailbox: NonNull::new(mailbox.cast_mut()).expect("an Arc's address is not null"),
+            _slot: PhantomData,
+        }
+    }
+
     /// The mailbox, part of the slot.
     #[inline]
     pub(crate) fn mailbox(&self) -> &Mailbox<M> {
-        Mailbox::of_body(&self.slot.body)
+        // SAFETY: the mailbox is part of the slot, which this address
+        // keeps alive; only shared references to it are made.
+        unsafe { self.mailbox.as_ref() }
+    }
+
+    /// The slot, wide, as its `Arc` gave it (from the slot's header).
+    #[inline]
+    fn slot(&self) -> *const Slot {
+        let start = self.mailbox().slot_start();
+        // SAFETY: `start` is the start of the live slot this mailbox is
+        // part of, with the provenance of the `Arc`'s pointer this address
+        // was made from (see `Mailbox::id`).
+        unsafe { crate::engine::me_at(start) }
+            .get()
+            .as_ptr()
+            .cast_const()
     }
 }
 
 impl<M> Clone for Addr<M> {
     fn clone(&self) -> Self {
+        let slot = self.slot();
+        // SAFETY: `slot` is the slot's wide address as its `Arc` gave it,
+        // and this address holds one of its strong references, so the
+        // count is at least one while it is raised; the clone owns the
+        // raised one.
+        #[allow(unsafe_code)]
+        unsafe {
+            Arc::increment_strong_count(slot);
+        }
         Addr {
-            slot: self.slot.clone(),
+            mailbox: self.mailbox,
+            _slot: PhantomData,
+        }
+    }
+}
+
+impl<M> Drop for Addr<M> {
+    fn drop(&mut self) {
+        let slot = self.slot();
+        // SAFETY: the slot's wide address as its `Arc` gave it (the same
+        // concrete body type, seen through its own vtable), and this
+        // address owns one of its strong references, given back once.
+        #[allow(unsafe_code)]
+        unsafe {
+            Arc::decrement_strong_count(slot);
         }
     }
 }
 
 impl<M: 'static> fmt::Debug for Addr<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Addr({} {})", self.slot.id, self.mailbox().path())
+        write!(f, "Addr({} {})", self.mailbox().id(), self.mailbox().path())
     }
 }
 
 impl<M> PartialEq for Addr<M> {
     fn eq(&self, other: &Self) -> bool {
-        // The allocation, not the vtable (one slot, one actor).
-        std::ptr::addr_eq(Arc::as_ptr(&self.slot), Arc::as_ptr(&other.slot))
+        // One mailbox, one slot, one actor.
+        self.mailbox == other.mailbox
     }
 }
 
@@ -58,7 +129,7 @@ impl<M> Eq for Addr<M> {}
 impl<M: Send + 'static> Addr<M> {
     /// The actor's id.
     pub fn id(&self) -> ActorId {
-        self.slot.id
+        self.mailbox().id()
     }
 
     /// The actor's name (from [`Props::name`](crate::Props::name), or

@@ -214,10 +214,30 @@ unsafe impl<M: Send + 'static> TypedBody<M> for Bare<M> {}
 impl<M: Send + 'static> Bare<M> {
     /// An address of a bare mailbox.
     pub(crate) fn addr(id: ActorId, mailbox: Mailbox<M>) -> Addr<M> {
-        let slot = Arc::new(Slot::new(id, Bare { mailbox }));
+        let slot = Slot::new_in_arc(id, Bare { mailbox });
         debug_assert_eq!(slot.body.mailbox.id(), id, "built for a bare slot");
-        Addr { slot }
+        Addr::from_slot(slot)
     }
+}
+
+/// A bare slot is never registered, so nothing runs it: it has no cell.
+/// (Its pushes wake no one: its system's shared state has no scheduler.)
+impl<M: Send + 'static> AnyBody for Bare<M> {
+    fn ops(&self) -> &dyn MailboxOps {
+        &self.mailbox
+    }
+
+    fn run_batch(
+        &self,
+        _: &Engine,
+        _: &Arc<Slot>,
+        _: usize,
+        _: &mut Effects,
+    ) -> (usize, Option<Arc<Slot>>) {
+        (0, None)
+    }
+
+    fn with_cell(&self, _: &mut dyn FnMut(&mut dyn AnyCell) -> bool) {}
 }
 
 /// A boxed factory: the test kit's cell's (`TestKit<A>` names one type per
@@ -226,37 +246,6 @@ impl<M: Send + 'static> Bare<M> {
 /// (a box of one is two words); the batch loop is compiled per actor type
 /// and factory type.
 pub(crate) type Factory<A> = Box<dyn FnMut() -> A + Send>;
-
-/// The mailbox of a cell's own address, found at an offset known when
-/// compiling the cell: a turn reads it several times, and through the
-/// address it is found from the body's vtable (whose alignment places the
-/// body in the slot).
-///
-/// A cell's slot body is a [`Body<A>`] (every scheduled actor) or a
-/// [`Bare`] mailbox (the test kit's actor under test). `Slot` is
-/// `repr(C)`, so its body starts at the same offset in both when their
-/// alignments round it alike (any alignment up to the header's): then the
-/// offset is that constant. Otherwise the address's own way is taken.
-#[inline]
-fn mailbox_of<A: Actor, F>(addr: &Addr<A::Msg>) -> &Mailbox<A::Msg> {
-    let offset = std::mem::offset_of!(Slot<Body<A, F>>, body);
-    let same = const {
-        std::mem::offset_of!(Slot<Body<A, F>>, body)
-            == std::mem::offset_of!(Slot<Bare<A::Msg>>, body)
-    };
-    if !same {
-        return addr.mailbox();
-    }
-    let slot = Arc::as_ptr(&addr.slot).cast::<u8>();
-    // SAFETY: the slot's body is a `Body<A>` or a `Bare<A::Msg>` (see
-    // above); in both the body starts at `offset` (the `same` test) and
-    // holds its `Mailbox<A::Msg>` first (`repr(C)`, the `TypedBody`
-    // contract), and the address keeps the slot alive while borrowed.
-    #[allow(unsafe_code)]
-    unsafe {
-        &*slot.add(offset).cast::<Mailbox<A::Msg>>()
-    }
-}
 
 pub(crate) struct Cell<A: Actor, F = Factory<A>> {
     actor: Option<A>,
@@ -375,7 +364,7 @@ impl<A: Actor, F: FnMut() -> A + Send + 'static> Cell<A, F> {
             },
         );
         debug_assert_eq!(slot.body.mailbox.id(), id, "built for this slot");
-        let addr = Addr { slot: slot.clone() };
+        let addr = Addr::from_slot(slot.clone());
         let cell = Self::around(&props, factory, addr.clone());
         // SAFETY: the slot is being built, its run-state word held by the
         // builder: it is not registered, so no runner claims it, and the
@@ -413,7 +402,7 @@ impl<A: Actor, F: FnMut() -> A + Send + 'static> Cell<A, F> {
     /// The actor's mailbox.
     #[inline]
     fn mailbox(&self) -> &Mailbox<A::Msg> {
-        mailbox_of::<A, F>(&self.addr)
+        self.addr.mailbox()
     }
 
     fn shared(&self) -> &SystemShared {
@@ -431,7 +420,7 @@ impl<A: Actor, F: FnMut() -> A + Send + 'static> Cell<A, F> {
         let Some(actor) = self.actor.as_mut() else {
             return;
         };
-        let mailbox = mailbox_of::<A, F>(&self.addr);
+        let mailbox = self.addr.mailbox();
         let shared = &mailbox.shared;
         #[cfg(feature = "tracing")]
         let _span = tracing::debug_span!(
@@ -545,8 +534,7 @@ impl<A: Actor, F: FnMut() -> A + Send + 'static> AnyCell for Cell<A, F> {
     fn start(&mut self, fx: &mut Effects) {
         if self.actor.is_none() {
             let factory = &mut self.factory;
-            let quiet =
-                crate::panics::Quiet::enter(!mailbox_of::<A, F>(&self.addr).shared.print_panics);
+            let quiet = crate::panics::Quiet::enter(!self.addr.mailbox().shared.print_panics);
             let built = catch_unwind(AssertUnwindSafe(factory));
             drop(quiet);
             match built {

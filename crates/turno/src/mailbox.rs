@@ -28,7 +28,7 @@ use crate::sync::{AtomicBool, AtomicU32, AtomicUsize, Mutex, RawLock, UnsafeCell
 use crate::addr::ActorId;
 use crate::ask::RequestId;
 use crate::buffer::{BufferStats, Offer, Policy};
-use crate::engine::{Queued, TypedBody};
+use crate::engine::Queued;
 use crate::ids::ActorPath;
 use crate::metrics::{Label, MailboxMetrics, Metrics};
 use crate::run_state::RunState;
@@ -334,15 +334,6 @@ pub(crate) enum Next<M> {
 }
 
 impl<M> Mailbox<M> {
-    /// The mailbox of a slot body, at the body's address.
-    #[inline]
-    pub(crate) fn of_body(body: &dyn TypedBody<M>) -> &Mailbox<M> {
-        // SAFETY: every `TypedBody<M>` is `repr(C)` with its `Mailbox<M>`
-        // first (the trait's contract), so the body's data address is the
-        // mailbox's, and the mailbox lives as long as the body borrowed.
-        unsafe { &*(body as *const dyn TypedBody<M>).cast::<Mailbox<M>>() }
-    }
-
     /// The actor's path (an unnamed actor's is written the first time).
     #[inline]
     pub(crate) fn path(&self) -> &ActorPath {
@@ -369,20 +360,26 @@ impl<M> Mailbox<M> {
         unsafe { slot.cast::<ActorId>().read() }
     }
 
+    /// The start of the slot this mailbox is part of (see [`Mailbox::id`]).
+    #[inline]
+    pub(crate) fn slot_start(&self) -> *const u8 {
+        (self as *const Self)
+            .cast::<u8>()
+            .wrapping_sub(usize::from(self.at))
+    }
+
     /// Hands the slot this mailbox is part of (its header's own address)
     /// to its system's scheduler as its one run queue entry (the caller
     /// moved the run-state word to `NOTIFIED`); nothing for a slot no
     /// scheduler runs (the test kit's).
     #[inline]
     fn wake_slot(&self) {
-        let slot = (self as *const Self)
-            .cast::<u8>()
-            .wrapping_sub(usize::from(self.at));
+        let slot = self.slot_start();
         // SAFETY: as in `Mailbox::id`: the slot starts `at` bytes before
         // this mailbox, in the same live allocation, and the mailbox's
         // reference has the provenance of the whole slot.
         let me = unsafe { crate::engine::me_at(slot) };
-        if let (Some(me), Some(sched)) = (me, self.shared.sched.get()) {
+        if let Some(sched) = self.shared.sched.get() {
             sched.schedule(Queued::new(me.get()));
         }
     }

@@ -4,10 +4,11 @@
 //!
 //! A slot is **one allocation per actor**: the header here (id, state
 //! word, the slot's own wide address), then the body, which for an actor is its mailbox and
-//! its cell ([`Body`](crate::cell::Body)). The engine holds it as
-//! `Arc<Slot>` (`Slot<dyn AnyBody>`), an address as
-//! `Arc<Slot<dyn TypedBody<M>>>`: the same allocation seen through two
-//! vtables; the run queues hold a [`Queued`], its address without a strong
+//! its cell ([`Body`](crate::cell::Body)), for the test kit's a mailbox
+//! alone ([`Bare`](crate::cell::Bare)). The engine holds it as
+//! `Arc<Slot>` (`Slot<dyn AnyBody>`); an address is one word, its
+//! mailbox's own address, owning a strong reference counted through the
+//! header's own address of the slot; the run queues hold a [`Queued`], its address without a strong
 //! count (the run-state word owns the one entry, see [`crate::run_state`]).
 //! The mailbox wakes its own slot through the header's own address of it
 //! (`Slot::me`, found from the mailbox's address less its offset in the
@@ -55,9 +56,10 @@ pub(crate) trait AnyBody: Send + Sync + 'static {
     fn with_cell(&self, f: &mut dyn FnMut(&mut dyn AnyCell) -> bool);
 }
 
-/// What an address needs of a slot's body: its typed mailbox, read
-/// without a call through the vtable (an address reads it on every send,
-/// a cell several times a turn), by [`Mailbox::of_body`](crate::mailbox::Mailbox::of_body).
+/// What an address needs of a slot's body: its typed mailbox at the body's
+/// own address, which is what an address keeps (`Addr::from_slot`), so a
+/// send (and a cell, several times a turn) reads it with no offset to
+/// compute.
 ///
 /// # Safety
 /// An implementor is `#[repr(C)]` with its `Mailbox<M>` as its first
@@ -67,8 +69,8 @@ pub(crate) unsafe trait TypedBody<M>: Send + Sync + 'static {}
 
 /// One actor as a scheduler holds it: see the [module docs](self).
 /// `repr(C)`: every body type starts at the same offset unless its
-/// alignment exceeds the header's (the cell relies on it to find its
-/// mailbox without the vtable, see `cell::mailbox_of`).
+/// alignment exceeds the header's; the header's fields are at the same
+/// offsets for every body (`me_at` reads them as a `Slot<()>`'s).
 #[repr(C)]
 pub(crate) struct Slot<B: ?Sized = dyn AnyBody> {
     pub(crate) id: ActorId,
@@ -77,10 +79,10 @@ pub(crate) struct Slot<B: ?Sized = dyn AnyBody> {
     /// [`Slot::try_park`]).
     pub(super) state: AtomicU64,
     /// This slot's own address as a `Slot<dyn AnyBody>`, written by
-    /// [`Slot::new_in_arc`] (an actor's slot): its run queue entry, which
-    /// a push that wakes it hands on, and what widens a [`ThinSlot`];
-    /// `None` for the test kit's bare mailboxes, which nothing schedules.
-    pub(crate) me: Option<SelfPtr>,
+    /// [`Slot::new_in_arc`]: its run queue entry, which a push that wakes
+    /// it hands on, what an address counts the slot through and what
+    /// widens a [`ThinSlot`].
+    pub(crate) me: SelfPtr,
     pub(crate) body: B,
 }
 
@@ -115,12 +117,12 @@ impl SelfPtr {
 /// to the whole slot.
 #[inline]
 #[allow(unsafe_code)]
-pub(crate) unsafe fn me_at(slot: *const u8) -> Option<SelfPtr> {
+pub(crate) unsafe fn me_at(slot: *const u8) -> SelfPtr {
     // SAFETY: the caller's; `me` is never written after the slot is
     // built, so reading it races with nothing.
     unsafe {
         slot.add(std::mem::offset_of!(Slot<()>, me))
-            .cast::<Option<SelfPtr>>()
+            .cast::<SelfPtr>()
             .read()
     }
 }
@@ -146,10 +148,8 @@ unsafe impl Sync for ThinSlot {}
 
 #[allow(unsafe_code)]
 impl ThinSlot {
-    /// Holds `slot`'s strong reference thin. Panics for a slot without an
-    /// own address (a bare one: none is ever registered).
+    /// Holds `slot`'s strong reference thin.
     pub(crate) fn new(slot: Arc<Slot>) -> Self {
-        assert!(slot.me.is_some(), "a registered slot is an actor's");
         let p = Arc::into_raw(slot).cast::<u8>().cast_mut();
         ThinSlot(NonNull::new(p).expect("an Arc's address is not null"))
     }
@@ -160,8 +160,7 @@ impl ThinSlot {
         // SAFETY: this holds a strong reference to the slot, so it is
         // alive, and `self.0` is its start with the provenance of the
         // `Arc`'s pointer.
-        let me = unsafe { me_at(self.0.as_ptr()) };
-        me.expect("checked in `ThinSlot::new`")
+        unsafe { me_at(self.0.as_ptr()) }
             .get()
             .as_ptr()
             .cast_const()
@@ -232,21 +231,11 @@ impl<B> Slot<B> {
         assert!(std::mem::offset_of!(Slot<B>, id) == 0);
         at as u16
     };
-
-    /// A slot no scheduler runs (the test kit's bare mailboxes).
-    pub(crate) fn new(id: ActorId, body: B) -> Self {
-        Slot {
-            id,
-            state: AtomicU64::new(0),
-            me: None,
-            body,
-        }
-    }
 }
 
 impl<B: AnyBody> Slot<B> {
-    /// An actor's slot, in its `Arc` (the header learns the slot's address
-    /// before the slot is built).
+    /// A slot, in its `Arc` (the header learns the slot's address before
+    /// the slot is built).
     pub(crate) fn new_in_arc(id: ActorId, body: B) -> Arc<Self> {
         Arc::new_cyclic(|me: &std::sync::Weak<Slot<B>>| {
             let me: *const Slot<B> = me.as_ptr();
@@ -254,9 +243,7 @@ impl<B: AnyBody> Slot<B> {
             Slot {
                 id,
                 state: AtomicU64::new(0),
-                me: Some(SelfPtr(
-                    NonNull::new(me.cast_mut()).expect("an Arc's address is not null"),
-                )),
+                me: SelfPtr(NonNull::new(me.cast_mut()).expect("an Arc's address is not null")),
                 body,
             }
         })
