@@ -7,8 +7,12 @@
 //! shift request ids and a trace reads the same kind of number for the same
 //! kind of thing.
 
+use std::alloc::{self, Layout};
 use std::fmt;
-use std::sync::Arc;
+use std::mem::{size_of, ManuallyDrop};
+use std::ptr::{self, NonNull};
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use std::sync::atomic::{fence, AtomicUsize};
 
 use serde::{Deserialize, Serialize};
 
@@ -105,83 +109,143 @@ pub const ROOT: ActorId = ActorId(0);
 /// assert_eq!(orders.path().parent(), Some(ActorPath::root()));
 /// assert_eq!(sys.actor_at("/orders"), Some(orders.id()));
 /// ```
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ActorPath(Arc<str>);
+// `repr(transparent)`: one `NonNull`, so that the mailbox's path cell can
+// lend its word as a path (`PathCell::get`).
+#[repr(transparent)]
+pub struct ActorPath(NonNull<PathText>);
+
+/// The start of a path's one allocation: its count and its length, the
+/// text's bytes right after. A path is one word (a thin pointer), not the
+/// two of an `Arc<str>`: every idle actor keeps one (see the mailbox's
+/// `PathCell`).
+#[repr(C)]
+pub(crate) struct PathText {
+    count: AtomicUsize,
+    len: usize,
+}
+
+// SAFETY: the text is never written after it is built and its count is
+// atomic: a path is shared across threads as an `Arc<str>` is.
+unsafe impl Send for ActorPath {}
+// SAFETY: as above.
+unsafe impl Sync for ActorPath {}
 
 impl ActorPath {
+    /// The allocation of a path of `len` bytes: the header, then the text.
+    fn layout(len: usize) -> Layout {
+        let (layout, _) = Layout::new::<PathText>()
+            .extend(Layout::array::<u8>(len).expect("a path fits in memory"))
+            .expect("a path fits in memory");
+        layout
+    }
+
+    /// A path whose text is `parts` one after the other (valid UTF-8 each),
+    /// in one allocation.
+    fn from_parts(parts: &[&str]) -> ActorPath {
+        let len = parts.iter().map(|p| p.len()).sum();
+        let layout = Self::layout(len);
+        // SAFETY: the layout is never zero-sized (it has the header).
+        let raw = unsafe { alloc::alloc(layout) };
+        let Some(header) = NonNull::new(raw.cast::<PathText>()) else {
+            alloc::handle_alloc_error(layout)
+        };
+        // SAFETY: `raw` is a fresh allocation of `layout`: the header at its
+        // start, `len` bytes after it, written once here before it is shared.
+        unsafe {
+            header.as_ptr().write(PathText {
+                count: AtomicUsize::new(1),
+                len,
+            });
+            let mut at = raw.add(size_of::<PathText>());
+            for part in parts {
+                ptr::copy_nonoverlapping(part.as_ptr(), at, part.len());
+                at = at.add(part.len());
+            }
+        }
+        ActorPath(header)
+    }
+
+    /// The path's address, for the mailbox's one-word path cell.
+    pub(crate) fn into_raw(self) -> NonNull<PathText> {
+        ManuallyDrop::new(self).0
+    }
+
+    /// Takes back a path given away by [`ActorPath::into_raw`].
+    ///
+    /// # Safety
+    /// `raw` came from `into_raw` and is taken back once.
+    pub(crate) unsafe fn from_raw(raw: NonNull<PathText>) -> ActorPath {
+        ActorPath(raw)
+    }
+
     /// The root of the tree, `/`: the parent of top-level actors.
     pub fn root() -> ActorPath {
         Self::root_ref().clone()
     }
 
     /// The root's one shared text: every top-level spawn names its parent,
-    /// and a fresh `Arc<str>` each time was an allocation per spawn (a
+    /// and a fresh allocation each time was an allocation per spawn (a
     /// borrow of it not even a count).
     pub(crate) fn root_ref() -> &'static ActorPath {
         static ROOT: std::sync::LazyLock<ActorPath> =
-            std::sync::LazyLock::new(|| ActorPath("/".into()));
+            std::sync::LazyLock::new(|| ActorPath::from_parts(&["/"]));
         &ROOT
     }
 
     /// The path of a child named `name` (already checked by
     /// [`check_name`]).
     pub(crate) fn child(&self, name: &str) -> ActorPath {
-        self.child_with(name.len(), |s| s.push_str(name))
+        ActorPath::from_parts(&[self.as_str(), self.separator(), name])
     }
 
-    /// The path of the unnamed child `id`: segment `$<id>`. Built on the
-    /// stack when it fits, so that it costs one allocation (the `Arc`), not
-    /// a `String` as well: every actor spawned without a name pays this.
+    /// The path of the unnamed child `id`: segment `$<id>`, in one
+    /// allocation (every actor spawned without a name, once asked for its
+    /// path, pays this).
     pub(crate) fn unnamed_child(&self, id: ActorId) -> ActorPath {
         let mut digits = itoa::Buffer::new();
         let digits = digits.format(id.0);
-        let mut buf = [0u8; 64];
-        let sep = usize::from(!self.is_root());
-        let len = self.0.len() + sep + 1 + digits.len();
-        let on_the_heap = || {
-            self.child_with(1 + digits.len(), |s| {
-                s.push('$');
-                s.push_str(digits);
-            })
-        };
-        if len > buf.len() {
-            return on_the_heap();
-        }
-        let parts: [&[u8]; 4] = [self.0.as_bytes(), &b"/"[..sep], b"$", digits.as_bytes()];
-        let mut at = 0;
-        for part in parts {
-            buf[at..at + part.len()].copy_from_slice(part);
-            at += part.len();
-        }
-        // A path and ASCII digits are UTF-8: the fallback is never taken.
-        std::str::from_utf8(&buf[..len]).map_or_else(|_| on_the_heap(), |p| ActorPath(p.into()))
+        ActorPath::from_parts(&[self.as_str(), self.separator(), "$", digits])
     }
 
-    fn child_with(&self, len: usize, segment: impl FnOnce(&mut String)) -> ActorPath {
-        let mut s = String::with_capacity(self.0.len() + 1 + len);
-        s.push_str(&self.0);
-        if !self.is_root() {
-            s.push('/');
+    /// What goes between this path and a child's segment: nothing after
+    /// the root's `/`.
+    fn separator(&self) -> &'static str {
+        if self.is_root() {
+            ""
+        } else {
+            "/"
         }
-        segment(&mut s);
-        ActorPath(s.into())
     }
 
     /// The path as text, e.g. `/orders/worker`.
     pub fn as_str(&self) -> &str {
-        &self.0
+        // SAFETY: the header and the `len` bytes after it were written by
+        // `from_parts` from UTF-8 parts, never written again, and are alive
+        // while this path (a count) is.
+        unsafe {
+            let header = self.0.as_ptr();
+            let len = (*header).len;
+            let text = header.cast::<u8>().add(size_of::<PathText>());
+            std::str::from_utf8_unchecked(std::slice::from_raw_parts(text, len))
+        }
+    }
+
+    fn header(&self) -> &PathText {
+        // SAFETY: alive while this path (a count) is; see `as_str`.
+        unsafe { self.0.as_ref() }
     }
 
     /// True for `/`.
     pub fn is_root(&self) -> bool {
-        &*self.0 == "/"
+        self.as_str() == "/"
     }
 
     /// The last segment: the actor's name (`""` for the root).
     pub fn name(&self) -> &str {
-        match self.0.rfind('/') {
-            Some(i) => &self.0[i + 1..],
-            None => &self.0,
+        let path = self.as_str();
+        match path.rfind('/') {
+            Some(i) => &path[i + 1..],
+            None => path,
         }
     }
 
@@ -190,39 +254,96 @@ impl ActorPath {
         if self.is_root() {
             return None;
         }
-        match self.0.rfind('/') {
+        let path = self.as_str();
+        match path.rfind('/') {
             Some(0) | None => Some(ActorPath::root()),
-            Some(i) => Some(ActorPath(self.0[..i].into())),
+            Some(i) => Some(ActorPath::from_parts(&[&path[..i]])),
         }
     }
 
     /// The names from the top-level actor down (none for the root).
     pub fn segments(&self) -> impl Iterator<Item = &str> {
-        self.0.split('/').filter(|s| !s.is_empty())
+        self.as_str().split('/').filter(|s| !s.is_empty())
+    }
+}
+
+impl Clone for ActorPath {
+    fn clone(&self) -> Self {
+        // Relaxed, as `Arc::clone`: a new count is made from one held.
+        let old = self.header().count.fetch_add(1, Relaxed);
+        // As `Arc`: a count this high is leaked clones; wrapping would free
+        // a live text.
+        if old > isize::MAX as usize {
+            std::process::abort();
+        }
+        ActorPath(self.0)
+    }
+}
+
+impl Drop for ActorPath {
+    fn drop(&mut self) {
+        // Release, then an acquire fence by the last one, as `Arc`'s drop:
+        // every use of the text happens before it is freed.
+        if self.header().count.fetch_sub(1, Release) != 1 {
+            return;
+        }
+        fence(Acquire);
+        let layout = Self::layout(self.header().len);
+        // SAFETY: the last count: nobody else can reach the allocation,
+        // made by `from_parts` with this layout.
+        unsafe { alloc::dealloc(self.0.as_ptr().cast(), layout) }
+    }
+}
+
+impl PartialEq for ActorPath {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for ActorPath {}
+
+impl PartialOrd for ActorPath {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for ActorPath {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl std::hash::Hash for ActorPath {
+    /// As the text's: a map keyed by paths is looked up by `&str`
+    /// ([`Borrow`](std::borrow::Borrow)).
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state)
     }
 }
 
 impl std::borrow::Borrow<str> for ActorPath {
     fn borrow(&self) -> &str {
-        &self.0
+        self.as_str()
     }
 }
 
 impl fmt::Display for ActorPath {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.as_str())
     }
 }
 
 impl fmt::Debug for ActorPath {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "ActorPath({:?})", &*self.0)
+        write!(f, "ActorPath({:?})", self.as_str())
     }
 }
 
 impl Serialize for ActorPath {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.0)
+        s.serialize_str(self.as_str())
     }
 }
 

@@ -53,7 +53,8 @@
 
 // `unsafe` lives in the lock-free user lane, the lazily allocated parts
 // (`lazy.rs`), the mailbox (its consumer side, the pointer to its own slot,
-// its place in a slot body), the buffered stream (the consumer side of its
+// its place in a slot body), the actor path (a thin pointer to its own
+// counted text, `ids.rs`), the buffered stream (the consumer side of its
 // lane) and the `TypedBody` contract (slot, cell), each
 // block with a `// SAFETY:` comment (the workspace denies undocumented
 // ones).
@@ -71,6 +72,7 @@ pub mod deterministic;
 mod effects;
 mod engine;
 mod idle;
+#[allow(unsafe_code)]
 mod ids;
 #[allow(unsafe_code)]
 mod lane;
