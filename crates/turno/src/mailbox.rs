@@ -38,7 +38,7 @@ use crate::metrics::{Label, MailboxMetrics, Metrics};
 use crate::run_state::RunState;
 use crate::shared::SystemShared;
 use crate::supervision::ExitReason;
-use crate::system_lane::SystemQueues;
+use crate::system_lane::{QueuesBox, SystemFlags, SystemQueues};
 use crate::time::Instant;
 use crate::timer::TimerId;
 use crate::trace::{drop_policy, ActorEvent, DeadLetterReason, Dropped, Lane as TraceLane};
@@ -339,7 +339,10 @@ pub(crate) struct Mailbox<M> {
     /// reached only through [`Mailbox::with_system`]; their counts are
     /// mirrored in atomics so that the hot path looks at them without the
     /// lock.
-    system: SystemCell,
+    system: SystemCell<QueuesBox>,
+    /// The system lane's flags, under the same lock: two bytes, beside the
+    /// other bytes (beside the queues' pointer they padded it to two words).
+    system_flags: SystemCell<SystemFlags>,
     /// The system lane's lock: one byte, beside the flags (a `Mutex` around
     /// the queues was a word more).
     system_lock: RawLock,
@@ -375,12 +378,12 @@ pub(crate) struct Mailbox<M> {
 
 /// The system lane's queues, touched only under the mailbox's
 /// `system_lock` (see [`Mailbox::with_system`]).
-struct SystemCell(UnsafeCell<SystemQueues>);
+struct SystemCell<T>(UnsafeCell<T>);
 
 // SAFETY: the queues are only reached through `Mailbox::with_system`, which
 // holds the mailbox's `system_lock` while it lends them, so no two threads
 // touch them at once; they hold `Send` entries only (controls, signals).
-unsafe impl Sync for SystemCell {}
+unsafe impl<T: Send> Sync for SystemCell<T> {}
 
 /// The senders a mailbox has muted, released below the low watermark.
 /// Closing the lane holds this lock (or seals the part when no sender was
@@ -474,7 +477,8 @@ impl<M: Send + 'static> Mailbox<M> {
         Mailbox {
             path,
             user: Lane::new(policy),
-            system: SystemCell(UnsafeCell::new(SystemQueues::default())),
+            system: SystemCell(UnsafeCell::new(None)),
+            system_flags: SystemCell(UnsafeCell::new(SystemFlags::default())),
             system_lock: RawLock::new(),
             control_len: AtomicU32::new(0),
             signal_len: AtomicU32::new(0),
@@ -705,7 +709,7 @@ impl<M: Send + 'static> Mailbox<M> {
 
     /// Runs `push` on the system lane of an open mailbox, then traces and
     /// wakes as every push does.
-    fn push_system(&self, push: impl FnOnce(&mut SystemQueues)) -> bool {
+    fn push_system(&self, push: impl FnOnce(&mut SystemQueues<'_>)) -> bool {
         let depth = self.with_system(|st| {
             if st.is_closed() {
                 return None;
@@ -724,15 +728,22 @@ impl<M: Send + 'static> Mailbox<M> {
 
     /// Runs `f` on the system lane under its lock. `f` must not come back
     /// here (the lock is not reentrant).
-    fn with_system<R>(&self, f: impl FnOnce(&mut SystemQueues) -> R) -> R {
+    fn with_system<R>(&self, f: impl FnOnce(&mut SystemQueues<'_>) -> R) -> R {
         let _locked = self.system_lock.lock();
         // SAFETY: every access to `system` is made here, under
         // `system_lock`, which is held until after `f` returns: this is
         // the only reference to the queues while it lives.
-        self.system.0.with_mut(|st| f(unsafe { &mut *st }))
+        self.system.0.with_mut(|queues| {
+            self.system_flags.0.with_mut(|flags| {
+                // SAFETY: as above, for both parts of the lane.
+                f(&mut SystemQueues::new(unsafe { &mut *flags }, unsafe {
+                    &mut *queues
+                }))
+            })
+        })
     }
 
-    fn publish_system_lens(&self, st: &SystemQueues) {
+    fn publish_system_lens(&self, st: &SystemQueues<'_>) {
         let saturated = |len: usize| u32::try_from(len).unwrap_or(u32::MAX);
         self.control_len
             .store(saturated(st.control_len()), Ordering::Release);
@@ -759,7 +770,7 @@ impl<M: Send + 'static> Mailbox<M> {
     }
 
     /// Pops from the system lane under its lock.
-    fn pop_system<T>(&self, pop: impl FnOnce(&mut SystemQueues) -> Option<T>) -> Option<T> {
+    fn pop_system<T>(&self, pop: impl FnOnce(&mut SystemQueues<'_>) -> Option<T>) -> Option<T> {
         self.with_system(|st| {
             let item = pop(st);
             // An idle actor keeps no system-lane buffer: the queues free

@@ -4,9 +4,9 @@
 //! get another (no children, no timers, no watches, never restarted): so a
 //! (re)start is a flag, and the two queues are allocated on the first other
 //! entry and freed again once both are empty. An idle actor's system lane is
-//! two words (the flags and a pointer), where two empty `VecDeque`s were
-//! eight; whether the mailbox is closed is one of those flags, read under
-//! the same lock.
+//! one word (a pointer) and two flag bytes the mailbox keeps beside its
+//! other bytes, where two empty `VecDeque`s were eight words; whether the
+//! mailbox is closed is one of those flags, read under the same lock.
 //!
 //! The order is the lane's: a (re)start before any other control message,
 //! the others first in, first out; signals first in, first out. The lock
@@ -16,30 +16,45 @@ use std::collections::VecDeque;
 
 use crate::mailbox::{Control, Signal};
 
-/// See the [module docs](self).
+/// A mailbox's system lane, lent under its lock: its flags and its queues,
+/// which the mailbox keeps apart (the two flag bytes beside its other
+/// bytes, the queues' pointer a word: one word for the lane, where the
+/// flags beside the pointer padded it to two). See the [module docs](self).
+pub(crate) struct SystemQueues<'a> {
+    flags: &'a mut SystemFlags,
+    queues: &'a mut Option<Box<Queues>>,
+}
+
+/// The system lane's flags.
 #[derive(Default)]
-pub(crate) struct SystemQueues {
+pub(crate) struct SystemFlags {
     /// A (re)start is queued: it is taken before any other control message.
     /// Two (re)starts queued at once are one (a second `started` hook on
     /// the same instance has no meaning).
     start: bool,
-    /// The mailbox is closed: nothing is queued any more. Kept here, beside
-    /// `start`, so that the lane and its lock fit in three words (a
-    /// separate struct around the queues padded them to four).
+    /// The mailbox is closed: nothing is queued any more.
     closed: bool,
-    queues: Option<Box<Queues>>,
 }
 
+/// The system lane's queues, allocated on the first entry other than a
+/// (re)start.
+pub(crate) type QueuesBox = Option<Box<Queues>>;
+
 #[derive(Default)]
-struct Queues {
+pub(crate) struct Queues {
     control: VecDeque<Control>,
     signals: VecDeque<Signal>,
 }
 
-impl SystemQueues {
+impl<'a> SystemQueues<'a> {
+    /// The lane made of `flags` and `queues`.
+    pub(crate) fn new(flags: &'a mut SystemFlags, queues: &'a mut QueuesBox) -> Self {
+        SystemQueues { flags, queues }
+    }
+
     pub(crate) fn push_control(&mut self, c: Control) {
         match c {
-            Control::Start => self.start = true,
+            Control::Start => self.flags.start = true,
             c => self.queues().control.push_back(c),
         }
     }
@@ -50,7 +65,7 @@ impl SystemQueues {
 
     /// The next control message, a (re)start first.
     pub(crate) fn pop_control(&mut self) -> Option<Control> {
-        if std::mem::take(&mut self.start) {
+        if std::mem::take(&mut self.flags.start) {
             return Some(Control::Start);
         }
         let c = self.queues.as_mut()?.control.pop_front();
@@ -65,7 +80,7 @@ impl SystemQueues {
     }
 
     pub(crate) fn control_len(&self) -> usize {
-        usize::from(self.start) + self.queues.as_ref().map_or(0, |q| q.control.len())
+        usize::from(self.flags.start) + self.queues.as_ref().map_or(0, |q| q.control.len())
     }
 
     pub(crate) fn signal_len(&self) -> usize {
@@ -76,20 +91,20 @@ impl SystemQueues {
     // instead; the tests still ask.
     #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn is_empty(&self) -> bool {
-        !self.start && self.queues.is_none()
+        !self.flags.start && self.queues.is_none()
     }
 
     /// Drops everything queued and marks the lane closed (the mailbox is
     /// closing).
     pub(crate) fn close(&mut self) {
-        self.start = false;
-        self.closed = true;
-        self.queues = None;
+        self.flags.start = false;
+        self.flags.closed = true;
+        *self.queues = None;
     }
 
     /// True once [`SystemQueues::close`] has run.
     pub(crate) fn is_closed(&self) -> bool {
-        self.closed
+        self.flags.closed
     }
 
     fn queues(&mut self) -> &mut Queues {
@@ -102,7 +117,7 @@ impl SystemQueues {
             .as_ref()
             .is_some_and(|q| q.control.is_empty() && q.signals.is_empty())
         {
-            self.queues = None;
+            *self.queues = None;
         }
     }
 }
@@ -120,7 +135,8 @@ mod tests {
 
     #[test]
     fn a_start_goes_first_and_allocates_nothing() {
-        let mut q = SystemQueues::default();
+        let (mut flags, mut queues) = (SystemFlags::default(), None);
+        let mut q = SystemQueues::new(&mut flags, &mut queues);
         q.push_control(Control::ChildTerminated(ActorId(3)));
         q.push_control(Control::Start);
         assert_eq!(q.control_len(), 2);
@@ -139,7 +155,8 @@ mod tests {
 
     #[test]
     fn control_and_signals_keep_their_own_fifo_order() {
-        let mut q = SystemQueues::default();
+        let (mut flags, mut queues) = (SystemFlags::default(), None);
+        let mut q = SystemQueues::new(&mut flags, &mut queues);
         q.push_signal(Signal::Timer(TimerId(1)));
         q.push_control(Control::Stop(ExitReason::Stopped));
         q.push_signal(Signal::Timer(TimerId(2)));
@@ -157,7 +174,8 @@ mod tests {
 
     #[test]
     fn close_drops_everything() {
-        let mut q = SystemQueues::default();
+        let (mut flags, mut queues) = (SystemFlags::default(), None);
+        let mut q = SystemQueues::new(&mut flags, &mut queues);
         q.push_control(Control::Start);
         q.push_signal(Signal::Timer(TimerId(1)));
         assert!(!q.is_closed());
@@ -168,9 +186,9 @@ mod tests {
     }
 
     #[test]
-    fn an_idle_lane_is_two_words() {
-        // The flags share the pointer's neighbour word, so the mailbox's
-        // lock around the lane adds one word, not two.
-        assert_eq!(std::mem::size_of::<SystemQueues>(), 16);
+    fn an_idle_lane_is_one_word_and_two_bytes() {
+        // The mailbox keeps the flags beside its other bytes.
+        assert_eq!(std::mem::size_of::<QueuesBox>(), 8);
+        assert_eq!(std::mem::size_of::<SystemFlags>(), 2);
     }
 }
