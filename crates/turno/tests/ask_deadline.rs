@@ -3,6 +3,8 @@
 //! deadline and the timeout signal (system lane) is served first. A reply
 //! enqueued at or after the deadline is stale.
 
+#![cfg(not(turno_loom))]
+
 use std::sync::Arc;
 use std::time::Duration;
 use turno::System;

@@ -1,6 +1,8 @@
 //! Request/reply: correlation, timeouts as messages, stale replies discarded
 //! and counted (superseded, timed out, abandoned, restarted).
 
+#![cfg(not(turno_loom))]
+
 use std::sync::Arc;
 use std::time::Duration;
 use turno::System;

@@ -1,6 +1,8 @@
 //! Suspend mailboxes between actors: senders are muted, pressure propagates
 //! back along a chain, and saturated cycles still make progress.
 
+#![cfg(not(turno_loom))]
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;

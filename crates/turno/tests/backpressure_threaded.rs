@@ -3,6 +3,8 @@
 //! re-listed while its receiver drained was released anyway and never muted
 //! again, so the sink grew to hundreds or thousands).
 
+#![cfg(not(turno_loom))]
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;

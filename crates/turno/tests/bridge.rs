@@ -1,6 +1,7 @@
 //! The tokio bridge: asking actors from async code, piping futures into
 //! actors (correlated, cancelled when no longer awaited).
 
+#![cfg(not(turno_loom))]
 #![cfg(feature = "tokio")]
 
 use std::sync::atomic::{AtomicBool, Ordering};

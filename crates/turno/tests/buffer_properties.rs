@@ -2,6 +2,8 @@
 //! under any policy, every offered element is accounted for exactly once, and
 //! delivery preserves offer order.
 
+#![cfg(not(turno_loom))]
+
 use proptest::prelude::*;
 use turno::buffer::{Buffer, Decision, Offer, Policy};
 

@@ -3,6 +3,8 @@
 //! watch, dead letters, stash order, request/reply with timeouts and stale
 //! replies, saturated cycles.
 
+#![cfg(not(turno_loom))]
+
 mod common;
 
 use std::sync::atomic::{AtomicU64, Ordering};

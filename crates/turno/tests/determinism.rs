@@ -1,5 +1,7 @@
 //! Same seed, same trace; different seeds, different interleavings.
 
+#![cfg(not(turno_loom))]
+
 use std::sync::Arc;
 use std::time::Duration;
 use turno::System;

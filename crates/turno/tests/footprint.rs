@@ -8,6 +8,8 @@
 //! `LocalSystem` and `DetSystem` run every turn on the caller's thread, so
 //! the caller's counters see all of it.
 
+#![cfg(not(turno_loom))]
+
 use std::alloc::{GlobalAlloc, Layout, System as Heap};
 use std::cell::Cell;
 

@@ -2,6 +2,8 @@
 //! dropped: its state, its factory's captures, its mailbox and its slot.
 //! Live heap bytes are counted by a global allocator of this test binary.
 
+#![cfg(not(turno_loom))]
+
 use std::alloc::{GlobalAlloc, Layout, System as Heap};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;

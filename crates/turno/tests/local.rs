@@ -2,6 +2,8 @@
 //! batches, real-time timers, sends from other threads. (The core
 //! behaviours it shares with the other schedulers are in `core_on_both.rs`.)
 
+#![cfg(not(turno_loom))]
+
 use std::sync::mpsc;
 use std::time::Duration;
 

@@ -1,6 +1,8 @@
 //! Each mailbox policy's exact semantics, observed through real actors on the
 //! deterministic scheduler.
 
+#![cfg(not(turno_loom))]
+
 use std::sync::Arc;
 use std::time::Duration;
 use turno::System;

@@ -1,6 +1,8 @@
 //! Metrics reach the `metrics` facade; the test kit runs asks and timers one
 //! turn at a time; pressure propagates along a chain.
 
+#![cfg(not(turno_loom))]
+
 use std::sync::Arc;
 use std::time::Duration;
 use turno::System;

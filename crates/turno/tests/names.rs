@@ -2,6 +2,8 @@
 //! turn's pending spawns), every actor has a path from the root, a restart
 //! keeps it and a stop frees it. Run on both schedulers.
 
+#![cfg(not(turno_loom))]
+
 mod common;
 
 use std::sync::{Arc, Barrier};

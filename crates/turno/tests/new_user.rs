@@ -1,5 +1,7 @@
 //! What a new user tripped over (issue 8): each fix, shown working.
 
+#![cfg(not(turno_loom))]
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;

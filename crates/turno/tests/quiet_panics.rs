@@ -2,6 +2,8 @@
 //! system is built with `print_panics(true)`; other panics still do. (Its
 //! own test binary: the panic hook is process-wide.)
 
+#![cfg(not(turno_loom))]
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use turno::System;

@@ -2,6 +2,8 @@
 //! hooks run, every thread joined. One test in this binary, so that no other
 //! system's threads are alive while threads are counted.
 
+#![cfg(not(turno_loom))]
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,6 +1,8 @@
 //! The stale-balance example: two concurrent charges leave the right balance
 //! under every interleaving, and a late payment reply is discarded.
 
+#![cfg(not(turno_loom))]
+
 #[path = "../examples/stale_balance.rs"]
 mod example;
 

@@ -1,5 +1,7 @@
 //! Stash order, stash overflow, and timer cancellation.
 
+#![cfg(not(turno_loom))]
+
 use std::sync::Arc;
 use std::time::Duration;
 use turno::System;

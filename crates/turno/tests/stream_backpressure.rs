@@ -1,6 +1,8 @@
 //! Backpressure sources: pull-based unfold, the watermark source (SwiftNIO's
 //! HighLowWatermark), and the bridge into a suspend mailbox.
 
+#![cfg(not(turno_loom))]
+
 use std::future::Future;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};

@@ -1,6 +1,8 @@
 //! The buffered stream: Swift AsyncStream's semantics, policy by policy,
 //! termination exactly once, and conservation/order as properties.
 
+#![cfg(not(turno_loom))]
+
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

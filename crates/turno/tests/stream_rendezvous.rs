@@ -1,6 +1,8 @@
 //! The rendezvous channel: send completes only when received, cancellation
 //! delivers nothing, close semantics, many producers and consumers.
 
+#![cfg(not(turno_loom))]
+
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

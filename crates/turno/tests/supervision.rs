@@ -1,6 +1,8 @@
 //! Supervision: each strategy, restart counts, intensity and escalation,
 //! panics contained, watch and terminated, dead letters.
 
+#![cfg(not(turno_loom))]
+
 use std::sync::Arc;
 use std::time::Duration;
 use turno::System;

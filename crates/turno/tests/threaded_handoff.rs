@@ -5,6 +5,8 @@
 //! while any message is in flight. A race detector: each test repeats its
 //! run many times on two workers.
 
+#![cfg(not(turno_loom))]
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;

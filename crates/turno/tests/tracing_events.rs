@@ -3,6 +3,7 @@
 //! letters as events at their documented levels, readable through
 //! tracing-subscriber's fmt layer.
 
+#![cfg(not(turno_loom))]
 #![cfg(feature = "tracing")]
 
 use std::io::Write;
