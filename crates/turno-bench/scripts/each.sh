@@ -15,7 +15,7 @@ set -u
 bin=${1:?usage: each.sh PATH/TO/turno-bench [RUNS]}
 runs=${2:-3}
 for b in pingpong ring spawn fanin counting chameneos bndbuffer; do
-  for i in turno turno-1t turno-det turno-local turno-tuned actix ractor kameo stakker tokio-ct tokio-mt crossbeam; do
+  for i in turno turno-1t turno-det turno-local turno-tuned actix ractor ractor-ct kameo kameo-ct stakker tokio-ct tokio-mt crossbeam; do
     [ "$i" = crossbeam ] && [ "$b" != fanin ] && continue
     timeout 200 "$bin" "$b" --only "=$i" --runs "$runs" --json 2>/dev/null ||
       echo "{\"bench\":\"$b\",\"impl\":\"$i\",\"error\":\"failed or timed out (exit $?)\"}"

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use crossbeam_channel::bounded;
 use stakker::{actor, call, ret_nop, Stakker, CX};
 
-use super::{enq, n_or, run_with_peers, tokio_rt, wait, Countdown, TokioRt, Turno};
+use super::{enq, n_or, run_with_peers, wait, Countdown, TokioRt, Turno};
 use crate::harness::Harness;
 use crate::Args;
 
@@ -494,9 +494,9 @@ mod rc {
     }
 }
 
-fn ractor_impl(h: &mut Harness, _imp: &str, quota: u64) {
-    let rt = tokio_rt();
-    h.measure(BENCH, "ractor", total(quota), || {
+fn ractor_impl(h: &mut Harness, imp: &str, quota: u64) {
+    let rt = TokioRt::new(imp);
+    h.measure(BENCH, imp, total(quota), || {
         let (report, rx) = Report::new();
         let (mgr, mh) = rt.block_on(async {
             let (mgr, mh) = ractor::Actor::spawn(None, rc::Mgr, quota)
@@ -617,10 +617,10 @@ mod km {
     }
 }
 
-fn kameo_impl(h: &mut Harness, _imp: &str, quota: u64) {
+fn kameo_impl(h: &mut Harness, imp: &str, quota: u64) {
     use kameo::actor::Spawn;
-    let rt = tokio_rt();
-    h.measure(BENCH, "kameo", total(quota), || {
+    let rt = TokioRt::new(imp);
+    h.measure(BENCH, imp, total(quota), || {
         let (report, rx) = Report::new();
         let mgr = rt.block_on(async {
             let mgr = km::Mgr::spawn(km::Mgr(Manager::new(quota)));

@@ -15,7 +15,7 @@ use std::rc::Rc;
 use crossbeam_channel::{bounded, Sender};
 use stakker::{actor, call, ret_nop, Stakker, CX};
 
-use super::{enq, n_or, run_with_peers, stop_ractor, tokio_rt, wait, TokioRt, Turno};
+use super::{enq, n_or, run_with_peers, stop_ractor, wait, TokioRt, Turno};
 use crate::harness::Harness;
 use crate::Args;
 
@@ -285,8 +285,8 @@ mod rc {
     }
 }
 
-fn ractor_impl(h: &mut Harness, _imp: &str, n: u64) {
-    let rt = tokio_rt();
+fn ractor_impl(h: &mut Harness, imp: &str, n: u64) {
+    let rt = TokioRt::new(imp);
     let (counter, producer, hs) = rt.block_on(async {
         let (counter, h1) = ractor::Actor::spawn(None, rc::Counter, ())
             .await
@@ -296,7 +296,7 @@ fn ractor_impl(h: &mut Harness, _imp: &str, n: u64) {
             .expect("spawn");
         (counter, producer, [h1, h2])
     });
-    h.measure(BENCH, "ractor", n, || {
+    h.measure(BENCH, imp, n, || {
         let (tx, rx) = bounded(1);
         assert!(producer.cast(rc::ProducerMsg::Start(n, tx)).is_ok());
         assert_eq!(wait(&rx), n);
@@ -347,9 +347,9 @@ mod km {
     }
 }
 
-fn kameo_impl(h: &mut Harness, _imp: &str, n: u64) {
+fn kameo_impl(h: &mut Harness, imp: &str, n: u64) {
     use kameo::actor::Spawn;
-    let rt = tokio_rt();
+    let rt = TokioRt::new(imp);
     let (counter, producer) = rt.block_on(async {
         let counter = km::Counter::spawn(km::Counter(0));
         let producer = km::Producer::spawn(km::Producer {
@@ -357,7 +357,7 @@ fn kameo_impl(h: &mut Harness, _imp: &str, n: u64) {
         });
         (counter, producer)
     });
-    h.measure(BENCH, "kameo", n, || {
+    h.measure(BENCH, imp, n, || {
         let (tx, rx) = bounded(1);
         assert!(producer.tell(km::Start(n, tx)).blocking_send().is_ok());
         assert_eq!(wait(&rx), n);

@@ -16,7 +16,7 @@ use turno::System;
 
 use crossbeam_channel::{bounded, Sender};
 
-use super::{n_or, not_applicable, tokio_rt, wait, TokioRt, Turno};
+use super::{n_or, not_applicable, wait, TokioRt, Turno};
 use crate::harness::Harness;
 use crate::Args;
 
@@ -52,10 +52,12 @@ pub fn run(args: &Args, h: &mut Harness) {
         );
     }
     type Impl = (&'static str, fn(&mut Harness, &str, Job));
-    let peers: [Impl; 6] = [
+    let peers: [Impl; 8] = [
         ("actix", actix_impl),
         ("ractor", ractor_impl),
+        ("ractor-ct", ractor_impl),
         ("kameo", kameo_impl),
+        ("kameo-ct", kameo_impl),
         ("tokio-ct", tokio_impl),
         ("tokio-mt", tokio_impl),
         ("crossbeam", crossbeam_impl),
@@ -231,9 +233,9 @@ mod rc {
     }
 }
 
-fn ractor_impl(h: &mut Harness, _imp: &str, job: Job) {
-    let rt = tokio_rt();
-    h.measure(BENCH, "ractor (unbounded)", job.n, || {
+fn ractor_impl(h: &mut Harness, imp: &str, job: Job) {
+    let rt = TokioRt::new(imp);
+    h.measure(BENCH, &format!("{imp} (unbounded)"), job.n, || {
         let (tx, rx) = bounded(1);
         let (a, handle) = rt
             .block_on(ractor::Actor::spawn(
@@ -271,10 +273,10 @@ mod km {
     }
 }
 
-fn kameo_impl(h: &mut Harness, _imp: &str, job: Job) {
+fn kameo_impl(h: &mut Harness, imp: &str, job: Job) {
     use kameo::actor::Spawn;
-    let rt = tokio_rt();
-    h.measure(BENCH, "kameo", job.n, || {
+    let rt = TokioRt::new(imp);
+    h.measure(BENCH, imp, job.n, || {
         let (tx, rx) = bounded(1);
         let a = {
             let _g = rt.enter();

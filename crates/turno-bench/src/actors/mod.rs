@@ -29,6 +29,9 @@
 //!   one thread), `do_send`;
 //! - `ractor`, `kameo`: on a tokio multi-thread runtime (default workers);
 //!   `cast` and `tell(..).await` (kameo's default bounded mailbox of 64);
+//! - `ractor-ct`, `kameo-ct`: the same on a current-thread runtime driven
+//!   by one thread of its own, as `tokio-ct` is (often their faster
+//!   flavour when the actors only talk to each other);
 //! - `stakker`: single-threaded, `call!`, driven by `Stakker::run`;
 //! - `tokio-ct`, `tokio-mt`: one task per actor, `mpsc::channel(1024)` as
 //!   the mailbox, on a current-thread runtime (driven by one thread of its
@@ -142,7 +145,9 @@ macro_rules! run_with_peers {
                     actix_impl as fn(&mut $crate::harness::Harness, &str, u64),
                 ),
                 ("ractor", ractor_impl),
+                ("ractor-ct", ractor_impl),
                 ("kameo", kameo_impl),
+                ("kameo-ct", kameo_impl),
                 ("stakker", stakker_impl),
                 ("tokio-ct", tokio_impl),
                 ("tokio-mt", tokio_impl),
@@ -155,7 +160,7 @@ pub(crate) use run_with_peers;
 
 /// Stops ractor actors and waits for their tasks to end.
 pub fn stop_ractor(
-    rt: &tokio::runtime::Runtime,
+    rt: &TokioRt,
     actors: &[ractor::ActorCell],
     handles: impl IntoIterator<Item = tokio::task::JoinHandle<()>>,
 ) {
@@ -265,7 +270,7 @@ pub fn wait<T>(rx: &Receiver<T>) -> T {
 }
 
 /// A tokio multi-thread runtime with the default number of workers (the
-/// runtime for the `ractor` and `kameo` implementations).
+/// runtime of the `*-mt` implementations and of `ractor` and `kameo`).
 pub fn tokio_rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -322,6 +327,11 @@ impl TokioRt {
         F::Output: Send + 'static,
     {
         self.rt().spawn(f)
+    }
+
+    /// Enters the runtime's context (for spawns outside `block_on`).
+    pub fn enter(&self) -> tokio::runtime::EnterGuard<'_> {
+        self.rt().enter()
     }
 
     /// Runs a future to completion on the calling thread.

@@ -10,7 +10,7 @@ use std::rc::Rc;
 use crossbeam_channel::{bounded, Sender};
 use stakker::{actor, call, ret_nop, Stakker, CX};
 
-use super::{enq, n_or, run_with_peers, stop_ractor, tokio_rt, wait, TokioRt, Turno};
+use super::{enq, n_or, run_with_peers, stop_ractor, wait, TokioRt, Turno};
 use crate::harness::Harness;
 use crate::Args;
 
@@ -264,8 +264,8 @@ mod rc {
     }
 }
 
-fn ractor_impl(h: &mut Harness, _imp: &str, n: u64) {
-    let rt = tokio_rt();
+fn ractor_impl(h: &mut Harness, imp: &str, n: u64) {
+    let rt = TokioRt::new(imp);
     let (ping, pong, hs) = rt.block_on(async {
         let (pong, h1) = ractor::Actor::spawn(None, rc::Pong, ())
             .await
@@ -276,7 +276,7 @@ fn ractor_impl(h: &mut Harness, _imp: &str, n: u64) {
         assert!(pong.cast(rc::PongMsg::Init(ping.clone())).is_ok());
         (ping, pong, [h1, h2])
     });
-    h.measure(BENCH, "ractor", 2 * n, || {
+    h.measure(BENCH, imp, 2 * n, || {
         let (tx, rx) = bounded(1);
         assert!(ping.cast(rc::PingMsg::Start(n, tx)).is_ok());
         assert_eq!(wait(&rx), n);
@@ -340,9 +340,9 @@ mod km {
     }
 }
 
-fn kameo_impl(h: &mut Harness, _imp: &str, n: u64) {
+fn kameo_impl(h: &mut Harness, imp: &str, n: u64) {
     use kameo::actor::Spawn;
-    let rt = tokio_rt();
+    let rt = TokioRt::new(imp);
     let (ping, pong) = rt.block_on(async {
         let pong = km::Pong::spawn(km::Pong { ping: None });
         let ping = km::Ping::spawn(km::Ping {
@@ -353,7 +353,7 @@ fn kameo_impl(h: &mut Harness, _imp: &str, n: u64) {
         assert!(pong.tell(km::Init(ping.clone())).await.is_ok());
         (ping, pong)
     });
-    h.measure(BENCH, "kameo", 2 * n, || {
+    h.measure(BENCH, imp, 2 * n, || {
         let (tx, rx) = bounded(1);
         assert!(ping.tell(km::Start(n, tx)).blocking_send().is_ok());
         assert_eq!(wait(&rx), n);

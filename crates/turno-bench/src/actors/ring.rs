@@ -10,7 +10,7 @@ use std::rc::Rc;
 use crossbeam_channel::{bounded, Sender};
 use stakker::{actor, call, ret_nop, Stakker, CX};
 
-use super::{enq, n_or, run_with_peers, stop_ractor, tokio_rt, wait, TokioRt, Turno};
+use super::{enq, n_or, run_with_peers, stop_ractor, wait, TokioRt, Turno};
 use crate::harness::Harness;
 use crate::Args;
 
@@ -201,8 +201,8 @@ mod rc {
     }
 }
 
-fn ractor_impl(h: &mut Harness, _imp: &str, n: u64) {
-    let rt = tokio_rt();
+fn ractor_impl(h: &mut Harness, imp: &str, n: u64) {
+    let rt = TokioRt::new(imp);
     let (tx, rx) = bounded(1);
     let (nodes, handles): (Vec<_>, Vec<_>) = rt.block_on(async {
         let mut v = Vec::new();
@@ -220,7 +220,7 @@ fn ractor_impl(h: &mut Harness, _imp: &str, n: u64) {
             .cast(rc::Msg::Link(nodes[(i + 1) % NODES].clone()))
             .is_ok());
     }
-    h.measure(BENCH, "ractor", n, || {
+    h.measure(BENCH, imp, n, || {
         assert!(nodes[0].cast(rc::Msg::Token(n)).is_ok());
         assert_eq!(wait(&rx), expected(n));
     });
@@ -267,9 +267,9 @@ mod km {
     }
 }
 
-fn kameo_impl(h: &mut Harness, _imp: &str, n: u64) {
+fn kameo_impl(h: &mut Harness, imp: &str, n: u64) {
     use kameo::actor::Spawn;
-    let rt = tokio_rt();
+    let rt = TokioRt::new(imp);
     let (tx, rx) = bounded(1);
     let nodes: Vec<_> = rt.block_on(async {
         let nodes: Vec<_> = (0..NODES)
@@ -289,7 +289,7 @@ fn kameo_impl(h: &mut Harness, _imp: &str, n: u64) {
         }
         nodes
     });
-    h.measure(BENCH, "kameo", n, || {
+    h.measure(BENCH, imp, n, || {
         assert!(nodes[0].tell(km::Token(n)).blocking_send().is_ok());
         assert_eq!(wait(&rx), expected(n));
     });

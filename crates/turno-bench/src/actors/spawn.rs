@@ -10,7 +10,7 @@ use std::sync::Arc;
 use crossbeam_channel::bounded;
 use stakker::{actor, call, ret_some_do, Stakker, CX};
 
-use super::{enq, n_or, run_with_peers, tokio_rt, wait, Countdown, TokioRt, Turno};
+use super::{enq, n_or, run_with_peers, wait, Countdown, TokioRt, Turno};
 use crate::harness::Harness;
 use crate::Args;
 
@@ -136,9 +136,9 @@ mod rc {
     }
 }
 
-fn ractor_impl(h: &mut Harness, _imp: &str, n: u64) {
-    let rt = tokio_rt();
-    h.measure(BENCH, "ractor", n, || {
+fn ractor_impl(h: &mut Harness, imp: &str, n: u64) {
+    let rt = TokioRt::new(imp);
+    h.measure(BENCH, imp, n, || {
         let (cd, rx) = Countdown::new(n);
         rt.block_on(async {
             for _ in 0..n {
@@ -190,10 +190,10 @@ mod km {
     }
 }
 
-fn kameo_impl(h: &mut Harness, _imp: &str, n: u64) {
+fn kameo_impl(h: &mut Harness, imp: &str, n: u64) {
     use kameo::actor::Spawn;
-    let rt = tokio_rt();
-    h.measure(BENCH, "kameo", n, || {
+    let rt = TokioRt::new(imp);
+    h.measure(BENCH, imp, n, || {
         let (cd, rx) = Countdown::new(n);
         rt.block_on(async {
             for _ in 0..n {
