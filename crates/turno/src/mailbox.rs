@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use crate::lane::{Lane, Mode, Pushed};
 use crate::lazy::LazyBox;
-use crate::sync::{AtomicBool, AtomicU32, AtomicUsize, Mutex, RawLock, UnsafeCell};
+use crate::sync::{AtomicBool, AtomicU8, AtomicUsize, Mutex, RawLock, UnsafeCell};
 
 use crate::addr::ActorId;
 use crate::ask::RequestId;
@@ -336,9 +336,9 @@ pub(crate) struct Mailbox<M> {
     user: Lane<Envelope<M>>,
     /// The system lane: control and signals, and whether the mailbox is
     /// closed, under a lock of their own (`system_lock`; they are rare),
-    /// reached only through [`Mailbox::with_system`]; their counts are
-    /// mirrored in atomics so that the hot path looks at them without the
-    /// lock.
+    /// reached only through [`Mailbox::with_system`]; whether each queue is
+    /// empty is mirrored in an atomic (`system_ready`) so that the hot path
+    /// looks at them without the lock.
     system: SystemCell<QueuesBox>,
     /// The system lane's flags, under the same lock: two bytes, beside the
     /// other bytes (beside the queues' pointer they padded it to two words).
@@ -346,10 +346,11 @@ pub(crate) struct Mailbox<M> {
     /// The system lane's lock: one byte, beside the flags (a `Mutex` around
     /// the queues was a word more).
     system_lock: RawLock,
-    /// The system lane's lengths, saturated at `u32::MAX`: readers only
-    /// ask whether one is empty (four bytes each, not eight).
-    control_len: AtomicU32,
-    signal_len: AtomicU32,
+    /// Whether the system lane's control and signal queues are non-empty
+    /// ([`SYSTEM_CONTROL`], [`SYSTEM_SIGNAL`]), mirrored under the lane's
+    /// lock after every change: readers only ask whether one is empty, so
+    /// one byte, where two `u32` lengths were eight.
+    system_ready: AtomicU8,
     /// The run-state word: whether the scheduler has been told about this
     /// actor (further pushes need not tell it again) and whether a runner
     /// holds its cell (the cell's lock). Producers mark it *after* their
@@ -375,6 +376,11 @@ pub(crate) struct Mailbox<M> {
     pub(crate) shared: Arc<SystemShared>,
     metrics: MailboxMetrics,
 }
+
+/// [`Mailbox::system_ready`]: the system lane's control queue is non-empty.
+const SYSTEM_CONTROL: u8 = 1;
+/// [`Mailbox::system_ready`]: its signal queue is non-empty.
+const SYSTEM_SIGNAL: u8 = 2;
 
 /// The system lane's queues, touched only under the mailbox's
 /// `system_lock` (see [`Mailbox::with_system`]).
@@ -480,8 +486,7 @@ impl<M: Send + 'static> Mailbox<M> {
             system: SystemCell(UnsafeCell::new(None)),
             system_flags: SystemCell(UnsafeCell::new(SystemFlags::default())),
             system_lock: RawLock::new(),
-            control_len: AtomicU32::new(0),
-            signal_len: AtomicU32::new(0),
+            system_ready: AtomicU8::new(0),
             run: if scheduled {
                 RunState::held()
             } else {
@@ -715,7 +720,7 @@ impl<M: Send + 'static> Mailbox<M> {
                 return None;
             }
             push(st);
-            self.publish_system_lens(st);
+            self.publish_system_ready(st);
             Some(st.control_len() + st.signal_len())
         });
         let Some(depth) = depth else {
@@ -743,12 +748,18 @@ impl<M: Send + 'static> Mailbox<M> {
         })
     }
 
-    fn publish_system_lens(&self, st: &SystemQueues<'_>) {
-        let saturated = |len: usize| u32::try_from(len).unwrap_or(u32::MAX);
-        self.control_len
-            .store(saturated(st.control_len()), Ordering::Release);
-        self.signal_len
-            .store(saturated(st.signal_len()), Ordering::Release);
+    /// Mirrors which system queues are non-empty. Called under the lane's
+    /// lock, the only writer, so a plain store (release: a reader that sees
+    /// a bit set and takes the lock finds the entry).
+    fn publish_system_ready(&self, st: &SystemQueues<'_>) {
+        let mut ready = 0;
+        if st.control_len() > 0 {
+            ready |= SYSTEM_CONTROL;
+        }
+        if st.signal_len() > 0 {
+            ready |= SYSTEM_SIGNAL;
+        }
+        self.system_ready.store(ready, Ordering::Release);
     }
 
     fn trace_system_enqueue(&self, depth: usize) {
@@ -762,11 +773,11 @@ impl<M: Send + 'static> Mailbox<M> {
     }
 
     pub(crate) fn has_control(&self) -> bool {
-        self.control_len.load(Ordering::Acquire) > 0
+        self.system_ready.load(Ordering::Acquire) & SYSTEM_CONTROL != 0
     }
 
     fn has_signal(&self) -> bool {
-        self.signal_len.load(Ordering::Acquire) > 0
+        self.system_ready.load(Ordering::Acquire) & SYSTEM_SIGNAL != 0
     }
 
     /// Pops from the system lane under its lock.
@@ -776,7 +787,7 @@ impl<M: Send + 'static> Mailbox<M> {
             // An idle actor keeps no system-lane buffer: the queues free
             // themselves once empty.
             if item.is_some() {
-                self.publish_system_lens(st);
+                self.publish_system_ready(st);
             }
             item
         })
@@ -944,7 +955,7 @@ impl<M: Send + 'static> Mailbox<M> {
     /// True when anything is queued in either lane (consumer side).
     #[inline]
     pub(crate) fn has_work(&self) -> bool {
-        self.has_control() || self.has_signal() || self.user_ready()
+        self.system_ready.load(Ordering::Acquire) != 0 || self.user_ready()
     }
 
     /// Marks the actor idle if nothing is queued; false if work raced in.
@@ -959,7 +970,7 @@ impl<M: Send + 'static> Mailbox<M> {
     pub(crate) fn close(&self) -> Vec<ActorId> {
         self.with_system(|st| {
             st.close();
-            self.publish_system_lens(st);
+            self.publish_system_ready(st);
         });
         // The lane closes under the lock its muting senders hold (so no
         // sender is muted after the close), or with the muted part sealed

@@ -87,8 +87,8 @@ impl<'a> SystemQueues<'a> {
         self.queues.as_ref().map_or(0, |q| q.signals.len())
     }
 
-    // The lock-free mailbox reads the lengths it mirrors in atomics
-    // instead; the tests still ask.
+    // The lock-free mailbox reads whether each queue is empty, mirrored in
+    // an atomic byte, instead; the tests still ask.
     #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn is_empty(&self) -> bool {
         !self.flags.start && self.queues.is_none()
