@@ -130,13 +130,10 @@ struct Head<T> {
     /// The block being read; null until the first block exists.
     block: *mut Block<T>,
     /// The next slot to read in it (`BLOCK_CAP`: move to the next block).
-    /// Four bytes, so that it and `closed` share a word.
+    /// Four bytes, so that it and `closed` share a word. (The elements
+    /// removed are `Lane::taken`, which the consumer alone writes, so it
+    /// reads it back rather than keep a copy here: a word less.)
     offset: u32,
-    /// Elements removed (taken, evicted or drained), published as
-    /// `Lane::taken`. Of them, the evicted are counted in
-    /// [`RareCounts::evicted`] (the consumer is its only writer), not here:
-    /// an idle lane pays no word for an outcome most lanes never see.
-    removed: usize,
     closed: bool,
 }
 
@@ -149,7 +146,12 @@ pub(crate) struct Lane<T> {
     tail_block: AtomicPtr<Block<T>>,
     /// The first block, for the consumer's first read.
     first: AtomicPtr<Block<T>>,
-    /// `Head::removed`, for producers' length checks.
+    /// Elements removed (taken, evicted or drained), for producers' length
+    /// checks. The consumer is its only writer (a load and a release store,
+    /// no read-modify-write) and reads it back with a relaxed load, which
+    /// sees its own last store. Of them, the evicted are counted in
+    /// [`RareCounts::evicted`], not here: an idle lane pays no word for an
+    /// outcome most lanes never see.
     taken: AtomicUsize,
     /// A reset block kept for the next install.
     spare: AtomicPtr<Block<T>>,
@@ -257,7 +259,6 @@ impl<T> Lane<T> {
             head: UnsafeCell::new(Head {
                 block: ptr::null_mut(),
                 offset: 0,
-                removed: 0,
                 closed: false,
             }),
             counts: Counts::default(),
@@ -667,7 +668,7 @@ impl<T> Lane<T> {
                 self.evict_owed(h, evicted);
             }
             let value = self.pop(h)?;
-            Some((value, h.removed))
+            Some((value, self.removed()))
         })?;
         let (value, removed) = value;
         let depth = count(self.tail.load(SeqCst) >> SHIFT).saturating_sub(removed);
@@ -729,7 +730,7 @@ impl<T> Lane<T> {
         // Acquire: every owed count seen here comes after its producer's
         // claim, so the `tail` read below counts the claimed elements.
         let owed = self.counts.owed.swap(0, AcqRel);
-        let len = count(self.tail.load(SeqCst) >> SHIFT) - head.removed;
+        let len = count(self.tail.load(SeqCst) >> SHIFT) - self.removed();
         let over = self
             .policy
             .capacity()
@@ -758,6 +759,14 @@ impl<T> Lane<T> {
         done
     }
 
+    /// Elements removed so far, as the consumer knows it: `taken`, of which
+    /// it is the only writer, so a relaxed load sees its own last store.
+    /// Only the consumer calls it (producers load `taken` themselves).
+    #[inline]
+    fn removed(&self) -> usize {
+        self.taken.load(Relaxed)
+    }
+
     /// # Safety
     /// Only the consumer calls it.
     unsafe fn pop(&self, head: &mut Head<T>) -> Option<T> {
@@ -770,8 +779,7 @@ impl<T> Lane<T> {
         // visible; this consumer reads each position once (it moves on).
         let value = slot.value.with(|p| unsafe { (*p).assume_init_read() });
         head.offset += 1;
-        head.removed += 1;
-        self.taken.store(head.removed, Release);
+        self.taken.store(self.removed() + 1, Release);
         Some(value)
     }
 
@@ -795,7 +803,7 @@ impl<T> Lane<T> {
                 self.evict_owed(h, evicted);
             }
             h.closed = true;
-            let left = count(tail >> SHIFT) - h.removed;
+            let left = count(tail >> SHIFT) - self.removed();
             self.counts.store(|r| &r.drained, left as u64);
             let mut popped = 0;
             while let Some(v) = self.pop(h) {
