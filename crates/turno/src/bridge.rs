@@ -141,7 +141,7 @@ impl<'a, A: Actor> Context<'a, A> {
                 .timers_set
                 .push((TimerKey::Ask(id), deadline));
         }
-        self.rare.get().asks.insert(
+        self.rare.get(self.stash_capacity).asks.insert(
             id,
             Pending::new(
                 timeout_port,

@@ -254,11 +254,20 @@ pub(crate) struct Cell<A: Actor, F = Factory<A>> {
     factory: F,
     addr: Addr<A::Msg>,
     rare: LazyRare<A::Msg>,
+    /// The stash's bound, for the rare parts' first use: four bytes, so
+    /// that it, the turn count and the instance's tag share one word (a
+    /// bound above `u32::MAX` builds the parts at once, see
+    /// [`LazyRare::new`]).
+    stash_capacity: u32,
     /// Message turns run, plus the actor's sampling phase (its id modulo
     /// `TURN_SAMPLE`), for sampling the turn-time metric (see
-    /// [`crate::metrics`]).
-    turns: u32,
+    /// [`crate::metrics`]), wrapping: two bytes, and `TURN_SAMPLE` divides
+    /// 2^16, so the wrap keeps one turn in `TURN_SAMPLE` sampled.
+    turns: u16,
 }
+
+// The turn count wraps at 2^16 without skipping a sampled turn.
+const _: () = assert!((1 << 16) % crate::metrics::TURN_SAMPLE == 0);
 
 /// The parts of a cell most actors never use: the stash, timers, pending
 /// requests and watches (about 250 bytes of empty tables and queues).
@@ -270,31 +279,34 @@ pub(crate) struct Rare<M> {
 }
 
 /// [`Rare`], allocated on the first stash, timer, request or watch, so an
-/// idle actor pays one pointer for them (the stash's capacity kept beside).
+/// idle actor pays one pointer for them (the stash's capacity is kept in
+/// the cell beside, `Cell::stash_capacity`, and handed to [`LazyRare::get`]).
 pub(crate) struct LazyRare<M> {
     rare: Option<Box<Rare<M>>>,
-    stash_capacity: usize,
 }
 
 impl<M> LazyRare<M> {
-    fn new(stash_capacity: usize) -> Self {
-        LazyRare {
-            rare: None,
-            stash_capacity,
+    /// The parts, unallocated, and the stash capacity the cell keeps for
+    /// their first use: a capacity that does not fit the cell's four bytes
+    /// builds them now (the stash keeps it whole; a second allocation for
+    /// that spawn only), so the bound is never cut.
+    fn new(stash_capacity: usize) -> (Self, u32) {
+        match u32::try_from(stash_capacity) {
+            Ok(kept) => (LazyRare { rare: None }, kept),
+            Err(_) => (
+                LazyRare {
+                    rare: Some(Rare::boxed(stash_capacity)),
+                },
+                u32::MAX,
+            ),
         }
     }
 
-    /// The parts, allocated now if this is their first use.
-    pub(crate) fn get(&mut self) -> &mut Rare<M> {
-        let capacity = self.stash_capacity;
-        self.rare.get_or_insert_with(|| {
-            Box::new(Rare {
-                stash: Stash::new(capacity),
-                timers: HashMap::new(),
-                asks: Asks::default(),
-                watching: HashMap::new(),
-            })
-        })
+    /// The parts, allocated now (with a stash of `stash_capacity`, the
+    /// cell's) if this is their first use.
+    pub(crate) fn get(&mut self, stash_capacity: u32) -> &mut Rare<M> {
+        self.rare
+            .get_or_insert_with(|| Rare::boxed(stash_capacity as usize))
     }
 
     /// The parts, if ever used.
@@ -309,6 +321,17 @@ impl<M> LazyRare<M> {
 
     fn has_redelivery(&self) -> bool {
         self.peek().is_some_and(|r| r.stash.has_redelivery())
+    }
+}
+
+impl<M> Rare<M> {
+    fn boxed(stash_capacity: usize) -> Box<Self> {
+        Box::new(Rare {
+            stash: Stash::new(stash_capacity),
+            timers: HashMap::new(),
+            asks: Asks::default(),
+            watching: HashMap::new(),
+        })
     }
 }
 
@@ -334,12 +357,14 @@ impl<A: Actor, F: FnMut() -> A + Send + 'static> Cell<A, F> {
     /// A cell with no instance yet, of the actor at `addr`.
     fn around(props: &Props, factory: F, addr: Addr<A::Msg>) -> Self {
         let id = addr.id();
+        let (rare, stash_capacity) = LazyRare::new(props.stash_capacity);
         Cell {
             actor: None,
             factory,
             addr,
-            rare: LazyRare::new(props.stash_capacity),
-            turns: (id.as_u64() % u64::from(crate::metrics::TURN_SAMPLE)) as u32,
+            rare,
+            stash_capacity,
+            turns: (id.as_u64() % u64::from(crate::metrics::TURN_SAMPLE)) as u16,
         }
     }
 
@@ -444,13 +469,14 @@ impl<A: Actor, F: FnMut() -> A + Send + 'static> Cell<A, F> {
             _ => {
                 let n = self.turns;
                 self.turns = n.wrapping_add(1);
-                n % crate::metrics::TURN_SAMPLE == 0
+                u32::from(n) % crate::metrics::TURN_SAMPLE == 0
             }
         };
         let started = (sampled && metrics.enabled()).then(std::time::Instant::now);
         let mut ctx = Context {
             addr: &self.addr,
             rare: &mut self.rare,
+            stash_capacity: self.stash_capacity,
             fx,
         };
         let quiet = crate::panics::Quiet::enter(!shared.print_panics);

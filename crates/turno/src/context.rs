@@ -39,6 +39,8 @@ pub struct Context<'a, A: Actor> {
     pub(crate) addr: &'a Addr<A::Msg>,
     /// Stash, timers, pending requests and watches: allocated on first use.
     pub(crate) rare: &'a mut LazyRare<A::Msg>,
+    /// The stash's bound, for the rare parts' first use (the cell's).
+    pub(crate) stash_capacity: u32,
     pub(crate) fx: &'a mut Effects,
 }
 
@@ -199,7 +201,7 @@ impl<'a, A: Actor> Context<'a, A> {
     pub fn send_after(&mut self, delay: Duration, msg: A::Msg) -> TimerId {
         let id = self.shared().next_timer();
         let deadline = self.now() + delay;
-        self.rare.get().timers.insert(id, msg);
+        self.rare.get(self.stash_capacity).timers.insert(id, msg);
         self.fx
             .edit()
             .timers_set
@@ -223,7 +225,7 @@ impl<'a, A: Actor> Context<'a, A> {
     /// Sets a message aside until [`Context::unstash_all`]. A full stash
     /// hands the message back.
     pub fn stash(&mut self, msg: A::Msg) -> Result<(), StashFull<A::Msg>> {
-        let size = self.rare.get().stash.push(msg)?;
+        let size = self.rare.get(self.stash_capacity).stash.push(msg)?;
         self.fx.stashed += 1;
         let actor = self.id();
         self.addr.mailbox().metrics().stash(size);
@@ -339,7 +341,7 @@ impl<'a, A: Actor> Context<'a, A> {
             .timers_set
             .push((TimerKey::Ask(id), deadline));
         self.rare
-            .get()
+            .get(self.stash_capacity)
             .asks
             .insert(id, Pending::new(timeout_port, Some(deadline), None));
         if self.fx.recording() {
@@ -410,7 +412,7 @@ impl<'a, A: Actor> Context<'a, A> {
         on_terminated: impl Fn(ActorId, ExitReason) -> A::Msg + Send + 'static,
     ) {
         self.rare
-            .get()
+            .get(self.stash_capacity)
             .watching
             .insert(target.id(), Box::new(on_terminated));
         self.fx.edit().watch.push(target.id());
