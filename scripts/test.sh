@@ -93,7 +93,11 @@ done
 # buffered stream on the lane (its push / waiting-consumer and take /
 # waiting-sender hand-shakes, the seal at finish), and that a push that reads
 # the waiting flag without its fence loses a wake-up the model finds
-# (the_model_catches_a_push_without_its_fence).
+# (the_model_catches_a_push_without_its_fence); sched_loom checks the
+# run-state word and the mailbox's rare-work word (a control pushed while the
+# batch loop's message path takes mail is never lost), and that a push that
+# forgets to set the rare-work word loses a stop the model finds
+# (the_model_catches_a_push_that_forgets_the_rare_word).
 RUSTFLAGS="--cfg turno_loom" CARGO_TARGET_DIR=target/loom \
   cargo test -p turno --release --locked --test sched_loom --test stream_loom --test lane_loom \
   --test idle_loom --test lazy_loom --test waiters_loom

@@ -67,6 +67,15 @@ pub(crate) trait AnyCell: Send {
     /// message is returned to the engine; otherwise, unless `blocked`, a
     /// signal, re-delivery or message is handled.
     fn step(&mut self, blocked: bool, fx: &mut Effects) -> Step;
+    /// [`AnyCell::step`] for a runner that claimed the cell (the batch
+    /// loop, [`Engine::run_cell`], into which it is inlined): when the
+    /// actor may run and its mailbox's rare-work word is clear
+    /// (`Mailbox::rare_pending`), the user lane's next entry is taken and
+    /// handled here, and an empty lane is idle (the release's compare-exchange
+    /// is the look that catches a push since); anything else (control,
+    /// signals, evictions owed, re-deliveries, a blocked actor) goes to the
+    /// general take, out of line.
+    fn step_hot(&mut self, blocked: bool, fx: &mut Effects) -> Step;
     /// Replaces the instance: runs `stopped` on a healthy one, keeps mailbox
     /// and stash, cancels timers and pending requests. The caller queues
     /// [`Control::Start`].
@@ -518,75 +527,10 @@ impl<A: Actor, F: FnMut() -> A + Send + 'static> Cell<A, F> {
         TurnOutcome::Discarded
     }
 
-    fn cancel_everything(&mut self, why: StaleReason) {
-        if let Some(r) = self.rare.peek_mut() {
-            r.timers.clear();
-            r.asks.settle_all(why);
-        }
-    }
-}
-
-/// The text of a panic payload.
-fn panic_message(payload: Box<dyn Any + Send>) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "panic with a non-string payload".to_owned()
-    }
-}
-
-impl<A: Actor, F: FnMut() -> A + Send + 'static> AnyCell for Cell<A, F> {
-    fn push_signal(&self, s: Signal) -> bool {
-        self.mailbox().push_signal(s)
-    }
-
-    fn has_control(&self) -> bool {
-        self.mailbox().has_control()
-    }
-
-    fn has_work(&self) -> bool {
-        self.rare.has_redelivery() || self.mailbox().has_work()
-    }
-
-    // Inlined: the batch loop calls it after every turn that took the
-    // lane's last message (a call of its own cost about a fifth of it).
+    /// The general take's turn: what `next` (the mailbox's take in
+    /// priority order) found, handled. `blocked` as the take saw it.
     #[inline(always)]
-    fn try_idle(&self) -> bool {
-        self.mailbox().try_idle(self.rare.has_redelivery())
-    }
-
-    fn start(&mut self, fx: &mut Effects) {
-        if self.actor.is_none() {
-            let factory = &mut self.factory;
-            let quiet = crate::panics::Quiet::enter(!self.addr.mailbox().shared.print_panics);
-            let built = catch_unwind(AssertUnwindSafe(factory));
-            drop(quiet);
-            match built {
-                Ok(a) => self.actor = Some(a),
-                Err(p) => {
-                    let e = format!("factory panicked: {}", panic_message(p));
-                    #[cfg(feature = "tracing")]
-                    tracing::error!(
-                        target: "turno",
-                        actor = %self.mailbox().path().name(),
-                        path = %self.mailbox().path(),
-                        id = self.addr.id().as_u64(),
-                        error = %e,
-                        "factory panicked: actor failed"
-                    );
-                    fx.record_failure(e);
-                    return;
-                }
-            }
-        }
-        self.run(TurnKind::Started, fx, |a, ctx| a.started(ctx))
-    }
-
-    fn step(&mut self, blocked: bool, fx: &mut Effects) -> Step {
-        let blocked = blocked || self.actor.is_none();
-        let next = self.mailbox().next(blocked, self.rare.has_redelivery());
+    fn step_next(&mut self, next: Next<A::Msg>, blocked: bool, fx: &mut Effects) -> Step {
         let mut emptied = false;
         let outcome = match next {
             Next::Control(c) => return Step::Control(c),
@@ -644,23 +588,164 @@ impl<A: Actor, F: FnMut() -> A + Send + 'static> AnyCell for Cell<A, F> {
                 }
                 match env {
                     Envelope::Msg(msg) => self.handle(TurnKind::Message, msg, fx),
-                    Envelope::Reply(id, msg) => match self
-                        .rare
-                        .peek_mut()
-                        .map_or(ReplyFate::Stale(StaleReason::Unknown), |r| {
-                            r.asks.take_reply(id)
-                        }) {
-                        ReplyFate::Fresh => self.handle(TurnKind::Reply, msg, fx),
-                        ReplyFate::Stale(reason) => self.stale(id, reason),
-                        ReplyFate::Late(timed_out) => {
-                            self.stale(id, StaleReason::TimedOut);
-                            self.handle(TurnKind::AskTimeout, timed_out, fx)
-                        }
-                    },
+                    Envelope::Reply(id, msg) => self.reply(id, msg, fx),
                 }
             }
         };
         Step::Ran { outcome, emptied }
+    }
+
+    /// [`AnyCell::step_hot`]'s out-of-line part: the general take, for a
+    /// claimed runner, with the rare-work word's protocol around it. The
+    /// word is cleared first (unless the actor is blocked: signals and
+    /// re-deliveries are not looked at then), so a producer marking it
+    /// since is seen by the look that follows or leaves it set; a take of
+    /// rare work sets it back (there may be more), so the next take comes
+    /// here again; a take that found none (a message, or idle) leaves it
+    /// clear, and the next takes are the message path's.
+    #[cold]
+    #[inline(never)]
+    fn step_rare(&mut self, blocked: bool, fx: &mut Effects) -> Step {
+        let blocked = blocked || self.actor.is_none();
+        let mailbox = self.addr.mailbox();
+        if !blocked {
+            mailbox.clear_rare();
+        }
+        let next = mailbox.next(blocked, self.rare.has_redelivery());
+        if !matches!(next, Next::User(..) | Next::Idle) {
+            mailbox.mark_rare();
+        }
+        self.step_next(next, blocked, fx)
+    }
+
+    /// A reply's turn: fresh, stale, or late (the request timed out: the
+    /// timeout's message is handled instead). Out of line: the message
+    /// path takes far more messages than replies.
+    #[cold]
+    #[inline(never)]
+    fn reply(&mut self, id: RequestId, msg: A::Msg, fx: &mut Effects) -> TurnOutcome {
+        match self
+            .rare
+            .peek_mut()
+            .map_or(ReplyFate::Stale(StaleReason::Unknown), |r| {
+                r.asks.take_reply(id)
+            }) {
+            ReplyFate::Fresh => self.handle(TurnKind::Reply, msg, fx),
+            ReplyFate::Stale(reason) => self.stale(id, reason),
+            ReplyFate::Late(timed_out) => {
+                self.stale(id, StaleReason::TimedOut);
+                self.handle(TurnKind::AskTimeout, timed_out, fx)
+            }
+        }
+    }
+
+    fn cancel_everything(&mut self, why: StaleReason) {
+        if let Some(r) = self.rare.peek_mut() {
+            r.timers.clear();
+            r.asks.settle_all(why);
+        }
+    }
+}
+
+/// The text of a panic payload.
+fn panic_message(payload: Box<dyn Any + Send>) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic with a non-string payload".to_owned()
+    }
+}
+
+impl<A: Actor, F: FnMut() -> A + Send + 'static> AnyCell for Cell<A, F> {
+    fn push_signal(&self, s: Signal) -> bool {
+        self.mailbox().push_signal(s)
+    }
+
+    fn has_control(&self) -> bool {
+        self.mailbox().has_control()
+    }
+
+    fn has_work(&self) -> bool {
+        self.rare.has_redelivery() || self.mailbox().has_work()
+    }
+
+    // Inlined: the batch loop calls it after every turn that took the
+    // lane's last message (a call of its own cost about a fifth of it).
+    #[inline(always)]
+    fn try_idle(&self) -> bool {
+        let mailbox = self.mailbox();
+        if mailbox.run_state().is_running() {
+            // A claimed runner's look before its release: the rare-work
+            // word stands for control, signals, evictions owed and
+            // re-deliveries (a re-delivery marks it: `Context::unstash_all`,
+            // `reset`), so the look is the word and the user lane.
+            return !mailbox.rare_pending() && !mailbox.user_ready();
+        }
+        mailbox.try_idle(self.rare.has_redelivery())
+    }
+
+    fn start(&mut self, fx: &mut Effects) {
+        if self.actor.is_none() {
+            let factory = &mut self.factory;
+            let quiet = crate::panics::Quiet::enter(!self.addr.mailbox().shared.print_panics);
+            let built = catch_unwind(AssertUnwindSafe(factory));
+            drop(quiet);
+            match built {
+                Ok(a) => self.actor = Some(a),
+                Err(p) => {
+                    let e = format!("factory panicked: {}", panic_message(p));
+                    #[cfg(feature = "tracing")]
+                    tracing::error!(
+                        target: "turno",
+                        actor = %self.mailbox().path().name(),
+                        path = %self.mailbox().path(),
+                        id = self.addr.id().as_u64(),
+                        error = %e,
+                        "factory panicked: actor failed"
+                    );
+                    fx.record_failure(e);
+                    return;
+                }
+            }
+        }
+        self.run(TurnKind::Started, fx, |a, ctx| a.started(ctx))
+    }
+
+    fn step(&mut self, blocked: bool, fx: &mut Effects) -> Step {
+        let blocked = blocked || self.actor.is_none();
+        let next = self.mailbox().next(blocked, self.rare.has_redelivery());
+        self.step_next(next, blocked, fx)
+    }
+
+    #[inline(always)]
+    fn step_hot(&mut self, blocked: bool, fx: &mut Effects) -> Step {
+        let mailbox = self.addr.mailbox();
+        debug_assert!(mailbox.run_state().is_running(), "step_hot unclaimed");
+        if blocked || mailbox.rare_pending() || self.actor.is_none() {
+            return self.step_rare(blocked, fx);
+        }
+        let Some((env, depth)) = mailbox.take_user() else {
+            // Nothing written: idle. A producer still writing, or one
+            // that pushed since, marked the run-state word after its
+            // element was visible, so the release fails and the runner
+            // looks again (see `crate::run_state`).
+            return Step::Idle;
+        };
+        let unmuted = mailbox.after_take(depth);
+        // Almost always empty: skip the call (and the drop) then.
+        if !unmuted.is_empty() {
+            fx.edit().unmuted.extend(unmuted);
+        }
+        let outcome = match env {
+            Envelope::Msg(msg) => self.handle(TurnKind::Message, msg, fx),
+            Envelope::Reply(id, msg) => self.reply(id, msg, fx),
+        };
+        Step::Ran {
+            outcome,
+            emptied: depth == 0,
+        }
     }
 
     fn reset(&mut self, fx: &mut Effects) {
@@ -673,7 +758,9 @@ impl<A: Actor, F: FnMut() -> A + Send + 'static> AnyCell for Cell<A, F> {
         // Stashed messages were accepted by the mailbox: the new instance
         // gets them first, in order.
         if let Some(r) = self.rare.peek_mut() {
-            r.stash.unstash_all();
+            if r.stash.unstash_all() > 0 {
+                self.addr.mailbox().mark_rare();
+            }
         }
         self.cancel_everything(StaleReason::Restarted);
     }

@@ -241,6 +241,9 @@ impl<'a, A: Actor> Context<'a, A> {
     pub fn unstash_all(&mut self) -> usize {
         let count = self.rare.peek_mut().map_or(0, |r| r.stash.unstash_all());
         if count > 0 {
+            // The batch loop's message path looks at the stash only when
+            // the rare-work word says so.
+            self.addr.mailbox().mark_rare();
             self.fx.unstashed += count;
             let actor = self.id();
             self.addr.mailbox().metrics().stash(0);

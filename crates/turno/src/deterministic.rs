@@ -404,6 +404,29 @@ impl SharedRunner {
         runner
     }
 
+    /// The same system with a system-lane push that forgets to set its
+    /// mailbox's rare-work word (see `Mailbox::rare_pending`), so the
+    /// model can show it catches the control message lost to it.
+    pub fn with_rare_mark_bug() -> Self {
+        let runner = Self::new();
+        runner
+            .engine
+            .shared
+            .rare_mark_bug
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        runner
+    }
+
+    /// Stops actor `id` from the calling thread: its stop is pushed to its
+    /// system lane as a supervisor's would be, whatever its runner is
+    /// doing.
+    pub fn stop(&self, id: ActorId) {
+        self.engine.push_control(
+            id,
+            crate::mailbox::Control::Stop(crate::supervision::ExitReason::Stopped),
+        );
+    }
+
     /// Runs one unit of work of actor `id` if it is in the run queue; false
     /// if it is not (idle, parked, or being run by another thread).
     pub fn run_actor(&self, id: ActorId) -> bool {

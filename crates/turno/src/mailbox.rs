@@ -349,7 +349,9 @@ pub(crate) struct Mailbox<M> {
     /// Whether the system lane's control and signal queues are non-empty
     /// ([`SYSTEM_CONTROL`], [`SYSTEM_SIGNAL`]), mirrored under the lane's
     /// lock after every change: readers only ask whether one is empty, so
-    /// one byte, where two `u32` lengths were eight.
+    /// one byte, where two `u32` lengths were eight. Its [`RARE`] bit is
+    /// the rare-work word (see [`Mailbox::rare_pending`]), in this byte so
+    /// that it costs none of the mailbox's.
     system_ready: AtomicU8,
     /// The run-state word: whether the scheduler has been told about this
     /// actor (further pushes need not tell it again) and whether a runner
@@ -381,6 +383,12 @@ pub(crate) struct Mailbox<M> {
 const SYSTEM_CONTROL: u8 = 1;
 /// [`Mailbox::system_ready`]: its signal queue is non-empty.
 const SYSTEM_SIGNAL: u8 = 2;
+/// [`Mailbox::system_ready`]'s rare-work bit: something other than the
+/// user lane may want the runner (a control or a signal, keep-newest
+/// evictions owed, a stash re-delivery). The batch loop's message path
+/// reads this bit instead of each of those sources and takes the user lane
+/// when it is clear (see [`Mailbox::rare_pending`]).
+const RARE: u8 = 4;
 
 /// The system lane's queues, touched only under the mailbox's
 /// `system_lock` (see [`Mailbox::with_system`]).
@@ -546,6 +554,11 @@ impl<M: Send + 'static> Mailbox<M> {
             Err(env) => return self.closed_verdict(env),
         };
         let queued = offer.is_queued();
+        if matches!(offer, Offer::Evicting) {
+            // An eviction is owed: the runner makes it before its next
+            // signal and message (`Mailbox::next`), off the message path.
+            self.mark_rare();
+        }
         let verdict = self.account(offer, depth);
         if queued {
             self.notify();
@@ -633,6 +646,9 @@ impl<M: Send + 'static> Mailbox<M> {
                 return false;
             }
         };
+        if matches!(offer, Offer::Evicting) {
+            self.mark_rare();
+        }
         let _ = self.account(offer, depth);
         self.notify();
         true
@@ -726,9 +742,56 @@ impl<M: Send + 'static> Mailbox<M> {
         let Some(depth) = depth else {
             return false;
         };
+        // After the lengths are published, before the run-state mark: a
+        // runner that sees the mark (or claims after it) sees this word
+        // set, and its next take goes to the system lane first.
+        #[cfg(turno_loom)]
+        let mark = !self
+            .shared
+            .rare_mark_bug
+            .load(std::sync::atomic::Ordering::Relaxed);
+        #[cfg(not(turno_loom))]
+        let mark = true;
+        if mark {
+            self.mark_rare();
+        }
         self.trace_system_enqueue(depth);
         self.notify();
         true
+    }
+
+    /// Sets the rare-work word (see [`Mailbox::rare_pending`]): a producer
+    /// of rare work, after its work is visible and before its run-state
+    /// mark; the runner, after a turn that made a re-delivery or a take
+    /// of rare work that may leave more. A read-modify-write, so that a
+    /// runner's clearing swap that reads it (or a later mark) synchronizes
+    /// with every marker since its last clear.
+    #[inline]
+    pub(crate) fn mark_rare(&self) {
+        self.system_ready.fetch_or(RARE, Ordering::AcqRel);
+    }
+
+    /// True when rare work may be pending (consumer side): a control or a
+    /// signal, evictions owed, a re-delivery. False means none was
+    /// published before the producer's run-state mark that this runner's
+    /// claim or last release look synchronized with, so the message path
+    /// may take the user lane (and the look before a release may find the
+    /// actor idle) without looking at any of them.
+    ///
+    /// The word is set by every producer of rare work (`mark_rare`) and
+    /// cleared only by the runner, by [`Mailbox::clear_rare`] before a look
+    /// at every rare source; a look that finds some sets it back.
+    #[inline]
+    pub(crate) fn rare_pending(&self) -> bool {
+        self.system_ready.load(Ordering::Acquire) & RARE != 0
+    }
+
+    /// Clears the rare-work word before a look at every rare source (the
+    /// runner only): a read-modify-write, so that it reads the last mark
+    /// and the look sees what every marker published before marking.
+    #[inline]
+    pub(crate) fn clear_rare(&self) {
+        self.system_ready.fetch_and(!RARE, Ordering::AcqRel);
     }
 
     /// Runs `f` on the system lane under its lock. `f` must not come back
@@ -749,8 +812,11 @@ impl<M: Send + 'static> Mailbox<M> {
     }
 
     /// Mirrors which system queues are non-empty. Called under the lane's
-    /// lock, the only writer, so a plain store (release: a reader that sees
-    /// a bit set and takes the lock finds the entry).
+    /// lock, the only writer of those two bits (release: a reader that
+    /// sees a bit set and takes the lock finds the entry); a
+    /// read-modify-write that keeps the [`RARE`] bit, which others set and
+    /// the runner clears without the lock (and which a store would break
+    /// the release sequence of).
     fn publish_system_ready(&self, st: &SystemQueues<'_>) {
         let mut ready = 0;
         if st.control_len() > 0 {
@@ -759,7 +825,11 @@ impl<M: Send + 'static> Mailbox<M> {
         if st.signal_len() > 0 {
             ready |= SYSTEM_SIGNAL;
         }
-        self.system_ready.store(ready, Ordering::Release);
+        let _ = self
+            .system_ready
+            .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |now| {
+                Some(now & RARE | ready)
+            });
     }
 
     fn trace_system_enqueue(&self, depth: usize) {
@@ -794,7 +864,8 @@ impl<M: Send + 'static> Mailbox<M> {
     }
 
     /// True when the user lane has an entry to take (consumer side).
-    fn user_ready(&self) -> bool {
+    #[inline]
+    pub(crate) fn user_ready(&self) -> bool {
         // SAFETY: the mailbox's consumer side runs on one thread at a time
         // (the actor's runner holds its cell; see `Mailbox`).
         unsafe { self.user.ready() }
@@ -803,7 +874,7 @@ impl<M: Send + 'static> Mailbox<M> {
     /// Takes a user-lane entry and the depth left (consumer side), making
     /// the keep-newest evictions owed first.
     #[inline]
-    fn take_user(&self) -> Option<(Envelope<M>, usize)> {
+    pub(crate) fn take_user(&self) -> Option<(Envelope<M>, usize)> {
         // SAFETY: as in `user_ready`.
         unsafe { self.user.take(|env| self.evicted(env)) }
     }
@@ -897,12 +968,34 @@ impl<M: Send + 'static> Mailbox<M> {
     }
 
     /// After a take that left `depth`: releases the muted senders and wakes
-    /// waiting outside senders below the low watermark.
-    fn after_take(&self, depth: usize) -> Vec<ActorId> {
+    /// waiting outside senders below the low watermark. Inlined into the
+    /// message path with the common case (no sender muted or waiting, the
+    /// lane not near its capacity) answered here; the rest is out of line.
+    #[inline(always)]
+    pub(crate) fn after_take(&self, depth: usize) -> Vec<ActorId> {
         self.metrics.set_depth(depth, || self.metrics());
         let Policy::Suspend(cap) = self.policy() else {
             return Vec::new();
         };
+        // What `after_suspend_take` would find: nothing to set, release
+        // or wake (`maybe_waiting` is the consumer's own).
+        if depth + 1 < cap
+            && (depth >= (cap / 2).max(1)
+                || (!self.maybe_waiting.load(Ordering::Relaxed)
+                    && self
+                        .muted
+                        .get()
+                        .is_none_or(|p| p.len.load(Ordering::Acquire) == 0)))
+        {
+            return Vec::new();
+        }
+        self.after_suspend_take(depth, cap)
+    }
+
+    /// [`Mailbox::after_take`] of a suspend mailbox of capacity `cap`.
+    #[cold]
+    #[inline(never)]
+    fn after_suspend_take(&self, depth: usize, cap: usize) -> Vec<ActorId> {
         // A refusal at a time t saw `cap` queued, so the first take after t
         // leaves at least `cap - 1`: it sets the flag.
         if depth + 1 >= cap {
@@ -955,7 +1048,8 @@ impl<M: Send + 'static> Mailbox<M> {
     /// True when anything is queued in either lane (consumer side).
     #[inline]
     pub(crate) fn has_work(&self) -> bool {
-        self.system_ready.load(Ordering::Acquire) != 0 || self.user_ready()
+        self.system_ready.load(Ordering::Acquire) & (SYSTEM_CONTROL | SYSTEM_SIGNAL) != 0
+            || self.user_ready()
     }
 
     /// Marks the actor idle if nothing is queued; false if work raced in.

@@ -42,6 +42,11 @@ pub(crate) struct SystemShared {
     /// The runtime that runs piped futures.
     #[cfg(feature = "tokio")]
     pub(crate) tokio: std::sync::OnceLock<tokio::runtime::Handle>,
+    /// The loom model's injected fault: a system-lane push that forgets to
+    /// set its mailbox's rare-work word (`Mailbox::push_system`;
+    /// `tests/sched_loom.rs` shows the model catches it).
+    #[cfg(turno_loom)]
+    pub(crate) rare_mark_bug: std::sync::atomic::AtomicBool,
 }
 
 impl SystemShared {
@@ -60,6 +65,8 @@ impl SystemShared {
             sched: std::sync::OnceLock::new(),
             #[cfg(feature = "tokio")]
             tokio: std::sync::OnceLock::new(),
+            #[cfg(turno_loom)]
+            rare_mark_bug: std::sync::atomic::AtomicBool::new(false),
         }
     }
 

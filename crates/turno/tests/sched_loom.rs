@@ -19,7 +19,12 @@
 //!   a requeue meeting the cell still held, are never lost; a slot is in
 //!   the run queue at most once (the queue asserts it: queues hold slots
 //!   without a count); the model catches a fault injected into it (a
-//!   release by a plain store).
+//!   release by a plain store);
+//! - **the rare-work word** (`Mailbox::rare_pending`: the one byte the
+//!   batch loop's message path reads instead of the system lane, evictions
+//!   owed and re-deliveries): a control message pushed from another thread
+//!   while the actor takes its mail is never lost; the model catches a
+//!   push that forgets to set the word.
 //!
 //! Each model runs a bounded race (no spinning), then drains on one thread:
 //! a lost wake-up leaves mail that no queued slot will run, and the final
@@ -113,6 +118,68 @@ fn a_push_racing_with_going_idle_is_never_lost() {
 #[should_panic(expected = "a push was lost")]
 fn the_model_catches_a_release_by_store() {
     push_racing_with_idle(SharedRunner::with_release_by_store_bug);
+}
+
+/// Counts messages; its `stopped` hook sets a flag.
+struct Stoppable {
+    handled: Arc<AtomicUsize>,
+    stopped: Arc<AtomicBool>,
+}
+
+impl Actor for Stoppable {
+    type Msg = u32;
+    fn handle(&mut self, _ctx: &mut Context<'_, Self>, _m: u32) {
+        self.handled.fetch_add(1, Ordering::SeqCst);
+    }
+    fn stopped(&mut self, _ctx: &mut Context<'_, Self>) {
+        self.stopped.store(true, Ordering::SeqCst);
+    }
+}
+
+/// A control message pushed from another thread while the actor takes its
+/// mail: the push sets the mailbox's rare-work word before its run-state
+/// mark, and the batch loop's message path, which looks at that word
+/// alone (not at the system lane), goes to the system lane whenever it is
+/// set. Whether the stop meets the actor running, with mail queued, or
+/// idle, it runs: the actor is stopped once the queue is drained.
+fn control_racing_with_mail(runner: fn() -> SharedRunner) {
+    loom::model(move || {
+        let runner = Arc::new(runner());
+        let handled = Arc::new(AtomicUsize::new(0));
+        let stopped = Arc::new(AtomicBool::new(false));
+        let (h, s) = (handled.clone(), stopped.clone());
+        let addr = runner.spawn(Props::new(), move || Stoppable {
+            handled: h.clone(),
+            stopped: s.clone(),
+        });
+        // Started before the race.
+        drain(&runner);
+        let _ = addr.try_send(0);
+        let _ = addr.try_send(1);
+        let stopper = {
+            let runner = runner.clone();
+            let id = addr.id();
+            thread::spawn(move || runner.stop(id))
+        };
+        run_some(&runner, 2);
+        stopper.join().unwrap();
+        drain(&runner);
+        assert!(stopped.load(Ordering::SeqCst), "a control was lost");
+        assert!(handled.load(Ordering::SeqCst) <= 2);
+    });
+}
+
+#[test]
+fn a_control_racing_with_the_message_path_is_never_lost() {
+    control_racing_with_mail(SharedRunner::new);
+}
+
+/// The same model with a system-lane push that does not set the rare-work
+/// word: loom must find the stop the message path never looks for.
+#[test]
+#[should_panic(expected = "a control was lost")]
+fn the_model_catches_a_push_that_forgets_the_rare_word() {
+    control_racing_with_mail(SharedRunner::with_rare_mark_bug);
 }
 
 #[test]

@@ -71,7 +71,7 @@ impl Engine {
         while ran_here < batch.max(1) && flow == Flow::Continue {
             let blocked = slot.blocked();
             let mut took_last = false;
-            match cell.step(blocked, fx) {
+            match cell.step_hot(blocked, fx) {
                 Step::Control(c) => {
                     ran_here += 1;
                     flow = self.control(slot, cell, c);
