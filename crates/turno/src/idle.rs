@@ -22,6 +22,21 @@
 //! counts, then looks at the queues again (`SeqCst` fence): one of the two
 //! sees the other. `tests/idle_loom.rs` checks it under loom, and that
 //! the model catches a notifier that skips its fence.
+//!
+//! **Watchers.** A worker's own run queue (its deque) is not stealable
+//! work in the sense above: an actor woken by a turn stays on its waker's
+//! worker, so a chain of messages between a few actors keeps to one core's
+//! cache instead of bouncing between cores (two workers were 3x slower
+//! than one on chameneos and bndbuffer, BENCHMARKS.md). A worker that goes
+//! to sleep while another's deque holds entries sleeps as a *watcher*: it
+//! naps [`WATCH`] at a time, and at each nap's end steals only from a
+//! worker whose queue did not drain meanwhile (`threaded.rs`). The owner
+//! of a deque that has just become non-empty wakes a sleeper only when no
+//! worker watches ([`Idle::backlog_pushed`]); a watcher that stops
+//! watching first lowers the watcher count, then looks at the deques again
+//! (`SeqCst` fences on both sides, the same argument as above), so a
+//! backlog is never left with nobody to watch it. `tests/idle_loom.rs`
+//! checks that too, and that the model catches an owner without its fence.
 
 use std::sync::atomic::Ordering;
 
@@ -46,6 +61,13 @@ fn sleeping(state: usize) -> usize {
 #[cfg(not(turno_loom))]
 const SLEEP_LIMIT: std::time::Duration = std::time::Duration::from_millis(50);
 
+/// How long a watcher naps before it looks at the other workers' queues:
+/// an entry waits at most about this long behind a worker that is stuck
+/// in a long batch, and a watcher costs its core one timed wake-up per
+/// nap (a few microseconds of its own time).
+#[cfg_attr(turno_loom, allow(dead_code))] // the threaded scheduler's, not loom's
+pub const WATCH: std::time::Duration = std::time::Duration::from_micros(100);
+
 #[cfg(not(turno_loom))]
 type Condvar = parking_lot::Condvar;
 #[cfg(turno_loom)]
@@ -68,6 +90,20 @@ pub enum Inject {
     /// miss a searcher that has just given up, and its work is then lost
     /// until the sleeper's safety-net timeout (forever under loom).
     NotifyWithoutFence,
+    /// The owner of a deque that has just become non-empty reads the
+    /// watcher count without its `SeqCst` fence: it may see a watcher that
+    /// is leaving, which then misses the backlog, and nobody watches it.
+    BacklogWithoutFence,
+}
+
+/// How a sleep ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Woke {
+    /// A notifier claimed the sleeper, work was there at once, the
+    /// safety-net timeout passed, or shutdown: look for work.
+    Look,
+    /// A watcher's nap ended: look at the other workers' queues.
+    Watch,
 }
 
 /// The sleep and wake-up state of one system's workers.
@@ -77,6 +113,8 @@ pub struct Idle {
     state: AtomicUsize,
     sleepers: Mutex<Sleepers>,
     wakers: Box<[Condvar]>,
+    /// Workers watching the others' deques ([`Idle::watch_start`]).
+    watchers: AtomicUsize,
     workers: usize,
     inject: Inject,
 }
@@ -97,6 +135,7 @@ impl Idle {
                 woken: vec![false; workers],
             }),
             wakers: (0..workers).map(|_| Condvar::new()).collect(),
+            watchers: AtomicUsize::new(0),
             workers,
             inject,
         }
@@ -175,6 +214,7 @@ impl Idle {
     /// (or, outside loom, a safety-net timeout). It first looks at the
     /// queues once more (`work`) and stops at once if there is work or
     /// `stop()` (shutdown). It comes back searching.
+    #[cfg_attr(not(turno_loom), allow(dead_code))]
     pub fn sleep(
         &self,
         index: usize,
@@ -182,6 +222,20 @@ impl Idle {
         work: impl Fn() -> bool,
         stop: impl Fn() -> bool,
     ) {
+        self.nap(index, was_searching, None, work, stop);
+    }
+
+    /// [`Idle::sleep`], or with `watch` a watcher's nap of [`WATCH`]:
+    /// [`Woke::Watch`] when it ends by its timeout (under loom, which has
+    /// no time, at once after the look at the queues).
+    pub fn nap(
+        &self,
+        index: usize,
+        was_searching: bool,
+        watch: Option<std::time::Duration>,
+        work: impl Fn() -> bool,
+        stop: impl Fn() -> bool,
+    ) -> Woke {
         let mut sl = self.sleepers.lock();
         sl.list.push(index);
         let delta = if was_searching {
@@ -195,12 +249,17 @@ impl Idle {
         fence(Ordering::SeqCst);
         if work() || stop() {
             self.leave(&mut sl, index);
-            return;
+            return Woke::Look;
+        }
+        #[cfg(turno_loom)]
+        if watch.is_some() {
+            self.leave(&mut sl, index);
+            return Woke::Watch;
         }
         loop {
             #[cfg(not(turno_loom))]
             let timed_out = self.wakers[index]
-                .wait_for(&mut sl, SLEEP_LIMIT)
+                .wait_for(&mut sl, watch.unwrap_or(SLEEP_LIMIT))
                 .timed_out();
             #[cfg(turno_loom)]
             let timed_out = {
@@ -210,13 +269,72 @@ impl Idle {
                 false
             };
             if std::mem::take(&mut sl.woken[index]) {
-                return;
+                return Woke::Look;
             }
             if timed_out || stop() {
                 self.leave(&mut sl, index);
-                return;
+                return if timed_out && watch.is_some() {
+                    Woke::Watch
+                } else {
+                    Woke::Look
+                };
             }
         }
+    }
+
+    /// A worker starts watching the others' deques (it saw a backlog as it
+    /// went to sleep): owners whose deque becomes non-empty wake nobody
+    /// while it watches.
+    pub fn watch_start(&self) {
+        self.watchers.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// A watcher stops watching: `backlog()` looks at the other workers'
+    /// deques after the count is lowered. Returns true if it saw one and
+    /// so watches on (counted again).
+    pub fn watch_stop(&self, backlog: impl Fn() -> bool) -> bool {
+        self.watchers.fetch_sub(1, Ordering::SeqCst);
+        // The count, then the look: an owner that read the count before
+        // this change pushed before our look.
+        fence(Ordering::SeqCst);
+        if backlog() {
+            self.watchers.fetch_add(1, Ordering::SeqCst);
+            return true;
+        }
+        false
+    }
+
+    /// A watcher found work of its own and runs it: it stops watching
+    /// without a look (a running worker wakes on nothing; it looks again
+    /// when it next goes to sleep).
+    pub fn watch_end(&self) {
+        self.watchers.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// A worker's deque has just become non-empty: unless a worker
+    /// watches, wake a sleeper as [`Idle::notify`] does (a searcher, or the
+    /// woken one, becomes a watcher when it goes to sleep and sees it).
+    pub fn backlog_pushed(&self) {
+        if self.inject != Inject::BacklogWithoutFence {
+            // The push before this, then the read of the count: a watcher
+            // that stops after our read looks at the deques after it.
+            fence(Ordering::SeqCst);
+        }
+        let order = if self.inject == Inject::BacklogWithoutFence {
+            Ordering::Relaxed
+        } else {
+            Ordering::SeqCst
+        };
+        if self.watchers.load(order) > 0 {
+            return;
+        }
+        self.notify();
+    }
+
+    /// Workers watching now (tests and the model).
+    #[cfg_attr(not(turno_loom), allow(dead_code))]
+    pub fn watchers(&self) -> usize {
+        self.watchers.load(Ordering::SeqCst)
     }
 
     /// A sleeper gets up on its own: off the list, counted as searching

@@ -133,7 +133,7 @@ pub mod lane_model {
 #[cfg(turno_loom)]
 #[doc(hidden)]
 pub mod idle_model {
-    pub use crate::idle::{Idle, Inject};
+    pub use crate::idle::{Idle, Inject, Woke};
 }
 
 /// The mailbox's waiting senders' handshake, exposed to its loom model

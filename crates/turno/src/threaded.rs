@@ -16,10 +16,20 @@
 //!   request and its reply stay in one core's cache (as in tokio's and Go's
 //!   schedulers). After three hand-offs in a row the worker takes from its
 //!   deque first, so a ping-pong pair cannot starve others.
+//! - **Affinity.** An actor woken by a turn stays on that worker (the LIFO
+//!   slot, then its deque) unless the worker falls behind: another worker
+//!   steals from a deque only when the entries it held a [`WATCH`] ago have
+//!   not all been run since (a long batch, or more work than one core
+//!   does). Messages among a few actors so stay in one core's cache, and
+//!   work spreads when it waits, not whenever a core is free: moving an
+//!   actor costs its mailbox's and its state's cache lines, more than a
+//!   short wait.
 //! - **Sleep and wake-up.** A worker that finds nothing searches (spins,
-//!   steals) for a few microseconds, then sleeps. New work wakes a sleeper
-//!   only when no worker is searching, one at a time (see `idle.rs`), so a
-//!   single busy actor fed from outside threads wakes no second worker.
+//!   looks at the injector) for a few microseconds, then sleeps; while
+//!   another worker's deque holds entries, it sleeps as a watcher, in naps
+//!   of [`WATCH`]. New work wakes a sleeper only when no worker is
+//!   searching (or watching), one at a time (see `idle.rs`), so a single
+//!   busy actor fed from outside threads wakes no second worker.
 //! - **Time** is real: timers fire on a timer thread; `simulate_work` is
 //!   ignored (real work takes real time).
 //!
@@ -56,7 +66,8 @@ use parking_lot::{Condvar, Mutex};
 use crate::addr::ActorId;
 use crate::effects::{Effects, TimerKey};
 use crate::engine::{Engine, Queued, Scheduler, ROOT};
-use crate::idle::Idle;
+pub use crate::idle::WATCH;
+use crate::idle::{Idle, Woke};
 use crate::system::System;
 use crate::system::SystemBuilder;
 use crate::time::{Clock, Instant};
@@ -75,6 +86,12 @@ const MAX_LIFO_RUN: u32 = 3;
 const IDLE_SPINS: u32 = 7;
 const IDLE_YIELDS: u32 = 4;
 
+/// A watcher stops watching after this many looks in a row saw no other
+/// worker's deque holding entries (about 1 ms): until then an owner whose
+/// deque fills again wakes nobody, so a backlog that comes and goes costs
+/// no futex wake-up each time.
+const QUIET_LOOKS: u32 = 10;
+
 static NEXT_SYSTEM: AtomicUsize = AtomicUsize::new(1);
 
 thread_local! {
@@ -91,13 +108,24 @@ struct Local {
     /// when the batch ends (see [`Core::schedule`]).
     lifo_uncounted: bool,
     lifo_run: u32,
+    /// Entries this worker took from its own deque, published in
+    /// [`Core::epochs`] (hand-offs through the LIFO slot do not count:
+    /// they never wait in the deque).
+    epoch: usize,
 }
+
+/// A worker's published count of pops from its own deque, on a cache line
+/// of its own: watchers read it to tell whether the deque drains.
+#[repr(align(128))]
+struct Epoch(AtomicUsize);
 
 /// Run queues, sleepers, timers: the scheduler half shared with the engine.
 struct Core {
     system: usize,
     injector: Injector<Queued>,
     stealers: OnceLock<Vec<Stealer<Queued>>>,
+    /// Per worker, its [`Local::epoch`] (written by its owner only).
+    epochs: Box<[Epoch]>,
     /// Which workers search and sleep; who wakes whom.
     idle: Idle,
     /// Slots scheduled and not yet run to the end of their batch, except
@@ -115,20 +143,63 @@ struct Core {
 }
 
 impl Core {
-    /// Work another worker could take: in the injector or a deque (the
-    /// LIFO slots are their owners' own).
+    /// Work any worker may take at once: the injector's. (A deque's
+    /// entries are its owner's unless it falls behind: [`Core::backlog`].)
     fn work_visible(&self) -> bool {
         !self.injector.is_empty()
-            || self
-                .stealers
-                .get()
-                .is_some_and(|all| all.iter().any(|s| !s.is_empty()))
+    }
+
+    /// Entries in another worker's deque than `index`'s: a worker going to
+    /// sleep then watches.
+    fn backlog(&self, index: usize) -> bool {
+        self.stealers.get().is_some_and(|all| {
+            all.iter()
+                .enumerate()
+                .any(|(i, s)| i != index && !s.is_empty())
+        })
+    }
+
+    /// Records every worker's epoch and deque length in `seen`: the first
+    /// look of a watcher (see [`Core::steal_stale`]).
+    fn look(&self, seen: &mut [(usize, usize)]) {
+        if let Some(stealers) = self.stealers.get() {
+            for ((v, victim), at) in stealers.iter().enumerate().zip(seen) {
+                *at = (self.epochs[v].0.load(Ordering::Relaxed), victim.len());
+            }
+        }
+    }
+
+    /// A watcher's look (`seen`: per worker, its epoch and deque length at
+    /// the previous look, updated here): steals one entry from a worker
+    /// that popped fewer entries from its deque since than it held then:
+    /// the deque is FIFO, so its oldest entry has waited at least the time
+    /// between two looks, about a [`WATCH`].
+    fn steal_stale(&self, index: usize, seen: &mut [(usize, usize)]) -> Option<Queued> {
+        let stealers = self.stealers.get()?;
+        let mut found = None;
+        for (v, victim) in stealers.iter().enumerate() {
+            let now = (self.epochs[v].0.load(Ordering::Relaxed), victim.len());
+            let (epoch, waiting) = std::mem::replace(&mut seen[v], now);
+            if v == index || found.is_some() || waiting == 0 || now.1 == 0 {
+                continue;
+            }
+            if now.0.wrapping_sub(epoch) < waiting {
+                found = loop {
+                    match victim.steal() {
+                        Steal::Success(s) => break Some(s),
+                        Steal::Empty => break None,
+                        Steal::Retry => continue,
+                    }
+                };
+            }
+        }
+        found
     }
 
     /// Ends the batch just run (its count passes to the actor it handed
     /// off, if any) and picks the next slot to run on worker `index`.
     fn next_task(&self, index: usize, finished: bool) -> Option<Queued> {
-        let local = LOCAL.with(|l| {
+        LOCAL.with(|l| {
             let mut l = l.borrow_mut();
             let l = l.as_mut()?;
             if finished && !std::mem::take(&mut l.lifo_uncounted) {
@@ -143,30 +214,25 @@ impl Core {
                 l.deque.push(s);
             }
             l.lifo_run = 0;
-            l.deque.pop().or_else(|| loop {
+            if let Some(s) = l.deque.pop() {
+                l.epoch = l.epoch.wrapping_add(1);
+                self.epochs[index].0.store(l.epoch, Ordering::Relaxed);
+                return Some(s);
+            }
+            loop {
                 match self.injector.steal_batch_and_pop(&l.deque) {
-                    Steal::Success(s) => break Some(s),
+                    Steal::Success(s) => {
+                        // The rest of the batch is this worker's backlog now.
+                        if !l.deque.is_empty() {
+                            self.idle.backlog_pushed();
+                        }
+                        break Some(s);
+                    }
                     Steal::Empty => break None,
                     Steal::Retry => continue,
                 }
-            })
-        });
-        if local.is_some() {
-            return local;
-        }
-        let stealers = self.stealers.get()?;
-        let n = stealers.len();
-        for k in 1..n {
-            let victim = &stealers[(index + k) % n];
-            loop {
-                match victim.steal() {
-                    Steal::Success(s) => return Some(s),
-                    Steal::Empty => break,
-                    Steal::Retry => continue,
-                }
             }
-        }
-        None
+        })
     }
 
     fn finished_one(&self) {
@@ -187,7 +253,7 @@ impl Scheduler for Core {
     /// reads or writes its LIFO slot and the flag, so no ordering is
     /// involved; `pending` stays `SeqCst` for `wait_idle`.
     fn schedule(&self, slot: Queued) {
-        // `Ok(spare)`: whether the local deque has work others could steal.
+        // `Ok(backlog)`: whether the local deque has just become non-empty.
         let placed = LOCAL.with(|l| {
             let mut l = l.borrow_mut();
             match l.as_mut() {
@@ -198,9 +264,11 @@ impl Scheduler for Core {
                         if uncounted {
                             self.pending.fetch_add(1, Ordering::SeqCst);
                         }
+                        let was_empty = l.deque.is_empty();
                         l.deque.push(previous);
+                        return Ok(was_empty);
                     }
-                    Ok(!l.deque.is_empty())
+                    Ok(false)
                 }
                 _ => Err(slot),
             }
@@ -211,8 +279,9 @@ impl Scheduler for Core {
                 self.injector.push(slot);
                 self.idle.notify();
             }
-            // Waking a sleeper for the LIFO slot alone would just bounce.
-            Ok(true) => self.idle.notify(),
+            // Waking a sleeper for the LIFO slot alone would just bounce;
+            // for the deque, only if nobody watches it.
+            Ok(true) => self.idle.backlog_pushed(),
             Ok(false) => {}
         }
     }
@@ -259,6 +328,9 @@ impl SystemBuilder<ThreadedOptions> {
             system: NEXT_SYSTEM.fetch_add(1, Ordering::Relaxed),
             injector: Injector::new(),
             stealers: OnceLock::new(),
+            epochs: (0..self.options.threads)
+                .map(|_| Epoch(AtomicUsize::new(0)))
+                .collect(),
             idle: Idle::new(self.options.threads),
             pending: AtomicUsize::new(0),
             idle_lock: Mutex::new(()),
@@ -308,6 +380,7 @@ fn worker(core: Arc<Core>, engine: Arc<Engine>, index: usize, deque: Worker<Queu
             lifo: None,
             lifo_uncounted: false,
             lifo_run: 0,
+            epoch: 0,
         })
     });
     // A worker that finds nothing searches a few microseconds before it
@@ -322,9 +395,19 @@ fn worker(core: Arc<Core>, engine: Arc<Engine>, index: usize, deque: Worker<Queu
     let mut finished = false;
     // The effects record every batch of this worker reuses.
     let mut fx = Effects::default();
+    // Watching (see `crate::idle`): the looks' record of every worker's
+    // epoch and deque length, and the looks in a row that saw no backlog.
+    let mut watching = false;
+    let mut seen = vec![(0usize, 0usize); core.epochs.len()];
+    let mut quiet_looks = 0u32;
     loop {
         if let Some(slot) = core.next_task(index, std::mem::take(&mut finished)) {
+            // A watcher is searching (it came back from its nap so), so
+            // the watcher count is checked only off the busy path.
             if std::mem::take(&mut searching) {
+                if std::mem::take(&mut watching) {
+                    core.idle.watch_end();
+                }
                 core.idle.found_work(|| core.work_visible());
             }
             engine.run_slot(slot, core.batch, &mut fx);
@@ -350,13 +433,48 @@ fn worker(core: Arc<Core>, engine: Arc<Engine>, index: usize, deque: Worker<Queu
             continue;
         }
         idle_step = 0;
-        core.idle.sleep(
+        if !watching && core.backlog(index) {
+            core.idle.watch_start();
+            watching = true;
+            quiet_looks = 0;
+            core.look(&mut seen);
+        }
+        let woke = core.idle.nap(
             index,
             searching,
-            || core.work_visible(),
+            watching.then_some(WATCH),
+            // Not watching, a backlog that appeared since the look above
+            // ends the sleep at once, so the loop starts watching it: the
+            // owner that pushed it may have seen this worker searching
+            // and woken nobody (the `SeqCst` fences in `crate::idle`).
+            || core.work_visible() || (!watching && core.backlog(index)),
             || core.shutdown.load(Ordering::SeqCst),
         );
         searching = true;
+        if woke == Woke::Watch {
+            if let Some(slot) = core.steal_stale(index, &mut seen) {
+                watching = false;
+                core.idle.watch_end();
+                searching = false;
+                core.idle.found_work(|| core.work_visible());
+                engine.run_slot(slot, core.batch, &mut fx);
+                finished = true;
+                idle_step = 0;
+                continue;
+            }
+            if !core.backlog(index) {
+                quiet_looks += 1;
+                if quiet_looks >= QUIET_LOOKS {
+                    watching = core.idle.watch_stop(|| core.backlog(index));
+                    quiet_looks = 0;
+                }
+            } else {
+                quiet_looks = 0;
+            }
+        }
+    }
+    if watching {
+        core.idle.watch_end();
     }
     LOCAL.with(|l| l.borrow_mut().take());
 }

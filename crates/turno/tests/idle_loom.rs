@@ -18,7 +18,16 @@
 //! - and the check of the checker: a notifier that reads the counts
 //!   without its fence (`Inject::NotifyWithoutFence`) loses a wake-up, and
 //!   `the_model_catches_a_notifier_without_its_fence` asserts that loom
-//!   finds it.
+//!   finds it;
+//! - **no unwatched backlog**: a worker's deque that becomes non-empty
+//!   while the one watcher stops watching is seen by that watcher, or the
+//!   owner wakes it (a sleeper left with a backlog nobody watches is a
+//!   deadlock under loom);
+//! - **a watched backlog wakes nobody**: while a worker watches, an owner
+//!   whose deque fills wakes no sleeper;
+//! - and its check: an owner that reads the watcher count without its
+//!   fence (`Inject::BacklogWithoutFence`) leaves a backlog unwatched, and
+//!   `the_model_catches_an_owner_without_its_fence` asserts that loom finds it.
 
 #![allow(unexpected_cfgs)]
 #![cfg(turno_loom)]
@@ -178,5 +187,71 @@ fn the_model_catches_a_notifier_without_its_fence() {
     assert!(
         caught.is_err(),
         "loom should find the lost wake-up of a notifier that skips its fence"
+    );
+}
+
+/// Worker 1 watches; its look saw no backlog, so it stops watching and
+/// sleeps unless it sees one; meanwhile worker 0's deque becomes non-empty
+/// and worker 0 calls `backlog_pushed`. Worker 1 ends watching on, or
+/// awake with the backlog in sight; a sleeper left with it is a deadlock.
+fn watcher_leaving(inject: Inject) {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(3);
+    b.check(move || {
+        let idle = Arc::new(Idle::with_fault(2, inject));
+        let backlog = Arc::new(AtomicBool::new(false));
+        idle.watch_start();
+        let watcher = {
+            let (idle, backlog) = (idle.clone(), backlog.clone());
+            thread::spawn(move || {
+                let seen = || backlog.load(Ordering::Acquire);
+                if !idle.watch_stop(seen) {
+                    idle.sleep(1, false, seen, || false);
+                }
+                assert!(seen(), "worker 1 stopped looking before the backlog");
+            })
+        };
+        backlog.store(true, Ordering::Release);
+        idle.backlog_pushed();
+        watcher.join().unwrap();
+    });
+}
+
+#[test]
+fn a_backlog_racing_with_the_watcher_leaving_is_watched_or_wakes_it() {
+    watcher_leaving(Inject::None);
+}
+
+/// While a worker watches, a deque that fills wakes no sleeper.
+#[test]
+fn a_backlog_while_one_watches_wakes_no_sleeper() {
+    loom::model(|| {
+        let idle = Arc::new(Idle::new(2));
+        let stop = Arc::new(AtomicBool::new(false));
+        idle.watch_start();
+        let sleeper = {
+            let (idle, stop) = (idle.clone(), stop.clone());
+            thread::spawn(move || {
+                idle.sleep(1, false, || false, || stop.load(Ordering::SeqCst));
+            })
+        };
+        idle.backlog_pushed();
+        let (searching, _) = idle.counts();
+        assert_eq!(searching, 0, "a sleeper was woken for a watched backlog");
+        assert_eq!(idle.watchers(), 1);
+        stop.store(true, Ordering::SeqCst);
+        idle.wake_all();
+        sleeper.join().unwrap();
+    });
+}
+
+#[test]
+fn the_model_catches_an_owner_without_its_fence() {
+    let caught = catch_unwind(AssertUnwindSafe(|| {
+        watcher_leaving(Inject::BacklogWithoutFence)
+    }));
+    assert!(
+        caught.is_err(),
+        "loom should find the unwatched backlog of an owner that skips its fence"
     );
 }

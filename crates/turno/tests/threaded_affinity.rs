@@ -1,0 +1,91 @@
+//! The threaded scheduler's affinity (`threaded.rs`, `idle.rs`): an actor
+//! woken by a turn stays on that turn's worker, and another worker takes it
+//! only when it has waited there, about `turno::threaded::WATCH`. What must
+//! hold whatever the timing: an actor woken by a turn that then runs for a
+//! long time is not stranded behind it, since the other worker, watching,
+//! steals it while the long turn still runs.
+
+#![cfg(not(turno_loom))]
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+use turno::{Actor, Addr, Context, Props, System, ThreadedSystem};
+
+/// Reports on `ran` that it ran.
+struct Woken {
+    ran: mpsc::Sender<&'static str>,
+    name: &'static str,
+}
+
+impl Actor for Woken {
+    type Msg = ();
+    fn handle(&mut self, _ctx: &mut Context<'_, Self>, (): ()) {
+        let _ = self.ran.send(self.name);
+    }
+}
+
+/// Wakes both actors (the second takes the worker's LIFO slot, so the
+/// first waits in the worker's deque), then blocks its worker until the
+/// first has run, or 10 s.
+struct Long {
+    first: Addr<()>,
+    second: Addr<()>,
+    ran: mpsc::Receiver<&'static str>,
+    outcome: mpsc::Sender<Result<(), String>>,
+}
+
+impl Actor for Long {
+    type Msg = ();
+    fn handle(&mut self, ctx: &mut Context<'_, Self>, (): ()) {
+        assert!(ctx.send(&self.first, ()).is_enqueued());
+        assert!(ctx.send(&self.second, ()).is_enqueued());
+        let outcome = match self.ran.recv_timeout(Duration::from_secs(10)) {
+            Ok("first") => Ok(()),
+            Ok(other) => Err(format!("{other} ran first, from the LIFO slot")),
+            Err(e) => Err(format!("the woken actor was stranded: {e}")),
+        };
+        let _ = self.outcome.send(outcome);
+    }
+}
+
+#[test]
+fn an_actor_woken_behind_a_long_turn_is_stolen_while_it_runs() {
+    for _ in 0..20 {
+        let sys = ThreadedSystem::builder().threads(2).build();
+        let (ran_tx, ran_rx) = mpsc::channel();
+        let (first_tx, second_tx) = (ran_tx.clone(), ran_tx);
+        let first = sys
+            .spawn(Props::new(), move || Woken {
+                ran: first_tx.clone(),
+                name: "first",
+            })
+            .unwrap();
+        let second = sys
+            .spawn(Props::new(), move || Woken {
+                ran: second_tx.clone(),
+                name: "second",
+            })
+            .unwrap();
+        let (outcome_tx, outcome_rx) = mpsc::channel();
+        let mut parts = Some((first, second, ran_rx, outcome_tx));
+        let long = sys
+            .spawn(Props::new(), move || {
+                let (first, second, ran, outcome) = parts.take().expect("spawned once");
+                Long {
+                    first,
+                    second,
+                    ran,
+                    outcome,
+                }
+            })
+            .unwrap();
+        assert!(sys.wait_idle(Duration::from_secs(5)));
+        assert!(long.try_send(()).is_enqueued());
+        let outcome = outcome_rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the long turn reports");
+        outcome.expect("the other worker ran the woken actor during the long turn");
+        sys.shutdown(Duration::from_secs(5)).unwrap();
+    }
+}
