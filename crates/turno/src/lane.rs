@@ -169,18 +169,15 @@ pub(crate) struct Lane<T> {
 #[derive(Default)]
 struct Counts {
     max_depth: AtomicUsize,
+    /// Evictions owed to keep-newest pushes answered `Evicting`.
+    owed: AtomicUsize,
     /// Allocated on the first rare outcome: an idle lane pays a pointer.
-    /// The keep-newest evictions owed are there too: a lane that never
-    /// overflowed owes none, so a take reads the pointer (null: nothing
-    /// owed) where it read the count.
     rare: LazyBox<RareCounts>,
 }
 
 /// The rare outcomes, counted by read-modify-writes off the fast path.
 #[derive(Default)]
 struct RareCounts {
-    /// Evictions owed to keep-newest pushes answered `Evicting`.
-    owed: AtomicUsize,
     dropped: AtomicU64,
     rejected: AtomicU64,
     refused_full: AtomicU64,
@@ -198,15 +195,6 @@ struct RareCounts {
 }
 
 impl Counts {
-    /// Whether keep-newest evictions are owed (the consumer's look before
-    /// a take; relaxed, as the count's own load was: the producer's
-    /// increment comes before its publication, whose acquire by the take
-    /// orders both the part's installation and the increment before this).
-    #[inline]
-    fn owes(&self) -> bool {
-        self.rare.get().is_some_and(|r| r.owed.load(Relaxed) > 0)
-    }
-
     /// The rare counters, allocated now if need be (never sealed).
     fn rare(&self) -> &RareCounts {
         self.rare
@@ -375,7 +363,7 @@ impl<T> Lane<T> {
         if evicting {
             // Before the publication, so that the take of this element
             // sees the eviction it owes.
-            self.counts.rare().owed.fetch_add(1, AcqRel);
+            self.counts.owed.fetch_add(1, AcqRel);
         }
         slot.state.store(WRITTEN, self.publish_order());
         let depth = len + 1;
@@ -676,7 +664,7 @@ impl<T> Lane<T> {
             if h.closed {
                 return None;
             }
-            if self.counts.owes() {
+            if self.counts.owed.load(Relaxed) > 0 {
                 self.evict_owed(h, evicted);
             }
             let value = self.pop(h)?;
@@ -702,7 +690,7 @@ impl<T> Lane<T> {
             if h.closed {
                 return None;
             }
-            if self.counts.owes() {
+            if self.counts.owed.load(Relaxed) > 0 {
                 self.evict_owed(h, evicted);
             }
             self.pop(h)
@@ -718,7 +706,7 @@ impl<T> Lane<T> {
     /// Only the consumer calls it (one thread at a time).
     #[inline]
     pub(crate) unsafe fn evict(&self, evicted: impl FnMut(T)) -> usize {
-        if !self.counts.owes() {
+        if self.counts.owed.load(Relaxed) == 0 {
             return 0;
         }
         // SAFETY: the caller is the only consumer.
@@ -741,7 +729,7 @@ impl<T> Lane<T> {
     unsafe fn evict_owed(&self, head: &mut Head<T>, mut evicted: impl FnMut(T)) -> usize {
         // Acquire: every owed count seen here comes after its producer's
         // claim, so the `tail` read below counts the claimed elements.
-        let owed = self.counts.rare().owed.swap(0, AcqRel);
+        let owed = self.counts.owed.swap(0, AcqRel);
         let len = count(self.tail.load(SeqCst) >> SHIFT) - self.removed();
         let over = self
             .policy
@@ -758,7 +746,7 @@ impl<T> Lane<T> {
                 }
                 // The oldest is still being written: the rest is owed on.
                 None => {
-                    self.counts.rare().owed.fetch_add(n - done, AcqRel);
+                    self.counts.owed.fetch_add(n - done, AcqRel);
                     break;
                 }
             }
@@ -811,7 +799,7 @@ impl<T> Lane<T> {
                 return 0;
             }
             let tail = self.tail.fetch_or(CLOSED, SeqCst);
-            if self.counts.owes() {
+            if self.counts.owed.load(Relaxed) > 0 {
                 self.evict_owed(h, evicted);
             }
             h.closed = true;
