@@ -213,22 +213,11 @@ impl Idle {
     /// Worker `index`, searching or not, sleeps until a notifier claims it
     /// (or, outside loom, a safety-net timeout). It first looks at the
     /// queues once more (`work`) and stops at once if there is work or
-    /// `stop()` (shutdown). It comes back searching.
-    #[cfg_attr(not(turno_loom), allow(dead_code))]
+    /// `stop()` (shutdown). It comes back searching. With `watch`, the
+    /// sleep is a watcher's nap of that long ([`WATCH`]): [`Woke::Watch`]
+    /// when it ends by its timeout (under loom, which has no time, at once
+    /// after the look at the queues).
     pub fn sleep(
-        &self,
-        index: usize,
-        was_searching: bool,
-        work: impl Fn() -> bool,
-        stop: impl Fn() -> bool,
-    ) {
-        self.nap(index, was_searching, None, work, stop);
-    }
-
-    /// [`Idle::sleep`], or with `watch` a watcher's nap of [`WATCH`]:
-    /// [`Woke::Watch`] when it ends by its timeout (under loom, which has
-    /// no time, at once after the look at the queues).
-    pub fn nap(
         &self,
         index: usize,
         was_searching: bool,

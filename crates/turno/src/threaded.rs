@@ -164,9 +164,14 @@ impl Core {
     fn look(&self, seen: &mut [(usize, usize)]) {
         if let Some(stealers) = self.stealers.get() {
             for ((v, victim), at) in stealers.iter().enumerate().zip(seen) {
-                *at = (self.epochs[v].0.load(Ordering::Relaxed), victim.len());
+                *at = self.reading(v, victim);
             }
         }
+    }
+
+    /// Worker `v`'s epoch and deque length now.
+    fn reading(&self, v: usize, victim: &Stealer<Queued>) -> (usize, usize) {
+        (self.epochs[v].0.load(Ordering::Relaxed), victim.len())
     }
 
     /// A watcher's look (`seen`: per worker, its epoch and deque length at
@@ -178,7 +183,7 @@ impl Core {
         let stealers = self.stealers.get()?;
         let mut found = None;
         for (v, victim) in stealers.iter().enumerate() {
-            let now = (self.epochs[v].0.load(Ordering::Relaxed), victim.len());
+            let now = self.reading(v, victim);
             let (epoch, waiting) = std::mem::replace(&mut seen[v], now);
             if v == index || found.is_some() || waiting == 0 || now.1 == 0 {
                 continue;
@@ -439,7 +444,7 @@ fn worker(core: Arc<Core>, engine: Arc<Engine>, index: usize, deque: Worker<Queu
             quiet_looks = 0;
             core.look(&mut seen);
         }
-        let woke = core.idle.nap(
+        let woke = core.idle.sleep(
             index,
             searching,
             watching.then_some(WATCH),

@@ -110,6 +110,7 @@ impl Model {
             self.idle.sleep(
                 index,
                 searching,
+                None,
                 || self.work(),
                 || self.stop.load(Ordering::SeqCst),
             );
@@ -164,7 +165,7 @@ fn a_push_while_one_searches_wakes_no_sleeper() {
         let sleeper = {
             let (idle, stop) = (idle.clone(), stop.clone());
             thread::spawn(move || {
-                idle.sleep(1, false, || false, || stop.load(Ordering::SeqCst));
+                idle.sleep(1, false, None, || false, || stop.load(Ordering::SeqCst));
             })
         };
         // Worker 0 searches; work is pushed and notified meanwhile.
@@ -206,7 +207,7 @@ fn watcher_leaving(inject: Inject) {
             thread::spawn(move || {
                 let seen = || backlog.load(Ordering::Acquire);
                 if !idle.watch_stop(seen) {
-                    idle.sleep(1, false, seen, || false);
+                    idle.sleep(1, false, None, seen, || false);
                 }
                 assert!(seen(), "worker 1 stopped looking before the backlog");
             })
@@ -232,7 +233,7 @@ fn a_backlog_while_one_watches_wakes_no_sleeper() {
         let sleeper = {
             let (idle, stop) = (idle.clone(), stop.clone());
             thread::spawn(move || {
-                idle.sleep(1, false, || false, || stop.load(Ordering::SeqCst));
+                idle.sleep(1, false, None, || false, || stop.load(Ordering::SeqCst));
             })
         };
         idle.backlog_pushed();
