@@ -189,7 +189,7 @@ await test("javascript trace: stepping, queues, promise slots, source line", asy
 });
 
 await test("javascript trace: the source line is the innermost js_stack frame", async () => {
-  // n17: `delay(20, 'a')` on line 3 calls `new Promise` in `delay` whose
+  // n17: `delay(200, 'a')` on line 3 calls `new Promise` in `delay` whose
   // executor calls setTimeout on line 2: js_stack (outermost first) is
   // [<main> 3:19, delay 2:26, executor 2:55].
   const js = "crates/turno-js/tests/corpus/node/n17_promise_combinators.js";
