@@ -223,7 +223,7 @@ unsafe impl<M: Send + 'static> TypedBody<M> for Bare<M> {}
 impl<M: Send + 'static> Bare<M> {
     /// An address of a bare mailbox.
     pub(crate) fn addr(id: ActorId, mailbox: Mailbox<M>) -> Addr<M> {
-        let slot = Slot::new_in_arc(id, Bare { mailbox });
+        let slot = Slot::new_in_arc(id, crate::ids::ROOT, Bare { mailbox });
         debug_assert_eq!(slot.body.mailbox.id(), id, "built for a bare slot");
         Addr::from_slot(slot)
     }
@@ -377,12 +377,14 @@ impl<A: Actor, F: FnMut() -> A + Send + 'static> Cell<A, F> {
         }
     }
 
-    /// Builds a cell ready for a scheduler to register (see [`Cell::new`]).
+    /// Builds a cell ready for a scheduler to register (see [`Cell::new`]),
+    /// the child of the actor `parent_id` ([`ROOT`](crate::ids::ROOT):
+    /// a top-level actor), whose path is `parent`.
     pub(crate) fn create(
         shared: Arc<SystemShared>,
         props: Props,
         factory: F,
-        parent: &ActorPath,
+        (parent_id, parent): (ActorId, &ActorPath),
         named: Option<ActorPath>,
     ) -> (Spawned, Addr<A::Msg>) {
         let id = shared.next_actor();
@@ -392,6 +394,7 @@ impl<A: Actor, F: FnMut() -> A + Send + 'static> Cell<A, F> {
         let at = Slot::<Body<A, F>>::BODY_AT;
         let slot: Arc<Slot<Body<A, F>>> = Slot::new_in_arc(
             id,
+            parent_id,
             Body {
                 mailbox: Mailbox::new(at, path, props.policy, shared, true),
                 cell: UnsafeCell::new(None),

@@ -178,8 +178,9 @@ impl<'a, A: Actor> Context<'a, A> {
                 });
             }
         }
+        let me = self.id();
         let (spawned, addr) =
-            Cell::<B, _>::create(self.shared().clone(), props, factory, parent, named);
+            Cell::<B, _>::create(self.shared().clone(), props, factory, (me, parent), named);
         self.fx.edit().spawned.push(spawned);
         Ok(addr)
     }

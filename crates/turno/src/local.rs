@@ -258,6 +258,12 @@ impl LocalSystem {
         Self::builder().build()
     }
 
+    /// The engine (the unit tests' look at the tree).
+    #[cfg(test)]
+    pub(crate) fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
     /// A builder, for a trace sink, metrics, root supervision, batch.
     pub fn builder() -> LocalBuilder {
         SystemBuilder::with_options(LocalOptions {

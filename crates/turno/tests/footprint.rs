@@ -82,7 +82,11 @@ const N: usize = 1000;
 
 /// The most heap bytes an idle, unnamed, started actor may keep, its
 /// address (in the caller's `Vec`) and its share of the tree's table
-/// included. Measured: 283 (LocalSystem and DetSystem; 291 before the
+/// included. Measured: 258 (LocalSystem and DetSystem; 283 before the
+/// tree's map entry was the slot alone, a `ThinSlot`, the parent's id in
+/// the slot's header and the rare parts in a map of their own (the entry
+/// 24 bytes and a control byte -> 8 and one, times the table's slack; the
+/// slot 8 more), 291 before the
 /// cell's stash bound was four bytes and its turn count two, sharing a
 /// word with the instance's tag (32 -> 24 bytes), 299 before the
 /// lane's consumer head stopped keeping a copy of `taken`, its elements
@@ -125,7 +129,7 @@ const N: usize = 1000;
 /// unnamed actor's path was written only when asked for, 659 before the
 /// lane's rare counters and the muted list were allocated on first use,
 /// 563 before slot, mailbox and cell were one allocation).
-const IDLE_BYTES: i64 = 283;
+const IDLE_BYTES: i64 = 258;
 /// The most allocations a spawn and start of an unnamed actor may make
 /// (amortised: the tree's table and the run queue grow now and then).
 /// Measured: 1 (the slot holding mailbox and cell; 2 before an unnamed

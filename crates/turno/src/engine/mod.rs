@@ -135,11 +135,7 @@ impl Engine {
     }
 
     pub(crate) fn restarts(&self, id: ActorId) -> u32 {
-        self.tree
-            .lock()
-            .nodes
-            .get(&id)
-            .map_or(0, |n| n.restart_count())
+        self.tree.lock().rares.restart_count(id)
     }
 
     pub(crate) fn name(&self, id: ActorId) -> Option<String> {
@@ -147,12 +143,11 @@ impl Engine {
             .lock()
             .nodes
             .get(&id)
-            .and_then(|n| n.path())
-            .map(|p| p.name().to_string())
+            .map(|n| tree::path_of(n).name().to_string())
     }
 
     pub(crate) fn path(&self, id: ActorId) -> Option<ActorPath> {
-        self.tree.lock().nodes.get(&id).and_then(|n| n.path())
+        self.tree.lock().nodes.get(&id).map(|n| tree::path_of(n))
     }
 
     pub(crate) fn children(&self, id: ActorId) -> Vec<ActorId> {
@@ -175,7 +170,7 @@ impl Engine {
     }
 
     pub(crate) fn slot(&self, id: ActorId) -> Option<Arc<Slot>> {
-        self.tree.lock().nodes.get(&id).map(|n| n.slot.arc())
+        self.tree.lock().nodes.get(&id).map(|n| n.arc())
     }
 
     /// Delivers a due timer: the one firing function of both schedulers.

@@ -3,7 +3,7 @@
 //! word, so no wake-up is lost (`tests/sched_loom.rs` checks it).
 //!
 //! A slot is **one allocation per actor**: the header here (id, state
-//! word, the slot's own wide address), then the body, which for an actor is its mailbox and
+//! word, the slot's own wide address, the parent's id), then the body, which for an actor is its mailbox and
 //! its cell ([`Body`](crate::cell::Body)), for the test kit's a mailbox
 //! alone ([`Bare`](crate::cell::Bare)). The engine holds it as
 //! `Arc<Slot>` (`Slot<dyn AnyBody>`); an address is one word, its
@@ -15,7 +15,8 @@
 //! slot, as the id is), so a wake-up touches no reference count, and hands
 //! it to its system's scheduler, which the system's shared state holds
 //! (`SystemShared::sched`), not every slot. The tree holds a slot thin
-//! ([`ThinSlot`]) and widens it from the same address.
+//! ([`ThinSlot`]) and widens it from the same address; it finds a slot's
+//! parent in the header (`Slot::parent`), fixed at the spawn.
 
 use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
@@ -83,6 +84,12 @@ pub(crate) struct Slot<B: ?Sized = dyn AnyBody> {
     /// it hands on, what an address counts the slot through and what
     /// widens a [`ThinSlot`].
     pub(crate) me: SelfPtr,
+    /// The supervisor's id ([`ROOT`](super::ROOT) for a top-level actor
+    /// and a bare slot), fixed at the spawn: here, not in the tree's map
+    /// entry, so that the entry is the [`ThinSlot`] alone (9 bytes a
+    /// bucket where a node of the slot, the parent and the rare parts was
+    /// 25, times the table's slack).
+    pub(crate) parent: ActorId,
     pub(crate) body: B,
 }
 
@@ -92,8 +99,8 @@ pub(crate) struct SelfPtr(NonNull<Slot<dyn AnyBody>>);
 
 // SAFETY: a `SelfPtr` is only handed on as the slot's run queue entry
 // (`Queued`) or read as a shared reference to the slot it is part of
-// (`Send + Sync`: its header is atomics, an id and this address, its body
-// `Send + Sync`).
+// (`Send + Sync`: its header is atomics, two ids and this address, its
+// body `Send + Sync`).
 #[allow(unsafe_code)]
 unsafe impl Send for SelfPtr {}
 // SAFETY: as for `Send`.
@@ -128,9 +135,9 @@ pub(crate) unsafe fn me_at(slot: *const u8) -> SelfPtr {
 }
 
 /// A strong reference to an actor's slot (a [`Slot::new_in_arc`] one) in
-/// one word, where an `Arc<Slot>` is two: the tree's node holds one per
-/// live actor, so its map's entry is a word smaller, times the table's
-/// slack. The header's own address gives the wide slot back ([`Deref`],
+/// one word, where an `Arc<Slot>` is two: it is the tree's map entry of
+/// a live actor, so that entry is a word and a control byte, times the
+/// table's slack. The header's own address gives the wide slot back ([`Deref`],
 /// [`ThinSlot::arc`]); the id is read from the header directly (every
 /// lookup in the map compares ids).
 ///
@@ -236,7 +243,7 @@ impl<B> Slot<B> {
 impl<B: AnyBody> Slot<B> {
     /// A slot, in its `Arc` (the header learns the slot's address before
     /// the slot is built).
-    pub(crate) fn new_in_arc(id: ActorId, body: B) -> Arc<Self> {
+    pub(crate) fn new_in_arc(id: ActorId, parent: ActorId, body: B) -> Arc<Self> {
         Arc::new_cyclic(|me: &std::sync::Weak<Slot<B>>| {
             let me: *const Slot<B> = me.as_ptr();
             let me: *const Slot<dyn AnyBody> = me;
@@ -244,6 +251,7 @@ impl<B: AnyBody> Slot<B> {
                 id,
                 state: AtomicU64::new(0),
                 me: SelfPtr(NonNull::new(me.cast_mut()).expect("an Arc's address is not null")),
+                parent,
                 body,
             }
         })

@@ -28,22 +28,13 @@ pub(super) enum Then {
     Restart(u32),
 }
 
-/// One actor in the tree: what every actor needs (24 bytes: the slot is
-/// a thin strong reference, [`ThinSlot`], where an `Arc<Slot<dyn AnyBody>>`
-/// was two words); the parts
-/// only some actors use (children, watchers, restarts, wait-for
-/// edges, a pending stop, a supervision other than the default) are in
-/// [`NodeRare`], allocated on first use. An idle leaf actor so costs its
-/// map entry and nothing else. Whether it was named (its path is in the
-/// system's path index) is its mailbox's to say.
-pub(super) struct Node {
-    pub(super) slot: ThinSlot,
-    /// The supervisor: [`ROOT`] for a top-level actor.
-    pub(super) parent: ActorId,
-    pub(super) rare: Option<Box<NodeRare>>,
-}
-
-/// The parts of a [`Node`] most actors never use.
+/// The parts of an actor's place in the tree most actors never use
+/// (children, watchers, restarts, wait-for edges, a pending stop, a
+/// supervision other than the default), made on first use in the tree's
+/// [`Rares`]. What every actor needs is its slot, in [`Nodes`], whose
+/// header has the parent's id; whether it was named (its path is in the
+/// system's path index) is its mailbox's to say. An idle leaf actor so
+/// costs its map entry and nothing else.
 #[derive(Default)]
 pub(super) struct NodeRare {
     /// Ids grow with spawn order, so this is also start order (restarts keep
@@ -67,50 +58,22 @@ pub(super) struct NodeRare {
     pub(super) busy_until: u64,
 }
 
-impl Node {
-    /// The rare parts, allocated now if this is their first use.
-    pub(super) fn rare(&mut self) -> &mut NodeRare {
-        self.rare.get_or_insert_with(Box::default)
-    }
-
-    /// The path, kept by the mailbox (part of the slot, so always there).
-    pub(super) fn path(&self) -> Option<ActorPath> {
-        Some(self.slot.mailbox().path().clone())
-    }
-
-    /// Times restarted.
-    pub(super) fn restart_count(&self) -> u32 {
-        self.rare.as_ref().map_or(0, |r| r.restart_count)
-    }
-
-    pub(super) fn then(&self) -> Option<&Then> {
-        self.rare.as_ref().and_then(|r| r.then.as_ref())
-    }
-
-    pub(super) fn waiting_on(&self) -> &[ActorId] {
-        self.rare.as_ref().map_or(&[], |r| &r.waiting_on)
-    }
-
-    pub(super) fn has_children(&self) -> bool {
-        self.rare.as_ref().is_some_and(|r| !r.children.is_empty())
-    }
-
-    pub(super) fn supervision(&self) -> Supervision {
-        self.rare
-            .as_ref()
-            .and_then(|r| r.supervision.clone())
-            .unwrap_or_default()
-    }
+/// The path, kept by the mailbox (part of the slot, so always there).
+pub(super) fn path_of(slot: &Slot) -> ActorPath {
+    slot.mailbox().path().clone()
 }
 
-/// The map of live actors, keyed by the id their slot keeps (an entry is
-/// its [`Node`] alone: a map with its own copy of the key was 40 bytes an
-/// entry, times the table's slack, where this is 24). Actor ids are
-/// sequential and never reused, so a multiplicative hash spreads them as
-/// well as SipHash would, for much less.
+/// The map of live actors: each entry is the actor's slot, held thin
+/// ([`ThinSlot`], one word), keyed by the id the slot keeps, and the
+/// parent's id is in the slot's header too, so an entry is a word and a
+/// control byte, times the table's slack (a node of the slot, the parent
+/// and the rare parts' box was three words; a map with its own copy of the
+/// key, four). Actor ids are sequential and never reused, so a
+/// multiplicative hash spreads them as well as SipHash would, for much
+/// less.
 #[derive(Default)]
 pub(super) struct Nodes {
-    table: HashTable<Node>,
+    table: HashTable<ThinSlot>,
 }
 
 impl Nodes {
@@ -118,39 +81,34 @@ impl Nodes {
         BuildHasherDefault::<rustc_hash::FxHasher>::default().hash_one(id)
     }
 
-    /// The node of `id`, if it is alive.
-    pub(super) fn get(&self, id: &ActorId) -> Option<&Node> {
-        self.table.find(Self::hash(*id), |n| n.slot.id() == *id)
-    }
-
-    pub(super) fn get_mut(&mut self, id: &ActorId) -> Option<&mut Node> {
-        self.table.find_mut(Self::hash(*id), |n| n.slot.id() == *id)
+    /// The slot of `id`, if it is alive.
+    pub(super) fn get(&self, id: &ActorId) -> Option<&ThinSlot> {
+        self.table.find(Self::hash(*id), |n| n.id() == *id)
     }
 
     pub(super) fn contains_key(&self, id: &ActorId) -> bool {
         self.get(id).is_some()
     }
 
-    /// Adds `node` under `id` (its slot's id), returning the node it
-    /// replaces.
-    pub(super) fn insert(&mut self, id: ActorId, node: Node) -> Option<Node> {
-        debug_assert_eq!(node.slot.id(), id, "a node is keyed by its slot's id");
+    /// Adds `slot` under its id, returning the slot it replaces.
+    pub(super) fn insert(&mut self, slot: ThinSlot) -> Option<ThinSlot> {
+        let id = slot.id();
         let hash = Self::hash(id);
         match self
             .table
-            .entry(hash, |n| n.slot.id() == id, |n| Self::hash(n.slot.id()))
+            .entry(hash, |n| n.id() == id, |n| Self::hash(n.id()))
         {
-            Entry::Occupied(mut e) => Some(std::mem::replace(e.get_mut(), node)),
+            Entry::Occupied(mut e) => Some(std::mem::replace(e.get_mut(), slot)),
             Entry::Vacant(e) => {
-                e.insert(node);
+                e.insert(slot);
                 None
             }
         }
     }
 
-    pub(super) fn remove(&mut self, id: &ActorId) -> Option<Node> {
+    pub(super) fn remove(&mut self, id: &ActorId) -> Option<ThinSlot> {
         let hash = Self::hash(*id);
-        match self.table.find_entry(hash, |n| n.slot.id() == *id) {
+        match self.table.find_entry(hash, |n| n.id() == *id) {
             Ok(e) => Some(e.remove().0),
             Err(_) => None,
         }
@@ -160,36 +118,97 @@ impl Nodes {
         self.table.len()
     }
 
-    /// Every live actor's id and node, in no particular order.
-    pub(super) fn iter(&self) -> impl Iterator<Item = (&ActorId, &Node)> {
-        self.table.iter().map(|n| (n.slot.id_ref(), n))
+    /// Every live actor's slot, in no particular order.
+    pub(super) fn iter(&self) -> impl Iterator<Item = &ThinSlot> {
+        self.table.iter()
+    }
+}
+
+/// The rare parts of the live actors that have any, by id: an entry is
+/// made by [`Tree::rare`] (for a live actor only) and goes with the
+/// actor's slot when it is finalized.
+#[derive(Default)]
+pub(super) struct Rares {
+    map: rustc_hash::FxHashMap<ActorId, Box<NodeRare>>,
+}
+
+impl Rares {
+    pub(super) fn get(&self, id: ActorId) -> Option<&NodeRare> {
+        self.map.get(&id).map(|r| &**r)
+    }
+
+    pub(super) fn get_mut(&mut self, id: ActorId) -> Option<&mut NodeRare> {
+        self.map.get_mut(&id).map(|r| &mut **r)
+    }
+
+    pub(super) fn remove(&mut self, id: ActorId) -> Option<Box<NodeRare>> {
+        self.map.remove(&id)
+    }
+
+    /// Times restarted.
+    pub(super) fn restart_count(&self, id: ActorId) -> u32 {
+        self.get(id).map_or(0, |r| r.restart_count)
+    }
+
+    pub(super) fn then(&self, id: ActorId) -> Option<&Then> {
+        self.get(id).and_then(|r| r.then.as_ref())
+    }
+
+    pub(super) fn waiting_on(&self, id: ActorId) -> &[ActorId] {
+        self.get(id).map_or(&[], |r| &r.waiting_on)
+    }
+
+    pub(super) fn has_children(&self, id: ActorId) -> bool {
+        self.get(id).is_some_and(|r| !r.children.is_empty())
+    }
+
+    pub(super) fn supervision(&self, id: ActorId) -> Supervision {
+        self.get(id)
+            .and_then(|r| r.supervision.clone())
+            .unwrap_or_default()
+    }
+
+    /// How many actors have rare parts (the tests' check that they go
+    /// with their actors).
+    #[cfg(test)]
+    pub(super) fn len(&self) -> usize {
+        self.map.len()
     }
 }
 
 /// The tree. The root's children are not listed (a set entry per
 /// top-level actor, for the rare queries that need them all: shutdown and
-/// the root's restart strategies): they are the nodes whose parent is
+/// the root's restart strategies): they are the slots whose parent is
 /// [`ROOT`].
 #[derive(Default)]
 pub(super) struct Tree {
     pub(super) nodes: Nodes,
+    pub(super) rares: Rares,
     pub(super) root_restarts: RestartLog,
 }
 
 impl Tree {
+    /// The rare parts of `id`, made now if this is their first use; `None`
+    /// if `id` is not alive (so no entry outlives its actor).
+    pub(super) fn rare(&mut self, id: ActorId) -> Option<&mut NodeRare> {
+        if !self.nodes.contains_key(&id) {
+            return None;
+        }
+        Some(self.rares.map.entry(id).or_default())
+    }
+
     /// `id`'s children in start order (ids grow with spawn order).
     pub(super) fn children(&self, id: ActorId) -> Vec<ActorId> {
         if id == ROOT {
             let mut top: Vec<ActorId> = (self.nodes.iter())
-                .filter(|(_, n)| n.parent == ROOT)
-                .map(|(id, _)| *id)
+                .filter(|n| n.parent == ROOT)
+                .map(|n| n.id())
                 .collect();
             top.sort_unstable();
             return top;
         }
-        self.nodes
-            .get(&id)
-            .and_then(|n| n.rare.as_ref())
+        self.rares
+            .get(id)
             .map(|r| r.children.iter().copied().collect())
             .unwrap_or_default()
     }
@@ -197,7 +216,7 @@ impl Tree {
     /// `child` of `parent` has stopped: forgets it, and returns what
     /// `parent` was waiting to do once its last child stopped.
     pub(super) fn child_terminated(&mut self, parent: ActorId, child: ActorId) -> Option<Then> {
-        let rare = self.nodes.get_mut(&parent)?.rare.as_mut()?;
+        let rare = self.rares.get_mut(parent)?;
         rare.children.remove(&child);
         if rare.children.is_empty() {
             rare.then.take()
@@ -208,10 +227,10 @@ impl Tree {
 
     /// `watcher` is told when `target` stops; false if `target` is not alive.
     pub(super) fn watch(&mut self, target: ActorId, watcher: ActorId) -> bool {
-        let Some(node) = self.nodes.get_mut(&target) else {
+        let Some(rare) = self.rare(target) else {
             return false;
         };
-        let list = &mut node.rare().watchers;
+        let list = &mut rare.watchers;
         if !list.contains(&watcher) {
             list.push(watcher);
         }
@@ -219,9 +238,17 @@ impl Tree {
     }
 
     pub(super) fn unwatch(&mut self, target: ActorId, watcher: ActorId) {
-        if let Some(r) = self.nodes.get_mut(&target).and_then(|n| n.rare.as_mut()) {
+        if let Some(r) = self.rares.get_mut(target) {
             r.watchers.retain(|w| *w != watcher);
         }
+    }
+}
+
+#[cfg(test)]
+impl Engine {
+    /// How many live actors have rare parts.
+    pub(crate) fn rare_count(&self) -> usize {
+        self.tree.lock().rares.len()
     }
 }
 
@@ -229,8 +256,8 @@ impl Engine {
     /// Starts a simulated busy period of `slot` ending at `until` (the
     /// caller then sets `BUSY` and the wake-up timer).
     pub(super) fn begin_busy(&self, slot: &Slot, until: Instant) {
-        if let Some(node) = self.tree.lock().nodes.get_mut(&slot.id) {
-            node.rare().busy_until = until.as_nanos();
+        if let Some(rare) = self.tree.lock().rare(slot.id) {
+            rare.busy_until = until.as_nanos();
         }
     }
 
@@ -240,13 +267,14 @@ impl Engine {
     pub(super) fn end_busy(&self, id: ActorId, deadline: Instant) {
         let slot = {
             let mut tree = self.tree.lock();
-            let Some(node) = tree.nodes.get_mut(&id) else {
+            let tree = &mut *tree;
+            let Some(node) = tree.nodes.get(&id) else {
                 return;
             };
-            match node.rare.as_mut() {
+            match tree.rares.get_mut(id) {
                 Some(rare) if rare.busy_until == deadline.as_nanos() => {
                     rare.busy_until = 0;
-                    node.slot.arc()
+                    node.arc()
                 }
                 _ => return,
             }
@@ -274,8 +302,13 @@ impl Engine {
         if let Some(path) = named.as_ref().filter(|p| self.shared.path_taken(p)) {
             return Err(duplicate(path));
         }
-        let (spawned, addr) =
-            crate::cell::Cell::<A, _>::create(self.shared.clone(), props, factory, root, named);
+        let (spawned, addr) = crate::cell::Cell::<A, _>::create(
+            self.shared.clone(),
+            props,
+            factory,
+            (ROOT, root),
+            named,
+        );
         match self.register(None, spawned) {
             Registered::PathTaken => Err(duplicate(addr.path())),
             Registered::Yes | Registered::ParentGone => Ok(addr),
@@ -313,24 +346,15 @@ impl Engine {
                 return refused;
             }
             if let Some(p) = parent {
-                let parent = tree.nodes.get_mut(&p).expect("checked");
-                parent.rare().children.insert(id);
+                let parent = tree.rare(p).expect("checked");
+                parent.children.insert(id);
             }
-            let rare = (!supervision.is_default()).then(|| {
-                Box::new(NodeRare {
-                    supervision: Some(supervision),
-                    ..NodeRare::default()
-                })
-            });
             let slot = s.slot.take().expect("a spawned child is registered once");
-            tree.nodes.insert(
-                id,
-                Node {
-                    slot: ThinSlot::new(slot.clone()),
-                    parent: parent.unwrap_or(ROOT),
-                    rare,
-                },
-            );
+            debug_assert_eq!(slot.parent, parent.unwrap_or(ROOT), "built for its parent");
+            tree.nodes.insert(ThinSlot::new(slot.clone()));
+            if !supervision.is_default() {
+                tree.rare(id).expect("just inserted").supervision = Some(supervision);
+            }
             slot
         };
         let mailbox = slot.mailbox();
@@ -357,18 +381,18 @@ impl Engine {
     pub(super) fn begin_stop(&self, slot: &Arc<Slot>, cell: &mut dyn AnyCell, then: Then) -> Flow {
         let children = {
             let mut tree = self.tree.lock();
-            let Some(node) = tree.nodes.get_mut(&slot.id) else {
+            if !tree.nodes.contains_key(&slot.id) {
                 return Flow::Continue;
-            };
-            if node.then().is_some() {
+            }
+            if tree.rares.then(slot.id).is_some() {
                 // Already stopping: a stop overrides a restart, never the reverse.
                 if matches!(then, Then::Finalize(_)) {
-                    node.rare().then = Some(then);
+                    tree.rare(slot.id).expect("alive").then = Some(then);
                 }
                 return Flow::Continue;
             }
-            if node.has_children() {
-                let rare = node.rare();
+            if tree.rares.has_children(slot.id) {
+                let rare = tree.rare(slot.id).expect("alive");
                 rare.then = Some(then.clone());
                 Some(rare.children.iter().copied().collect::<Vec<_>>())
             } else {
@@ -413,8 +437,7 @@ impl Engine {
         let mut fx = Effects::default();
         cell.reset(&mut fx);
         slot.state.fetch_and(!(FAILED | BUSY), Ordering::SeqCst);
-        if let Some(node) = self.tree.lock().nodes.get_mut(&slot.id) {
-            let rare = node.rare();
+        if let Some(rare) = self.tree.lock().rare(slot.id) {
             rare.restart_count += 1;
             rare.busy_until = 0;
         }
@@ -443,15 +466,15 @@ impl Engine {
         let (parent, watchers) = {
             let mut tree = self.tree.lock();
             let node = tree.nodes.remove(&id);
+            let rare = tree.rares.remove(id);
             // Freed under the tree lock, before anyone hears of the stop: a
             // watcher told of it may give the name to a new actor at once.
             // (The cell is alive, so its mailbox and path are.)
-            let named = node.as_ref().filter(|n| n.slot.mailbox().is_named());
-            if let Some(path) = named.and_then(Node::path) {
-                self.shared.release_path(&path, id);
+            if let Some(named) = node.as_ref().filter(|n| n.mailbox().is_named()) {
+                self.shared.release_path(&path_of(named), id);
             }
             let parent = node.as_ref().map(|n| n.parent).filter(|p| *p != ROOT);
-            let watchers = node.and_then(|n| n.rare).map(|r| r.watchers);
+            let watchers = rare.map(|r| r.watchers);
             (parent, watchers.unwrap_or_default())
         };
         self.release_from(slot, unmuted);
@@ -513,17 +536,12 @@ impl Engine {
         let (decision, child_path) = {
             let mut tree = self.tree.lock();
             let child_path = match tree.nodes.get(&child) {
-                Some(n) if n.slot.is_failed() && n.then().is_none() => match n.path() {
-                    Some(path) => path,
-                    None => return Flow::Continue,
-                },
+                Some(n) if n.is_failed() && tree.rares.then(child).is_none() => path_of(n),
                 _ => return Flow::Continue, // stopped or restarted meanwhile
             };
             let supervision = match sup_id {
-                Some(s) => match tree.nodes.get(&s) {
-                    Some(n) => n.supervision(),
-                    None => return Flow::Continue,
-                },
+                Some(s) if tree.nodes.contains_key(&s) => tree.rares.supervision(s),
+                Some(_) => return Flow::Continue,
                 None => self.root.clone(),
             };
             let failure = Failure {
@@ -537,7 +555,7 @@ impl Engine {
                 Directive::Restart => {
                     let now = self.shared.clock.now();
                     let log = match sup_id {
-                        Some(s) => &mut tree.nodes.get_mut(&s).expect("checked").rare().restarts,
+                        Some(s) => &mut tree.rare(s).expect("checked").restarts,
                         None => &mut tree.root_restarts,
                     };
                     match log.try_restart(&supervision, now) {
@@ -615,17 +633,64 @@ enum Decision {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Actor, Context, LocalSystem, Props, Strategy, System};
 
-    /// An idle leaf actor's share of the tree is its node and map entry
-    /// (issue 11: at most 256 bytes per idle actor); the rest is rare.
+    /// An idle leaf actor's share of the tree is its map entry, its slot
+    /// held thin (issue 11: at most 256 bytes per idle actor); the parent's
+    /// id is in the slot's header, the rest is rare.
     #[test]
-    fn a_node_is_three_words_and_its_rare_parts_start_unallocated() {
-        assert_eq!(std::mem::size_of::<Node>(), 24);
+    fn an_entry_is_one_word_and_rare_parts_are_made_on_first_use() {
         assert_eq!(std::mem::size_of::<ThinSlot>(), 8);
+        // The header: the id, the state word, the own wide address, the
+        // parent's id.
+        assert_eq!(std::mem::size_of::<Slot<()>>(), 40);
         assert!(Supervision::default().is_default());
         assert!(!Supervision::new(crate::Strategy::OneForAll).is_default());
         assert!(!Supervision::default()
             .decider(|_| Directive::Stop)
             .is_default());
+    }
+
+    struct Leaf;
+
+    impl Actor for Leaf {
+        type Msg = ();
+        fn handle(&mut self, _: &mut Context<'_, Self>, (): ()) {}
+    }
+
+    /// Spawns a leaf when it starts, and watches it.
+    struct Parent;
+
+    impl Actor for Parent {
+        type Msg = ();
+        fn started(&mut self, ctx: &mut Context<'_, Self>) {
+            let child = ctx.spawn(Props::new(), || Leaf).unwrap();
+            ctx.watch(&child, |_, _| ());
+        }
+        fn handle(&mut self, _: &mut Context<'_, Self>, (): ()) {}
+    }
+
+    /// Rare parts are made for the actors that use them, and go with them:
+    /// none for an idle leaf, one for a supervisor (its children and its
+    /// supervision) and one for a watched child (its watchers); none once
+    /// those have stopped.
+    #[test]
+    fn rare_parts_are_made_for_their_users_and_go_with_them() {
+        let mut sys = LocalSystem::new();
+        let leaf = sys.spawn(Props::new(), || Leaf).unwrap();
+        sys.run_until_idle();
+        assert_eq!(sys.engine().rare_count(), 0, "an idle leaf has none");
+        let sup = Supervision::new(Strategy::OneForAll);
+        let parent = sys.spawn(Props::new().supervision(sup), || Parent).unwrap();
+        sys.run_until_idle();
+        assert_eq!(sys.actor_count(), 3);
+        assert_eq!(sys.engine().rare_count(), 2, "the parent's and the child's");
+        let children = sys.engine().children(parent.id());
+        assert_eq!(children.len(), 1);
+        assert_eq!(sys.engine().children(ROOT), [leaf.id(), parent.id()]);
+        sys.stop(parent.id());
+        sys.run_until_idle();
+        assert_eq!(sys.actor_count(), 1);
+        assert_eq!(sys.engine().rare_count(), 0, "they went with their actors");
     }
 }

@@ -23,9 +23,8 @@ impl Tree {
                 continue;
             }
             seen.push(a);
-            if let Some(n) = self.nodes.get(&a) {
-                stack.extend(n.waiting_on().iter().copied());
-            }
+            // (Only a live actor has rare parts.)
+            stack.extend(self.rares.waiting_on(a).iter().copied());
         }
         false
     }
@@ -45,7 +44,7 @@ impl Engine {
     /// the speed it processes them.
     pub(super) fn mute(&self, sender: &Arc<Slot>, receiver: ActorId) {
         let mut tree = self.tree.lock();
-        let Some(rslot) = tree.nodes.get(&receiver).map(|n| n.slot.arc()) else {
+        let Some(rslot) = tree.nodes.get(&receiver).map(|n| n.arc()) else {
             return; // stopped meanwhile: its close released everyone
         };
         if tree.waits_for(receiver, sender.id) {
@@ -56,13 +55,13 @@ impl Engine {
         if !rslot.mailbox().is_muting(sender.id) {
             return; // the receiver drained before we got here
         }
-        if let Some(node) = tree.nodes.get_mut(&sender.id) {
-            if node.waiting_on().contains(&receiver) {
+        if let Some(rare) = tree.rare(sender.id) {
+            if rare.waiting_on.contains(&receiver) {
                 // One turn can be muted twice by the same receiver (it drained
                 // and filled again between two sends): one edge, one count.
                 return;
             }
-            node.rare().waiting_on.push(receiver);
+            rare.waiting_on.push(receiver);
             sender.state.fetch_add(1, Ordering::SeqCst); // one more mute
             drop(tree);
             self.trace(|| ActorEvent::Mute {
@@ -97,15 +96,14 @@ impl Engine {
                 if listed(s) && !self.injected_stale_release() {
                     continue;
                 }
-                let Some(node) = tree.nodes.get_mut(&s) else {
+                let tree = &mut *tree;
+                let (Some(node), Some(rare)) = (tree.nodes.get(&s), tree.rares.get_mut(s)) else {
                     continue;
                 };
-                if let Some(rare) = node.rare.as_mut() {
-                    let before = rare.waiting_on.len();
-                    rare.waiting_on.retain(|r| *r != receiver.id);
-                    if rare.waiting_on.len() < before {
-                        freed.push(node.slot.arc());
-                    }
+                let before = rare.waiting_on.len();
+                rare.waiting_on.retain(|r| *r != receiver.id);
+                if rare.waiting_on.len() < before {
+                    freed.push(node.arc());
                 }
             }
         }
