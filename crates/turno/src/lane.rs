@@ -314,12 +314,45 @@ impl<T> Lane<T> {
     /// [`Lane::push_slow`], which decides again from scratch.
     #[inline]
     pub(crate) fn push(&self, value: T, mode: Mode) -> Result<Pushed<T>, T> {
+        match self.claim_fast(mode == Mode::Force) {
+            // SAFETY: `claim_fast` claimed `offset` of `block`, not written.
+            Some((block, offset, len)) => {
+                Ok(unsafe { self.write(block, offset, value, len, mode, false) })
+            }
+            None => self.push_slow(value, mode),
+        }
+    }
+
+    /// The message path's push: the common case of [`Lane::push`] in
+    /// [`Mode::Offer`] alone (open, admitted by the policy, inside an
+    /// installed block, the claim won), answered with the depth after it
+    /// (its verdict is `Offer::Enqueued` with the room left below the
+    /// capacity, which the caller builds). `Err` hands the element back
+    /// with nothing done: the caller then pushes it by [`Lane::push_slow`]
+    /// (which decides again from scratch, as after a lost claim).
+    #[inline]
+    pub(crate) fn push_admitted(&self, value: T) -> Result<usize, T> {
+        let Some((block, offset, len)) = self.claim_fast(false) else {
+            return Err(value);
+        };
+        // SAFETY: `claim_fast` claimed `offset` of `block`, not written.
+        unsafe { self.publish(block, offset, value, false) };
+        Ok(self.deepest(len + 1))
+    }
+
+    /// The common case's claim, tried once: the lane open, the position
+    /// not its block's last (so no install is due) in an installed block,
+    /// the policy admitting (or `force`), and the compare-exchange won.
+    /// Returns the block, the claimed offset in it and the length seen
+    /// before the claim; `None` (nothing done) otherwise.
+    #[inline(always)]
+    fn claim_fast(&self, force: bool) -> Option<(&Block<T>, usize, usize)> {
         let tail = self.tail.load(SeqCst);
         let pos = tail >> SHIFT;
         let offset = pos % LAP;
         if tail & CLOSED == 0 && offset + 1 < BLOCK_CAP {
             let len = count(pos).saturating_sub(self.taken.load(SeqCst));
-            if mode == Mode::Force || self.policy.decide(len) == Decision::Admit {
+            if force || self.policy.decide(len) == Decision::Admit {
                 let block = self.tail_block.load(Acquire);
                 if !block.is_null()
                     && self
@@ -328,14 +361,44 @@ impl<T> Lane<T> {
                         .is_ok()
                 {
                     // SAFETY: as in `push_slow`: the claim succeeded, so
-                    // `block` is the live block of `pos`, and this producer
-                    // alone writes the claimed slot (not its block's last,
-                    // so no install is due).
-                    return Ok(unsafe { self.write(&*block, offset, value, len, mode, false) });
+                    // `block` is the live block of `pos` (it stays so until
+                    // the claimed slot is written and read).
+                    return Some((unsafe { &*block }, offset, len));
                 }
             }
         }
-        self.push_slow(value, mode)
+        None
+    }
+
+    /// Writes the element of a claimed position and publishes it
+    /// (`evicting`: counting the eviction it owes first).
+    ///
+    /// # Safety
+    /// The caller claimed position `offset` of `block` and has not written it.
+    #[inline(always)]
+    unsafe fn publish(&self, block: &Block<T>, offset: usize, value: T, evicting: bool) {
+        // SAFETY: `offset < BLOCK_CAP` for a claimed slot (the installing
+        // position is never claimed).
+        let slot = unsafe { block.slots.get_unchecked(offset) };
+        // SAFETY: this producer claimed the position, so no one else
+        // writes the slot, and the consumer reads it only after the
+        // `WRITTEN` store below.
+        slot.value.with_mut(|p| unsafe { (*p).write(value) });
+        if evicting {
+            // Before the publication, so that the take of this element
+            // sees the eviction it owes.
+            self.counts.owed.fetch_add(1, AcqRel);
+        }
+        slot.state.store(WRITTEN, self.publish_order());
+    }
+
+    /// Records `depth`, the depth after a push, in the deepest seen.
+    #[inline(always)]
+    fn deepest(&self, depth: usize) -> usize {
+        if depth > self.counts.max_depth.load(Relaxed) {
+            self.counts.max_depth.fetch_max(depth, Relaxed);
+        }
+        depth
     }
 
     /// Writes and publishes the element of a claimed position, counts it,
@@ -353,26 +416,12 @@ impl<T> Lane<T> {
         mode: Mode,
         evicting: bool,
     ) -> Pushed<T> {
-        // SAFETY: `offset < BLOCK_CAP` for a claimed slot (the installing
-        // position is never claimed).
-        let slot = unsafe { block.slots.get_unchecked(offset) };
-        // SAFETY: this producer claimed the position, so no one else
-        // writes the slot, and the consumer reads it only after the
-        // `WRITTEN` store below.
-        slot.value.with_mut(|p| unsafe { (*p).write(value) });
-        if evicting {
-            // Before the publication, so that the take of this element
-            // sees the eviction it owes.
-            self.counts.owed.fetch_add(1, AcqRel);
-        }
-        slot.state.store(WRITTEN, self.publish_order());
-        let depth = len + 1;
+        // SAFETY: forwarded from the caller.
+        unsafe { self.publish(block, offset, value, evicting) };
         if mode == Mode::Retry {
             self.counts.rare().retries.fetch_add(1, Relaxed);
         }
-        if depth > self.counts.max_depth.load(Relaxed) {
-            self.counts.max_depth.fetch_max(depth, Relaxed);
-        }
+        let depth = self.deepest(len + 1);
         if evicting {
             return Pushed::Done(Offer::Evicting, depth);
         }
@@ -382,7 +431,7 @@ impl<T> Lane<T> {
 
     /// The general push: retries claims, installs blocks, refuses.
     #[inline(never)]
-    fn push_slow(&self, value: T, mode: Mode) -> Result<Pushed<T>, T> {
+    pub(crate) fn push_slow(&self, value: T, mode: Mode) -> Result<Pushed<T>, T> {
         let mut next_block: *mut Block<T> = ptr::null_mut();
         let mut step = 0;
         let outcome = loop {

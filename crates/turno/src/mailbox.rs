@@ -531,9 +531,40 @@ impl<M: Send + 'static> Mailbox<M> {
     /// the scheduler decides whether the mute stands (see `Context::send`).
     /// `retry`: the message was handed back as [`Verdict::Full`] by this
     /// mailbox before (counted as an attempt, not a new message).
+    ///
+    /// The message path (a new message the policy admits, in a block
+    /// already installed: [`Lane::push_admitted`]) builds its verdict
+    /// here and touches no buffer `Offer`; every other push (a refusal, an
+    /// eviction, a retry, a closed mailbox, a block to install, a lost
+    /// claim) is the general one, out of line.
+    #[inline]
     pub(crate) fn push_user(
         &self,
         msg: M,
+        muting_sender: Option<ActorId>,
+        retry: bool,
+    ) -> (Verdict<M>, bool) {
+        if retry {
+            return self.push_user_slow(Envelope::Msg(msg), muting_sender, retry);
+        }
+        match self.user.push_admitted(Envelope::Msg(msg)) {
+            Ok(depth) => {
+                // As `account` and `notify` below, for `Offer::Enqueued`.
+                self.trace_enqueue(depth);
+                let remaining = self.policy().capacity().map(|c| c.saturating_sub(depth));
+                self.notify();
+                (Verdict::Enqueued { remaining }, false)
+            }
+            Err(env) => self.push_user_slow(env, muting_sender, retry),
+        }
+    }
+
+    /// [`Mailbox::push_user`]'s general case: the lane's general push
+    /// ([`Lane::push_slow`]), the verdict from its `Offer`.
+    #[inline(never)]
+    fn push_user_slow(
+        &self,
+        env: Envelope<M>,
         muting_sender: Option<ActorId>,
         retry: bool,
     ) -> (Verdict<M>, bool) {
@@ -542,7 +573,7 @@ impl<M: Send + 'static> Mailbox<M> {
             (None, true) => Mode::Retry,
             (None, false) => Mode::Offer,
         };
-        let (offer, depth, muted) = match self.user.push(Envelope::Msg(msg), mode) {
+        let (offer, depth, muted) = match self.user.push_slow(env, mode) {
             Ok(Pushed::Done(offer, depth)) => (offer, depth, false),
             Ok(Pushed::WouldSuspend(env)) => match muting_sender {
                 Some(sender) => match self.mute_and_force(sender, env) {
@@ -666,25 +697,29 @@ impl<M: Send + 'static> Mailbox<M> {
         }
     }
 
+    /// Traces a user-lane enqueue (nothing but the tracer's check when
+    /// tracing is off).
+    #[inline]
+    fn trace_enqueue(&self, depth: usize) {
+        let shared = &self.shared;
+        shared.tracer.emit(&shared.clock, || ActorEvent::Enqueue {
+            actor: self.id().into(),
+            lane: TraceLane::User,
+            depth,
+        });
+    }
+
     /// Turns a buffer offer into a verdict, counting and tracing it.
     fn account(&self, offer: Offer<Envelope<M>>, depth: usize) -> Verdict<M> {
         let shared = &self.shared;
         match offer {
             Offer::Enqueued { remaining } => {
-                shared.tracer.emit(&shared.clock, || ActorEvent::Enqueue {
-                    actor: self.id().into(),
-                    lane: TraceLane::User,
-                    depth,
-                });
+                self.trace_enqueue(depth);
                 Verdict::Enqueued { remaining }
             }
             // The eviction itself is the consumer's (`Mailbox::evicted`).
             Offer::Evicting => {
-                shared.tracer.emit(&shared.clock, || ActorEvent::Enqueue {
-                    actor: self.id().into(),
-                    lane: TraceLane::User,
-                    depth,
-                });
+                self.trace_enqueue(depth);
                 Verdict::Evicting
             }
             Offer::Evicted(_) => unreachable!("the lane evicts on take, not on offer"),
