@@ -314,13 +314,11 @@ impl<T> Lane<T> {
     /// [`Lane::push_slow`], which decides again from scratch.
     #[inline]
     pub(crate) fn push(&self, value: T, mode: Mode) -> Result<Pushed<T>, T> {
-        match self.claim_fast(mode == Mode::Force) {
-            // SAFETY: `claim_fast` claimed `offset` of `block`, not written.
-            Some((block, offset, len)) => {
-                Ok(unsafe { self.write(block, offset, value, len, mode, false) })
-            }
-            None => self.push_slow(value, mode),
-        }
+        let Some((block, offset, len)) = self.claim_fast(mode == Mode::Force) else {
+            return self.push_slow(value, mode);
+        };
+        // SAFETY: `claim_fast` claimed `offset` of `block`, not written.
+        Ok(unsafe { self.write(block, offset, value, len, mode, false) })
     }
 
     /// The message path's push: the common case of [`Lane::push`] in

@@ -15,6 +15,9 @@ use crate::buffer::Buffer;
 #[derive(Debug, Clone, Copy)]
 enum Op {
     Offer,
+    /// The message path's push (`Lane::push_admitted`), then the general
+    /// one when it hands the element back, as `Mailbox::push_user` does.
+    Admit,
     Retry,
     Force,
     Take,
@@ -38,7 +41,8 @@ fn policy() -> impl Strategy<Value = Policy> {
 fn ops() -> impl Strategy<Value = Vec<Op>> {
     prop::collection::vec(
         prop_oneof![
-            8 => Just(Op::Offer),
+            4 => Just(Op::Offer),
+            4 => Just(Op::Admit),
             1 => Just(Op::Retry),
             1 => Just(Op::Force),
             5 => Just(Op::Take),
@@ -94,6 +98,23 @@ proptest! {
                         _ => Mode::Force,
                     };
                     prop_assert_eq!(lane_push(&lane, v, mode), reference.push(v, mode), "{:?} of {}", op, v);
+                }
+                Op::Admit => {
+                    let got = match lane.push_admitted(v) {
+                        Ok(depth) => {
+                            // Admitted: the depth is the length after the push.
+                            prop_assert_eq!(depth, lane.len(), "depth of {}", v);
+                            Ok(Offer::Enqueued {
+                                remaining: policy.capacity().map(|c| c.saturating_sub(depth)),
+                            })
+                        }
+                        Err(v) => match lane.push_slow(v, Mode::Offer) {
+                            Ok(Pushed::Done(offer, _)) => Ok(offer),
+                            Ok(Pushed::WouldSuspend(v)) => Ok(Offer::Full(v)),
+                            Err(v) => Err(v),
+                        },
+                    };
+                    prop_assert_eq!(got, reference.push(v, Mode::Offer), "{:?} of {}", op, v);
                 }
                 Op::Take => {
                     let mut evicted = Vec::new();
