@@ -3,7 +3,7 @@
 //! ```text
 //! turno-bench list
 //! turno-bench stream [--n N] [--producers P] [--case SUBSTR] [--only SUBSTR] [--runs R] [--json]
-//! turno-bench pingpong|ring|spawn|fanin|counting|chameneos|bndbuffer [--n N] [--only SUBSTR] [--runs R] [--json]
+//! turno-bench pingpong|ring|spawn|fanin|fanout|counting|chameneos|bndbuffer [--n N] [--only SUBSTR] [--runs R] [--json]
 //! turno-bench memory [--n ACTORS] [--only IMPL] [--json]
 //! turno-bench store [--n N] [--only SUBSTR] [--runs R] [--json]   # needs PostgreSQL for its postgres cases
 //! turno-bench chart [--n EVENTS] [--only IMPL] [--runs R] [--json]
@@ -49,6 +49,7 @@ const BENCHES: &[(&str, &str)] = &[
     ("ring", "Savina thread ring: 1000 actors, n hops of a token"),
     ("spawn", "n actors spawned, one message each, each stops, all stops confirmed"),
     ("fanin", "4 producer threads into one actor with a suspend mailbox of 1024, sum checked"),
+    ("fanout", "one actor sends n jobs of about 10 us of arithmetic to 16 actors: how work spreads over threads (checksum checked)"),
     ("counting", "Savina counting: a producer actor sends n increments, then asks for the count"),
     ("chameneos", "Savina chameneos: 8 chameneos, n meetings through a mall"),
     ("bndbuffer", "Savina bounded buffer: 4 producers, 4 consumers, a manager buffering 64 items, n items"),

@@ -7,6 +7,7 @@
 //! | `pingpong` | 2 actors bounce a counter | round trips |
 //! | `ring` | Savina thread ring: a token goes around 1000 actors | hops |
 //! | `spawn` | spawn actors, one message each, each stops, all stops confirmed | actors |
+//! | `fanout` | one actor sends jobs of about 10 µs of arithmetic to 16 actors (how work spreads over threads) | jobs |
 //! | `fanin` | 4 producer threads into one actor (suspend mailbox of 1024), sum checked | messages |
 //! | `counting` | Savina counting: a producer actor sends increments, then asks for the count | messages |
 //! | `chameneos` | Savina chameneos: 8 chameneos meet through a mall | meetings |
@@ -58,6 +59,7 @@ pub mod bndbuffer;
 pub mod chameneos;
 pub mod counting;
 pub mod fanin;
+pub mod fanout;
 pub mod memory;
 pub mod pingpong;
 pub mod ring;
@@ -69,6 +71,7 @@ pub const BENCHES: &[&str] = &[
     "ring",
     "spawn",
     "fanin",
+    "fanout",
     "counting",
     "chameneos",
     "bndbuffer",
@@ -86,6 +89,7 @@ pub fn run(bench: &str, args: &Args, h: &mut Harness) -> bool {
         "ring" => ring::run(args, h),
         "spawn" => spawn::run(args, h),
         "fanin" => fanin::run(args, h),
+        "fanout" => fanout::run(args, h),
         "counting" => counting::run(args, h),
         "chameneos" => chameneos::run(args, h),
         "bndbuffer" => bndbuffer::run(args, h),
