@@ -55,7 +55,8 @@
 // (`lazy.rs`), the mailbox (its consumer side, the pointer to its own slot,
 // its place in a slot body), the actor path (a thin pointer to its own
 // counted text, `ids.rs`), the buffered stream (the consumer side of its
-// lane) and the `TypedBody` contract (slot, cell), each
+// lane), the `TypedBody` contract (slot, cell) and the threaded worker's
+// address of its own run queue state (`threaded::local`), each
 // block with a `// SAFETY:` comment (the workspace denies undocumented
 // ones).
 #![deny(unsafe_code)]

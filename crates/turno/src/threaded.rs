@@ -54,7 +54,7 @@
 //! sys.shutdown(Duration::from_secs(5)).unwrap();
 //! ```
 
-use std::cell::RefCell;
+use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
@@ -95,23 +95,64 @@ const QUIET_LOOKS: u32 = 10;
 static NEXT_SYSTEM: AtomicUsize = AtomicUsize::new(1);
 
 thread_local! {
-    /// The worker context of the current thread, if it is a worker.
-    static LOCAL: RefCell<Option<Local>> = const { RefCell::new(None) };
+    /// The worker context of the current thread, if it is a worker: the
+    /// address of the [`Local`] its worker loop owns, null elsewhere (a
+    /// constant-initialized `Cell` without a destructor, so that a look is
+    /// one load: no lazy-initialization state, no `RefCell` flag; a
+    /// hand-off looks once, see [`Core::schedule`]).
+    static LOCAL: Cell<*const Local> = const { Cell::new(std::ptr::null()) };
 }
 
+/// A worker's own run queue state, owned by its worker loop (on its stack)
+/// and lent to [`Core::schedule`] on that thread through [`LOCAL`]: shared
+/// references only, so every field that changes is a `Cell` (the deque's
+/// owner methods take `&self`).
 struct Local {
     system: usize,
     deque: Worker<Queued>,
-    lifo: Option<Queued>,
+    lifo: Cell<Option<Queued>>,
     /// The LIFO slot's actor was handed off by the batch running now and is
     /// not in [`Core::pending`] yet: the running actor's count passes to it
     /// when the batch ends (see [`Core::schedule`]).
-    lifo_uncounted: bool,
-    lifo_run: u32,
+    lifo_uncounted: Cell<bool>,
+    lifo_run: Cell<u32>,
     /// Entries this worker took from its own deque, published in
     /// [`Core::epochs`] (hand-offs through the LIFO slot do not count:
     /// they never wait in the deque).
-    epoch: usize,
+    epoch: Cell<usize>,
+}
+
+/// The current thread's worker context, if it is a worker of any system.
+#[allow(unsafe_code)]
+#[inline]
+fn local<'a>() -> Option<&'a Local> {
+    let at = LOCAL.with(Cell::get);
+    // SAFETY: `LOCAL` is this thread's own; it is non-null only while the
+    // worker loop running on this thread (`worker`) owns the `Local` at
+    // that address, which it set there after building it and clears
+    // (`LocalSet`'s drop, on return or unwind) before the `Local` is
+    // dropped or moved. The caller uses the reference on this thread
+    // within its own call, while the worker loop, further up this
+    // thread's stack, is running: inside a batch the loop runs. Only
+    // shared references to the `Local` are ever made.
+    unsafe { at.as_ref() }
+}
+
+/// The worker loop's registration of its [`Local`] in [`LOCAL`], cleared
+/// when dropped.
+struct LocalSet;
+
+impl LocalSet {
+    fn new(local: &Local) -> LocalSet {
+        LOCAL.with(|l| l.set(local));
+        LocalSet
+    }
+}
+
+impl Drop for LocalSet {
+    fn drop(&mut self) {
+        LOCAL.with(|l| l.set(std::ptr::null()));
+    }
 }
 
 /// A worker's published count of pops from its own deque, on a cache line
@@ -202,42 +243,51 @@ impl Core {
     }
 
     /// Ends the batch just run (its count passes to the actor it handed
-    /// off, if any) and picks the next slot to run on worker `index`.
-    fn next_task(&self, index: usize, finished: bool) -> Option<Queued> {
-        LOCAL.with(|l| {
-            let mut l = l.borrow_mut();
-            let l = l.as_mut()?;
-            if finished && !std::mem::take(&mut l.lifo_uncounted) {
-                self.finished_one();
-            }
-            if l.lifo_run < MAX_LIFO_RUN {
-                if let Some(s) = l.lifo.take() {
-                    l.lifo_run += 1;
-                    return Some(s);
-                }
-            } else if let Some(s) = l.lifo.take() {
-                l.deque.push(s);
-            }
-            l.lifo_run = 0;
-            if let Some(s) = l.deque.pop() {
-                l.epoch = l.epoch.wrapping_add(1);
-                self.epochs[index].0.store(l.epoch, Ordering::Relaxed);
+    /// off, if any) and picks the next slot to run on worker `index`
+    /// (whose loop owns `l`).
+    fn next_task(&self, l: &Local, index: usize, finished: bool) -> Option<Queued> {
+        if finished && !l.lifo_uncounted.replace(false) {
+            self.finished_one();
+        }
+        if let Some(s) = l.lifo.take() {
+            let run = l.lifo_run.get();
+            if run < MAX_LIFO_RUN {
+                l.lifo_run.set(run + 1);
                 return Some(s);
             }
-            loop {
-                match self.injector.steal_batch_and_pop(&l.deque) {
-                    Steal::Success(s) => {
-                        // The rest of the batch is this worker's backlog now.
-                        if !l.deque.is_empty() {
-                            self.idle.backlog_pushed();
-                        }
-                        break Some(s);
-                    }
-                    Steal::Empty => break None,
-                    Steal::Retry => continue,
-                }
+            l.lifo_run.set(0);
+            // The run limit: the deque's entries go first, the hand-off
+            // behind them. With none waiting, it would be pushed and
+            // popped right back (a read-modify-write of the deque's front
+            // every fourth hand-off): it runs at once instead, and counts
+            // as no pop of the deque (it never waited there, which is what
+            // the epoch tells watchers).
+            if l.deque.is_empty() {
+                return Some(s);
             }
-        })
+            l.deque.push(s);
+        } else {
+            l.lifo_run.set(0);
+        }
+        if let Some(s) = l.deque.pop() {
+            let epoch = l.epoch.get().wrapping_add(1);
+            l.epoch.set(epoch);
+            self.epochs[index].0.store(epoch, Ordering::Relaxed);
+            return Some(s);
+        }
+        loop {
+            match self.injector.steal_batch_and_pop(&l.deque) {
+                Steal::Success(s) => {
+                    // The rest of the batch is this worker's backlog now.
+                    if !l.deque.is_empty() {
+                        self.idle.backlog_pushed();
+                    }
+                    break Some(s);
+                }
+                Steal::Empty => break None,
+                Steal::Retry => continue,
+            }
+        }
     }
 
     fn finished_one(&self) {
@@ -258,36 +308,30 @@ impl Scheduler for Core {
     /// reads or writes its LIFO slot and the flag, so no ordering is
     /// involved; `pending` stays `SeqCst` for `wait_idle`.
     fn schedule(&self, slot: Queued) {
-        // `Ok(backlog)`: whether the local deque has just become non-empty.
-        let placed = LOCAL.with(|l| {
-            let mut l = l.borrow_mut();
-            match l.as_mut() {
-                Some(l) if l.system == self.system => {
-                    let previous = l.lifo.replace(slot);
-                    let uncounted = std::mem::replace(&mut l.lifo_uncounted, true);
-                    if let Some(previous) = previous {
-                        if uncounted {
-                            self.pending.fetch_add(1, Ordering::SeqCst);
-                        }
-                        let was_empty = l.deque.is_empty();
-                        l.deque.push(previous);
-                        return Ok(was_empty);
-                    }
-                    Ok(false)
+        match local() {
+            Some(l) if l.system == self.system => {
+                let Some(previous) = l.lifo.replace(Some(slot)) else {
+                    // Waking a sleeper for the LIFO slot alone would just
+                    // bounce.
+                    l.lifo_uncounted.set(true);
+                    return;
+                };
+                if l.lifo_uncounted.replace(true) {
+                    self.pending.fetch_add(1, Ordering::SeqCst);
                 }
-                _ => Err(slot),
+                let was_empty = l.deque.is_empty();
+                l.deque.push(previous);
+                // The deque has just become non-empty: wake a sleeper
+                // only if nobody watches it.
+                if was_empty {
+                    self.idle.backlog_pushed();
+                }
             }
-        });
-        match placed {
-            Err(slot) => {
+            _ => {
                 self.pending.fetch_add(1, Ordering::SeqCst);
                 self.injector.push(slot);
                 self.idle.notify();
             }
-            // Waking a sleeper for the LIFO slot alone would just bounce;
-            // for the deque, only if nobody watches it.
-            Ok(true) => self.idle.backlog_pushed(),
-            Ok(false) => {}
         }
     }
 
@@ -378,16 +422,17 @@ impl SystemBuilder<ThreadedOptions> {
 }
 
 fn worker(core: Arc<Core>, engine: Arc<Engine>, index: usize, deque: Worker<Queued>) {
-    LOCAL.with(|l| {
-        *l.borrow_mut() = Some(Local {
-            system: core.system,
-            deque,
-            lifo: None,
-            lifo_uncounted: false,
-            lifo_run: 0,
-            epoch: 0,
-        })
-    });
+    let local = Local {
+        system: core.system,
+        deque,
+        lifo: Cell::new(None),
+        lifo_uncounted: Cell::new(false),
+        lifo_run: Cell::new(0),
+        epoch: Cell::new(0),
+    };
+    // Cleared before `local` is dropped (declared after it), on return or
+    // unwind.
+    let _set = LocalSet::new(&local);
     // A worker that finds nothing searches a few microseconds before it
     // sleeps: the next message often follows at once (a producer thread's
     // next send, a hand-off from the other worker), and a sleep costs the
@@ -406,7 +451,7 @@ fn worker(core: Arc<Core>, engine: Arc<Engine>, index: usize, deque: Worker<Queu
     let mut seen = vec![(0usize, 0usize); core.epochs.len()];
     let mut quiet_looks = 0u32;
     loop {
-        if let Some(slot) = core.next_task(index, std::mem::take(&mut finished)) {
+        if let Some(slot) = core.next_task(&local, index, std::mem::take(&mut finished)) {
             // A watcher is searching (it came back from its nap so), so
             // the watcher count is checked only off the busy path.
             if std::mem::take(&mut searching) {
@@ -481,7 +526,6 @@ fn worker(core: Arc<Core>, engine: Arc<Engine>, index: usize, deque: Worker<Queu
     if watching {
         core.idle.watch_end();
     }
-    LOCAL.with(|l| l.borrow_mut().take());
 }
 
 fn timer_thread(core: Arc<Core>, engine: Arc<Engine>) {

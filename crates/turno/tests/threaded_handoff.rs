@@ -3,7 +3,9 @@
 //! running batch's count passes to it), and is counted the moment it is
 //! displaced to the stealable deque. `wait_idle` must still never return
 //! while any message is in flight. A race detector: each test repeats its
-//! run many times on two workers.
+//! run many times on two workers. And the LIFO run limit: on one worker, a
+//! ping-pong pair lets an actor waiting in the deque run after a few
+//! hand-offs.
 
 #![cfg(not(turno_loom))]
 
@@ -102,4 +104,96 @@ fn wait_idle_waits_for_a_chain_of_hand_offs() {
 #[test]
 fn wait_idle_waits_for_displaced_and_stolen_hand_offs() {
     cascade(16, 2, 9, 3, 40);
+}
+
+/// One of a ping-pong pair: counts its turns and bounces the ball.
+struct Bouncer {
+    other: Option<Addr<Ball>>,
+    /// On its first ball, wakes this one too, before its partner (so the
+    /// partner takes the LIFO slot and this one waits in the deque).
+    first: Option<Addr<Ball>>,
+    turns: Arc<AtomicU64>,
+}
+
+enum Ball {
+    Partner(Addr<Ball>),
+    Hit(u32),
+}
+
+impl Actor for Bouncer {
+    type Msg = Ball;
+    fn handle(&mut self, ctx: &mut Context<'_, Self>, msg: Ball) {
+        match msg {
+            Ball::Partner(p) => self.other = Some(p),
+            Ball::Hit(n) => {
+                self.turns.fetch_add(1, Ordering::SeqCst);
+                if let Some(waiting) = self.first.take() {
+                    assert!(ctx.send(&waiting, Ball::Hit(0)).is_enqueued());
+                }
+                if n > 0 {
+                    let other = self.other.as_ref().expect("partnered");
+                    assert!(ctx.send(other, Ball::Hit(n - 1)).is_enqueued());
+                }
+            }
+        }
+    }
+}
+
+/// Records the pair's turns so far when it runs.
+struct Waiting {
+    pair_turns: Arc<AtomicU64>,
+    seen: Arc<AtomicU64>,
+}
+
+impl Actor for Waiting {
+    type Msg = Ball;
+    fn handle(&mut self, _ctx: &mut Context<'_, Self>, _msg: Ball) {
+        self.seen
+            .store(self.pair_turns.load(Ordering::SeqCst), Ordering::SeqCst);
+    }
+}
+
+/// The LIFO run limit on one worker: a ping-pong pair hands the ball off
+/// through the LIFO slot, and after a few hand-offs in a row an actor
+/// waiting in the worker's deque runs before the pair goes on (it would
+/// wait for all 2 000 turns without the limit, and a hand-off run at the
+/// limit must not jump the deque when it holds entries).
+#[test]
+fn a_ping_pong_pair_lets_an_actor_in_the_deque_run() {
+    for _ in 0..20 {
+        let sys = ThreadedSystem::builder().threads(1).build();
+        let turns = Arc::new(AtomicU64::new(0));
+        let seen = Arc::new(AtomicU64::new(u64::MAX));
+        let waiting = sys
+            .spawn(Props::new(), {
+                let (pair_turns, seen) = (turns.clone(), seen.clone());
+                move || Waiting {
+                    pair_turns: pair_turns.clone(),
+                    seen: seen.clone(),
+                }
+            })
+            .unwrap();
+        let bouncer = |first: Option<Addr<Ball>>| {
+            let turns = turns.clone();
+            move || Bouncer {
+                other: None,
+                first: first.clone(),
+                turns: turns.clone(),
+            }
+        };
+        let ping = sys.spawn(Props::new(), bouncer(Some(waiting))).unwrap();
+        let pong = sys.spawn(Props::new(), bouncer(None)).unwrap();
+        assert!(ping.try_send(Ball::Partner(pong.clone())).is_enqueued());
+        assert!(pong.try_send(Ball::Partner(ping.clone())).is_enqueued());
+        assert!(sys.wait_idle(Duration::from_secs(10)));
+        assert!(ping.try_send(Ball::Hit(1_999)).is_enqueued());
+        assert!(sys.wait_idle(Duration::from_secs(10)));
+        assert_eq!(turns.load(Ordering::SeqCst), 2_000);
+        let ran_after = seen.load(Ordering::SeqCst);
+        assert!(
+            ran_after <= 8,
+            "the waiting actor ran after {ran_after} of the pair's turns"
+        );
+        sys.shutdown(Duration::from_secs(5)).unwrap();
+    }
 }
