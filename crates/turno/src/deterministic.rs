@@ -149,6 +149,12 @@ impl SystemBuilder<DetOptions> {
 }
 
 /// A deterministic actor system. See the [module docs](self).
+///
+/// Dropping it without [`System::shutdown`] stops every actor still alive
+/// (children first, `stopped` hooks run, mail still queued becomes dead
+/// letters) within the step limit, so that no actor outlives its system
+/// (an actor's cell holds its own address: without the stop it would
+/// never be freed).
 pub struct DetSystem {
     engine: Engine,
     queue: Arc<DetQueue>,
@@ -322,6 +328,12 @@ impl System for DetSystem {
 
 impl Drop for DetSystem {
     fn drop(&mut self) {
+        if self.engine.actor_count() > 0 {
+            for id in self.engine.children(ROOT) {
+                System::stop(self, id);
+            }
+            let _ = self.run_until_idle();
+        }
         self.shared().tracer.flush();
     }
 }

@@ -243,6 +243,12 @@ impl SystemBuilder<LocalOptions> {
 
 /// An actor system on the calling thread, with real time. See the
 /// [module docs](self).
+///
+/// Dropping it without [`LocalSystem::shutdown`] stops every actor still
+/// alive at once (children first, `stopped` hooks run, mail still queued
+/// becomes dead letters), running for at most 5 s, as dropping a
+/// [`ThreadedSystem`](crate::ThreadedSystem) does: an actor's cell holds
+/// its own address, so without the stop it would never be freed.
 pub struct LocalSystem {
     engine: Engine,
     queue: Arc<LocalQueue>,
@@ -439,6 +445,12 @@ impl System for LocalSystem {
 
 impl Drop for LocalSystem {
     fn drop(&mut self) {
+        if self.engine.actor_count() > 0 {
+            for id in self.engine.children(ROOT) {
+                System::stop(self, id);
+            }
+            let _ = self.run_for(Duration::from_secs(5));
+        }
         self.engine.shared.tracer.flush();
     }
 }
