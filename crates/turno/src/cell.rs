@@ -138,11 +138,13 @@ impl<A: Actor, F: FnMut() -> A + Send + 'static> AnyBody for Body<A, F> {
         &self,
         engine: &Engine,
         slot: &Arc<Slot>,
+        claimed: bool,
         batch: usize,
         fx: &mut Effects,
     ) -> (usize, Option<Arc<Slot>>) {
         let run = self.mailbox.run_state();
-        if !run.claim() {
+        // A claimed hand-off's push claimed it already (`crate::hand_off`).
+        if !claimed && !run.claim() {
             return (0, None);
         }
         let mut ran = 0;
@@ -240,6 +242,7 @@ impl<M: Send + 'static> AnyBody for Bare<M> {
         &self,
         _: &Engine,
         _: &Arc<Slot>,
+        _: bool,
         _: usize,
         _: &mut Effects,
     ) -> (usize, Option<Arc<Slot>>) {

@@ -86,6 +86,23 @@ struct DetQueue {
 
 impl Scheduler for DetQueue {
     fn schedule(&self, slot: Queued) {
+        // The loom runner's thread with a hand-off slot
+        // (`SharedRunner::hand_off_here`) keeps the slot a turn on it
+        // wakes there, as a threaded worker keeps it in its LIFO slot, and
+        // queues the one it displaces (its claim given up first).
+        #[cfg(turno_loom)]
+        let slot = match crate::hand_off::installed() {
+            Some(here) => match here.replace(slot, false) {
+                None => return,
+                Some(displaced) => {
+                    if displaced.claimed {
+                        displaced.slot.unclaim();
+                    }
+                    displaced.slot
+                }
+            },
+            None => slot,
+        };
         let mut ready = self.ready.lock();
         // The run-state word makes at most one entry per slot (run queues
         // hold no count, see `crate::run_state`): the loom models check it
@@ -213,7 +230,7 @@ impl DetSystem {
         self.turns += 1;
         // Every turn of a `DetSystem` runs here, on the thread holding its
         // `&mut`: no other runner can hold the cell.
-        self.engine.run_slot(slot, 1, &mut self.fx);
+        self.engine.run_slot(slot, false, 1, &mut self.fx);
         true
     }
 
@@ -348,6 +365,18 @@ pub struct SharedRunner {
     queue: Arc<DetQueue>,
 }
 
+/// A loom runner thread's hand-off slot ([`SharedRunner::hand_off_here`]),
+/// uninstalled when dropped. Not part of the API.
+#[cfg(turno_loom)]
+#[doc(hidden)]
+pub struct HandOffHere {
+    // Dropped first: the port goes before the slot it points to.
+    _port: crate::hand_off::Port,
+    hand_off: Box<crate::hand_off::HandOff>,
+    // The port is this thread's.
+    _not_send: std::marker::PhantomData<*const ()>,
+}
+
 #[cfg(turno_loom)]
 impl Default for SharedRunner {
     fn default() -> Self {
@@ -385,7 +414,7 @@ impl SharedRunner {
             Some(slot) => {
                 // Each loom thread runs with a record of its own.
                 self.engine
-                    .run_slot(slot, 1, &mut crate::effects::Effects::default());
+                    .run_slot(slot, false, 1, &mut crate::effects::Effects::default());
                 true
             }
             None => false,
@@ -429,6 +458,51 @@ impl SharedRunner {
         runner
     }
 
+    /// The same system with the claimed hand-off's claim made by a load and
+    /// a store (see `crate::hand_off`), so the model can show it catches
+    /// the push whose mark the store overwrites.
+    pub fn with_hand_off_claim_bug() -> Self {
+        let runner = Self::new();
+        runner
+            .engine
+            .shared
+            .hand_off_claim_bug
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        runner
+    }
+
+    /// Makes the calling thread a runner with a hand-off slot, as a
+    /// threaded worker is with its LIFO slot, until the returned value is
+    /// dropped: a push on this thread that finds its actor idle claims it
+    /// and puts it there (the claimed hand-off, see `crate::hand_off`), a
+    /// wake-up scheduled on it goes there too (the one there before is
+    /// queued). [`SharedRunner::run_one_here`] runs it first.
+    pub fn hand_off_here(&self) -> HandOffHere {
+        let hand_off = Box::new(crate::hand_off::HandOff::new(&self.engine.shared));
+        let port = crate::hand_off::Port::install(&hand_off);
+        HandOffHere {
+            _port: port,
+            hand_off,
+            _not_send: std::marker::PhantomData,
+        }
+    }
+
+    /// [`SharedRunner::run_one`] on a thread with a hand-off slot: its
+    /// slot first (claimed by the push that put it there, or not), then
+    /// the run queue.
+    pub fn run_one_here(&self, here: &HandOffHere) -> bool {
+        let (slot, claimed) = match here.hand_off.take() {
+            Some(taken) => taken,
+            None => match self.queue.ready.lock().pop() {
+                Some(slot) => (slot, false),
+                None => return false,
+            },
+        };
+        self.engine
+            .run_slot(slot, claimed, 1, &mut crate::effects::Effects::default());
+        true
+    }
+
     /// Stops actor `id` from the calling thread: its stop is pushed to its
     /// system lane as a supervisor's would be, whatever its runner is
     /// doing.
@@ -450,7 +524,7 @@ impl SharedRunner {
             }
         };
         self.engine
-            .run_slot(slot, 1, &mut crate::effects::Effects::default());
+            .run_slot(slot, false, 1, &mut crate::effects::Effects::default());
         true
     }
 

@@ -72,6 +72,7 @@ mod context;
 pub mod deterministic;
 mod effects;
 mod engine;
+mod hand_off;
 mod idle;
 #[allow(unsafe_code)]
 mod ids;

@@ -294,7 +294,7 @@ impl LocalSystem {
         let Some(slot) = self.queue.pop() else {
             return false;
         };
-        self.turns += self.engine.run_slot(slot, self.batch, &mut self.fx) as u64;
+        self.turns += self.engine.run_slot(slot, false, self.batch, &mut self.fx) as u64;
         true
     }
 

@@ -178,6 +178,10 @@ pub(crate) trait MailboxOps: Send + Sync {
     /// entry itself (pushes made before, a parent sending to its child in
     /// the turn that spawned it, marked the word and woke no one).
     fn release_registered(&self);
+    /// The holder of a claimed hand-off gives the claim up (the word
+    /// `NOTIFIED`: the slot's one run queue entry), before it moves the
+    /// slot to a run queue others take from (see [`crate::hand_off`]).
+    fn unclaim(&self);
 }
 
 /// An actor's path as its mailbox keeps it, in one word: a named actor's
@@ -461,14 +465,19 @@ impl<M> Mailbox<M> {
     /// scheduler runs (the test kit's).
     #[inline]
     fn wake_slot(&self) {
+        if let Some(sched) = self.shared.sched.get() {
+            sched.schedule(Queued::new(self.me().get()));
+        }
+    }
+
+    /// The header's own address of the slot this mailbox is part of.
+    #[inline]
+    fn me(&self) -> crate::engine::SelfPtr {
         let slot = self.slot_start();
         // SAFETY: as in `Mailbox::id`: the slot starts `at` bytes before
         // this mailbox, in the same live allocation, and the mailbox's
         // reference has the provenance of the whole slot.
-        let me = unsafe { crate::engine::me_at(slot) };
-        if let Some(sched) = self.shared.sched.get() {
-            sched.schedule(Queued::new(me.get()));
-        }
+        unsafe { crate::engine::me_at(slot) }
     }
 }
 
@@ -691,10 +700,37 @@ impl<M: Send + 'static> Mailbox<M> {
     /// kit, the consumer's clearing before its last look), so either
     /// this sees the actor idle and wakes it, or the runner's next look
     /// sees this push (see [`crate::run_state`]).
+    ///
+    /// On a runner thread of this actor's system whose hand-off slot is
+    /// empty, a push that finds the actor idle claims it for this thread
+    /// instead and puts its slot there (the claimed hand-off, see
+    /// [`crate::hand_off`]): the runner's claim is this one.
+    #[inline]
     fn notify(&self) {
+        if let Some(hand_off) = crate::hand_off::claimable(&self.shared) {
+            if self.notify_or_claim() {
+                hand_off.replace(Queued::new(self.me().get()), true);
+            }
+            return;
+        }
         if self.run.notify() {
             self.wake_slot();
         }
+    }
+
+    /// [`RunState::notify_or_claim`]; under loom, the injected fault's
+    /// load and store if the model asked for it.
+    #[inline]
+    fn notify_or_claim(&self) -> bool {
+        #[cfg(turno_loom)]
+        if self
+            .shared
+            .hand_off_claim_bug
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            return self.run.notify_or_claim_by_store();
+        }
+        self.run.notify_or_claim()
     }
 
     /// Traces a user-lane enqueue (nothing but the tracer's check when
@@ -1197,6 +1233,10 @@ impl<M: Send + 'static> MailboxOps for Mailbox<M> {
     }
 
     fn release_registered(&self) {
+        self.run.release_queued();
+    }
+
+    fn unclaim(&self) {
         self.run.release_queued();
     }
 }

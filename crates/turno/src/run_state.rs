@@ -11,7 +11,7 @@
 //!
 //! | word | meaning | a push (`notify`) | an unpark |
 //! |---|---|---|---|
-//! | `0` | idle: in no run queue, no runner | schedules the actor | schedules it |
+//! | `0` | idle: in no run queue, no runner | schedules the actor (on a runner thread with an empty hand-off slot: claims it, `RUNNING`, for that slot) | schedules it |
 //! | `NOTIFIED` | queued: **exactly one** run queue entry | nothing | nothing |
 //! | `RUNNING` | a runner holds the cell, nothing marked since its claim or its last look | marks `NOTIFIED` | marks `NOTIFIED` |
 //! | `RUNNING \| NOTIFIED` | held, and marked since | nothing | nothing |
@@ -24,6 +24,15 @@
 //! - A runner takes the slot's entry from a run queue and claims it:
 //!   `NOTIFIED` becomes `RUNNING` (one compare-exchange; an entry exists
 //!   only in that state, so the claim does not fail).
+//! - The claimed hand-off ([`crate::hand_off`]): a producer on a runner
+//!   thread whose hand-off slot is empty claims an idle actor for that
+//!   thread in its mark (`0` becomes `RUNNING`, one compare-exchange,
+//!   [`RunState::notify_or_claim`]) and puts the slot there, not in a run
+//!   queue: that thread runs it next without a claim of its own. A slot
+//!   moved from there to a run queue others take from gets its claim
+//!   given up first (a swap to `NOTIFIED`: [`RunState::release_queued`]).
+//!   So a message handed off on one thread costs the receiver's word one
+//!   read-modify-write fewer.
 //! - The runner's release after a look that found nothing is one
 //!   compare-exchange of `RUNNING` to `0` (idle), or to `PARKED`. It fails
 //!   exactly when something marked the word since the claim or the last
@@ -38,7 +47,8 @@
 //! the word's order (the release fails and the runner's next look, after
 //! its clearing swap, sees the element published before the mark) or after
 //! it (the producer reads `0` and schedules). **One runner at a time**:
-//! only a claim sets `RUNNING`, and only the holder clears it; the claim's
+//! only a claim sets `RUNNING` (a runner's, or a hand-off's from idle),
+//! and only the holder clears it; the claim's
 //! acquire and the release's release order one runner's turns before the
 //! next's. **At most one queue entry**, made only by the step that moves
 //! the word to `NOTIFIED` from a state without it (`0`, `PARKED`, or the
@@ -90,6 +100,42 @@ impl RunState {
     #[inline]
     pub(crate) fn notify(&self) -> bool {
         self.0.fetch_or(NOTIFIED, AcqRel) == 0
+    }
+
+    /// A producer's mark on a runner thread whose hand-off slot is empty
+    /// (see [`crate::hand_off`]), after its element is visible: from idle
+    /// the word is claimed for this thread (`0` -> `RUNNING`) and true
+    /// returned (the caller puts the slot in its hand-off slot, claimed);
+    /// any other word is marked as [`RunState::notify`] marks it, and the
+    /// caller schedules nothing. One read-modify-write either way (a
+    /// `fetch_or` whose old value is used is a compare-exchange loop too).
+    #[inline]
+    pub(crate) fn notify_or_claim(&self) -> bool {
+        let mut now = self.0.load(Relaxed);
+        loop {
+            let new = if now == 0 { RUNNING } else { now | NOTIFIED };
+            // Even when the word already has `NOTIFIED`, a read-modify-write:
+            // the holder's release must fail on it, and a claim must read
+            // it, so that their next look sees this push's element.
+            match self.0.compare_exchange_weak(now, new, AcqRel, Relaxed) {
+                Ok(_) => return now == 0,
+                Err(seen) => now = seen,
+            }
+        }
+    }
+
+    /// The loom model's injected fault: the hand-off's claim by a load and
+    /// a store, which overwrites a mark (and its queue entry) another
+    /// producer made between the two (`tests/sched_loom.rs` shows the model
+    /// catches it).
+    #[cfg(turno_loom)]
+    pub(crate) fn notify_or_claim_by_store(&self) -> bool {
+        if self.0.load(Acquire) == 0 {
+            self.0.store(RUNNING, std::sync::atomic::Ordering::Release);
+            return true;
+        }
+        self.0.fetch_or(NOTIFIED, AcqRel);
+        false
     }
 
     /// True while a runner holds the cell (a runner asks about its own
@@ -163,7 +209,8 @@ impl RunState {
     }
 
     /// The holder lets go with work left: the caller queues the actor's
-    /// one entry.
+    /// one entry. (Also the holder of a claimed hand-off that moves it to a
+    /// run queue others take from: [`crate::hand_off`].)
     pub(crate) fn release_queued(&self) {
         self.0.swap(NOTIFIED, AcqRel);
     }

@@ -47,6 +47,11 @@ pub(crate) struct SystemShared {
     /// `tests/sched_loom.rs` shows the model catches it).
     #[cfg(turno_loom)]
     pub(crate) rare_mark_bug: std::sync::atomic::AtomicBool,
+    /// The loom model's injected fault: the claimed hand-off's claim made
+    /// by a load and a store (`RunState::notify_or_claim_by_store`;
+    /// `tests/sched_loom.rs` shows the model catches it).
+    #[cfg(turno_loom)]
+    pub(crate) hand_off_claim_bug: std::sync::atomic::AtomicBool,
 }
 
 impl SystemShared {
@@ -67,6 +72,8 @@ impl SystemShared {
             tokio: std::sync::OnceLock::new(),
             #[cfg(turno_loom)]
             rare_mark_bug: std::sync::atomic::AtomicBool::new(false),
+            #[cfg(turno_loom)]
+            hand_off_claim_bug: std::sync::atomic::AtomicBool::new(false),
         }
     }
 

@@ -66,6 +66,7 @@ use parking_lot::{Condvar, Mutex};
 use crate::addr::ActorId;
 use crate::effects::{Effects, TimerKey};
 use crate::engine::{Engine, Queued, Scheduler, ROOT};
+use crate::hand_off::{Displaced, HandOff, Port};
 pub use crate::idle::WATCH;
 use crate::idle::{Idle, Woke};
 use crate::system::System;
@@ -110,11 +111,12 @@ thread_local! {
 struct Local {
     system: usize,
     deque: Worker<Queued>,
-    lifo: Cell<Option<Queued>>,
-    /// The LIFO slot's actor was handed off by the batch running now and is
-    /// not in [`Core::pending`] yet: the running actor's count passes to it
-    /// when the batch ends (see [`Core::schedule`]).
-    lifo_uncounted: Cell<bool>,
+    /// The LIFO slot: the thread's hand-off slot, which pushes on this
+    /// thread reach to claim an idle actor for it ([`crate::hand_off`]).
+    /// Its `uncounted`: the LIFO slot's actor was handed off by the batch
+    /// running now and is not in [`Core::pending`] yet: the running actor's
+    /// count passes to it when the batch ends (see [`Core::schedule`]).
+    lifo: HandOff,
     lifo_run: Cell<u32>,
     /// Entries this worker took from its own deque, published in
     /// [`Core::epochs`] (hand-offs through the LIFO slot do not count:
@@ -244,16 +246,18 @@ impl Core {
 
     /// Ends the batch just run (its count passes to the actor it handed
     /// off, if any) and picks the next slot to run on worker `index`
-    /// (whose loop owns `l`).
-    fn next_task(&self, l: &Local, index: usize, finished: bool) -> Option<Queued> {
-        if finished && !l.lifo_uncounted.replace(false) {
+    /// (whose loop owns `l`): the slot, and whether it is a claimed
+    /// hand-off (its word claimed for this worker by the push that woke
+    /// it, see [`crate::hand_off`]).
+    fn next_task(&self, l: &Local, index: usize, finished: bool) -> Option<(Queued, bool)> {
+        if finished && !l.lifo.uncounted.replace(false) {
             self.finished_one();
         }
-        if let Some(s) = l.lifo.take() {
+        if let Some((s, claimed)) = l.lifo.take() {
             let run = l.lifo_run.get();
             if run < MAX_LIFO_RUN {
                 l.lifo_run.set(run + 1);
-                return Some(s);
+                return Some((s, claimed));
             }
             l.lifo_run.set(0);
             // The run limit: the deque's entries go first, the hand-off
@@ -263,7 +267,12 @@ impl Core {
             // as no pop of the deque (it never waited there, which is what
             // the epoch tells watchers).
             if l.deque.is_empty() {
-                return Some(s);
+                return Some((s, claimed));
+            }
+            // Others may steal it from the deque: its one entry, claimed
+            // by whoever takes it.
+            if claimed {
+                s.unclaim();
             }
             l.deque.push(s);
         } else {
@@ -273,7 +282,7 @@ impl Core {
             let epoch = l.epoch.get().wrapping_add(1);
             l.epoch.set(epoch);
             self.epochs[index].0.store(epoch, Ordering::Relaxed);
-            return Some(s);
+            return Some((s, false));
         }
         loop {
             match self.injector.steal_batch_and_pop(&l.deque) {
@@ -282,7 +291,7 @@ impl Core {
                     if !l.deque.is_empty() {
                         self.idle.backlog_pushed();
                     }
-                    break Some(s);
+                    break Some((s, false));
                 }
                 Steal::Empty => break None,
                 Steal::Retry => continue,
@@ -306,18 +315,30 @@ impl Scheduler for Core {
     /// from the LIFO slot goes to the deque, where others may steal it, so
     /// it is counted first if it was the uncounted one. Only this worker
     /// reads or writes its LIFO slot and the flag, so no ordering is
-    /// involved; `pending` stays `SeqCst` for `wait_idle`.
+    /// involved; `pending` stays `SeqCst` for `wait_idle`. (A push on this
+    /// worker that finds its actor idle and the LIFO slot empty does not
+    /// come here: it claims the actor and fills the LIFO slot itself, see
+    /// [`crate::hand_off`].)
     fn schedule(&self, slot: Queued) {
         match local() {
             Some(l) if l.system == self.system => {
-                let Some(previous) = l.lifo.replace(Some(slot)) else {
-                    // Waking a sleeper for the LIFO slot alone would just
-                    // bounce.
-                    l.lifo_uncounted.set(true);
+                // Waking a sleeper for the LIFO slot alone would just
+                // bounce.
+                let Some(Displaced {
+                    slot: previous,
+                    claimed,
+                    uncounted,
+                }) = l.lifo.replace(slot, false)
+                else {
                     return;
                 };
-                if l.lifo_uncounted.replace(true) {
+                if uncounted {
                     self.pending.fetch_add(1, Ordering::SeqCst);
+                }
+                // Others may steal it from the deque: its one entry,
+                // claimed by whoever takes it.
+                if claimed {
+                    previous.unclaim();
                 }
                 let was_empty = l.deque.is_empty();
                 l.deque.push(previous);
@@ -425,14 +446,14 @@ fn worker(core: Arc<Core>, engine: Arc<Engine>, index: usize, deque: Worker<Queu
     let local = Local {
         system: core.system,
         deque,
-        lifo: Cell::new(None),
-        lifo_uncounted: Cell::new(false),
+        lifo: HandOff::new(&engine.shared),
         lifo_run: Cell::new(0),
         epoch: Cell::new(0),
     };
     // Cleared before `local` is dropped (declared after it), on return or
     // unwind.
     let _set = LocalSet::new(&local);
+    let _port = Port::install(&local.lifo);
     // A worker that finds nothing searches a few microseconds before it
     // sleeps: the next message often follows at once (a producer thread's
     // next send, a hand-off from the other worker), and a sleep costs the
@@ -451,7 +472,8 @@ fn worker(core: Arc<Core>, engine: Arc<Engine>, index: usize, deque: Worker<Queu
     let mut seen = vec![(0usize, 0usize); core.epochs.len()];
     let mut quiet_looks = 0u32;
     loop {
-        if let Some(slot) = core.next_task(&local, index, std::mem::take(&mut finished)) {
+        if let Some((slot, claimed)) = core.next_task(&local, index, std::mem::take(&mut finished))
+        {
             // A watcher is searching (it came back from its nap so), so
             // the watcher count is checked only off the busy path.
             if std::mem::take(&mut searching) {
@@ -460,7 +482,7 @@ fn worker(core: Arc<Core>, engine: Arc<Engine>, index: usize, deque: Worker<Queu
                 }
                 core.idle.found_work(|| core.work_visible());
             }
-            engine.run_slot(slot, core.batch, &mut fx);
+            engine.run_slot(slot, claimed, core.batch, &mut fx);
             finished = true;
             idle_step = 0;
             continue;
@@ -507,7 +529,7 @@ fn worker(core: Arc<Core>, engine: Arc<Engine>, index: usize, deque: Worker<Queu
                 core.idle.watch_end();
                 searching = false;
                 core.idle.found_work(|| core.work_visible());
-                engine.run_slot(slot, core.batch, &mut fx);
+                engine.run_slot(slot, false, core.batch, &mut fx);
                 finished = true;
                 idle_step = 0;
                 continue;

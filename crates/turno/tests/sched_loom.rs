@@ -20,6 +20,11 @@
 //!   the run queue at most once (the queue asserts it: queues hold slots
 //!   without a count); the model catches a fault injected into it (a
 //!   release by a plain store);
+//! - **the claimed hand-off** (`crate::hand_off`: a push on a runner thread
+//!   claims an idle actor for that thread's hand-off slot, and the runner
+//!   runs it without a claim of its own): a push from another thread
+//!   racing with it, and the claimed slot displaced to the run queue, are
+//!   never lost; the model catches a claim made by a load and a store;
 //! - **the rare-work word** (`Mailbox::rare_pending`: the one byte the
 //!   batch loop's message path reads instead of the system lane, evictions
 //!   owed and re-deliveries): a control message pushed from another thread
@@ -199,6 +204,97 @@ fn two_runners_never_overlap_turns_of_one_actor() {
         drain(&runner);
         assert_eq!(handled.load(Ordering::SeqCst), 3);
     });
+}
+
+/// On each message, forwards it to every actor of `to`, in order.
+struct Forward {
+    to: Vec<Addr<u32>>,
+}
+
+impl Actor for Forward {
+    type Msg = u32;
+    fn handle(&mut self, ctx: &mut Context<'_, Self>, m: u32) {
+        for to in &self.to {
+            let _ = ctx.send(to, m);
+        }
+    }
+}
+
+/// The claimed hand-off (`crate::hand_off`): a turn on a runner thread with
+/// a hand-off slot (as a threaded worker has its LIFO slot) sends to an
+/// idle actor, and the push claims it for that thread (`0` -> `RUNNING`)
+/// instead of marking it for a claim later; another thread pushes to the
+/// same actor meanwhile. Either that push finds the actor claimed and marks
+/// it, so the runner's release fails and it looks again, or it comes first
+/// and queues the actor, and the hand-off's push only marks it. With
+/// `fan_out`, the turn then wakes a second idle actor, which displaces the
+/// first from the hand-off slot: the claim is given up (`NOTIFIED`) before
+/// the first goes to the run queue, where a claim takes it. Every message
+/// is handled, no two turns of one actor overlap (the handler asserts it),
+/// and a slot has at most one run queue entry (the queue asserts it).
+fn hand_off_racing_with_a_push(runner: fn() -> SharedRunner, fan_out: bool) {
+    // Bounded as the muted-sender model is: the race is one push against
+    // one turn's push, which two preemptions already interleave every way
+    // (exhaustive, it runs for minutes).
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(2);
+    builder.check(move || {
+        let runner = Arc::new(runner());
+        let here = runner.hand_off_here();
+        let (first, handled) = counter(&runner, Policy::Unbounded);
+        let (second, handled_second) = counter(&runner, Policy::Unbounded);
+        let to = if fan_out {
+            vec![first.clone(), second.clone()]
+        } else {
+            vec![first.clone()]
+        };
+        let forward = runner.spawn(Props::new(), move || Forward { to: to.clone() });
+        // Started before the race.
+        while runner.run_one_here(&here) {}
+        // From this runner thread: the push claims the idle forwarder.
+        let _ = forward.try_send(0);
+        let other = {
+            let first = first.clone();
+            thread::spawn(move || {
+                let _ = first.try_send(1);
+            })
+        };
+        // The forwarder's turn (its push claims `first` or marks it), then
+        // the next.
+        for _ in 0..2 {
+            if !runner.run_one_here(&here) {
+                break;
+            }
+        }
+        other.join().unwrap();
+        while runner.run_one_here(&here) {}
+        assert_eq!(handled.load(Ordering::SeqCst), 2, "a push was lost");
+        assert_eq!(
+            handled_second.load(Ordering::SeqCst),
+            usize::from(fan_out),
+            "a displaced hand-off was lost"
+        );
+        assert_eq!(runner.ready_len(), 0);
+    });
+}
+
+#[test]
+fn a_claimed_hand_off_racing_with_a_push_is_never_lost() {
+    hand_off_racing_with_a_push(SharedRunner::new, false);
+}
+
+#[test]
+fn a_claimed_hand_off_displaced_from_the_hand_off_slot_is_never_lost() {
+    hand_off_racing_with_a_push(SharedRunner::new, true);
+}
+
+/// The same model with the hand-off's claim made by a load and a store:
+/// loom must find the other thread's mark (and its queue entry) that the
+/// store overwrites.
+#[test]
+#[should_panic(expected = "a push was lost")]
+fn the_model_catches_a_hand_off_claim_by_store() {
+    hand_off_racing_with_a_push(SharedRunner::with_hand_off_claim_bug, false);
 }
 
 /// On each message, sends two to the receiver.

@@ -65,7 +65,7 @@ use crate::trace::ActorEvent;
 
 pub(crate) use crate::ids::ROOT;
 pub(crate) use run::End;
-pub(crate) use slot::{me_at, AnyBody, Queued, Slot, TypedBody};
+pub(crate) use slot::{me_at, AnyBody, Queued, SelfPtr, Slot, TypedBody};
 pub(crate) use tree::Registered;
 use tree::Tree;
 
@@ -74,6 +74,9 @@ pub(crate) trait Scheduler: Send + Sync + 'static {
     /// The slot may have work: put it in a run queue. Called once per
     /// idle-to-scheduled transition, and for a parked slot requeued (which
     /// may meet its runner still holding the cell: see [`crate::run_state`]).
+    /// (A push on a runner thread with an empty hand-off slot claims an
+    /// idle actor for that slot instead, without a call: see
+    /// [`crate::hand_off`].)
     fn schedule(&self, slot: Queued);
     /// Deliver `key` to `actor` at `deadline`.
     fn add_timer(&self, actor: ActorId, key: TimerKey, deadline: Instant);

@@ -34,18 +34,27 @@ pub(crate) enum End {
 impl Engine {
     /// Runs up to `batch` units of work of one actor (control messages
     /// first), then requeues, parks or idles it. Returns the turns run.
-    /// `queued` is the slot's run queue entry, taken by the caller.
+    /// `queued` is the slot's run queue entry, taken by the caller;
+    /// `claimed`: it is a claimed hand-off, whose push claimed the slot's
+    /// run-state word for this thread already (see [`crate::hand_off`]).
     ///
     /// `fx` is the caller's effects record, empty, reused by every batch
     /// it runs (a worker, a local or deterministic system owns one): a
     /// turn that only sends leaves it empty and skips `apply` altogether,
     /// and no batch builds, drops or fetches a record of its own.
-    pub(crate) fn run_slot(&self, queued: Queued, batch: usize, fx: &mut Effects) -> usize {
-        // SAFETY: the caller took the entry from its run queue and runs it
-        // now; `run_batch` claims the slot before anything else.
+    pub(crate) fn run_slot(
+        &self,
+        queued: Queued,
+        claimed: bool,
+        batch: usize,
+        fx: &mut Effects,
+    ) -> usize {
+        // SAFETY: the caller took the entry from its run queue (or its
+        // hand-off slot, claimed) and runs it now; `run_batch` claims the
+        // slot before anything else, unless it is claimed already.
         #[allow(unsafe_code)]
         let slot = unsafe { queued.borrow() };
-        let (ran, last) = slot.body.run_batch(self, &slot, batch, fx);
+        let (ran, last) = slot.body.run_batch(self, &slot, claimed, batch, fx);
         // The cell's address of its own slot went with the finalized cell:
         // this one, taken before, may be the last, so it goes only now that
         // the body is no longer borrowed.

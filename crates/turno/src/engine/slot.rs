@@ -42,10 +42,13 @@ pub(crate) trait AnyBody: Send + Sync + 'static {
     /// drops once this call has returned (the cell held an address of its
     /// own slot, maybe the last). Implemented by the typed body so that the
     /// batch loop is compiled for the actor's own cell.
+    /// `claimed`: the caller's push claimed the word already (a claimed
+    /// hand-off, see [`crate::hand_off`]), so the batch starts held.
     fn run_batch(
         &self,
         engine: &Engine,
         slot: &Arc<Slot>,
+        claimed: bool,
         batch: usize,
         fx: &mut Effects,
     ) -> (usize, Option<Arc<Slot>>);
@@ -297,6 +300,19 @@ impl Queued {
         unsafe {
             self.0.as_ref().id
         }
+    }
+
+    /// The holder of a claimed hand-off ([`crate::hand_off`]) gives the
+    /// claim up before it moves the slot to a run queue others take from:
+    /// the word becomes `NOTIFIED`, so this is the slot's one entry and
+    /// whoever takes it claims it.
+    pub(crate) fn unclaim(&self) {
+        // SAFETY: a claimed slot is alive: its cell holds an address of it
+        // until a claimed runner finalizes it, and the claim is this
+        // caller's.
+        #[allow(unsafe_code)]
+        let slot = unsafe { self.0.as_ref() };
+        slot.body.ops().unclaim();
     }
 
     /// The slot as the engine handles it: an `Arc` made from the address,
