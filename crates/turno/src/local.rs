@@ -78,9 +78,10 @@ pub const DEFAULT_BATCH: usize = 32;
 /// The owner's thread is the only one that takes from the run queue, and
 /// almost every push comes from it too (a turn waking another actor). Those
 /// pushes go to `owned`, touched without a lock: only the thread inside
-/// [`LocalSystem::run_one`] (the one holding the system's `&mut`) uses it,
-/// and that thread is recognised by a thread-local mark set for the length
-/// of the batch. A push from any other thread (an address used elsewhere)
+/// [`LocalSystem::run_one`] or the loop of [`LocalSystem::run_until_idle`]
+/// and [`LocalSystem::run_for`] (the one holding the system's `&mut`) uses
+/// it, and that thread is recognised by a thread-local mark set for the
+/// length of the batch or the loop. A push from any other thread (an address used elsewhere)
 /// goes to `foreign`, under its lock; the owner moves those into `owned`
 /// when it next looks for work, so they run after the actors already
 /// queued, in the order they were pushed.
@@ -160,8 +161,8 @@ impl LocalQueue {
         if self.has_foreign.load(Ordering::Acquire) {
             self.take_foreign();
         }
-        // SAFETY: only `run_one` calls this, inside its `Running` mark, and
-        // no reference to the queue outlives this line.
+        // SAFETY: only `run_next` calls this, inside its caller's
+        // `Running` mark, and no reference to the queue outlives this line.
         #[allow(unsafe_code)]
         unsafe {
             self.owned().pop_front()
@@ -183,7 +184,7 @@ impl Scheduler for LocalQueue {
     fn schedule(&self, slot: Queued) {
         if self.is_owner() {
             // SAFETY: this thread is the owner (a turn, or the engine
-            // inside `run_one`), and the reference does not outlive this
+            // inside `run_one` or `drain`), and the reference does not outlive this
             // line: nothing that runs inside `push_back` schedules.
             #[allow(unsafe_code)]
             unsafe {
@@ -291,6 +292,12 @@ impl LocalSystem {
     /// when no actor is runnable (timers are not looked at).
     pub fn run_one(&mut self) -> bool {
         let _running = Running::enter(&self.queue);
+        self.run_next()
+    }
+
+    /// [`LocalSystem::run_one`] inside the caller's `Running` mark.
+    #[inline]
+    fn run_next(&mut self) -> bool {
         let Some(slot) = self.queue.pop() else {
             return false;
         };
@@ -304,34 +311,42 @@ impl LocalSystem {
     /// [`LocalSystem::run_for`] bounds the time.
     pub fn run_until_idle(&mut self) -> u64 {
         let before = self.turns;
-        loop {
-            while self.run_one() {
-                self.fire_due();
-            }
-            if !self.fire_due() {
-                return self.turns - before;
-            }
-        }
+        self.drain(None);
+        self.turns - before
     }
 
     /// Runs until idle, or until `limit` of real time has passed (checked
     /// between batches). True if it went idle.
     pub fn run_for(&mut self, limit: Duration) -> bool {
-        let deadline = std::time::Instant::now() + limit;
+        self.drain(Some(std::time::Instant::now() + limit))
+    }
+
+    /// Runs batches, firing due timers after each, until nothing is
+    /// runnable or due (true), or `deadline` has passed (false). The
+    /// thread is marked as this system's runner once for the whole loop,
+    /// not once per batch (`run_one`'s mark was about a tenth of a
+    /// ping-pong message's instructions): between batches it is still
+    /// the thread holding `&mut self`, so the wake-ups made by the timers
+    /// fired here go to the owner's queue as a turn's do.
+    fn drain(&mut self, deadline: Option<std::time::Instant>) -> bool {
+        let _running = Running::enter(&self.queue);
+        let past = |deadline: Option<std::time::Instant>| {
+            deadline.is_some_and(|d| std::time::Instant::now() >= d)
+        };
         loop {
             let mut n = 0u32;
-            while self.run_one() {
+            while self.run_next() {
                 self.fire_due();
                 n = n.wrapping_add(1);
                 // The clock is read once in 64 batches: a batch is short.
-                if n % 64 == 0 && std::time::Instant::now() >= deadline {
+                if n % 64 == 0 && past(deadline) {
                     return false;
                 }
             }
             if !self.fire_due() {
                 return true;
             }
-            if std::time::Instant::now() >= deadline {
+            if past(deadline) {
                 return false;
             }
         }
