@@ -82,7 +82,9 @@ done
 # lock-free lane code under loom (a separate build with --cfg turno_loom).
 # lane_loom includes the check of the checker: the lane with a relaxed
 # publishing store injected must fail its model
-# (the_model_catches_a_relaxed_publication asserts that it does);
+# (the_model_catches_a_relaxed_publication asserts that it does), and so
+# must its stack of spare blocks with relaxed exchanges
+# (the_model_catches_a_relaxed_spare_stack);
 # idle_loom checks the threaded workers' sleep and wake-up protocol, and that
 # a notifier without its fence loses a wake-up the model finds; lazy_loom
 # checks the lazily allocated parts (LazyBox), and that a first use without

@@ -45,10 +45,22 @@
 //! moment. The consumer evicts the owed ones, drains the rest already
 //! written; the ones still being written are dropped with the lane.
 //!
-//! Blocks the consumer has left are reset and kept in a one-block `spare`
-//! for the next install, so a lane in steady state does not allocate.
+//! Blocks the consumer has left are reset and kept in `spare`, a stack of
+//! blocks for the next installs, so a lane in steady state does not
+//! allocate. An unbounded lane keeps one block there (an actor that once
+//! got a burst keeps no more than that), a bounded one as many as its
+//! capacity fills, plus one: a stream whose producer and consumer run in
+//! turns (one fills the lane, the other empties it) reuses its blocks
+//! instead of allocating one per `BLOCK_CAP` elements on one thread and
+//! freeing it on the other (it did, one `malloc` and one `free` per block,
+//! stop 29). The stack has one pusher, the consumer, and one popper at a
+//! time, the producer installing the next block (the claimer of a block's
+//! last slot: the next one can claim only after the install), so it needs
+//! no tag against reuse (ABA): the top can change under the popper only by
+//! a push, which fails its compare-exchange.
 
 use std::mem::MaybeUninit;
+use std::ops::Deref;
 use std::ptr;
 use std::sync::atomic::Ordering;
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release, SeqCst};
@@ -83,7 +95,11 @@ struct Slot<T> {
 }
 
 struct Block<T> {
+    /// The next block of the lane; in `spare`, the block below in the stack.
     next: AtomicPtr<Block<T>>,
+    /// In `spare`: the stack's depth from this block down (1 at the bottom),
+    /// so that the consumer knows when it is full without a count of its own.
+    pooled: AtomicUsize,
     slots: [Slot<T>; BLOCK_CAP],
 }
 
@@ -91,6 +107,7 @@ impl<T> Block<T> {
     fn alloc() -> *mut Block<T> {
         Box::into_raw(Box::new(Block {
             next: AtomicPtr::new(ptr::null_mut()),
+            pooled: AtomicUsize::new(0),
             slots: std::array::from_fn(|_| Slot {
                 value: UnsafeCell::new(MaybeUninit::uninit()),
                 state: AtomicUsize::new(0),
@@ -131,21 +148,17 @@ struct Head<T> {
     block: *mut Block<T>,
     /// The next slot to read in it (`BLOCK_CAP`: move to the next block).
     /// Four bytes, so that it and `closed` share a word. (The elements
-    /// removed are `Lane::taken`, which the consumer alone writes, so it
+    /// removed are `ConsumerSide::taken`, which the consumer alone writes, so it
     /// reads it back rather than keep a copy here: a word less.)
     offset: u32,
     closed: bool,
 }
 
-/// The lock-free user lane. See the [module docs](self).
-pub(crate) struct Lane<T> {
-    policy: Policy,
-    /// Next position to claim, shifted, with the `CLOSED` bit.
-    tail: AtomicUsize,
-    /// The block holding the tail position (null before the first push).
-    tail_block: AtomicPtr<Block<T>>,
-    /// The first block, for the consumer's first read.
-    first: AtomicPtr<Block<T>>,
+/// The words the consumer writes on every take (`taken`, `head`), and the
+/// evictions owed, which it reads on every take and only keep-newest
+/// producers write. Producers read `taken` on every push (a push's verdict
+/// says the room left), but never write here.
+pub(crate) struct ConsumerSide<T> {
     /// Elements removed (taken, evicted or drained), for producers' length
     /// checks. The consumer is its only writer (a load and a release store,
     /// no read-modify-write) and reads it back with a relaxed load, which
@@ -153,24 +166,85 @@ pub(crate) struct Lane<T> {
     /// [`RareCounts::evicted`], not here: an idle lane pays no word for an
     /// outcome most lanes never see.
     taken: AtomicUsize,
-    /// A reset block kept for the next install.
-    spare: AtomicPtr<Block<T>>,
     head: UnsafeCell<Head<T>>,
+    /// Evictions owed to keep-newest pushes answered `Evicting`.
+    owed: AtomicUsize,
+}
+
+/// Where a lane keeps its [`ConsumerSide`]: beside the producers' words
+/// ([`Packed`]: a mailbox, where every byte counts per idle actor) or on
+/// cache lines of its own ([`OwnLines`]: a stream, whose producer and
+/// consumer run at once on two cores, and whose consumer's store of `taken`
+/// would otherwise take the line of `tail` from the producers on every
+/// take, and their claim take it back).
+pub(crate) trait Place<T>: Deref<Target = ConsumerSide<T>> {
+    fn new(side: ConsumerSide<T>) -> Self;
+}
+
+/// The consumer's words beside the producers' ([`Place`]).
+pub(crate) struct Packed<T>(ConsumerSide<T>);
+
+/// The consumer's words alone on a pair of cache lines ([`Place`]): 128
+/// bytes, as Intel's adjacent-line prefetcher moves lines in pairs. The
+/// lane holding it is aligned so too, so its producers' words share their
+/// lines with nothing the consumer writes.
+#[repr(align(128))]
+pub(crate) struct OwnLines<T>(ConsumerSide<T>);
+
+impl<T> Place<T> for Packed<T> {
+    fn new(side: ConsumerSide<T>) -> Self {
+        Packed(side)
+    }
+}
+
+impl<T> Deref for Packed<T> {
+    type Target = ConsumerSide<T>;
+    fn deref(&self) -> &ConsumerSide<T> {
+        &self.0
+    }
+}
+
+impl<T> Place<T> for OwnLines<T> {
+    fn new(side: ConsumerSide<T>) -> Self {
+        OwnLines(side)
+    }
+}
+
+impl<T> Deref for OwnLines<T> {
+    type Target = ConsumerSide<T>;
+    fn deref(&self) -> &ConsumerSide<T> {
+        &self.0
+    }
+}
+
+/// The lock-free user lane. See the [module docs](self). `P`: where the
+/// consumer's words live ([`Place`]).
+pub(crate) struct Lane<T, P: Place<T> = Packed<T>> {
+    policy: Policy,
+    /// Next position to claim, shifted, with the `CLOSED` bit.
+    tail: AtomicUsize,
+    /// The block holding the tail position (null before the first push).
+    tail_block: AtomicPtr<Block<T>>,
+    /// The first block, for the consumer's first read.
+    first: AtomicPtr<Block<T>>,
+    /// Reset blocks kept for the next installs: the top of a stack linked
+    /// through `Block::next` (see the module docs).
+    spare: AtomicPtr<Block<T>>,
     counts: Counts,
+    consumer: P,
     /// Test-only fault injection for the loom model (`tests/lane_loom.rs`).
     #[cfg(turno_loom)]
     inject: Inject,
 }
 
 /// The counters the fast path reads or writes: the deepest depth seen
-/// (every push compares) and the keep-newest evictions owed (every take
-/// looks); the rest of [`BufferStats`] is derived from `tail` and `taken`,
-/// or counted in [`RareCounts`].
+/// (every push compares; the keep-newest evictions owed, which every take
+/// looks at, are the consumer's, [`ConsumerSide::owed`]); the rest of
+/// [`BufferStats`] is derived from `tail` and `taken`, or counted in
+/// [`RareCounts`].
 #[derive(Default)]
 struct Counts {
     max_depth: AtomicUsize,
-    /// Evictions owed to keep-newest pushes answered `Evicting`.
-    owed: AtomicUsize,
     /// Allocated on the first rare outcome: an idle lane pays a pointer.
     rare: LazyBox<RareCounts>,
 }
@@ -233,19 +307,23 @@ pub enum Inject {
     /// in which a push could complete in a block its consumer could not yet
     /// find.
     FirstPublishedLate,
+    /// The stack of spare blocks pushes and pops with relaxed exchanges:
+    /// the installer may reuse a block whose reset (or link) it does not
+    /// see yet.
+    SpareRelaxed,
 }
 
 // SAFETY: the lane owns its elements (moved in by producers, out by the
 // consumer) and shares them between threads only through the slot protocol
 // of the module docs; raw block pointers are owned by the lane. `T: Send`
 // is all that moving elements across threads needs.
-unsafe impl<T: Send> Send for Lane<T> {}
+unsafe impl<T: Send, P: Place<T>> Send for Lane<T, P> {}
 // SAFETY: producers only claim (one CAS) and write their own claimed slot;
 // the consumer-only state (`head`) is touched by the `unsafe` consumer
 // methods, whose callers guarantee one consumer at a time.
-unsafe impl<T: Send> Sync for Lane<T> {}
+unsafe impl<T: Send, P: Place<T>> Sync for Lane<T, P> {}
 
-impl<T> Lane<T> {
+impl<T, P: Place<T>> Lane<T, P> {
     /// An empty lane. Nothing is allocated until the first push.
     #[inline]
     pub(crate) fn new(policy: Policy) -> Self {
@@ -254,14 +332,17 @@ impl<T> Lane<T> {
             tail: AtomicUsize::new(0),
             tail_block: AtomicPtr::new(ptr::null_mut()),
             first: AtomicPtr::new(ptr::null_mut()),
-            taken: AtomicUsize::new(0),
             spare: AtomicPtr::new(ptr::null_mut()),
-            head: UnsafeCell::new(Head {
-                block: ptr::null_mut(),
-                offset: 0,
-                closed: false,
-            }),
             counts: Counts::default(),
+            consumer: P::new(ConsumerSide {
+                taken: AtomicUsize::new(0),
+                head: UnsafeCell::new(Head {
+                    block: ptr::null_mut(),
+                    offset: 0,
+                    closed: false,
+                }),
+                owed: AtomicUsize::new(0),
+            }),
             #[cfg(turno_loom)]
             inject: Inject::None,
         }
@@ -286,24 +367,93 @@ impl<T> Lane<T> {
         Release
     }
 
-    /// A block for an install: the spare if there is one.
-    fn fresh_block(&self) -> *mut Block<T> {
-        let spare = self.spare.swap(ptr::null_mut(), Acquire);
-        if spare.is_null() {
-            Block::alloc()
-        } else {
-            spare
+    /// The most blocks `spare` keeps: one for an unbounded lane, for a
+    /// bounded one enough to hold its capacity, plus the one being filled.
+    fn spare_limit(&self) -> usize {
+        self.policy
+            .capacity()
+            .map_or(1, |cap| cap.div_ceil(BLOCK_CAP) + 1)
+    }
+
+    /// A block for an install: the top of `spare`, or a new one.
+    ///
+    /// # Safety
+    /// Only the installer calls it: the producer that claimed a block's
+    /// last slot (one at a time, see the module docs).
+    unsafe fn pop_spare(&self) -> *mut Block<T> {
+        let mut top = self.spare.load(Acquire);
+        loop {
+            if top.is_null() {
+                return Block::alloc();
+            }
+            // SAFETY: a block in `spare` is live: only the consumer frees
+            // blocks (its own, in `push_spare`, never one in the stack) and
+            // only this popper takes one out, so `top` stays in the stack
+            // until the exchange below.
+            let below = unsafe { &*top }.next.load(Relaxed);
+            #[cfg(turno_loom)]
+            let order = if self.inject == Inject::SpareRelaxed {
+                Relaxed
+            } else {
+                Acquire
+            };
+            #[cfg(not(turno_loom))]
+            let order = Acquire;
+            match self.spare.compare_exchange(top, below, order, order) {
+                Ok(_) => {
+                    // SAFETY: out of the stack: this installer owns it. Its
+                    // link is cleared before the install publishes it (the
+                    // consumer follows `next` to the block after it).
+                    unsafe { &*top }.next.store(ptr::null_mut(), Relaxed);
+                    return top;
+                }
+                // A push came in between: look at the new top.
+                Err(now) => top = now,
+            }
         }
     }
 
-    /// Keeps an unused or reset block as the spare, freeing any other.
-    fn keep_spare(&self, block: *mut Block<T>) {
-        let old = self.spare.swap(block, AcqRel);
-        if !old.is_null() {
-            // SAFETY: a block in `spare` is owned by the lane alone (taken
-            // out only by the swap in `fresh_block`), and this swap took it
-            // out; it holds no element (reset or never used).
-            drop(unsafe { Box::from_raw(old) });
+    /// Keeps a block the consumer has left (reset) in `spare`, or frees it
+    /// when the stack holds [`Lane::spare_limit`] blocks.
+    ///
+    /// # Safety
+    /// Only the consumer calls it, with a block it owns (reset: no element).
+    unsafe fn push_spare(&self, block: *mut Block<T>) {
+        let limit = self.spare_limit();
+        let mut top = self.spare.load(Acquire);
+        loop {
+            let depth = if top.is_null() {
+                0
+            } else {
+                // SAFETY: `top` is live even if the installer popped it
+                // since (it is then in the lane): only this consumer frees
+                // blocks.
+                unsafe { &*top }.pooled.load(Relaxed)
+            };
+            if depth >= limit {
+                // SAFETY: the caller owns `block`, which holds no element.
+                drop(unsafe { Box::from_raw(block) });
+                return;
+            }
+            // SAFETY: the caller owns `block` until the exchange below
+            // publishes it.
+            let b = unsafe { &*block };
+            b.next.store(top, Relaxed);
+            b.pooled.store(depth + 1, Relaxed);
+            // Release: the popper's acquire sees the block's reset slots
+            // and its link.
+            #[cfg(turno_loom)]
+            let order = if self.inject == Inject::SpareRelaxed {
+                Relaxed
+            } else {
+                Release
+            };
+            #[cfg(not(turno_loom))]
+            let order = Release;
+            match self.spare.compare_exchange(top, block, order, Acquire) {
+                Ok(_) => return,
+                Err(now) => top = now,
+            }
         }
     }
 
@@ -349,7 +499,7 @@ impl<T> Lane<T> {
         let pos = tail >> SHIFT;
         let offset = pos % LAP;
         if tail & CLOSED == 0 && offset + 1 < BLOCK_CAP {
-            let len = count(pos).saturating_sub(self.taken.load(SeqCst));
+            let len = count(pos).saturating_sub(self.consumer.taken.load(SeqCst));
             if force || self.policy.decide(len) == Decision::Admit {
                 let block = self.tail_block.load(Acquire);
                 if !block.is_null()
@@ -385,7 +535,7 @@ impl<T> Lane<T> {
         if evicting {
             // Before the publication, so that the take of this element
             // sees the eviction it owes.
-            self.counts.owed.fetch_add(1, AcqRel);
+            self.consumer.owed.fetch_add(1, AcqRel);
         }
         slot.state.store(WRITTEN, self.publish_order());
     }
@@ -444,7 +594,7 @@ impl<T> Lane<T> {
                 backoff(&mut step);
                 continue;
             }
-            let len = count(pos).saturating_sub(self.taken.load(SeqCst));
+            let len = count(pos).saturating_sub(self.consumer.taken.load(SeqCst));
             let mut evicting = false;
             if mode != Mode::Force {
                 match self.policy.decide(len) {
@@ -469,8 +619,13 @@ impl<T> Lane<T> {
                     }
                 }
             }
-            if offset + 1 == BLOCK_CAP && next_block.is_null() {
-                next_block = self.fresh_block();
+            if offset + 1 == BLOCK_CAP && next_block.is_null() && self.spare.load(Relaxed).is_null()
+            {
+                // The claim of the last slot makes this producer the
+                // installer, and the others wait for the install: allocate
+                // before the claim when no spare is likely (a spare is taken
+                // after it, see `pop_spare`).
+                next_block = Block::alloc();
             }
             if self
                 .tail
@@ -486,7 +641,13 @@ impl<T> Lane<T> {
             // reading every slot of it, and this slot is not written yet.
             let block = unsafe { &*block };
             if offset + 1 == BLOCK_CAP {
-                let next = std::mem::replace(&mut next_block, ptr::null_mut());
+                let next = if next_block.is_null() {
+                    // SAFETY: this producer claimed the block's last slot:
+                    // it is the installer.
+                    unsafe { self.pop_spare() }
+                } else {
+                    std::mem::replace(&mut next_block, ptr::null_mut())
+                };
                 self.tail_block.store(next, Release);
                 self.tail.fetch_add(1 << SHIFT, Release);
                 block.next.store(next, Release);
@@ -495,7 +656,11 @@ impl<T> Lane<T> {
             break Ok(unsafe { self.write(block, offset, value, len, mode, evicting) });
         };
         if !next_block.is_null() {
-            self.keep_spare(next_block);
+            // SAFETY: made by this producer and never published (a block
+            // lost to another's first install, or made for a last-slot claim
+            // it lost): it alone has it. Freed, not kept: only the consumer
+            // pushes to `spare` (see `pop_spare`).
+            drop(unsafe { Box::from_raw(next_block) });
         }
         outcome
     }
@@ -541,8 +706,9 @@ impl<T> Lane<T> {
     #[cold]
     #[inline(never)]
     fn install_first(&self, next_block: &mut *mut Block<T>) -> Option<*mut Block<T>> {
+        // A new block: `spare` is empty until the consumer has left one.
         let new = if next_block.is_null() {
-            self.fresh_block()
+            Block::alloc()
         } else {
             std::mem::replace(next_block, ptr::null_mut())
         };
@@ -571,7 +737,7 @@ impl<T> Lane<T> {
         if tail & CLOSED != 0 {
             return 0;
         }
-        count(tail >> SHIFT).saturating_sub(self.taken.load(SeqCst))
+        count(tail >> SHIFT).saturating_sub(self.consumer.taken.load(SeqCst))
     }
 
     /// Seals the lane from the producers' side: every later claim fails
@@ -589,7 +755,7 @@ impl<T> Lane<T> {
     /// [`Lane::len`], which is 0 once closed). After a [`Lane::close`] it
     /// still counts the elements dropped with the lane.
     pub(crate) fn admitted(&self) -> usize {
-        count(self.tail.load(SeqCst) >> SHIFT).saturating_sub(self.taken.load(SeqCst))
+        count(self.tail.load(SeqCst) >> SHIFT).saturating_sub(self.consumer.taken.load(SeqCst))
     }
 
     /// True once [`Lane::close`] (or [`Lane::seal`]) ran.
@@ -608,7 +774,7 @@ impl<T> Lane<T> {
         let attempts = queued + dropped + rejected + full;
         let drained = c.read(|r| &r.drained, Acquire);
         let evicted = c.read(|r| &r.evicted, Acquire);
-        let removed = self.taken.load(SeqCst) as u64;
+        let removed = self.consumer.taken.load(SeqCst) as u64;
         let taken = if self.is_closed() {
             removed.saturating_sub(evicted + c.read(|r| &r.popped_at_close, Acquire))
         } else {
@@ -676,7 +842,8 @@ impl<T> Lane<T> {
             for s in &old.slots {
                 s.state.store(0, Relaxed);
             }
-            self.keep_spare(head.block);
+            // SAFETY: the consumer, with the block it left (reset above).
+            unsafe { self.push_spare(head.block) };
             head.block = next;
             head.offset = 0;
         }
@@ -689,7 +856,7 @@ impl<T> Lane<T> {
     /// Only the consumer calls it (one thread at a time).
     pub(crate) unsafe fn ready(&self) -> bool {
         // SAFETY: the caller is the only consumer, so `head` is not shared.
-        self.head.with_mut(|h| unsafe {
+        self.consumer.head.with_mut(|h| unsafe {
             let h = &mut *h;
             !h.closed
                 && self
@@ -706,12 +873,12 @@ impl<T> Lane<T> {
     /// Only the consumer calls it (one thread at a time).
     pub(crate) unsafe fn take(&self, evicted: impl FnMut(T)) -> Option<(T, usize)> {
         // SAFETY: the caller is the only consumer.
-        let value = self.head.with_mut(|h| unsafe {
+        let value = self.consumer.head.with_mut(|h| unsafe {
             let h = &mut *h;
             if h.closed {
                 return None;
             }
-            if self.counts.owed.load(Relaxed) > 0 {
+            if self.consumer.owed.load(Relaxed) > 0 {
                 self.evict_owed(h, evicted);
             }
             let value = self.pop(h)?;
@@ -732,12 +899,12 @@ impl<T> Lane<T> {
     #[inline]
     pub(crate) unsafe fn take_one(&self, evicted: impl FnMut(T)) -> Option<T> {
         // SAFETY: the caller is the only consumer.
-        self.head.with_mut(|h| unsafe {
+        self.consumer.head.with_mut(|h| unsafe {
             let h = &mut *h;
             if h.closed {
                 return None;
             }
-            if self.counts.owed.load(Relaxed) > 0 {
+            if self.consumer.owed.load(Relaxed) > 0 {
                 self.evict_owed(h, evicted);
             }
             self.pop(h)
@@ -753,11 +920,11 @@ impl<T> Lane<T> {
     /// Only the consumer calls it (one thread at a time).
     #[inline]
     pub(crate) unsafe fn evict(&self, evicted: impl FnMut(T)) -> usize {
-        if self.counts.owed.load(Relaxed) == 0 {
+        if self.consumer.owed.load(Relaxed) == 0 {
             return 0;
         }
         // SAFETY: the caller is the only consumer.
-        self.head.with_mut(|h| unsafe {
+        self.consumer.head.with_mut(|h| unsafe {
             let h = &mut *h;
             if h.closed {
                 return 0;
@@ -776,7 +943,7 @@ impl<T> Lane<T> {
     unsafe fn evict_owed(&self, head: &mut Head<T>, mut evicted: impl FnMut(T)) -> usize {
         // Acquire: every owed count seen here comes after its producer's
         // claim, so the `tail` read below counts the claimed elements.
-        let owed = self.counts.owed.swap(0, AcqRel);
+        let owed = self.consumer.owed.swap(0, AcqRel);
         let len = count(self.tail.load(SeqCst) >> SHIFT) - self.removed();
         let over = self
             .policy
@@ -793,7 +960,7 @@ impl<T> Lane<T> {
                 }
                 // The oldest is still being written: the rest is owed on.
                 None => {
-                    self.counts.owed.fetch_add(n - done, AcqRel);
+                    self.consumer.owed.fetch_add(n - done, AcqRel);
                     break;
                 }
             }
@@ -811,7 +978,7 @@ impl<T> Lane<T> {
     /// Only the consumer calls it (producers load `taken` themselves).
     #[inline]
     fn removed(&self) -> usize {
-        self.taken.load(Relaxed)
+        self.consumer.taken.load(Relaxed)
     }
 
     /// # Safety
@@ -826,7 +993,7 @@ impl<T> Lane<T> {
         // visible; this consumer reads each position once (it moves on).
         let value = slot.value.with(|p| unsafe { (*p).assume_init_read() });
         head.offset += 1;
-        self.taken.store(self.removed() + 1, Release);
+        self.consumer.taken.store(self.removed() + 1, Release);
         Some(value)
     }
 
@@ -840,13 +1007,13 @@ impl<T> Lane<T> {
     /// Only the consumer calls it (one thread at a time).
     pub(crate) unsafe fn close(&self, mut drained: impl FnMut(T), evicted: impl FnMut(T)) -> usize {
         // SAFETY: the caller is the only consumer.
-        self.head.with_mut(|h| unsafe {
+        self.consumer.head.with_mut(|h| unsafe {
             let h = &mut *h;
             if h.closed {
                 return 0;
             }
             let tail = self.tail.fetch_or(CLOSED, SeqCst);
-            if self.counts.owed.load(Relaxed) > 0 {
+            if self.consumer.owed.load(Relaxed) > 0 {
                 self.evict_owed(h, evicted);
             }
             h.closed = true;
@@ -863,12 +1030,58 @@ impl<T> Lane<T> {
     }
 }
 
-impl<T> Drop for Lane<T> {
+#[cfg(turno_loom)]
+impl<T, P: Place<T>> Lane<T, P> {
+    /// True when the blocks of the lane (from the consumer's one on) and
+    /// those of the spare stack are distinct, and each list ends. Only for
+    /// the lane's drop, when no other thread touches it.
+    fn blocks_are_disjoint(&mut self) -> bool {
+        let walk = |mut b: *mut Block<T>| {
+            let mut seen = Vec::new();
+            while !b.is_null() {
+                if seen.contains(&b) {
+                    return None;
+                }
+                seen.push(b);
+                // SAFETY: `&mut self`: the lane's blocks are live and only
+                // read here.
+                b = unsafe { &*b }.next.load(Relaxed);
+            }
+            Some(seen)
+        };
+        let start = self.consumer.head.with_mut(|h| {
+            // SAFETY: `&mut self`: no other thread touches the lane.
+            let h = unsafe { &*h };
+            if h.block.is_null() {
+                self.first.load(Relaxed)
+            } else {
+                h.block
+            }
+        });
+        match (walk(start), walk(self.spare.load(Relaxed))) {
+            (Some(lane), Some(spare)) => spare.iter().all(|b| !lane.contains(b)),
+            _ => false,
+        }
+    }
+}
+
+impl<T, P: Place<T>> Drop for Lane<T, P> {
     fn drop(&mut self) {
+        // Under loom, the model checks that no block is both in the lane and
+        // in the spare stack (a stack that hands out a stale link would put
+        // one there: `Inject::SpareRelaxed`), and leaks the blocks rather
+        // than free one twice.
+        #[cfg(turno_loom)]
+        if !self.blocks_are_disjoint() {
+            if !std::thread::panicking() {
+                panic!("a block is both in the lane and in its spare stack");
+            }
+            return;
+        }
         // No producer is left (they hold the lane by reference), so every
         // claimed slot is written: drop the elements the consumer has not
         // read, then the blocks.
-        self.head.with_mut(|h| {
+        self.consumer.head.with_mut(|h| {
             // SAFETY: `&mut self`: no other thread touches the lane.
             let h = unsafe { &mut *h };
             let (mut block, mut offset) = if h.block.is_null() {
@@ -891,10 +1104,12 @@ impl<T> Drop for Lane<T> {
                 offset = 0;
             }
         });
-        let spare = self.spare.swap(ptr::null_mut(), Acquire);
-        if !spare.is_null() {
-            // SAFETY: the spare is owned by the lane and holds no element.
-            drop(unsafe { Box::from_raw(spare) });
+        let mut spare = self.spare.swap(ptr::null_mut(), Acquire);
+        while !spare.is_null() {
+            // SAFETY: the blocks in `spare` are owned by the lane, hold no
+            // element, and are each in the stack once.
+            let b = unsafe { Box::from_raw(spare) };
+            spare = b.next.load(Relaxed);
         }
     }
 }

@@ -19,12 +19,20 @@
 //!   `Enqueued` is found by the consumer's next take, even when it lands in
 //!   the first block while another producer is still installing it.
 //!
+//! - **blocks are reused, never while in use**: a bounded lane keeps the
+//!   blocks its consumer leaves in a stack of spares, and the producer
+//!   installing the next block takes one from it, racing the consumer's
+//!   next push to it.
+//!
 //! And the check of the checker: the same lane with its publishing store
 //! made relaxed (`Inject::RelaxedPublish`, a fault the model must catch)
 //! fails the first model; `the_model_catches_a_relaxed_publication` asserts
 //! that it does. And the first block published to producers before the
 //! consumer (`Inject::FirstPublishedLate`, this lane's order before stop 24)
 //! fails the visibility model (`the_model_catches_a_first_block_published_late`).
+//! And the spare stack with relaxed exchanges (`Inject::SpareRelaxed`): the
+//! installer may write a reused block's slot before the consumer's read of
+//! it, in the block's last lap, happens before (`the_model_catches_a_relaxed_spare_stack`).
 
 #![allow(unexpected_cfgs)]
 #![cfg(turno_loom)]
@@ -189,4 +197,55 @@ fn a_close_racing_with_a_push_counts_the_element_once() {
         assert_eq!(lane.take(), None);
         assert_eq!(lane.stats().drained, left as u64);
     });
+}
+
+/// One producer sends five elements through a `Suspend(2)` lane (two-slot
+/// blocks under loom: its spare stack holds two) while the consumer takes
+/// them: the consumer leaves the first block while the producer fills the
+/// second, and the producer's third install takes the left block from the
+/// stack. Both wait by yielding (the lane's waiting parties are the
+/// stream's and the mailbox's, not the lane's).
+fn blocks_are_reused(inject: Inject) {
+    bounded(2, move || {
+        let lane = Arc::new(ModelLane::new(Policy::Suspend(2), inject));
+        let producer = {
+            let lane = lane.clone();
+            thread::spawn(move || {
+                for mut v in 0u32..5 {
+                    loop {
+                        match lane.push(v) {
+                            ModelPush::Enqueued => break,
+                            ModelPush::Refused(back) => v = back,
+                            ModelPush::Closed(_) => panic!("never closed"),
+                        }
+                        thread::yield_now();
+                    }
+                }
+            })
+        };
+        let mut got = Vec::new();
+        while got.len() < 5 {
+            match lane.take() {
+                Some(v) => got.push(v),
+                None => thread::yield_now(),
+            }
+        }
+        producer.join().unwrap();
+        assert_eq!(got, [0, 1, 2, 3, 4]);
+        assert!(lane.is_empty());
+    });
+}
+
+#[test]
+fn blocks_left_by_the_consumer_are_reused_safely() {
+    blocks_are_reused(Inject::None);
+}
+
+#[test]
+fn the_model_catches_a_relaxed_spare_stack() {
+    let caught = catch_unwind(AssertUnwindSafe(|| blocks_are_reused(Inject::SpareRelaxed)));
+    assert!(
+        caught.is_err(),
+        "loom accepted a spare stack whose exchanges are relaxed"
+    );
 }

@@ -176,7 +176,7 @@ impl Drop for Counted {
 /// (admitted before the close but still being written) dropped with the
 /// lane, and counted in the close.
 fn race(policy: Policy, producers: u64, each: u64, close_after: Option<usize>) {
-    let lane = Arc::new(Lane::new(policy));
+    let lane: Arc<Lane<Counted>> = Arc::new(Lane::new(policy));
     let drops = Arc::new(AtomicUsize::new(0));
     let handles: Vec<_> = (0..producers)
         .map(|p| {
@@ -327,5 +327,77 @@ fn a_close_racing_with_producers_counts_each_element_once() {
         Policy::KeepNewest(8),
     ] {
         race(policy, 3, 2_000, Some(500));
+    }
+}
+
+/// Blocks in the lane's spare stack, counted by walking it (one thread).
+fn spares<P: Place<u32>>(lane: &Lane<u32, P>) -> usize {
+    let mut n = 0;
+    let mut b = lane.spare.load(Ordering::Acquire);
+    while !b.is_null() {
+        n += 1;
+        // SAFETY: one thread: the blocks in the stack are live and linked.
+        b = unsafe { &*b }.next.load(Ordering::Acquire);
+    }
+    n
+}
+
+/// Fills `lane` with `n` elements and takes them all.
+fn fill_and_drain<P: Place<u32>>(lane: &Lane<u32, P>, n: u32) {
+    for v in 0..n {
+        assert!(matches!(
+            lane.push(v, Mode::Offer),
+            Ok(Pushed::Done(Offer::Enqueued { .. }, _))
+        ));
+    }
+    for v in 0..n {
+        // SAFETY: one thread is the only consumer.
+        assert_eq!(unsafe { lane.take_one(drop) }, Some(v));
+    }
+}
+
+#[test]
+fn a_bounded_lane_keeps_the_blocks_its_capacity_fills() {
+    // 100 elements fill three blocks of 31 and 7 slots of a fourth; the
+    // consumer leaves the three (it is still in the fourth).
+    let lane: Lane<u32> = Lane::new(Policy::Suspend(100));
+    fill_and_drain(&lane, 100);
+    assert_eq!(spares(&lane), 3);
+    // Filled again, the lane installs its three next blocks from the stack
+    // and the consumer leaves three more: with one spare kept (the stack of
+    // before stop 29) it would end with one.
+    fill_and_drain(&lane, 100);
+    assert_eq!(spares(&lane), 3);
+    // Never more than its capacity fills, plus one.
+    let tiny: Lane<u32> = Lane::new(Policy::Suspend(1));
+    for _ in 0..100 {
+        fill_and_drain(&tiny, 1);
+    }
+    assert!(spares(&tiny) <= 2, "{}", spares(&tiny));
+}
+
+#[test]
+fn an_unbounded_lane_keeps_one_spare_block() {
+    let lane: Lane<u32> = Lane::new(Policy::Unbounded);
+    fill_and_drain(&lane, 500);
+    assert_eq!(spares(&lane), 1);
+}
+
+#[test]
+fn a_stream_lane_keeps_its_consumer_words_off_the_producers_lines() {
+    let lane: Lane<u32, OwnLines<u32>> = Lane::new(Policy::Suspend(8));
+    let line = |p: *const u8| p as usize / 128;
+    let consumer = [
+        line((&lane.consumer.taken as *const AtomicUsize).cast()),
+        line((&lane.consumer.head as *const UnsafeCell<Head<u32>>).cast()),
+        line((&lane.consumer.owed as *const AtomicUsize).cast()),
+    ];
+    let producers = [
+        line((&lane.tail as *const AtomicUsize).cast()),
+        line((&lane.tail_block as *const AtomicPtr<Block<u32>>).cast()),
+        line((&lane.counts.max_depth as *const AtomicUsize).cast()),
+    ];
+    for p in producers {
+        assert!(!consumer.contains(&p), "{consumer:?} {producers:?}");
     }
 }

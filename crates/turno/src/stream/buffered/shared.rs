@@ -10,7 +10,7 @@ use std::task::{Context, Poll, Waker};
 
 use super::{Empty, Termination, YieldResult};
 use crate::buffer::{Buffer, BufferStats, Policy};
-use crate::lane::{Lane, Mode, Pushed};
+use crate::lane::{Lane, Mode, OwnLines, Pushed};
 use crate::stream::sync::{fence, AtomicBool, AtomicUsize, Mutex};
 
 type Handler = Box<dyn FnOnce(Termination) + Send>;
@@ -92,8 +92,9 @@ struct State<T, E> {
 pub(super) struct Shared<T, E> {
     state: Mutex<State<T, E>>,
     pub(super) policy: Policy,
-    /// `None`: the locked store (`State::buffer`).
-    pub(super) lane: Option<Lane<T>>,
+    /// `None`: the locked store (`State::buffer`). The consumer's words on
+    /// lines of their own ([`OwnLines`]): a stream's two sides run at once.
+    pub(super) lane: Option<Lane<T, OwnLines<T>>>,
     /// `State::consumer_waiting`, readable without the lock.
     waiting: AtomicBool,
     /// `State::senders.len()`, readable without the lock.
