@@ -22,13 +22,15 @@
 //! (the word is not `NOTIFIED`): whoever moves it to a queue others take
 //! from gives the claim up first ([`Queued::unclaim`], `RUNNING` ->
 //! `NOTIFIED`, a swap that keeps a mark's meaning: one entry, queued).
-//! It never waits for anyone: the thread that holds it runs it next (the
-//! threaded worker takes its hand-off slot before anything else, and drains
-//! it before it exits).
+//! It never waits for another thread: the thread that holds it runs it
+//! (the threaded worker takes its hand-off slot before anything else, and
+//! drains it before it exits; a [`LocalSystem`](crate::LocalSystem)'s owner
+//! moves it to the back of its own run queue, which only it takes from,
+//! so that its queue stays in wake-up order).
 //!
 //! Only a thread whose scheduler installed a hand-off slot claims
-//! ([`Port::install`]: the threaded workers; the loom runner of
-//! `tests/sched_loom.rs`), and only while its hand-off slot is empty (a
+//! ([`Port::install`]: the threaded workers; a `LocalSystem`'s owner while
+//! it runs the system; the loom runner of `tests/sched_loom.rs`), and only while its hand-off slot is empty (a
 //! push that would displace an entry goes the general way, through the
 //! scheduler). `tests/sched_loom.rs` checks the protocol and that its model
 //! catches a claim made by a load and a store.
@@ -139,23 +141,32 @@ fn system_key(system: &SystemShared) -> usize {
     std::ptr::from_ref(system) as usize
 }
 
-/// This thread's registration of its [`HandOff`] in [`PORT`], cleared
-/// when dropped.
-pub(crate) struct Port;
+/// This thread's registration of its [`HandOff`] in [`PORT`]; dropped, it
+/// puts back the one before (a turn may run a [`LocalSystem`] of its own,
+/// whose runner installs a hand-off slot for the length of its run: the
+/// worker's must be there again after it).
+///
+/// [`LocalSystem`]: crate::LocalSystem
+pub(crate) struct Port {
+    before: *const HandOff,
+}
 
 impl Port {
     /// Installs `hand_off` as this thread's hand-off slot until the `Port`
     /// is dropped. The caller keeps `hand_off` where it is (not moved, not
-    /// dropped) until then, and drops the `Port` before it.
+    /// dropped) until then, and drops the `Port` before it (ports are
+    /// dropped in the reverse order of their installs: each is a guard
+    /// on its installer's stack).
     pub(crate) fn install(hand_off: &HandOff) -> Port {
-        PORT.with(|p| p.set(hand_off));
-        Port
+        Port {
+            before: PORT.with(|p| p.replace(hand_off)),
+        }
     }
 }
 
 impl Drop for Port {
     fn drop(&mut self) {
-        PORT.with(|p| p.set(std::ptr::null()));
+        PORT.with(|p| p.set(self.before));
     }
 }
 

@@ -65,6 +65,8 @@ use std::time::Duration;
 use crate::addr::ActorId;
 use crate::effects::{Effects, TimerKey};
 use crate::engine::{Engine, Queued, Scheduler, ROOT};
+use crate::hand_off::{HandOff, Port};
+use crate::shared::SystemShared;
 use crate::sync::Mutex;
 use crate::system::{ShutdownReport, ShutdownTimeout, System, SystemBuilder};
 use crate::time::{Clock, Instant};
@@ -85,9 +87,17 @@ pub const DEFAULT_BATCH: usize = 32;
 /// goes to `foreign`, under its lock; the owner moves those into `owned`
 /// when it next looks for work, so they run after the actors already
 /// queued, in the order they were pushed.
-#[derive(Default)]
 struct LocalQueue {
     owned: OwnedQueue,
+    /// The owner's hand-off slot (see [`crate::hand_off`]), installed while
+    /// the owner runs the system: a push made there to an idle actor of
+    /// this system claims it in its one read-modify-write of the run-state
+    /// word and leaves it here, and the runner runs it without a claim of
+    /// its own (a ping-pong message: three read-modify-writes, not four).
+    /// It holds the latest such wake-up only; it is moved to the back of
+    /// `owned` before any other wake-up joins `owned` and before every
+    /// look for work, so the run queue stays in wake-up order.
+    hand_off: OwnedHandOff,
     foreign: Mutex<VecDeque<Queued>>,
     /// Whether `foreign` may hold a slot: one load per look for work while
     /// no other thread sends.
@@ -100,9 +110,14 @@ struct LocalQueue {
     has_timers: AtomicBool,
 }
 
-/// The owner's part of the run queue (see [`LocalQueue`]).
+/// The owner's part of the run queue (see [`LocalQueue`]): each slot with
+/// whether its run-state word is claimed already (it came through the
+/// hand-off slot).
 #[derive(Default)]
-struct OwnedQueue(std::cell::UnsafeCell<VecDeque<Queued>>);
+struct OwnedQueue(std::cell::UnsafeCell<VecDeque<(Queued, bool)>>);
+
+/// The owner's hand-off slot (see [`LocalQueue`]).
+struct OwnedHandOff(HandOff);
 
 // SAFETY: the queue inside is only touched by the thread that has marked
 // itself as running this system (`Running`), which holds the system's
@@ -112,21 +127,31 @@ struct OwnedQueue(std::cell::UnsafeCell<VecDeque<Queued>>);
 #[allow(unsafe_code)]
 unsafe impl Sync for OwnedQueue {}
 
+// SAFETY: as for `OwnedQueue`: the hand-off slot is reached by the owner's
+// thread only: through this queue inside its `Running` mark, and through
+// the thread-local port it installs for that mark (`Owner`), which only
+// that thread's pushes read; the slot it holds is a `Queued`, `Send`.
+#[allow(unsafe_code)]
+unsafe impl Sync for OwnedHandOff {}
+
 thread_local! {
     /// The queue whose system this thread is running now (null: none).
     static RUNNING: std::cell::Cell<*const LocalQueue> = const { std::cell::Cell::new(std::ptr::null()) };
 }
 
-/// Marks this thread as the one running `queue` until dropped (the mark
-/// before is put back: a turn may run another local system).
+/// Marks this thread as the one running `queue` and installs the queue's
+/// hand-off slot as this thread's until dropped (the mark and the port
+/// before are put back: a turn may run another system).
 struct Running {
     before: *const LocalQueue,
+    _port: Port,
 }
 
 impl Running {
     fn enter(queue: &LocalQueue) -> Running {
         Running {
             before: RUNNING.replace(queue),
+            _port: Port::install(&queue.hand_off.0),
         }
     }
 }
@@ -138,6 +163,17 @@ impl Drop for Running {
 }
 
 impl LocalQueue {
+    fn new(shared: &SystemShared) -> LocalQueue {
+        LocalQueue {
+            owned: OwnedQueue::default(),
+            hand_off: OwnedHandOff(HandOff::new(shared)),
+            foreign: Mutex::default(),
+            has_foreign: AtomicBool::new(false),
+            timers: Mutex::default(),
+            has_timers: AtomicBool::new(false),
+        }
+    }
+
     /// Whether this thread is running this queue's system now.
     #[inline]
     fn is_owner(&self) -> bool {
@@ -151,18 +187,38 @@ impl LocalQueue {
     /// no other reference to the queue alive meanwhile.
     #[allow(unsafe_code, clippy::mut_from_ref)]
     #[inline]
-    unsafe fn owned(&self) -> &mut VecDeque<Queued> {
+    unsafe fn owned(&self) -> &mut VecDeque<(Queued, bool)> {
         // SAFETY: forwarded from the caller.
         unsafe { &mut *self.owned.0.get() }
     }
 
-    /// The next slot to run (the owner's thread only).
-    fn pop(&self) -> Option<Queued> {
+    /// Moves the hand-off slot's wake-up, the latest, to the back of the
+    /// owner's queue (the owner's thread only, as [`LocalQueue::owned`]).
+    ///
+    /// # Safety
+    /// As for [`LocalQueue::owned`].
+    #[allow(unsafe_code)]
+    #[inline]
+    unsafe fn flush_hand_off(&self) {
+        if let Some(entry) = self.hand_off.0.take() {
+            // SAFETY: forwarded from the caller.
+            unsafe { self.owned().push_back(entry) };
+        }
+    }
+
+    /// The next slot to run, with whether it is claimed (the owner's
+    /// thread only).
+    fn pop(&self) -> Option<(Queued, bool)> {
+        // SAFETY: only `run_next` calls this, inside its caller's
+        // `Running` mark, and no reference to the queue outlives the line.
+        #[allow(unsafe_code)]
+        unsafe {
+            self.flush_hand_off()
+        };
         if self.has_foreign.load(Ordering::Acquire) {
             self.take_foreign();
         }
-        // SAFETY: only `run_next` calls this, inside its caller's
-        // `Running` mark, and no reference to the queue outlives this line.
+        // SAFETY: as above.
         #[allow(unsafe_code)]
         unsafe {
             self.owned().pop_front()
@@ -186,7 +242,7 @@ impl LocalQueue {
         // SAFETY: as in `pop`, whose caller this is.
         #[allow(unsafe_code)]
         let owned = unsafe { self.owned() };
-        owned.extend(foreign.drain(..));
+        owned.extend(foreign.drain(..).map(|slot| (slot, false)));
     }
 }
 
@@ -194,11 +250,13 @@ impl Scheduler for LocalQueue {
     fn schedule(&self, slot: Queued) {
         if self.is_owner() {
             // SAFETY: this thread is the owner (a turn, or the engine
-            // inside `run_one` or `drain`), and the reference does not outlive this
-            // line: nothing that runs inside `push_back` schedules.
+            // inside `run_one` or `drain`), and the references do not
+            // outlive these lines: nothing that runs inside `push_back`
+            // schedules. The hand-off slot's wake-up came first.
             #[allow(unsafe_code)]
             unsafe {
-                self.owned().push_back(slot)
+                self.flush_hand_off();
+                self.owned().push_back((slot, false))
             };
             return;
         }
@@ -238,7 +296,7 @@ impl SystemBuilder<LocalOptions> {
     /// Builds the system.
     pub fn build(self) -> LocalSystem {
         let (shared, root) = self.config.build(Clock::real());
-        let queue = Arc::new(LocalQueue::default());
+        let queue = Arc::new(LocalQueue::new(&shared));
         let engine = Engine::new(shared, queue.clone(), root);
         LocalSystem {
             engine,
@@ -306,10 +364,12 @@ impl LocalSystem {
     /// [`LocalSystem::run_one`] inside the caller's `Running` mark.
     #[inline]
     fn run_next(&mut self) -> bool {
-        let Some(slot) = self.queue.pop() else {
+        let Some((slot, claimed)) = self.queue.pop() else {
             return false;
         };
-        self.turns += self.engine.run_slot(slot, false, self.batch, &mut self.fx) as u64;
+        self.turns += self
+            .engine
+            .run_slot(slot, claimed, self.batch, &mut self.fx) as u64;
         true
     }
 

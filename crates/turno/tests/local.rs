@@ -54,6 +54,46 @@ fn actors_run_in_the_order_they_became_runnable() {
     sys.shutdown(Duration::from_secs(5)).unwrap();
 }
 
+/// Sends one message to each of its targets, in order.
+struct Fan {
+    targets: Vec<turno::Addr<u32>>,
+}
+impl Actor for Fan {
+    type Msg = u32;
+    fn handle(&mut self, ctx: &mut Context<'_, Self>, n: u32) {
+        for t in &self.targets {
+            assert!(ctx.send(t, n).is_enqueued());
+        }
+    }
+}
+
+/// A turn's first wake-up of an idle actor is claimed and kept in the
+/// owner's hand-off slot, the next ones go to the run queue: the run
+/// queue must still hold them in the order they were made.
+#[test]
+fn actors_woken_by_a_turn_run_in_the_order_it_woke_them() {
+    let (tx, rx) = mpsc::channel();
+    let mut sys = LocalSystem::new();
+    let a = reporters(&sys, 3, &tx);
+    let targets = vec![a[2].clone(), a[0].clone(), a[1].clone()];
+    let fan = sys.spawn(Props::new(), move || Fan {
+        targets: targets.clone(),
+    });
+    let fan = fan.unwrap();
+    sys.run_until_idle();
+    assert!(fan.try_send(7).is_enqueued());
+    // The fan's turn and one turn of each of the three.
+    assert_eq!(sys.run_until_idle(), 4);
+    let seen: Vec<_> = rx.try_iter().collect();
+    assert_eq!(seen, [(2, 7), (0, 7), (1, 7)]);
+    // Again, now that each has run once (their words idle again).
+    assert!(fan.try_send(8).is_enqueued());
+    assert_eq!(sys.run_until_idle(), 4);
+    let seen: Vec<_> = rx.try_iter().collect();
+    assert_eq!(seen, [(2, 8), (0, 8), (1, 8)]);
+    sys.shutdown(Duration::from_secs(5)).unwrap();
+}
+
 #[test]
 fn a_batch_of_one_turn_takes_turns_round_robin() {
     let (tx, rx) = mpsc::channel();
