@@ -208,6 +208,18 @@ impl<A: Actor, F: FnMut() -> A + Send + 'static> AnyBody for Body<A, F> {
             });
         }
     }
+
+    fn abandon(&self) {
+        self.mailbox.run_state().hold_for_good();
+        self.mailbox.abandon();
+        // SAFETY: the word is held now, and for good, and no turn runs
+        // (this method's contract: every turn of the system runs on the
+        // caller's thread, which is here), so nothing else reaches the cell.
+        #[allow(unsafe_code)]
+        unsafe {
+            self.cell_mut(|cell| *cell = None);
+        }
+    }
 }
 
 /// A slot body of a mailbox alone: the test kit's actor under test (whose
@@ -250,6 +262,8 @@ impl<M: Send + 'static> AnyBody for Bare<M> {
     }
 
     fn with_cell(&self, _: &mut dyn FnMut(&mut dyn AnyCell) -> bool) {}
+
+    fn abandon(&self) {}
 }
 
 /// A boxed factory: the test kit's cell's (`TestKit<A>` names one type per

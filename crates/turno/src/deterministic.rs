@@ -167,11 +167,13 @@ impl SystemBuilder<DetOptions> {
 
 /// A deterministic actor system. See the [module docs](self).
 ///
-/// Dropping it without [`System::shutdown`] stops every actor still alive
-/// (children first, `stopped` hooks run, mail still queued becomes dead
-/// letters) within the step limit, so that no actor outlives its system
-/// (an actor's cell holds its own address: without the stop it would
-/// never be freed).
+/// Dropping it without [`System::shutdown`] is the death of the simulated
+/// process: no turn runs and nothing more is traced (no `stopped` hook, no
+/// dead letter; the trace ends at the last step), and every actor still
+/// alive is freed with its state and its mail (addresses kept elsewhere
+/// stay valid: a send to them answers that the actor is gone). A crash
+/// test drops the system and builds a new one from what it persisted;
+/// [`System::shutdown`] is the graceful end, hooks and all.
 pub struct DetSystem {
     engine: Engine,
     queue: Arc<DetQueue>,
@@ -345,12 +347,10 @@ impl System for DetSystem {
 
 impl Drop for DetSystem {
     fn drop(&mut self) {
-        if self.engine.actor_count() > 0 {
-            for id in self.engine.children(ROOT) {
-                System::stop(self, id);
-            }
-            let _ = self.run_until_idle();
-        }
+        // No turn runs here: between this system's steps no runner holds
+        // a cell, so the actors can be given up at once.
+        self.queue.ready.lock().clear();
+        self.engine.abandon_all();
         self.shared().tracer.flush();
     }
 }

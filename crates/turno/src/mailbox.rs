@@ -1133,6 +1133,19 @@ impl<M: Send + 'static> Mailbox<M> {
     /// messages are drained as dead letters; the muted senders are returned
     /// for release.
     pub(crate) fn close(&self) -> Vec<ActorId> {
+        self.close_counting(true)
+    }
+
+    /// Closes the mailbox of an actor given up with its dropped system
+    /// (`AnyBody::abandon`): later sends get [`Verdict::Closed`], and the
+    /// mail still queued goes with the system, neither counted nor traced
+    /// (the system that would count it is gone; its trace ended at its
+    /// last step).
+    pub(crate) fn abandon(&self) {
+        self.close_counting(false);
+    }
+
+    fn close_counting(&self, count_drained: bool) -> Vec<ActorId> {
         self.with_system(|st| {
             st.close();
             self.publish_system_ready(st);
@@ -1143,18 +1156,30 @@ impl<M: Send + 'static> Mailbox<M> {
         let (drained, muted) = match self.muted.seal() {
             None => {
                 // SAFETY: as in `user_ready`.
-                let drained = unsafe { self.user.close(drop, |env| self.evicted(env)) };
+                let drained = unsafe {
+                    self.user.close(drop, |env| {
+                        if count_drained {
+                            self.evicted(env)
+                        }
+                    })
+                };
                 (drained, Vec::new())
             }
             Some(part) => {
                 let mut muted = part.list.lock();
                 // SAFETY: as in `user_ready`.
-                let drained = unsafe { self.user.close(drop, |env| self.evicted(env)) };
+                let drained = unsafe {
+                    self.user.close(drop, |env| {
+                        if count_drained {
+                            self.evicted(env)
+                        }
+                    })
+                };
                 part.len.store(0, Ordering::Release);
                 (drained, std::mem::take(&mut *muted))
             }
         };
-        for _ in 0..drained {
+        for _ in 0..drained * usize::from(count_drained) {
             self.dead_letter(DeadLetterReason::Drained);
         }
         // Outside senders waiting for room learn of the close. A waiting

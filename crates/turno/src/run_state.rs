@@ -215,6 +215,14 @@ impl RunState {
         self.0.swap(NOTIFIED, AcqRel);
     }
 
+    /// Holds the cell for good, whatever the word was: a dropped system
+    /// gives its actors up (`AnyBody::abandon`). An entry still queued is
+    /// never taken (the system's run queue goes with it), and a later push
+    /// only marks the word, as for a finalized actor.
+    pub(crate) fn hold_for_good(&self) {
+        self.0.swap(RUNNING, AcqRel);
+    }
+
     /// The test kit's protocol's first step of going idle: clears the
     /// mark before the consumer's last look.
     pub(crate) fn clear(&self) {

@@ -1,13 +1,16 @@
-//! A system dropped without `shutdown` stops the actors still alive: their
-//! `stopped` hooks run, their mail becomes dead letters, and their state is
-//! freed (an actor's cell holds its own address, so an actor nobody stops
-//! would never be freed). The same on each of the three schedulers.
+//! A system dropped without `shutdown` leaves no actor behind (an actor's
+//! cell holds its own address, so an actor nobody ends would never be
+//! freed). A dropped `LocalSystem` or `ThreadedSystem` stops its actors at
+//! once (`stopped` hooks run, mail still queued becomes dead letters); a
+//! dropped `DetSystem` is the death of the simulated process: no turn runs,
+//! nothing more is traced, and the actors are freed with their mail.
 
 #![cfg(not(turno_loom))]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use turno::trace::RingSink;
 use turno::{Actor, Context, DetSystem, LocalSystem, Props, System, ThreadedSystem};
 
 /// Holds a token (so the test sees when it is freed), spawns one child of
@@ -47,7 +50,7 @@ fn populate<S: System>(
     settle: fn(&mut S),
     token: &Arc<()>,
     stopped: &Arc<AtomicUsize>,
-) {
+) -> Vec<turno::Addr<u32>> {
     let parents: Vec<_> = (0..2)
         .map(|_| {
             let (t, s) = (token.clone(), stopped.clone());
@@ -64,12 +67,13 @@ fn populate<S: System>(
     for p in &parents {
         assert!(p.try_send(7).is_enqueued());
     }
+    parents
 }
 
 fn dropping_stops_and_frees<S: System>(mut sys: S, settle: fn(&mut S)) {
     let token = Arc::new(());
     let stopped = Arc::new(AtomicUsize::new(0));
-    populate(&mut sys, settle, &token, &stopped);
+    drop(populate(&mut sys, settle, &token, &stopped));
     assert!(Arc::strong_count(&token) > 1);
     drop(sys);
     assert_eq!(
@@ -85,10 +89,34 @@ fn dropping_stops_and_frees<S: System>(mut sys: S, settle: fn(&mut S)) {
 }
 
 #[test]
-fn a_dropped_deterministic_system_stops_and_frees_its_actors() {
-    dropping_stops_and_frees(DetSystem::new(3), |s| {
-        s.run_until_idle().unwrap();
-    });
+fn a_dropped_deterministic_system_frees_its_actors_without_a_turn() {
+    let ring = RingSink::new(1024);
+    let mut sys = DetSystem::builder().seed(3).trace(ring.clone()).build();
+    let token = Arc::new(());
+    let stopped = Arc::new(AtomicUsize::new(0));
+    let parents = populate(
+        &mut sys,
+        |s| {
+            s.run_until_idle().unwrap();
+        },
+        &token,
+        &stopped,
+    );
+    let traced = ring.events().len();
+    drop(sys);
+    assert_eq!(stopped.load(Ordering::SeqCst), 0, "no hook ran");
+    assert_eq!(
+        ring.events().len(),
+        traced,
+        "nothing traced after the last step"
+    );
+    assert_eq!(
+        Arc::strong_count(&token),
+        1,
+        "every actor, and its factory, freed"
+    );
+    // An address kept past the system answers that its actor is gone.
+    assert!(matches!(parents[0].try_send(8), turno::Verdict::Closed(8)));
 }
 
 #[test]

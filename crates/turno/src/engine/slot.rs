@@ -58,6 +58,13 @@ pub(crate) trait AnyBody: Send + Sync + 'static {
     /// the cell's address of its own slot goes with it, so the slot is
     /// freed once the last outside address is).
     fn with_cell(&self, f: &mut dyn FnMut(&mut dyn AnyCell) -> bool);
+    /// Gives the actor up without a turn: holds the run-state word for
+    /// good (no run queue entry of it is taken again; a later push only
+    /// marks it) and drops the cell, with its address of its own slot.
+    /// Only between turns of a system whose turns all run on the caller's
+    /// thread (a dropped `DetSystem`); the caller keeps a strong reference
+    /// to the slot across the call.
+    fn abandon(&self);
 }
 
 /// What an address needs of a slot's body: its typed mailbox at the body's

@@ -501,6 +501,20 @@ impl Engine {
         Flow::Finalized
     }
 
+    /// Gives up every live actor without running a turn, as the death of
+    /// the process would: no hook runs, nothing is traced, mail still
+    /// queued goes with its mailbox; each actor's cell (its state, its
+    /// factory, its address of its own slot) is dropped, so the slots are
+    /// freed with the tree's entries and the last outside address. Only
+    /// for a system dropped between turns, all of whose turns run on the
+    /// caller's thread (see `AnyBody::abandon`).
+    pub(crate) fn abandon_all(&self) {
+        let slots: Vec<Arc<Slot>> = self.tree.lock().nodes.iter().map(ThinSlot::arc).collect();
+        for slot in &slots {
+            slot.body.abandon();
+        }
+    }
+
     pub(super) fn fail(&self, slot: &Arc<Slot>, cell: &mut dyn AnyCell, error: String) -> Flow {
         slot.block(FAILED);
         cell.fail();
