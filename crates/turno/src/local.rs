@@ -209,13 +209,22 @@ impl LocalQueue {
     /// The next slot to run, with whether it is claimed (the owner's
     /// thread only).
     fn pop(&self) -> Option<(Queued, bool)> {
+        let has_foreign = self.has_foreign.load(Ordering::Acquire);
         // SAFETY: only `run_next` calls this, inside its caller's
         // `Running` mark, and no reference to the queue outlives the line.
+        #[allow(unsafe_code)]
+        if !has_foreign && unsafe { self.owned().is_empty() } {
+            // The hand-off slot's wake-up, if any, is the only one: run it
+            // without a pass through the queue (a ping-pong message's
+            // usual case: its push and pop were about 30 instructions).
+            return self.hand_off.0.take();
+        }
+        // SAFETY: as above.
         #[allow(unsafe_code)]
         unsafe {
             self.flush_hand_off()
         };
-        if self.has_foreign.load(Ordering::Acquire) {
+        if has_foreign {
             self.take_foreign();
         }
         // SAFETY: as above.

@@ -91,6 +91,21 @@ fn actors_woken_by_a_turn_run_in_the_order_it_woke_them() {
     assert_eq!(sys.run_until_idle(), 4);
     let seen: Vec<_> = rx.try_iter().collect();
     assert_eq!(seen, [(2, 8), (0, 8), (1, 8)]);
+    // An actor queued before the fan runs before the one the fan's turn
+    // wakes (and claims into the hand-off slot) after it.
+    let one = Fan {
+        targets: vec![a[2].clone()],
+    };
+    let fan_of_one = sys.spawn(Props::new(), move || Fan {
+        targets: one.targets.clone(),
+    });
+    let fan_of_one = fan_of_one.unwrap();
+    sys.run_until_idle();
+    assert!(fan_of_one.try_send(9).is_enqueued());
+    assert!(a[0].try_send(9).is_enqueued());
+    assert_eq!(sys.run_until_idle(), 3);
+    let seen: Vec<_> = rx.try_iter().collect();
+    assert_eq!(seen, [(0, 9), (2, 9)]);
     sys.shutdown(Duration::from_secs(5)).unwrap();
 }
 
