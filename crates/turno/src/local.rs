@@ -96,7 +96,9 @@ struct LocalQueue {
     /// its own (a ping-pong message: three read-modify-writes, not four).
     /// It holds the latest such wake-up only; it is moved to the back of
     /// `owned` before any other wake-up joins `owned` and before every
-    /// look for work, so the run queue stays in wake-up order.
+    /// look for work (a look that finds `owned` empty and nothing from
+    /// other threads takes it directly: it is the only one), so the run
+    /// queue stays in wake-up order.
     hand_off: OwnedHandOff,
     foreign: Mutex<VecDeque<Queued>>,
     /// Whether `foreign` may hold a slot: one load per look for work while
