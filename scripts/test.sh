@@ -93,9 +93,10 @@ done
 # (the waiters' part allocated on first use), and that a registration
 # without its fence is missed in a way the model finds; stream_loom checks the
 # buffered stream on the lane (its push / waiting-consumer and take /
-# waiting-sender hand-shakes, the seal at finish), and that a push that reads
-# the waiting flag without its fence loses a wake-up the model finds
-# (the_model_catches_a_push_without_its_fence); sched_loom checks the
+# waiting-sender hand-shakes, the seal at finish), and that a consumer that
+# looks at the lane's tail by a relaxed load before it waits (not the
+# read-modify-write paired with the producers' claims) loses a wake-up the
+# model finds (the_model_catches_a_look_without_the_claim_order); sched_loom checks the
 # run-state word and the mailbox's rare-work word (a control pushed while the
 # batch loop's message path takes mail is never lost), and that a push that
 # forgets to set the rare-work word loses a stop the model finds

@@ -758,6 +758,23 @@ impl<T, P: Place<T>> Lane<T, P> {
         count(self.tail.load(SeqCst) >> SHIFT).saturating_sub(self.consumer.taken.load(SeqCst))
     }
 
+    /// [`Lane::admitted`], reading `tail` by a read-modify-write (one that
+    /// changes nothing): a consumer's half of a hand-shake paired on `tail`.
+    /// Every claim is a read-modify-write of `tail` too, so the two are
+    /// ordered: either this counts the claim, or the claim reads this and
+    /// sees what the caller stored before it (`buffered/shared.rs`).
+    pub(crate) fn admitted_ordered(&self) -> usize {
+        count(self.tail.fetch_or(0, SeqCst) >> SHIFT)
+            .saturating_sub(self.consumer.taken.load(SeqCst))
+    }
+
+    /// [`Lane::admitted`] by a relaxed load of `tail`: the injected fault of
+    /// `tests/stream_loom.rs` (`Inject::LookWithoutClaimOrder`).
+    #[cfg(turno_loom)]
+    pub(crate) fn admitted_relaxed(&self) -> usize {
+        count(self.tail.load(Relaxed) >> SHIFT).saturating_sub(self.consumer.taken.load(SeqCst))
+    }
+
     /// True once [`Lane::close`] (or [`Lane::seal`]) ran.
     pub(crate) fn is_closed(&self) -> bool {
         self.tail.load(SeqCst) & CLOSED != 0

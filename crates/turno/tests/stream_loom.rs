@@ -137,7 +137,9 @@ fn no_lost_wakeup_room_after_one_take() {
 /// waiting consumer; nobody sleeps forever.
 #[test]
 fn no_lost_wakeup_capacity_zero_handoff() {
-    loom::model(|| {
+    // Bounded since the consumer polls again while a counted element is
+    // being written (unbounded, it ran about 14 minutes).
+    bounded(3, || {
         let (tx, mut rx) = buffered::<u32>(Policy::Suspend(0));
         let t = thread::spawn(move || {
             assert!(tx.send_blocking(1).is_enqueued());
@@ -220,15 +222,16 @@ fn no_lost_wakeup_lane_two_producers() {
     two_producers_waiting_consumer(Inject::None);
 }
 
-/// The check of the checker: a producer that reads the consumer's waiting
-/// flag without its fence loses the wake-up, and the model finds it (loom
-/// reports the consumer parked forever).
+/// The check of the checker: a consumer that, before it waits, looks at the
+/// lane's `tail` by a relaxed load (not the read-modify-write that pairs
+/// with the producers' claims) loses the wake-up, and the model finds it
+/// (loom reports the consumer parked forever).
 #[test]
-fn the_model_catches_a_push_without_its_fence() {
+fn the_model_catches_a_look_without_the_claim_order() {
     let caught = catch_unwind(AssertUnwindSafe(|| {
-        loom::model(|| {
+        bounded(3, || {
             let (tx, mut rx) =
-                buffered_with_fault::<u32>(Policy::KeepOldest(2), Inject::NotifyWithoutFence);
+                buffered_with_fault::<u32>(Policy::KeepOldest(2), Inject::LookWithoutClaimOrder);
             let t = thread::spawn(move || {
                 assert!(tx.push(7).is_enqueued());
                 // Keep the stream open: only the push can wake the consumer.
@@ -244,7 +247,8 @@ fn the_model_catches_a_push_without_its_fence() {
 /// The same model without the fault passes.
 #[test]
 fn no_lost_wakeup_lane_push_keeps_stream_open() {
-    loom::model(|| {
+    // Bounded as `no_lost_wakeup_capacity_zero_handoff`.
+    bounded(3, || {
         let (tx, mut rx) = buffered_with_fault::<u32>(Policy::KeepOldest(2), Inject::None);
         let t = thread::spawn(move || {
             assert!(tx.push(7).is_enqueued());

@@ -32,11 +32,11 @@ pub enum Inject {
     /// The stream as written.
     #[default]
     None,
-    /// A producer that queued an element on the lane reads the consumer's
-    /// waiting flag without its `SeqCst` fence (and relaxed): it may miss a
-    /// consumer that has just found the lane empty, whose wake-up is then
-    /// lost.
-    NotifyWithoutFence,
+    /// The consumer, before it waits, reads the lane's `tail` by a relaxed
+    /// load instead of a read-modify-write: it may miss an element claimed
+    /// by a producer that did not see its waiting flag, whose wake-up is
+    /// then lost.
+    LookWithoutClaimOrder,
 }
 
 /// What the lock protects. With the lane store (every policy but
@@ -68,15 +68,23 @@ struct State<T, E> {
 /// compare-exchange, taken without the lock), except for keep-newest which
 /// keeps the locked [`Buffer`]; everything else is under `state`'s lock.
 ///
-/// **The lane's two hand-shakes**, each a Dekker pair (a store, a `SeqCst`
-/// fence, a load of the other side's store), as in `idle.rs`:
+/// **The lane's two hand-shakes**:
 ///
-/// - *a producer and the waiting consumer*: a producer that queued an
-///   element on the lane fences and reads `waiting`; the consumer, before it
-///   waits, sets `consumer_waiting` and `waiting` under the lock, fences and
-///   looks at the lane again. Either the producer sees `waiting` (and wakes
-///   the consumer under the lock) or the consumer sees the element.
-/// - *the consumer and a waiting sender* (suspend policy): a sender that
+/// - *a producer and the waiting consumer*, paired on the lane's `tail`, as
+///   crossbeam-channel pairs its receivers: a producer queues an element
+///   by a read-modify-write of `tail` (its claim), writes it, then reads
+///   `waiting` (no fence: the claim is the barrier); the consumer, before it
+///   waits, sets `consumer_waiting` and `waiting` under the lock and reads
+///   `tail` by a read-modify-write too ([`Lane::admitted_ordered`]). The two
+///   read-modify-writes are ordered: either the producer's claim reads the
+///   consumer's (and so sees `waiting`, and wakes the consumer under the
+///   lock), or the consumer's sees the claim. Then the consumer does not
+///   sleep while a claimed element is not taken: if its producer is still
+///   writing it, the consumer wakes itself and polls again (the window is a
+///   few instructions, between the claim and the publication).
+/// - *the consumer and a waiting sender* (suspend policy), a Dekker pair (a
+///   store, a `SeqCst` fence, a load of the other side's store), as in
+///   `idle.rs`: a sender that
 ///   meets a full lane queues itself under the lock, stores the queue's
 ///   length in `senders_waiting`, fences and offers again; the consumer,
 ///   after a take (which publishes the lane's `taken`), fences and reads
@@ -247,22 +255,25 @@ impl<T, E> Shared<T, E> {
         }
     }
 
+    /// [`Lane::admitted_ordered`] (with the injected fault, a relaxed look).
+    fn admitted_ordered(&self, lane: &Lane<T, OwnLines<T>>) -> usize {
+        #[cfg(turno_loom)]
+        if self.inject == Inject::LookWithoutClaimOrder {
+            return lane.admitted_relaxed();
+        }
+        lane.admitted_ordered()
+    }
+
     /// Nothing on the lane, not even a claimed element still being written.
     fn lane_empty(&self) -> bool {
         self.lane.as_ref().is_none_or(|l| l.admitted() == 0)
     }
 
     /// After a lock-free push queued an element: the producer's half of the
-    /// first hand-shake (see [`Shared`]).
+    /// first hand-shake (see [`Shared`]). No fence: the push's claim, a
+    /// read-modify-write of the lane's `tail`, came before this load, and
+    /// the consumer reads `tail` by one too before it waits.
     fn notify_consumer(&self) {
-        #[cfg(turno_loom)]
-        if self.inject == Inject::NotifyWithoutFence {
-            if self.waiting.load(Relaxed) {
-                self.wake_consumer();
-            }
-            return;
-        }
-        fence(SeqCst);
         if self.waiting.load(SeqCst) {
             self.wake_consumer();
         }
@@ -515,11 +526,11 @@ impl<T, E> Shared<T, E> {
             _ => st.consumer = Some(cx.waker().clone()),
         }
         self.set_waiting(&mut st, true);
-        if self.lane.is_some() {
+        if let Some(lane) = &self.lane {
             self.registered.store(true, Relaxed);
             // The consumer's half of the first hand-shake: an element
-            // queued by a producer that did not see `waiting`.
-            fence(SeqCst);
+            // claimed by a producer that did not see `waiting`.
+            let claimed = self.admitted_ordered(lane);
             // SAFETY: forwarded from the caller.
             if let Some((item, sender)) = unsafe { self.take_locked(&mut st) } {
                 self.set_waiting(&mut st, false);
@@ -529,6 +540,19 @@ impl<T, E> Shared<T, E> {
                     w.wake();
                 }
                 return Poll::Ready(Some(Ok(item)));
+            }
+            if claimed > 0 {
+                // Claimed, not yet written: its producer may not have seen
+                // `waiting`, so it may not wake this consumer. Poll again
+                // (still waiting: a producer that sees the flag takes the
+                // lock path, as for any waiting consumer).
+                drop(st);
+                #[cfg(turno_loom)]
+                loom::thread::yield_now();
+                #[cfg(not(turno_loom))]
+                std::hint::spin_loop();
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
             }
         }
         // A waiting consumer is room for one element even at capacity 0: let
