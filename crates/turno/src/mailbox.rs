@@ -1146,6 +1146,13 @@ impl<M: Send + 'static> Mailbox<M> {
     }
 
     fn close_counting(&self, count_drained: bool) -> Vec<ActorId> {
+        // Evictions owed at the close are traced and counted as any other,
+        // except for an abandoned actor's (its system is gone).
+        let evict = |env| {
+            if count_drained {
+                self.evicted(env)
+            }
+        };
         self.with_system(|st| {
             st.close();
             self.publish_system_ready(st);
@@ -1156,31 +1163,21 @@ impl<M: Send + 'static> Mailbox<M> {
         let (drained, muted) = match self.muted.seal() {
             None => {
                 // SAFETY: as in `user_ready`.
-                let drained = unsafe {
-                    self.user.close(drop, |env| {
-                        if count_drained {
-                            self.evicted(env)
-                        }
-                    })
-                };
+                let drained = unsafe { self.user.close(drop, evict) };
                 (drained, Vec::new())
             }
             Some(part) => {
                 let mut muted = part.list.lock();
                 // SAFETY: as in `user_ready`.
-                let drained = unsafe {
-                    self.user.close(drop, |env| {
-                        if count_drained {
-                            self.evicted(env)
-                        }
-                    })
-                };
+                let drained = unsafe { self.user.close(drop, evict) };
                 part.len.store(0, Ordering::Release);
                 (drained, std::mem::take(&mut *muted))
             }
         };
-        for _ in 0..drained * usize::from(count_drained) {
-            self.dead_letter(DeadLetterReason::Drained);
+        if count_drained {
+            for _ in 0..drained {
+                self.dead_letter(DeadLetterReason::Drained);
+            }
         }
         // Outside senders waiting for room learn of the close. A waiting
         // sender registers before it tries again, so either its try sees
