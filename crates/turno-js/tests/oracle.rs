@@ -278,6 +278,26 @@ fn html_corpus_matches_chromium() {
     );
 }
 
+/// One run of `tests/browser/drive.mjs` (real Chromium, real time, the
+/// scripted input): the lines the page logged.
+fn chromium_live(f: &Path, cmd: &mut Command) -> Vec<String> {
+    let out = cmd.output().expect("cannot run node");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let json: serde_json::Value = serde_json::from_str(text.trim()).unwrap_or_else(|e| {
+        panic!(
+            "{}: drive.mjs printed no JSON ({e}):\n{text}\n{}",
+            f.display(),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    json["out"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
 /// `tests/corpus/html-live`: snippets that need real time (a long task that
 /// really blocks) or real input, run in headless Chromium through the
 /// DevTools protocol by `tests/browser/drive.mjs` (playwright-core; `npm ci`
@@ -320,21 +340,20 @@ fn html_live_corpus_matches_chromium() {
         }
         let report = ours_with(f, opts);
         let mine = comparable(&report.stdout);
-        let out = cmd.output().expect("cannot run node");
-        let text = String::from_utf8_lossy(&out.stdout);
-        let json: serde_json::Value = serde_json::from_str(text.trim()).unwrap_or_else(|e| {
-            panic!(
-                "{}: drive.mjs printed no JSON ({e}):\n{text}\n{}",
-                f.display(),
-                String::from_utf8_lossy(&out.stderr)
-            )
-        });
-        let real: Vec<String> = json["out"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_str().unwrap_or_default().to_string())
-            .collect();
+        // Real time and real input are not steady on a loaded machine: CI
+        // once saw `l01_input_during_long_task.js`'s timer run before the
+        // input queued during the long task, as if the input had reached the
+        // renderer only after the task ended. As for the html corpus, a run
+        // that differs from ours is run again, up to four runs in all; the
+        // snippet differs only if no Chromium run equals ours.
+        let mut attempt = 0;
+        let real = loop {
+            attempt += 1;
+            let real = chromium_live(f, &mut cmd);
+            if real == mine || attempt == 4 {
+                break real;
+            }
+        };
         if real != mine {
             failures.push(format!("{}:\n{}", f.display(), diff(&real, &mine)));
         }
