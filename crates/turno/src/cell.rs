@@ -16,7 +16,7 @@ use crate::ask::RequestId;
 use crate::ask::{Asks, ReplyFate, StaleReason};
 use crate::context::{Context, WatchMap};
 use crate::effects::{Effects, Spawned};
-use crate::engine::{AnyBody, End, Engine, Slot, TypedBody};
+use crate::engine::{AnyBody, End, Engine, Slot, ThinSlot, TypedBody};
 use crate::ids::ActorPath;
 use crate::mailbox::{Control, Envelope, Mailbox, MailboxOps, Next, PathCell, Signal};
 use crate::shared::SystemShared;
@@ -141,7 +141,7 @@ impl<A: Actor, F: FnMut() -> A + Send + 'static> AnyBody for Body<A, F> {
         claimed: bool,
         batch: usize,
         fx: &mut Effects,
-    ) -> (usize, Option<Arc<Slot>>) {
+    ) -> (usize, Option<ThinSlot>) {
         let run = self.mailbox.run_state();
         // A claimed hand-off's push claimed it already (`crate::hand_off`).
         if !claimed && !run.claim() {
@@ -163,7 +163,7 @@ impl<A: Actor, F: FnMut() -> A + Send + 'static> AnyBody for Body<A, F> {
                     // last: a reference taken first keeps the slot (and
                     // this body) alive until the caller drops it, after
                     // this call has returned.
-                    let last = slot.clone();
+                    let last = ThinSlot::new(slot.clone());
                     *cell = None;
                     (n, end, Some(last))
                 })
@@ -257,7 +257,7 @@ impl<M: Send + 'static> AnyBody for Bare<M> {
         _: bool,
         _: usize,
         _: &mut Effects,
-    ) -> (usize, Option<Arc<Slot>>) {
+    ) -> (usize, Option<ThinSlot>) {
         (0, None)
     }
 
@@ -753,11 +753,8 @@ impl<A: Actor, F: FnMut() -> A + Send + 'static> AnyCell for Cell<A, F> {
             // looks again (see `crate::run_state`).
             return Step::Idle;
         };
-        let unmuted = mailbox.after_take(depth);
-        // Almost always empty: skip the call (and the drop) then.
-        if !unmuted.is_empty() {
-            fx.edit().unmuted.extend(unmuted);
-        }
+        // Almost always nothing released: no call, no vector then.
+        mailbox.after_take_into(depth, |unmuted| fx.edit().unmuted.extend(unmuted));
         let outcome = match env {
             Envelope::Msg(msg) => self.handle(TurnKind::Message, msg, fx),
             Envelope::Reply(id, msg) => self.reply(id, msg, fx),

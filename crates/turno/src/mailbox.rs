@@ -1044,9 +1044,34 @@ impl<M: Send + 'static> Mailbox<M> {
     /// lane not near its capacity) answered here; the rest is out of line.
     #[inline(always)]
     pub(crate) fn after_take(&self, depth: usize) -> Vec<ActorId> {
+        match self.suspend_work_after(depth) {
+            Some(cap) => self.after_suspend_take(depth, cap),
+            None => Vec::new(),
+        }
+    }
+
+    /// [`Mailbox::after_take`] for the batch loop's message path: the
+    /// senders released, if any, are handed to `released` (the take's
+    /// record), so the common case builds, tests and drops no vector
+    /// (about six instructions a message).
+    #[inline(always)]
+    pub(crate) fn after_take_into(&self, depth: usize, released: impl FnOnce(Vec<ActorId>)) {
+        if let Some(cap) = self.suspend_work_after(depth) {
+            let unmuted = self.after_suspend_take(depth, cap);
+            if !unmuted.is_empty() {
+                released(unmuted);
+            }
+        }
+    }
+
+    /// The common part of both: sets the depth gauge, and says whether a
+    /// suspend mailbox (of the capacity returned) has senders to set,
+    /// release or wake after a take that left `depth`.
+    #[inline(always)]
+    fn suspend_work_after(&self, depth: usize) -> Option<usize> {
         self.metrics.set_depth(depth, || self.metrics());
         let Policy::Suspend(cap) = self.policy() else {
-            return Vec::new();
+            return None;
         };
         // What `after_suspend_take` would find: nothing to set, release
         // or wake (`maybe_waiting` is the consumer's own).
@@ -1058,9 +1083,9 @@ impl<M: Send + 'static> Mailbox<M> {
                         .get()
                         .is_none_or(|p| p.len.load(Ordering::Acquire) == 0)))
         {
-            return Vec::new();
+            return None;
         }
-        self.after_suspend_take(depth, cap)
+        Some(cap)
     }
 
     /// [`Mailbox::after_take`] of a suspend mailbox of capacity `cap`.

@@ -65,7 +65,7 @@ use crate::trace::ActorEvent;
 
 pub(crate) use crate::ids::ROOT;
 pub(crate) use run::End;
-pub(crate) use slot::{me_at, AnyBody, Queued, SelfPtr, Slot, TypedBody};
+pub(crate) use slot::{me_at, AnyBody, Queued, SelfPtr, Slot, ThinSlot, TypedBody};
 pub(crate) use tree::Registered;
 use tree::Tree;
 

@@ -40,8 +40,9 @@ pub(crate) trait AnyBody: Send + Sync + 'static {
     /// the cell if the actor is finalized. Returns the turns run and, if
     /// the cell was dropped, a strong reference to the slot that the caller
     /// drops once this call has returned (the cell held an address of its
-    /// own slot, maybe the last). Implemented by the typed body so that the
-    /// batch loop is compiled for the actor's own cell.
+    /// own slot, maybe the last): thin, so that the pair comes back in two
+    /// registers, not through memory. Implemented by the typed body so
+    /// that the batch loop is compiled for the actor's own cell.
     /// `claimed`: the caller's push claimed the word already (a claimed
     /// hand-off, see [`crate::hand_off`]), so the batch starts held.
     fn run_batch(
@@ -51,7 +52,7 @@ pub(crate) trait AnyBody: Send + Sync + 'static {
         claimed: bool,
         batch: usize,
         fx: &mut Effects,
-    ) -> (usize, Option<Arc<Slot>>);
+    ) -> (usize, Option<ThinSlot>);
     /// Runs `f` on the cell of a slot never registered (its owner holds
     /// the run-state word since the slot was built), unless the actor has
     /// stopped; drops the cell if `f` returns true (the actor is finalized:
