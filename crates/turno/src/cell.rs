@@ -16,7 +16,7 @@ use crate::ask::RequestId;
 use crate::ask::{Asks, ReplyFate, StaleReason};
 use crate::context::{Context, WatchMap};
 use crate::effects::{Effects, Spawned};
-use crate::engine::{AnyBody, End, Engine, Slot, ThinSlot, TypedBody};
+use crate::engine::{AnyBody, End, Engine, Queued, Slot, ThinSlot, TypedBody};
 use crate::ids::ActorPath;
 use crate::mailbox::{Control, Envelope, Mailbox, MailboxOps, Next, PathCell, Signal};
 use crate::shared::SystemShared;
@@ -137,11 +137,15 @@ impl<A: Actor, F: FnMut() -> A + Send + 'static> AnyBody for Body<A, F> {
     fn run_batch(
         &self,
         engine: &Engine,
-        slot: &Arc<Slot>,
+        slot: Queued,
         claimed: bool,
         batch: usize,
         fx: &mut Effects,
     ) -> (usize, Option<ThinSlot>) {
+        // SAFETY: `Engine::run_slot` calls this on the body of the entry it
+        // took, which is this one's, a `Self` (`Queued::borrow_as`).
+        let slot = unsafe { slot.borrow_as::<Self>() };
+        let slot: &Arc<Slot> = &slot;
         let run = self.mailbox.run_state();
         // A claimed hand-off's push claimed it already (`crate::hand_off`).
         if !claimed && !run.claim() {
@@ -253,7 +257,7 @@ impl<M: Send + 'static> AnyBody for Bare<M> {
     fn run_batch(
         &self,
         _: &Engine,
-        _: &Arc<Slot>,
+        _: Queued,
         _: bool,
         _: usize,
         _: &mut Effects,

@@ -51,10 +51,11 @@ impl Engine {
     ) -> usize {
         // SAFETY: the caller took the entry from its run queue (or its
         // hand-off slot, claimed) and runs it now; `run_batch` claims the
-        // slot before anything else, unless it is claimed already.
+        // slot before anything else, unless it is claimed already, and the
+        // body's reference ends with the call.
         #[allow(unsafe_code)]
-        let slot = unsafe { queued.borrow() };
-        let (ran, last) = slot.body.run_batch(self, &slot, claimed, batch, fx);
+        let body = unsafe { queued.body() };
+        let (ran, last) = body.run_batch(self, queued, claimed, batch, fx);
         // The cell's address of its own slot went with the finalized cell:
         // this one, taken before, may be the last, so it goes only now that
         // the body is no longer borrowed.

@@ -45,10 +45,15 @@ pub(crate) trait AnyBody: Send + Sync + 'static {
     /// that the batch loop is compiled for the actor's own cell.
     /// `claimed`: the caller's push claimed the word already (a claimed
     /// hand-off, see [`crate::hand_off`]), so the batch starts held.
+    /// `slot` is the slot this body is part of, as its run queue entry
+    /// holds it ([`Queued`]): the typed body rebuilds the engine's `Arc`
+    /// from it with its own static layout, where the caller would compute
+    /// the `Arc`'s address from the body's alignment in the vtable (about
+    /// 15 instructions a batch, between the caller and this).
     fn run_batch(
         &self,
         engine: &Engine,
-        slot: &Arc<Slot>,
+        slot: Queued,
         claimed: bool,
         batch: usize,
         fx: &mut Effects,
@@ -323,19 +328,41 @@ impl Queued {
         slot.body.ops().unclaim();
     }
 
-    /// The slot as the engine handles it: an `Arc` made from the address,
-    /// never dropped (the entry owns no count).
+    /// The body of the queued slot, to run it ([`AnyBody::run_batch`]
+    /// with this entry).
     ///
     /// # Safety
     /// The caller took this entry from its run queue and runs the slot with
     /// it before anything else could finalize it ([`Engine::run_slot`]
-    /// claims it first).
+    /// claims it first), and keeps the reference no longer than that run.
     #[allow(unsafe_code)]
-    pub(crate) unsafe fn borrow(self) -> ManuallyDrop<Arc<Slot>> {
-        // SAFETY: the slot is an `Arc` allocation (every slot is built by
-        // `Arc::new` or `Arc::new_cyclic`) and alive (the type's docs); the
-        // `Arc` is never dropped, so no count it does not own is released.
-        ManuallyDrop::new(unsafe { Arc::from_raw(self.0.as_ptr().cast_const()) })
+    #[inline]
+    pub(crate) unsafe fn body<'a>(&self) -> &'a dyn AnyBody {
+        // SAFETY: a queued slot is alive (the type's docs), for the run by
+        // the caller's contract, and only shared references to it are made.
+        unsafe { &(*self.0.as_ptr()).body }
+    }
+
+    /// The slot as the engine handles it, for the typed body `B` the entry
+    /// is of: an `Arc` made from the address with `B`'s static layout (no
+    /// alignment read from the vtable), never dropped (the entry owns no
+    /// count).
+    ///
+    /// # Safety
+    /// As for [`Queued::body`], and the slot's body is a `B`: the caller is
+    /// `B`'s [`AnyBody::run_batch`], called on this entry's body.
+    #[allow(unsafe_code)]
+    #[inline]
+    pub(crate) unsafe fn borrow_as<B: AnyBody>(self) -> ManuallyDrop<Arc<Slot>> {
+        let typed = self.0.as_ptr().cast_const().cast::<Slot<B>>();
+        // SAFETY: the slot is an `Arc<Slot<B>>` allocation (every slot is
+        // built by `Slot::new_in_arc`, and its body is a `B` by the
+        // caller's contract; the thin cast keeps the address and its
+        // provenance, which is the `Arc`'s) and alive (the type's docs);
+        // the `Arc` is never dropped, so no count it does not own is
+        // released.
+        let slot: Arc<Slot> = unsafe { Arc::from_raw(typed) };
+        ManuallyDrop::new(slot)
     }
 }
 
