@@ -134,7 +134,7 @@ impl<A: Actor, F: FnMut() -> A + Send + 'static> AnyBody for Body<A, F> {
     }
 
     #[allow(unsafe_code)]
-    fn run_batch(
+    unsafe fn run_batch(
         &self,
         engine: &Engine,
         slot: Queued,
@@ -142,10 +142,14 @@ impl<A: Actor, F: FnMut() -> A + Send + 'static> AnyBody for Body<A, F> {
         batch: usize,
         fx: &mut Effects,
     ) -> (usize, Option<ThinSlot>) {
-        // SAFETY: `Engine::run_slot` calls this on the body of the entry it
-        // took, which is this one's, a `Self` (`Queued::borrow_as`).
+        // SAFETY: the caller's contract: `slot` is the entry of this body's
+        // slot, a `Slot<Self>`, taken to run it now (`Queued::borrow_as`).
         let slot = unsafe { slot.borrow_as::<Self>() };
         let slot: &Arc<Slot> = &slot;
+        debug_assert!(
+            std::ptr::addr_eq(&slot.body, self),
+            "run_batch called with another slot's entry"
+        );
         let run = self.mailbox.run_state();
         // A claimed hand-off's push claimed it already (`crate::hand_off`).
         if !claimed && !run.claim() {
@@ -254,7 +258,8 @@ impl<M: Send + 'static> AnyBody for Bare<M> {
         &self.mailbox
     }
 
-    fn run_batch(
+    #[allow(unsafe_code)]
+    unsafe fn run_batch(
         &self,
         _: &Engine,
         _: Queued,

@@ -55,7 +55,10 @@ impl Engine {
         // body's reference ends with the call.
         #[allow(unsafe_code)]
         let body = unsafe { queued.body() };
-        let (ran, last) = body.run_batch(self, queued, claimed, batch, fx);
+        // SAFETY: as above: `queued` is the entry of the slot whose body
+        // `body` is, taken to run it now.
+        #[allow(unsafe_code)]
+        let (ran, last) = unsafe { body.run_batch(self, queued, claimed, batch, fx) };
         // The cell's address of its own slot went with the finalized cell:
         // this one, taken before, may be the last, so it goes only now that
         // the body is no longer borrowed.

@@ -50,7 +50,13 @@ pub(crate) trait AnyBody: Send + Sync + 'static {
     /// from it with its own static layout, where the caller would compute
     /// the `Arc`'s address from the body's alignment in the vtable (about
     /// 15 instructions a batch, between the caller and this).
-    fn run_batch(
+    ///
+    /// # Safety
+    /// `slot` is the entry of the slot whose body `self` is, taken by the
+    /// caller from its run queue (or its hand-off slot) to run it now, as
+    /// [`Queued::borrow_as`] requires: only [`Engine::run_slot`] calls it.
+    #[allow(unsafe_code)]
+    unsafe fn run_batch(
         &self,
         engine: &Engine,
         slot: Queued,
