@@ -545,8 +545,10 @@ impl<M: Send + 'static> Mailbox<M> {
     /// already installed: [`Lane::push_admitted`]) builds its verdict
     /// here and touches no buffer `Offer`; every other push (a refusal, an
     /// eviction, a retry, a closed mailbox, a block to install, a lost
-    /// claim) is the general one, out of line.
-    #[inline]
+    /// claim) is the general one, out of line. Always inlined, into
+    /// `Context::send` and `Addr::try_send`: the common case is small, and
+    /// a call of its own returned the verdict through memory.
+    #[inline(always)]
     pub(crate) fn push_user(
         &self,
         msg: M,
