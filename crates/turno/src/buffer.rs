@@ -130,6 +130,31 @@ impl Policy {
         }
     }
 
+    /// [`Policy::decide`]'s admission alone, for a store's fast path:
+    /// `Some(remaining)` when `decide(len)` is [`Decision::Admit`], with the
+    /// room left below the capacity once the element is in (`None` for
+    /// [`Policy::Unbounded`]: the `remaining` of
+    /// [`Offer::Enqueued`]), and `None` for every other decision (the store
+    /// then asks `decide`). One test of the variant and one comparison,
+    /// where `decide` and the capacity's own match read the policy twice;
+    /// it agrees with `decide` (`admit_agrees_with_decide`).
+    #[inline(always)]
+    pub(crate) const fn admit(&self, len: usize) -> Option<Option<usize>> {
+        match *self {
+            Policy::KeepNewest(n)
+            | Policy::KeepOldest(n)
+            | Policy::Reject(n)
+            | Policy::Suspend(n) => {
+                if len < n {
+                    Some(Some(n - (len + 1)))
+                } else {
+                    None
+                }
+            }
+            Policy::Unbounded => Some(None),
+        }
+    }
+
     /// What an offer to a queue holding `len` elements must do under this
     /// policy. Pure: it looks at nothing but its arguments, so any store
     /// can apply it.
@@ -490,6 +515,28 @@ impl<T> fmt::Debug for Buffer<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn admit_agrees_with_decide() {
+        let caps = [0, 1, 2, 3, 31, 32, usize::MAX];
+        let policies = caps.iter().flat_map(|&n| {
+            [
+                Policy::KeepNewest(n),
+                Policy::KeepOldest(n),
+                Policy::Reject(n),
+                Policy::Suspend(n),
+            ]
+        });
+        for policy in policies.chain([Policy::Unbounded]) {
+            let cap = policy.capacity().unwrap_or(usize::MAX);
+            let lens = (0..40).chain([cap.saturating_sub(1), cap, usize::MAX - 1, usize::MAX]);
+            for len in lens {
+                let admitted = policy.decide(len) == Decision::Admit;
+                let want = admitted.then(|| policy.capacity().map(|c| c - (len + 1)));
+                assert_eq!(policy.admit(len), want, "{policy} at {len}");
+            }
+        }
+    }
 
     #[test]
     fn keep_newest_evicts_oldest_and_returns_it() {

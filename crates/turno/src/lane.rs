@@ -464,7 +464,7 @@ impl<T, P: Place<T>> Lane<T, P> {
     /// [`Lane::push_slow`], which decides again from scratch.
     #[inline]
     pub(crate) fn push(&self, value: T, mode: Mode) -> Result<Pushed<T>, T> {
-        let Some((block, offset, len)) = self.claim_fast(mode == Mode::Force) else {
+        let Some((block, offset, len, _)) = self.claim_fast(mode == Mode::Force) else {
             return self.push_slow(value, mode);
         };
         // SAFETY: `claim_fast` claimed `offset` of `block`, not written.
@@ -474,33 +474,43 @@ impl<T, P: Place<T>> Lane<T, P> {
     /// The message path's push: the common case of [`Lane::push`] in
     /// [`Mode::Offer`] alone (open, admitted by the policy, inside an
     /// installed block, the claim won), answered with the depth after it
-    /// (its verdict is `Offer::Enqueued` with the room left below the
-    /// capacity, which the caller builds). `Err` hands the element back
-    /// with nothing done: the caller then pushes it by [`Lane::push_slow`]
-    /// (which decides again from scratch, as after a lost claim).
+    /// and the room left below the capacity (`None` unbounded): its
+    /// verdict is `Offer::Enqueued` with that room, which the caller
+    /// builds. `Err` hands the element back with nothing done: the caller
+    /// then pushes it by [`Lane::push_slow`] (which decides again from
+    /// scratch, as after a lost claim).
     #[inline]
-    pub(crate) fn push_admitted(&self, value: T) -> Result<usize, T> {
-        let Some((block, offset, len)) = self.claim_fast(false) else {
+    pub(crate) fn push_admitted(&self, value: T) -> Result<(usize, Option<usize>), T> {
+        let Some((block, offset, len, remaining)) = self.claim_fast(false) else {
             return Err(value);
         };
         // SAFETY: `claim_fast` claimed `offset` of `block`, not written.
         unsafe { self.publish(block, offset, value, false) };
-        Ok(self.deepest(len + 1))
+        // `remaining` is the policy's answer at the admission (not `force`
+        // here), so the policy is not read again.
+        Ok((self.deepest(len + 1), remaining))
     }
 
     /// The common case's claim, tried once: the lane open, the position
     /// not its block's last (so no install is due) in an installed block,
     /// the policy admitting (or `force`), and the compare-exchange won.
-    /// Returns the block, the claimed offset in it and the length seen
-    /// before the claim; `None` (nothing done) otherwise.
+    /// Returns the block, the claimed offset in it, the length seen before
+    /// the claim and the room left below the capacity after this element
+    /// (`None` unbounded, and meaningless when `force` overrode a refusal);
+    /// `None` (nothing done) otherwise.
     #[inline(always)]
-    fn claim_fast(&self, force: bool) -> Option<(&Block<T>, usize, usize)> {
+    #[allow(clippy::type_complexity)]
+    fn claim_fast(&self, force: bool) -> Option<(&Block<T>, usize, usize, Option<usize>)> {
         let tail = self.tail.load(SeqCst);
         let pos = tail >> SHIFT;
         let offset = pos % LAP;
         if tail & CLOSED == 0 && offset + 1 < BLOCK_CAP {
             let len = count(pos).saturating_sub(self.consumer.taken.load(SeqCst));
-            if force || self.policy.decide(len) == Decision::Admit {
+            // The policy read once: its admission and the verdict's
+            // `remaining` together (`decide` and then the capacity for the
+            // verdict matched it twice).
+            let room = self.policy.admit(len);
+            if force || room.is_some() {
                 let block = self.tail_block.load(Acquire);
                 if !block.is_null()
                     && self
@@ -511,7 +521,7 @@ impl<T, P: Place<T>> Lane<T, P> {
                     // SAFETY: as in `push_slow`: the claim succeeded, so
                     // `block` is the live block of `pos` (it stays so until
                     // the claimed slot is written and read).
-                    return Some((unsafe { &*block }, offset, len));
+                    return Some((unsafe { &*block }, offset, len, room.flatten()));
                 }
             }
         }

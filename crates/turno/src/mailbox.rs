@@ -559,10 +559,9 @@ impl<M: Send + 'static> Mailbox<M> {
             return self.push_user_slow(Envelope::Msg(msg), muting_sender, retry);
         }
         match self.user.push_admitted(Envelope::Msg(msg)) {
-            Ok(depth) => {
+            Ok((depth, remaining)) => {
                 // As `account` and `notify` below, for `Offer::Enqueued`.
                 self.trace_enqueue(depth);
-                let remaining = self.policy().capacity().map(|c| c.saturating_sub(depth));
                 self.notify();
                 (Verdict::Enqueued { remaining }, false)
             }

@@ -101,12 +101,12 @@ proptest! {
                 }
                 Op::Admit => {
                     let got = match lane.push_admitted(v) {
-                        Ok(depth) => {
-                            // Admitted: the depth is the length after the push.
+                        Ok((depth, remaining)) => {
+                            // Admitted: the depth is the length after the
+                            // push, and the room left is the lane's own
+                            // answer (checked against the reference below).
                             prop_assert_eq!(depth, lane.len(), "depth of {}", v);
-                            Ok(Offer::Enqueued {
-                                remaining: policy.capacity().map(|c| c.saturating_sub(depth)),
-                            })
+                            Ok(Offer::Enqueued { remaining })
                         }
                         Err(v) => match lane.push_slow(v, Mode::Offer) {
                             Ok(Pushed::Done(offer, _)) => Ok(offer),
