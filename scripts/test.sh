@@ -96,7 +96,9 @@ done
 # waiting-sender hand-shakes, the seal at finish), and that a consumer that
 # looks at the lane's tail by a relaxed load before it waits (not the
 # read-modify-write paired with the producers' claims) loses a wake-up the
-# model finds (the_model_catches_a_look_without_the_claim_order); sched_loom checks the
+# model finds (the_model_catches_a_look_without_the_claim_order), as does a
+# sender that registers to wait without its fence (the heavy side of
+# asym_fence.rs; the_model_catches_a_registration_without_the_fence); sched_loom checks the
 # run-state word and the mailbox's rare-work word (a control pushed while the
 # batch loop's message path takes mail is never lost), and that a push that
 # forgets to set the rare-work word loses a stop the model finds

@@ -64,6 +64,8 @@
 mod actor;
 mod addr;
 pub mod ask;
+#[allow(unsafe_code)]
+mod asym_fence;
 #[cfg(feature = "tokio")]
 pub mod bridge;
 pub mod buffer;

@@ -301,3 +301,58 @@ fn no_lost_wakeup_two_suspended_senders() {
         b.join().unwrap();
     });
 }
+
+/// The check of the checker for the second hand-shake (a take and a
+/// waiting sender, `no_lost_wakeup_room_after_one_take`'s race): a sender
+/// that registers without its fence (the heavy side of the asymmetric pair,
+/// `crate::asym_fence`; under loom both sides are `SeqCst` fences) loses
+/// the wake-up, and the model finds it (loom reports both threads blocked).
+/// The sender polls its send by hand, parking between polls, and nothing of
+/// the stream is dropped while loom unwinds from the deadlock: loom aborts
+/// the process when a drop touches its objects then (its own `block_on`
+/// does), which no `catch_unwind` could catch.
+#[test]
+fn the_model_catches_a_registration_without_the_fence() {
+    use std::future::Future;
+    use std::mem::ManuallyDrop;
+    use std::pin::Pin;
+    use std::task::{Context, Poll, Wake, Waker};
+
+    struct Unpark(thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+
+    let caught = catch_unwind(AssertUnwindSafe(|| {
+        loom::model(|| {
+            let (tx, rx) =
+                buffered_with_fault::<u32>(Policy::Suspend(1), Inject::RegisterWithoutFence);
+            let mut rx = ManuallyDrop::new(rx);
+            assert!(tx.push(1).is_enqueued());
+            let t = thread::spawn(move || {
+                let tx = ManuallyDrop::new(tx);
+                let waker = ManuallyDrop::new(Waker::from(Arc::new(Unpark(thread::current()))));
+                let mut cx = Context::from_waker(&waker);
+                let mut send = ManuallyDrop::new(tx.send(2));
+                let verdict = loop {
+                    if let Poll::Ready(v) = Pin::new(&mut *send).poll(&mut cx) {
+                        break v;
+                    }
+                    thread::park();
+                };
+                // Not reached on a deadlock: dropped on the schedules that end.
+                drop(ManuallyDrop::into_inner(send));
+                drop(ManuallyDrop::into_inner(waker));
+                drop(ManuallyDrop::into_inner(tx));
+                verdict.is_enqueued()
+            });
+            assert_eq!(rx.next_blocking(), Some(1));
+            assert!(t.join().unwrap());
+            assert_eq!(rx.next_blocking(), Some(2));
+            drop(ManuallyDrop::into_inner(rx));
+        })
+    }));
+    assert!(caught.is_err(), "the model missed the lost wake-up");
+}

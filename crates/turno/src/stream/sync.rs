@@ -17,7 +17,7 @@ pub(crate) use crate::sync::Mutex;
 
 /// The atomics of the lock-free buffered stream (`buffered/shared.rs`), loom's
 /// under `--cfg turno_loom`.
-pub(crate) use crate::sync::{fence, AtomicBool, AtomicUsize};
+pub(crate) use crate::sync::{AtomicBool, AtomicUsize};
 
 /// Runs a future to completion on the current thread, parking the thread
 /// while the future waits. This is how the blocking methods of the stream
