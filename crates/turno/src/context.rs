@@ -16,7 +16,7 @@ use crate::ask::{self, Pending, ReplyTo, RequestId, Response, StaleReason};
 use crate::cell::{Cell, LazyRare};
 use crate::effects::{Effects, TimerKey};
 use crate::ids::ActorPath;
-use crate::mailbox::Verdict;
+use crate::mailbox::{Envelope, Verdict, VerdictKind};
 use crate::shared::SystemShared;
 use crate::stash::StashFull;
 use crate::supervision::ExitReason;
@@ -94,15 +94,31 @@ impl<'a, A: Actor> Context<'a, A> {
     /// sends of one turn per sender muted on it, plus the sends of senders
     /// exempted by the cycle rule.
     //
-    // Inlined into the sending turn (with `Mailbox::push_user`'s common
-    // case; every rare outcome stays out of line there): as two calls the
-    // verdict went back through memory twice and each frame saved and
-    // restored its registers, about 30 of a pingpong message's 444
-    // instructions.
+    // Inlined into the sending turn with the mailbox's message path
+    // (`Mailbox::push_message`), every other outcome out of line
+    // (`Context::send_general`): as two calls the verdict went back
+    // through memory twice and each frame saved and restored its
+    // registers, about 30 of a pingpong message's 444 instructions, and
+    // a verdict merged from both paths went through the stack.
     #[inline(always)]
     pub fn send<N: Send + 'static>(&mut self, to: &Addr<N>, msg: N) -> Verdict<N> {
+        match to.mailbox().push_message(msg) {
+            Ok(remaining) => {
+                if let Some(sent) = &mut self.fx.sent {
+                    sent.push((to.id(), VerdictKind::Enqueued));
+                }
+                Verdict::Enqueued { remaining }
+            }
+            Err(env) => self.send_general(to, env),
+        }
+    }
+
+    /// [`Context::send`] past the message path: the mailbox's general
+    /// push, which may mute this actor (a full suspend mailbox).
+    #[inline(never)]
+    fn send_general<N: Send + 'static>(&mut self, to: &Addr<N>, env: Envelope<N>) -> Verdict<N> {
         let me = self.addr.id();
-        let (verdict, muted) = to.mailbox().push_user(msg, Some(me), false);
+        let (verdict, muted) = to.mailbox().push_user_slow(env, Some(me), false);
         if muted {
             self.fx.edit().muted_by.push(to.id());
         }

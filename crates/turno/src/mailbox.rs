@@ -558,21 +558,31 @@ impl<M: Send + 'static> Mailbox<M> {
         if retry {
             return self.push_user_slow(Envelope::Msg(msg), muting_sender, retry);
         }
-        match self.user.push_admitted(Envelope::Msg(msg)) {
-            Ok((depth, remaining)) => {
-                // As `account` and `notify` below, for `Offer::Enqueued`.
-                self.trace_enqueue(depth);
-                self.notify();
-                (Verdict::Enqueued { remaining }, false)
-            }
+        match self.push_message(msg) {
+            Ok(remaining) => (Verdict::Enqueued { remaining }, false),
             Err(env) => self.push_user_slow(env, muting_sender, retry),
         }
+    }
+
+    /// [`Mailbox::push_user`]'s message path alone (a new message, not a
+    /// retry): `Ok` with the verdict's `remaining` when the message is in
+    /// (its verdict is `Verdict::Enqueued`, traced and notified here);
+    /// `Err` hands the envelope back with nothing done, for
+    /// [`Mailbox::push_user_slow`]. `Context::send` builds its verdict
+    /// from it in registers, its general case out of line.
+    #[inline(always)]
+    pub(crate) fn push_message(&self, msg: M) -> Result<Option<usize>, Envelope<M>> {
+        let (depth, remaining) = self.user.push_admitted(Envelope::Msg(msg))?;
+        // As `account` and `notify` below, for `Offer::Enqueued`.
+        self.trace_enqueue(depth);
+        self.notify();
+        Ok(remaining)
     }
 
     /// [`Mailbox::push_user`]'s general case: the lane's general push
     /// ([`Lane::push_slow`]), the verdict from its `Offer`.
     #[inline(never)]
-    fn push_user_slow(
+    pub(crate) fn push_user_slow(
         &self,
         env: Envelope<M>,
         muting_sender: Option<ActorId>,
