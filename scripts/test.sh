@@ -102,7 +102,12 @@ done
 # run-state word and the mailbox's rare-work word (a control pushed while the
 # batch loop's message path takes mail is never lost), and that a push that
 # forgets to set the rare-work word loses a stop the model finds
-# (the_model_catches_a_push_that_forgets_the_rare_word).
+# (the_model_catches_a_push_that_forgets_the_rare_word); send_loom checks
+# the wake-up of an outside sender waiting for room in a full suspend mailbox
+# (the real mailbox, a producer taking the last slot, the runner's takes
+# racing them), and that a take that loads the lane's tail after its store of
+# taken without the light fence between (the lane before stop 30) loses the
+# sender's wake-up the model finds (the_model_catches_a_take_without_its_fence).
 RUSTFLAGS="--cfg turno_loom" CARGO_TARGET_DIR=target/loom \
   cargo test -p turno --release --locked --test sched_loom --test stream_loom --test lane_loom \
-  --test idle_loom --test lazy_loom --test waiters_loom
+  --test idle_loom --test lazy_loom --test waiters_loom --test send_loom

@@ -289,3 +289,47 @@ impl<M: Send + 'static> Addr<M> {
         self.mailbox().stale_replies()
     }
 }
+
+/// An outside sender's wait for room, step by step, for the loom model of
+/// the take and a waiting sender (`tests/send_loom.rs`): loom cannot run
+/// the `event_listener` wait of [`Addr::send_blocking`], so the model
+/// registers, retries and then checks the notification by hand.
+#[cfg(turno_loom)]
+pub(crate) mod model {
+    use super::Addr;
+    use crate::mailbox::Verdict;
+    use crate::waiters::{Waiters, WaitingSender};
+    use event_listener::EventListener;
+
+    /// A registered sender, as [`Addr::send_blocking`] holds it while it
+    /// waits: its guard and listener.
+    pub struct Waiting<'a> {
+        _guard: WaitingSender<'a>,
+        _listener: EventListener,
+        waiters: &'a Waiters,
+    }
+
+    impl Waiting<'_> {
+        /// True when a take (or the close) notified the waiting senders.
+        pub fn notified(&self) -> bool {
+            self.waiters.notified()
+        }
+    }
+
+    /// Registers the caller as waiting for room in `addr`'s mailbox, as
+    /// [`Addr::send_blocking`] does after a refusal.
+    pub fn wait_for_space<M: Send + 'static>(addr: &Addr<M>) -> Waiting<'_> {
+        let mailbox = addr.mailbox();
+        let (guard, listener) = mailbox.wait_for_space();
+        Waiting {
+            _guard: guard,
+            _listener: listener,
+            waiters: mailbox.waiters(),
+        }
+    }
+
+    /// The retry after the registration (an attempt, not a new message).
+    pub fn retry_send<M: Send + 'static>(addr: &Addr<M>, msg: M) -> Verdict<M> {
+        addr.retry_send(msg)
+    }
+}

@@ -1,8 +1,14 @@
 //! An asymmetric fence pair for a Dekker hand-shake whose two sides run at
-//! very different rates: the buffered stream's consumer, after every take,
-//! against a sender that registers to wait for room, which happens only
-//! when the stream is full and the sender's short spin found no room
-//! (`stream/buffered/shared.rs`).
+//! very different rates: a consumer, after every take, against a sender
+//! that registers to wait for room, which happens only when the buffer is
+//! full and the sender's short spin found no room. Two users:
+//!
+//! - the buffered stream's take, between its store of the take and its
+//!   load of the senders' count (`stream/buffered/shared.rs`);
+//! - a mailbox's take (`Lane::take`), between its store of `taken` and its
+//!   load of `tail`, whose depth tells the mailbox whether a sender may
+//!   have been refused and be waiting (`crate::waiters`); the outside
+//!   sender's registration (`Waiters::register`) is the heavy side.
 //!
 //! A symmetric pair (a `SeqCst` fence on both sides) makes the consumer
 //! wait, on every take, for its stores to drain before its load of the
@@ -142,8 +148,10 @@ mod imp {
 
 /// Registers the process for the heavy side, once (later calls only read
 /// the answer); true when the pair is asymmetric. Called before a light
-/// fence is first needed (a suspend stream's creation), so that its
-/// consumer never waits for a sender to find out.
+/// fence is first needed (a suspend stream's creation, a system's), so
+/// that its consumer does not fence fully until a sender finds out. (Were
+/// it not called, both sides would still be ordered: `heavy` calls it
+/// first, and `light` stays a full fence until it has succeeded.)
 pub(crate) use imp::init;
 
 /// The frequent side: a compiler fence once [`init`] succeeded, else a

@@ -311,6 +311,19 @@ pub enum Inject {
     /// the installer may reuse a block whose reset (or link) it does not
     /// see yet.
     SpareRelaxed,
+    /// The take loads `tail` right after its store of `taken`, without the
+    /// light fence between (the lane before stop 30): the depth it reads
+    /// can miss a claim that a refused sender saw, and the mailbox then
+    /// misses that sender (`tests/send_loom.rs`).
+    TakeWithoutFence,
+}
+
+#[cfg(turno_loom)]
+std::thread_local! {
+    /// The fault every lane created on this thread starts with: how the
+    /// mailbox model (`tests/send_loom.rs`) reaches the lanes of mailboxes
+    /// the runtime creates. Loom runs a model's threads on its own thread.
+    static INJECT_NEW: std::cell::Cell<Inject> = const { std::cell::Cell::new(Inject::None) };
 }
 
 // SAFETY: the lane owns its elements (moved in by producers, out by the
@@ -344,7 +357,7 @@ impl<T, P: Place<T>> Lane<T, P> {
                 owed: AtomicUsize::new(0),
             }),
             #[cfg(turno_loom)]
-            inject: Inject::None,
+            inject: INJECT_NEW.with(|i| i.get()),
         }
     }
 
@@ -912,6 +925,22 @@ impl<T, P: Place<T>> Lane<T, P> {
             Some((value, self.removed()))
         })?;
         let (value, removed) = value;
+        // The store of `taken` (in `pop`) before the load of `tail`: a
+        // refused outside sender saw a claim and a `taken` from before
+        // this take; without the order, this load could miss that claim
+        // while the sender's retry still misses the store, and the depth
+        // read would be too low for the mailbox to look for the sender
+        // (`Mailbox::after_suspend_take`): a store then a load, so only a
+        // full fence orders them. The light side of the asymmetric pair:
+        // the registering sender pays the barrier (`crate::asym_fence`,
+        // `crate::waiters`).
+        #[cfg(turno_loom)]
+        let fenced = self.inject != Inject::TakeWithoutFence;
+        #[cfg(not(turno_loom))]
+        let fenced = true;
+        if fenced {
+            crate::asym_fence::light();
+        }
         let depth = count(self.tail.load(SeqCst) >> SHIFT).saturating_sub(removed);
         Some((value, depth))
     }
@@ -1170,6 +1199,13 @@ pub(crate) mod model {
         /// A lane with `policy` and `inject`.
         pub fn new(policy: Policy, inject: Inject) -> Self {
             ModelLane(Lane::new(policy).with_injected(inject))
+        }
+
+        /// Every lane created on this thread from now on (a mailbox's, by
+        /// the runtime) starts with `inject`. Loom runs all of a model's
+        /// threads on the thread that calls `loom::model`.
+        pub fn inject_new(inject: Inject) {
+            super::INJECT_NEW.with(|i| i.set(inject));
         }
 
         /// Offers a new element.

@@ -148,6 +148,15 @@ pub mod waiters_model {
     pub use crate::waiters::model::{Inject, ModelWaiters, Registered};
 }
 
+/// An outside sender's wait for room, step by step, exposed to the loom
+/// model of the take and a waiting sender (`tests/send_loom.rs`) only. Not
+/// part of the API.
+#[cfg(turno_loom)]
+#[doc(hidden)]
+pub mod send_model {
+    pub use crate::addr::model::{retry_send, wait_for_space, Waiting};
+}
+
 /// The buffered stream with an injected fault, exposed to its loom model
 /// (`tests/stream_loom.rs`) only. Not part of the API.
 #[cfg(turno_loom)]

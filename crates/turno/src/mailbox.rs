@@ -1251,6 +1251,12 @@ impl<M: Send + 'static> Mailbox<M> {
     pub(crate) fn wait_for_space(&self) -> (WaitingSender<'_>, event_listener::EventListener) {
         self.waiters.register()
     }
+
+    /// The waiting senders' part (the loom model's check of a wake-up).
+    #[cfg(turno_loom)]
+    pub(crate) fn waiters(&self) -> &Waiters {
+        &self.waiters
+    }
 }
 
 impl<M: Send + 'static> MailboxOps for Mailbox<M> {

@@ -56,6 +56,12 @@ pub(crate) struct SystemShared {
 
 impl SystemShared {
     pub(crate) fn new(clock: Clock, tracer: Tracer, metrics: bool) -> Self {
+        // Every take of a mailbox's lane uses the light side of the
+        // asymmetric fence, which stays a full fence until the process is
+        // registered for the heavy side: register it here, once, rather
+        // than on the first wait of an outside sender (the default policy
+        // is a suspend one, so nearly every system has such mailboxes).
+        crate::asym_fence::init();
         SystemShared {
             clock,
             tracer,

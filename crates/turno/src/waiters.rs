@@ -12,8 +12,9 @@
 //! low watermark (and a close) then looks for registered senders and wakes
 //! them. Neither side may miss the other: either the sender's second try
 //! sees the room (or the close), or the look sees the sender registered.
-//! Both sides fence (`SeqCst`), and the two fences are ordered one way or
-//! the other:
+//! Both sides fence (the sender's is the heavy side of `crate::asym_fence`,
+//! which is at least a `SeqCst` fence; the taker's a `SeqCst` fence), and
+//! the two fences are ordered one way or the other:
 //!
 //! - the sender's fence comes after its registration (the part's
 //!   installation and the count's increment), the taker's after its take
@@ -30,6 +31,31 @@
 //! before the look's fence, and the sender would wait for a wake-up that
 //! never comes. `tests/waiters_loom.rs` checks the handshake, and that
 //! this fault (`Inject::RegisterWithoutFence`) is found.
+//!
+//! **Which take looks.** The look costs a fence, so a take below the low
+//! watermark looks only when `Mailbox::maybe_waiting` is set, and a take
+//! sets it when the depth it read is at least `cap - 1`: a refusal saw
+//! `cap` queued, so the first take after it leaves at least `cap - 1`.
+//! That depth comes from the take's store of `taken` and then its load of
+//! `tail` (`Lane::take`), a store then a load: without a full fence
+//! between them the load may read `tail` from before a claim that the
+//! refused sender saw, while the store is not yet visible to the sender's
+//! retry. (Suspend(2), one queued, a producer claiming the second slot, a
+//! sender refused twice: the take of the first reads depth 0, the take of
+//! the producer's too, no take sets the flag, and the sender waits for
+//! ever.) So the two sides pair once more, asymmetrically
+//! (`crate::asym_fence`): the take orders its store before its load with
+//! the light side (a compiler fence), and the sender's fence above is the
+//! heavy side (`membarrier`: a barrier on every running thread of the
+//! process). Either the take's load comes after the barrier forced on its
+//! thread, and then reads every claim the sender saw before its call (the
+//! depth is `cap - 1` or more and the flag is set, and the look after
+//! the take, later still, sees the registration), or its store comes
+//! before that barrier, and the sender's retry after the call sees the
+//! room. The listener is made before the count is raised, so that a look
+//! that sees the count finds the listener. `tests/send_loom.rs` checks
+//! this with the real mailbox, and that a take without its light fence
+//! (`lane::Inject::TakeWithoutFence`) is found.
 
 use std::sync::atomic::Ordering::{Relaxed, SeqCst};
 
@@ -99,17 +125,26 @@ impl Waiters {
     /// again after this and before waiting (see the [module docs](self)).
     pub(crate) fn register(&self) -> (WaitingSender<'_>, EventListener) {
         let part = self.part();
+        // The listener first, then the count: a look that sees the count
+        // then finds the listener to notify. (The other order is correct
+        // too, through the event's own lock: a notification that comes
+        // before the listener exists is ordered before it, and so before
+        // the retry, which then sees the room. But loom sees only the
+        // count, so the model checks this order.)
+        let listener = part.space.listen();
         part.waiting.fetch_add(1, SeqCst);
         #[cfg(turno_loom)]
         let fenced = self.inject != Inject::RegisterWithoutFence;
         #[cfg(not(turno_loom))]
         let fenced = true;
         if fenced {
-            // Orders the installation and the count before the retry; see
-            // the module docs.
-            fence(SeqCst);
+            // Orders the installation and the count before the retry, and
+            // the refused try's view of the lane against the takes; see
+            // the module docs. The heavy side of the asymmetric pair: the
+            // take's side is a compiler fence (`crate::asym_fence`).
+            crate::asym_fence::heavy();
         }
-        (WaitingSender(&part.waiting), part.space.listen())
+        (WaitingSender(&part.waiting), listener)
     }
 
     /// After a take that made room (or a close): wakes every registered
@@ -122,6 +157,12 @@ impl Waiters {
                 part.space.notify(usize::MAX);
             }
         }
+    }
+
+    /// True when a look notified the registered senders (loom models).
+    #[cfg(turno_loom)]
+    pub(crate) fn notified(&self) -> bool {
+        self.part.get().is_some_and(|p| p.space.is_notified())
     }
 
     pub(crate) fn count_stale(&self) {
