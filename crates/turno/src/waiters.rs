@@ -52,8 +52,7 @@
 //! depth is `cap - 1` or more and the flag is set, and the look after
 //! the take, later still, sees the registration), or its store comes
 //! before that barrier, and the sender's retry after the call sees the
-//! room. The listener is made before the count is raised, so that a look
-//! that sees the count finds the listener. `tests/send_loom.rs` checks
+//! room. `tests/send_loom.rs` checks
 //! this with the real mailbox, and that a take without its light fence
 //! (`lane::Inject::TakeWithoutFence`) is found.
 
@@ -125,13 +124,6 @@ impl Waiters {
     /// again after this and before waiting (see the [module docs](self)).
     pub(crate) fn register(&self) -> (WaitingSender<'_>, EventListener) {
         let part = self.part();
-        // The listener first, then the count: a look that sees the count
-        // then finds the listener to notify. (The other order is correct
-        // too, through the event's own lock: a notification that comes
-        // before the listener exists is ordered before it, and so before
-        // the retry, which then sees the room. But loom sees only the
-        // count, so the model checks this order.)
-        let listener = part.space.listen();
         part.waiting.fetch_add(1, SeqCst);
         #[cfg(turno_loom)]
         let fenced = self.inject != Inject::RegisterWithoutFence;
@@ -144,7 +136,7 @@ impl Waiters {
             // take's side is a compiler fence (`crate::asym_fence`).
             crate::asym_fence::heavy();
         }
-        (WaitingSender(&part.waiting), listener)
+        (WaitingSender(&part.waiting), part.space.listen())
     }
 
     /// After a take that made room (or a close): wakes every registered
