@@ -82,9 +82,14 @@ mod imp {
 
     #[inline]
     pub(crate) fn light() {
+        light_where(true);
+    }
+
+    #[inline]
+    pub(crate) fn light_where(needed: bool) {
         if ASYMMETRIC.load(Ordering::Relaxed) {
             compiler_fence(Ordering::SeqCst);
-        } else {
+        } else if needed {
             fence(Ordering::SeqCst);
         }
     }
@@ -141,6 +146,13 @@ mod imp {
         fence(Ordering::SeqCst);
     }
 
+    #[inline]
+    pub(crate) fn light_where(needed: bool) {
+        if needed {
+            fence(Ordering::SeqCst);
+        }
+    }
+
     pub(crate) fn heavy() {
         fence(Ordering::SeqCst);
     }
@@ -157,6 +169,11 @@ pub(crate) use imp::init;
 /// The frequent side: a compiler fence once [`init`] succeeded, else a
 /// `SeqCst` fence.
 pub(crate) use imp::light;
+
+/// [`light`] for a caller that needs the order only sometimes (a mailbox's
+/// take: only a suspend lane has senders waiting for room): when the pair
+/// is not asymmetric, the full fence only where `needed`.
+pub(crate) use imp::light_where;
 
 /// The rare side: `membarrier` once [`init`] succeeded, else a `SeqCst`
 /// fence.

@@ -933,13 +933,15 @@ impl<T, P: Place<T>> Lane<T, P> {
         // (`Mailbox::after_suspend_take`): a store then a load, so only a
         // full fence orders them. The light side of the asymmetric pair:
         // the registering sender pays the barrier (`crate::asym_fence`,
-        // `crate::waiters`).
+        // `crate::waiters`). Only a suspend lane has senders waiting for
+        // room: where the pair is not asymmetric (the light side a full
+        // fence), the other policies do not pay it.
         #[cfg(turno_loom)]
         let fenced = self.inject != Inject::TakeWithoutFence;
         #[cfg(not(turno_loom))]
         let fenced = true;
         if fenced {
-            crate::asym_fence::light();
+            crate::asym_fence::light_where(matches!(self.policy, Policy::Suspend(_)));
         }
         let depth = count(self.tail.load(SeqCst) >> SHIFT).saturating_sub(removed);
         Some((value, depth))
