@@ -197,14 +197,16 @@ proptest! {
 /// The lane store is the default for every policy but keep-newest.
 #[test]
 fn keep_newest_stays_on_the_locked_store() {
-    assert!(Shared::<u8, u8>::new(Policy::KeepNewest(2)).lane.is_none());
+    assert!(Shared::<u8, u8>::new(Policy::KeepNewest(2))
+        .lane()
+        .is_none());
     for p in [
         Policy::KeepOldest(2),
         Policy::Reject(2),
         Policy::Suspend(2),
         Policy::Unbounded,
     ] {
-        assert!(Shared::<u8, u8>::new(p).lane.is_some(), "{p:?}");
+        assert!(Shared::<u8, u8>::new(p).lane().is_some(), "{p:?}");
     }
 }
 
