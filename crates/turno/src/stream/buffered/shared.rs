@@ -115,7 +115,7 @@ pub(super) struct Shared<T, E> {
     /// stream's two sides run at once. Not an `Option`: its tag would be a
     /// niche in the lane's policy, beside the producers' `tail`, and every
     /// take would read that line as the producers' claims write it (a
-    /// third of the consumer's time in spsc, stop 31).
+    /// third of the take's samples in spsc, stop 31).
     lane: Lane<T, OwnLines<T>>,
     /// False: the locked store (`State::buffer`), and `lane` stays unused.
     lock_free: bool,
