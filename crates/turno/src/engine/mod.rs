@@ -4,7 +4,7 @@
 //! engine decides everything else, identically for both schedulers:
 //!
 //! - running a batch of turns of one actor ([`Engine::run_slot`]) and
-//!   applying their [`Effects`];
+//!   applying their [`Effects`](crate::effects::Effects);
 //! - the supervision tree: spawning, failing, restarting, stopping (children
 //!   first), escalating, watching;
 //! - the wait-for graph of muted senders, kept acyclic so muting cannot
