@@ -46,7 +46,8 @@ for case in sorted({c for c, _ in by}):
     for side in ["start", "end", *peers]:
         d = by.get((case, side), {})
         if d:
-            print(f"  {side:20} {statistics.median(d.values()):8.2f}  {min(d.values()):.2f}-{max(d.values()):.2f}")
+            lo, hi = min(d.values()), max(d.values())
+            print(f"  {side:20} {statistics.median(d.values()):8.2f}  {lo:.2f}-{hi:.2f}")
     end = by.get((case, "end"), {})
     for side in ["start", *peers]:
         other = by.get((case, side), {})

@@ -712,7 +712,8 @@ impl<T, E> Shared<T, E> {
         stats
     }
 
-    /// One poll of [`SendFuture`](super::SendFuture): `id` is the sender's place in the queue.
+    /// One poll of [`SendFuture`](super::SendFuture): `id` is the sender's
+    /// place in the queue.
     pub(super) fn poll_send(
         &self,
         item: T,
@@ -791,7 +792,8 @@ impl<T, E> Shared<T, E> {
         Ok(verdict)
     }
 
-    /// A [`SendFuture`](super::SendFuture) dropped while queued, or woken and not polled again.
+    /// A [`SendFuture`](super::SendFuture) dropped while queued, or woken
+    /// and not polled again.
     pub(super) fn drop_send(&self, id: u64) {
         let mut st = self.state.lock();
         let before = st.senders.len();
@@ -814,9 +816,10 @@ impl<T, E> Shared<T, E> {
         }
     }
 
-    /// [`Continuation::on_termination`](super::Continuation::on_termination): runs `handler` at once if the
-    /// stream has terminated, else installs it (outside the lock either
-    /// way: the replaced handler is dropped after it).
+    /// [`Continuation::on_termination`](super::Continuation::on_termination):
+    /// runs `handler` at once if the stream has terminated, else installs it
+    /// (outside the lock either way: the replaced handler is dropped after
+    /// it).
     pub(super) fn on_termination(&self, handler: Handler) {
         let mut st = self.state.lock();
         match st.termination {
