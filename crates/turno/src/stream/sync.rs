@@ -26,11 +26,11 @@ pub(crate) use crate::sync::{AtomicBool, AtomicUsize};
 ///
 /// The waker is one per thread and never reallocated, so a stream that
 /// keeps it (`Waker::will_wake`) never clones it again. Waking it sets a
-/// flag; before parking, the thread yields its core a few times, checking
-/// that flag (a read of its own cache line, which does not disturb the other
-/// side), because the other side usually answers within a time slice, far
-/// less than a park/unpark round trip. The waker calls `unpark` only when
-/// the thread really sleeps.
+/// flag; before parking, the thread looks at that flag (a read of its own
+/// cache line, which does not disturb the other side) in a short spin, then
+/// between a few yields of its core, because the other side usually answers
+/// within a few microseconds when it runs on another core, and within a
+/// time slice when it does not: both less than a park/unpark round trip. The waker calls `unpark` only when the thread really sleeps.
 ///
 /// Do not call it from inside an async task: it blocks the executor thread.
 ///
@@ -83,6 +83,11 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
         };
     }
 
+    /// Steps of the spin before the yields: step `i` looks at the flag,
+    /// then spins `2^min(i, 6)` CPU hints: 191 hints in all, about 5 µs on
+    /// the benchmark machine of stop 32 (a Zen 1 guest), less than one
+    /// park/unpark round trip.
+    const SPIN_STEPS: u32 = 8;
     /// Yields before parking.
     const YIELDS: u32 = 3;
 
@@ -99,12 +104,25 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
                 signal.notified.0.store(true, Ordering::SeqCst);
                 return out;
             }
-            // Before sleeping, give the other side a few chances to answer
-            // by yielding the core, not by spinning: measured on the 2-core
-            // benchmark machine (BENCHMARKS.md), where producers and consumer
-            // outnumber the cores, spinning delays the very thread that would
-            // wake us (rendezvous throughput fell 2-3x with a 127-iteration
-            // spin), while three yields then a park was best across cases.
+            // Before sleeping, give the other side a few chances to answer:
+            // first a short spin, for a side running on another core (an
+            // spsc rendezvous hand-off: 0.12-0.14 M elements/s with the
+            // yields alone, 0.73-0.78 M with this spin; BENCHMARKS.md, issue
+            // 11, stop 32), then yields of the core, for a side waiting for
+            // this core (producers and consumer outnumbering the cores: a
+            // long spin there delays the very thread that would wake us; a
+            // 127-iteration spin before the yields once cost rendezvous 2-3x,
+            // while this one leaves mpsc4 unchanged).
+            let mut step = 0;
+            while step < SPIN_STEPS {
+                if signal.notified.0.load(Ordering::Acquire) {
+                    continue 'poll;
+                }
+                for _ in 0..1u32 << step.min(6) {
+                    std::hint::spin_loop();
+                }
+                step += 1;
+            }
             for _ in 0..YIELDS {
                 if signal.notified.0.load(Ordering::Acquire) {
                     continue 'poll;
