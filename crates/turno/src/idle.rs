@@ -61,12 +61,25 @@ fn sleeping(state: usize) -> usize {
 #[cfg(not(turno_loom))]
 const SLEEP_LIMIT: std::time::Duration = std::time::Duration::from_millis(50);
 
-/// How long a watcher naps before it looks at the other workers' queues:
-/// an entry waits at most about this long behind a worker that is stuck
-/// in a long batch, and a watcher costs its core one timed wake-up per
-/// nap (a few microseconds of its own time).
+/// How long a watcher first naps before it looks at the other workers'
+/// queues: an entry waits about this long behind a worker that gets stuck
+/// in a long batch while the watcher naps this long, and a watcher costs
+/// its core one timed wake-up per nap (a few microseconds of its own time).
+/// While the deques it watches keep entries and keep draining, its nap
+/// doubles after each look, up to [`WATCH_MAX`].
 #[cfg_attr(turno_loom, allow(dead_code))] // the threaded scheduler's, not loom's
 pub const WATCH: std::time::Duration = std::time::Duration::from_micros(100);
+
+/// The longest nap of a watcher (see [`WATCH`]): its nap grows to this
+/// while the owner of the deque it watches keeps up with a backlog that
+/// never empties, so an entry behind a batch that then runs long waits at
+/// most about twice this long. Each wake-up of the watcher is time taken
+/// from the busy worker wherever the two share a physical core (a
+/// virtual machine's vCPUs may): on the 2-vCPU benchmark guest of issue 11,
+/// stop 32, naps of [`WATCH`] alone made two workers 4-6 % slower than one
+/// on bndbuffer and chameneos (`BENCHMARKS.md`).
+#[cfg_attr(turno_loom, allow(dead_code))] // the threaded scheduler's, not loom's
+pub const WATCH_MAX: std::time::Duration = std::time::Duration::from_micros(6400);
 
 #[cfg(not(turno_loom))]
 type Condvar = parking_lot::Condvar;

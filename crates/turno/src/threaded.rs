@@ -18,16 +18,19 @@
 //!   deque first, so a ping-pong pair cannot starve others.
 //! - **Affinity.** An actor woken by a turn stays on that worker (the LIFO
 //!   slot, then its deque) unless the worker falls behind: another worker
-//!   steals from a deque only when the entries it held a [`WATCH`] ago have
-//!   not all been run since (a long batch, or more work than one core
-//!   does). Messages among a few actors so stay in one core's cache, and
+//!   steals from a deque only when the entries it held a nap ago (a
+//!   [`WATCH`] at first) have not all been run since (a long batch, or
+//!   more work than one core does). Messages among a few actors so stay in one core's cache, and
 //!   work spreads when it waits, not whenever a core is free: moving an
 //!   actor costs its mailbox's and its state's cache lines, more than a
 //!   short wait.
 //! - **Sleep and wake-up.** A worker that finds nothing searches (spins,
 //!   looks at the injector) for a few microseconds, then sleeps; while
 //!   another worker's deque holds entries, it sleeps as a watcher, in naps
-//!   of [`WATCH`]. New work wakes a sleeper only when no worker is
+//!   of [`WATCH`] that double while that deque keeps entries and keeps
+//!   draining, up to [`WATCH_MAX`] (an owner that keeps up needs no help,
+//!   and each wake-up of the watcher costs the busy core time where the two
+//!   share a physical core). New work wakes a sleeper only when no worker is
 //!   searching (or watching), one at a time (see `idle.rs`), so a single
 //!   busy actor fed from outside threads wakes no second worker.
 //! - **Time** is real: timers fire on a timer thread; `simulate_work` is
@@ -67,8 +70,8 @@ use crate::addr::ActorId;
 use crate::effects::{Effects, TimerKey};
 use crate::engine::{Engine, Queued, Scheduler, ROOT};
 use crate::hand_off::{Displaced, HandOff, Port};
-pub use crate::idle::WATCH;
 use crate::idle::{Idle, Woke};
+pub use crate::idle::{WATCH, WATCH_MAX};
 use crate::system::System;
 use crate::system::SystemBuilder;
 use crate::time::{Clock, Instant};
@@ -221,7 +224,7 @@ impl Core {
     /// the previous look, updated here): steals one entry from a worker
     /// that popped fewer entries from its deque since than it held then:
     /// the deque is FIFO, so its oldest entry has waited at least the time
-    /// between two looks, about a [`WATCH`].
+    /// between two looks, a nap ([`WATCH`] to [`WATCH_MAX`]).
     fn steal_stale(&self, index: usize, seen: &mut [(usize, usize)]) -> Option<Queued> {
         let stealers = self.stealers.get()?;
         let mut found = None;
@@ -471,6 +474,10 @@ fn worker(core: Arc<Core>, engine: Arc<Engine>, index: usize, deque: Worker<Queu
     let mut watching = false;
     let mut seen = vec![(0usize, 0usize); core.epochs.len()];
     let mut quiet_looks = 0u32;
+    // The watcher's next nap: `WATCH` when it starts watching and after a
+    // look that finds no backlog, doubled (up to `WATCH_MAX`) after a look
+    // that finds one draining (nothing stale to steal).
+    let mut nap = WATCH;
     loop {
         if let Some((slot, claimed)) = core.next_task(&local, index, std::mem::take(&mut finished))
         {
@@ -509,12 +516,13 @@ fn worker(core: Arc<Core>, engine: Arc<Engine>, index: usize, deque: Worker<Queu
             core.idle.watch_start();
             watching = true;
             quiet_looks = 0;
+            nap = WATCH;
             core.look(&mut seen);
         }
         let woke = core.idle.sleep(
             index,
             searching,
-            watching.then_some(WATCH),
+            watching.then_some(nap),
             // Not watching, a backlog that appeared since the look above
             // ends the sleep at once, so the loop starts watching it: the
             // owner that pushed it may have seen this worker searching
@@ -536,12 +544,14 @@ fn worker(core: Arc<Core>, engine: Arc<Engine>, index: usize, deque: Worker<Queu
             }
             if !core.backlog(index) {
                 quiet_looks += 1;
+                nap = WATCH;
                 if quiet_looks >= QUIET_LOOKS {
                     watching = core.idle.watch_stop(|| core.backlog(index));
                     quiet_looks = 0;
                 }
             } else {
                 quiet_looks = 0;
+                nap = (nap * 2).min(WATCH_MAX);
             }
         }
     }

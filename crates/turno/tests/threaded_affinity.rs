@@ -89,3 +89,110 @@ fn an_actor_woken_behind_a_long_turn_is_stolen_while_it_runs() {
         sys.shutdown(Duration::from_secs(5)).unwrap();
     }
 }
+
+/// What the hub of a star gets: the start, or a spoke's token back.
+enum Hub {
+    Start(Vec<Addr<Addr<Hub>>>),
+    Back(Addr<Addr<Hub>>),
+}
+
+/// The hub of a star of actors (as chameneos's mall, every message passes
+/// through it, so the star's actors settle on one worker, whose deque keeps
+/// the spokes woken by the hub's turns while it drains them): each token a
+/// spoke sends back goes out again until `until`; then the hub sends `go`
+/// to the long turn's actor, once.
+struct Star {
+    until: std::time::Instant,
+    go: Addr<()>,
+    gone: bool,
+}
+
+impl Actor for Star {
+    type Msg = Hub;
+    fn handle(&mut self, ctx: &mut Context<'_, Self>, msg: Hub) {
+        let me = ctx.addr();
+        match msg {
+            Hub::Start(spokes) => {
+                for spoke in &spokes {
+                    assert!(ctx.send(spoke, me.clone()).is_enqueued());
+                }
+            }
+            Hub::Back(spoke) if std::time::Instant::now() < self.until => {
+                assert!(ctx.send(&spoke, me).is_enqueued());
+            }
+            Hub::Back(_) if !self.gone => {
+                self.gone = true;
+                assert!(ctx.send(&self.go, ()).is_enqueued());
+            }
+            Hub::Back(_) => {}
+        }
+    }
+}
+
+/// A spoke of the star: sends the token back to the hub.
+struct Spoke;
+
+impl Actor for Spoke {
+    type Msg = Addr<Hub>;
+    fn handle(&mut self, ctx: &mut Context<'_, Self>, hub: Addr<Hub>) {
+        let me = ctx.addr();
+        assert!(ctx.send(&hub, Hub::Back(me)).is_enqueued());
+    }
+}
+
+/// The same, after the other worker has watched a backlog that kept
+/// draining for a while (a star of a hub and six spokes: the spokes wait in
+/// the busy worker's deque and are run within a nap), which grows the
+/// watcher's nap towards `WATCH_MAX`: when the long turn comes, the actor
+/// behind it is still stolen while it runs.
+#[test]
+fn an_actor_behind_a_long_turn_is_stolen_after_a_backlog_that_kept_draining() {
+    for _ in 0..5 {
+        let sys = ThreadedSystem::builder().threads(2).build();
+        let (ran_tx, ran_rx) = mpsc::channel();
+        let (first_tx, second_tx) = (ran_tx.clone(), ran_tx);
+        let first = sys
+            .spawn(Props::new(), move || Woken {
+                ran: first_tx.clone(),
+                name: "first",
+            })
+            .unwrap();
+        let second = sys
+            .spawn(Props::new(), move || Woken {
+                ran: second_tx.clone(),
+                name: "second",
+            })
+            .unwrap();
+        let (outcome_tx, outcome_rx) = mpsc::channel();
+        let mut parts = Some((first, second, ran_rx, outcome_tx));
+        let long = sys
+            .spawn(Props::new(), move || {
+                let (first, second, ran, outcome) = parts.take().expect("spawned once");
+                Long {
+                    first,
+                    second,
+                    ran,
+                    outcome,
+                }
+            })
+            .unwrap();
+        let until = std::time::Instant::now() + Duration::from_millis(60);
+        let spokes: Vec<Addr<Addr<Hub>>> = (0..6)
+            .map(|_| sys.spawn(Props::new(), || Spoke).unwrap())
+            .collect();
+        let go = long.clone();
+        let hub = sys
+            .spawn(Props::new(), move || Star {
+                until,
+                go: go.clone(),
+                gone: false,
+            })
+            .unwrap();
+        assert!(hub.try_send(Hub::Start(spokes)).is_enqueued());
+        let outcome = outcome_rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the long turn reports");
+        outcome.expect("the other worker ran the woken actor during the long turn");
+        sys.shutdown(Duration::from_secs(5)).unwrap();
+    }
+}
