@@ -49,37 +49,44 @@ impl Actor for Long {
     }
 }
 
+/// Spawns the two actors a long turn wakes and the [`Long`] actor itself:
+/// its address, and where its outcome comes.
+fn long_turn(sys: &ThreadedSystem) -> (Addr<()>, mpsc::Receiver<Result<(), String>>) {
+    let (ran_tx, ran_rx) = mpsc::channel();
+    let (first_tx, second_tx) = (ran_tx.clone(), ran_tx);
+    let first = sys
+        .spawn(Props::new(), move || Woken {
+            ran: first_tx.clone(),
+            name: "first",
+        })
+        .unwrap();
+    let second = sys
+        .spawn(Props::new(), move || Woken {
+            ran: second_tx.clone(),
+            name: "second",
+        })
+        .unwrap();
+    let (outcome_tx, outcome_rx) = mpsc::channel();
+    let mut parts = Some((first, second, ran_rx, outcome_tx));
+    let long = sys
+        .spawn(Props::new(), move || {
+            let (first, second, ran, outcome) = parts.take().expect("spawned once");
+            Long {
+                first,
+                second,
+                ran,
+                outcome,
+            }
+        })
+        .unwrap();
+    (long, outcome_rx)
+}
+
 #[test]
 fn an_actor_woken_behind_a_long_turn_is_stolen_while_it_runs() {
     for _ in 0..20 {
         let sys = ThreadedSystem::builder().threads(2).build();
-        let (ran_tx, ran_rx) = mpsc::channel();
-        let (first_tx, second_tx) = (ran_tx.clone(), ran_tx);
-        let first = sys
-            .spawn(Props::new(), move || Woken {
-                ran: first_tx.clone(),
-                name: "first",
-            })
-            .unwrap();
-        let second = sys
-            .spawn(Props::new(), move || Woken {
-                ran: second_tx.clone(),
-                name: "second",
-            })
-            .unwrap();
-        let (outcome_tx, outcome_rx) = mpsc::channel();
-        let mut parts = Some((first, second, ran_rx, outcome_tx));
-        let long = sys
-            .spawn(Props::new(), move || {
-                let (first, second, ran, outcome) = parts.take().expect("spawned once");
-                Long {
-                    first,
-                    second,
-                    ran,
-                    outcome,
-                }
-            })
-            .unwrap();
+        let (long, outcome_rx) = long_turn(&sys);
         assert!(sys.wait_idle(Duration::from_secs(5)));
         assert!(long.try_send(()).is_enqueued());
         let outcome = outcome_rx
@@ -149,33 +156,7 @@ impl Actor for Spoke {
 fn an_actor_behind_a_long_turn_is_stolen_after_a_backlog_that_kept_draining() {
     for _ in 0..5 {
         let sys = ThreadedSystem::builder().threads(2).build();
-        let (ran_tx, ran_rx) = mpsc::channel();
-        let (first_tx, second_tx) = (ran_tx.clone(), ran_tx);
-        let first = sys
-            .spawn(Props::new(), move || Woken {
-                ran: first_tx.clone(),
-                name: "first",
-            })
-            .unwrap();
-        let second = sys
-            .spawn(Props::new(), move || Woken {
-                ran: second_tx.clone(),
-                name: "second",
-            })
-            .unwrap();
-        let (outcome_tx, outcome_rx) = mpsc::channel();
-        let mut parts = Some((first, second, ran_rx, outcome_tx));
-        let long = sys
-            .spawn(Props::new(), move || {
-                let (first, second, ran, outcome) = parts.take().expect("spawned once");
-                Long {
-                    first,
-                    second,
-                    ran,
-                    outcome,
-                }
-            })
-            .unwrap();
+        let (long, outcome_rx) = long_turn(&sys);
         let until = std::time::Instant::now() + Duration::from_millis(60);
         let spokes: Vec<Addr<Addr<Hub>>> = (0..6)
             .map(|_| sys.spawn(Props::new(), || Spoke).unwrap())
