@@ -76,8 +76,8 @@ pub const WATCH: std::time::Duration = std::time::Duration::from_micros(100);
 /// most about twice this long. Each wake-up of the watcher is time taken
 /// from the busy worker wherever the two share a physical core (a
 /// virtual machine's vCPUs may): on the 2-vCPU benchmark guest of issue 11,
-/// stop 32, naps of [`WATCH`] alone made two workers 4-6 % slower than one
-/// on bndbuffer and chameneos (`BENCHMARKS.md`).
+/// stop 32, naps of [`WATCH`] alone made two workers 1-9 % slower than one
+/// on bndbuffer and chameneos, by the machine's regime (`BENCHMARKS.md`).
 #[cfg_attr(turno_loom, allow(dead_code))] // the threaded scheduler's, not loom's
 pub const WATCH_MAX: std::time::Duration = std::time::Duration::from_micros(6400);
 

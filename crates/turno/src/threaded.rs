@@ -20,10 +20,10 @@
 //!   slot, then its deque) unless the worker falls behind: another worker
 //!   steals from a deque only when the entries it held a nap ago (a
 //!   [`WATCH`] at first) have not all been run since (a long batch, or
-//!   more work than one core does). Messages among a few actors so stay in one core's cache, and
-//!   work spreads when it waits, not whenever a core is free: moving an
-//!   actor costs its mailbox's and its state's cache lines, more than a
-//!   short wait.
+//!   more work than one core does). Messages among a few actors so stay in
+//!   one core's cache, and work spreads when it waits, not whenever a core
+//!   is free: moving an actor costs its mailbox's and its state's cache
+//!   lines, more than a short wait.
 //! - **Sleep and wake-up.** A worker that finds nothing searches (spins,
 //!   looks at the injector) for a few microseconds, then sleeps; while
 //!   another worker's deque holds entries, it sleeps as a watcher, in naps

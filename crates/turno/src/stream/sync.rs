@@ -30,7 +30,8 @@ pub(crate) use crate::sync::{AtomicBool, AtomicUsize};
 /// cache line, which does not disturb the other side) in a short spin, then
 /// between a few yields of its core, because the other side usually answers
 /// within a few microseconds when it runs on another core, and within a
-/// time slice when it does not: both less than a park/unpark round trip. The waker calls `unpark` only when the thread really sleeps.
+/// time slice when it does not: both less than a park/unpark round trip.
+/// The waker calls `unpark` only when the thread really sleeps.
 ///
 /// Do not call it from inside an async task: it blocks the executor thread.
 ///
