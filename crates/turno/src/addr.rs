@@ -172,9 +172,7 @@ impl<M: Send + 'static> Addr<M> {
         const YIELDS: u32 = 2;
         for step in 0..SPINS + if may_yield { YIELDS } else { 0 } {
             if step < SPINS {
-                for _ in 0..(1u32 << step) {
-                    std::hint::spin_loop();
-                }
+                crate::sync::spin_hints(step);
             } else {
                 std::thread::yield_now();
             }

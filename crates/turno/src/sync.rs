@@ -106,6 +106,17 @@ impl<T> UnsafeCell<T> {
 #[cfg(turno_loom)]
 pub(crate) use loom::cell::UnsafeCell;
 
+/// Step `step` of a doubling spin: `2^min(step, 6)` CPU hints (the waits
+/// before a yield or a park share it: [`backoff`], a worker's search, an
+/// outside sender's retries, `stream::block_on`).
+#[cfg_attr(turno_loom, allow(dead_code))]
+#[inline]
+pub(crate) fn spin_hints(step: u32) {
+    for _ in 0..1u32 << step.min(6) {
+        std::hint::spin_loop();
+    }
+}
+
 /// One step of a short wait for another thread's next few instructions
 /// (a producer installing a block): a CPU hint at first, then a yield.
 /// Under loom every step yields, so that the model can run the other thread.
@@ -118,9 +129,7 @@ pub(crate) fn backoff(step: &mut u32) {
     #[cfg(not(turno_loom))]
     {
         if *step < 6 {
-            for _ in 0..(1u32 << *step) {
-                std::hint::spin_loop();
-            }
+            spin_hints(*step);
             *step += 1;
         } else {
             std::thread::yield_now();

@@ -502,9 +502,7 @@ fn worker(core: Arc<Core>, engine: Arc<Engine>, index: usize, deque: Worker<Queu
         }
         if searching && idle_step < IDLE_SPINS + IDLE_YIELDS {
             if idle_step < IDLE_SPINS {
-                for _ in 0..(1u32 << idle_step) {
-                    std::hint::spin_loop();
-                }
+                crate::sync::spin_hints(idle_step);
             } else {
                 std::thread::yield_now();
             }

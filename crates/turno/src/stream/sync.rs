@@ -114,15 +114,11 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
             // long spin there delays the very thread that would wake us; a
             // 127-iteration spin before the yields once cost rendezvous 2-3x,
             // while this one leaves mpsc4 unchanged).
-            let mut step = 0;
-            while step < SPIN_STEPS {
+            for step in 0..SPIN_STEPS {
                 if signal.notified.0.load(Ordering::Acquire) {
                     continue 'poll;
                 }
-                for _ in 0..1u32 << step.min(6) {
-                    std::hint::spin_loop();
-                }
-                step += 1;
+                crate::sync::spin_hints(step);
             }
             for _ in 0..YIELDS {
                 if signal.notified.0.load(Ordering::Acquire) {
