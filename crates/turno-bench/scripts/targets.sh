@@ -50,11 +50,9 @@ done
 # stop 32): those two rows get TWO_WORKER_ROUNDS rounds in all (default 40),
 # the extra ones alternated the same way after the others.
 two_worker_rounds=${TWO_WORKER_ROUNDS:-40}
+two_worker_runs=$(echo "$pairs" | awk '$3 == "turno-1t" {print $1" "$2; print $1" "$3}')
 for r in $(seq $((rounds + 1)) "$two_worker_rounds"); do
-  runs='chameneos turno
-chameneos turno-1t
-bndbuffer turno
-bndbuffer turno-1t'
+  runs=$two_worker_runs
   if [ $((r % 2)) -eq 0 ]; then runs=$(echo "$runs" | tac); fi
   while read -r b i; do one "$b" "$i" "$r"; done <<< "$runs"
 done

@@ -107,11 +107,10 @@ enum Hub {
 /// through it, so the star's actors settle on one worker, whose deque keeps
 /// the spokes woken by the hub's turns while it drains them): each token a
 /// spoke sends back goes out again until `until`; then the hub sends `go`
-/// to the long turn's actor, once.
+/// to the long turn's actor, once (taking it).
 struct Star {
     until: std::time::Instant,
-    go: Addr<()>,
-    gone: bool,
+    go: Option<Addr<()>>,
 }
 
 impl Actor for Star {
@@ -127,11 +126,11 @@ impl Actor for Star {
             Hub::Back(spoke) if std::time::Instant::now() < self.until => {
                 assert!(ctx.send(&spoke, me).is_enqueued());
             }
-            Hub::Back(_) if !self.gone => {
-                self.gone = true;
-                assert!(ctx.send(&self.go, ()).is_enqueued());
+            Hub::Back(_) => {
+                if let Some(go) = self.go.take() {
+                    assert!(ctx.send(&go, ()).is_enqueued());
+                }
             }
-            Hub::Back(_) => {}
         }
     }
 }
@@ -165,8 +164,7 @@ fn an_actor_behind_a_long_turn_is_stolen_after_a_backlog_that_kept_draining() {
         let hub = sys
             .spawn(Props::new(), move || Star {
                 until,
-                go: go.clone(),
-                gone: false,
+                go: Some(go.clone()),
             })
             .unwrap();
         assert!(hub.try_send(Hub::Start(spokes)).is_enqueued());
