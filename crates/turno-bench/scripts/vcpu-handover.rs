@@ -66,7 +66,7 @@ fn main() {
                 acc
             })
         };
-        let a = worker(from_b, to_b.clone());
+        let a = worker(from_b, to_b);
         let b = worker(from_a, to_a.clone());
         to_a.send(chunks).unwrap();
         a.join().unwrap().wrapping_add(b.join().unwrap())
