@@ -328,3 +328,104 @@ fn a_ring_driven_from_two_threads_loses_nothing() {
     assert_eq!(seen.iter().filter(|&&n| n == 0).count(), 201);
     sys.shutdown(Duration::from_secs(5)).unwrap();
 }
+
+/// A player of [`turns_and_other_threads_share_a_running_systems_mailboxes_exactly`].
+enum Play {
+    Peer(turno::Addr<Play>),
+    /// A ping with this many hops left.
+    Ping(u64),
+    /// Mail from another thread.
+    Extra,
+}
+
+struct Player {
+    peer: Option<turno::Addr<Play>>,
+    pings: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    extras: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Actor for Player {
+    type Msg = Play;
+    fn handle(&mut self, ctx: &mut Context<'_, Self>, msg: Play) {
+        use std::sync::atomic::Ordering::Relaxed;
+        match msg {
+            Play::Peer(peer) => self.peer = Some(peer),
+            Play::Ping(left) => {
+                self.pings.fetch_add(1, Relaxed);
+                if left > 1 {
+                    let peer = self.peer.clone().unwrap();
+                    assert!(ctx.send(&peer, Play::Ping(left - 1)).is_enqueued());
+                }
+            }
+            Play::Extra => {
+                self.extras.fetch_add(1, Relaxed);
+            }
+        }
+    }
+}
+
+/// Pings between two actors of a running system (each sent by a turn, on
+/// the owner's thread, through the claimed hand-off) and mail from two
+/// other threads to the same two actors, while the owner runs the system
+/// in short slices, meet in the same bounded mailboxes: every ping and
+/// every message admitted from outside is handled exactly once.
+#[test]
+fn turns_and_other_threads_share_a_running_systems_mailboxes_exactly() {
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+    use std::sync::Arc;
+    use turno::Policy;
+
+    const ROUNDS: u64 = 20;
+    const HOPS: u64 = 2000;
+    const EXTRAS: u64 = 300;
+    let pings = Arc::new(AtomicU64::new(0));
+    let extras = Arc::new(AtomicU64::new(0));
+    let mut sys = LocalSystem::new();
+    let player = |sys: &LocalSystem| {
+        let (pings, extras) = (pings.clone(), extras.clone());
+        sys.spawn(Props::new().mailbox(Policy::Reject(4096)), move || Player {
+            peer: None,
+            pings: pings.clone(),
+            extras: extras.clone(),
+        })
+        .unwrap()
+    };
+    let (a, b) = (player(&sys), player(&sys));
+    assert!(a.try_send(Play::Peer(b.clone())).is_enqueued());
+    assert!(b.try_send(Play::Peer(a.clone())).is_enqueued());
+    sys.run_until_idle();
+    let mut admitted = 0;
+    for round in 0..ROUNDS {
+        assert!(a.try_send(Play::Ping(HOPS)).is_enqueued());
+        let senders: Vec<_> = [a.clone(), b.clone()]
+            .into_iter()
+            .map(|to| {
+                std::thread::spawn(move || {
+                    let mut admitted = 0;
+                    for i in 0..EXTRAS {
+                        admitted += u64::from(to.try_send(Play::Extra).is_enqueued());
+                        if i % 16 == round % 16 {
+                            std::thread::yield_now();
+                        }
+                    }
+                    admitted
+                })
+            })
+            .collect();
+        while senders.iter().any(|s| !s.is_finished()) {
+            sys.run_for(Duration::from_micros(200));
+        }
+        for s in senders {
+            admitted += s.join().unwrap();
+        }
+        sys.run_until_idle();
+    }
+    assert_eq!(pings.load(Relaxed), ROUNDS * HOPS);
+    assert_eq!(
+        admitted,
+        ROUNDS * 2 * EXTRAS,
+        "a 4096 mailbox refuses none of these"
+    );
+    assert_eq!(extras.load(Relaxed), admitted);
+    sys.shutdown(Duration::from_secs(5)).unwrap();
+}
