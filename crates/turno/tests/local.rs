@@ -4,10 +4,11 @@
 
 #![cfg(not(turno_loom))]
 
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
-use turno::{Actor, Context, LocalSystem, Props, System};
+use turno::{Actor, Addr, Context, LocalSystem, Policy, Props, System};
 
 /// Reports `(me, n)` for every message.
 struct Report {
@@ -21,7 +22,7 @@ impl Actor for Report {
     }
 }
 
-fn reporters(sys: &LocalSystem, k: u32, out: &mpsc::Sender<(u32, u32)>) -> Vec<turno::Addr<u32>> {
+fn reporters(sys: &LocalSystem, k: u32, out: &mpsc::Sender<(u32, u32)>) -> Vec<Addr<u32>> {
     (0..k)
         .map(|me| {
             let out = out.clone();
@@ -56,7 +57,7 @@ fn actors_run_in_the_order_they_became_runnable() {
 
 /// Sends one message to each of its targets, in order.
 struct Fan {
-    targets: Vec<turno::Addr<u32>>,
+    targets: Vec<Addr<u32>>,
 }
 impl Actor for Fan {
     type Msg = u32;
@@ -214,7 +215,7 @@ fn settle_gives_up_on_a_message_loop_after_its_timeout() {
 
 /// Passes each number on to `next` (or to itself), counting down to 0.
 struct Relay {
-    next: Option<turno::Addr<u32>>,
+    next: Option<Addr<u32>>,
     out: mpsc::Sender<u32>,
 }
 impl Actor for Relay {
@@ -231,7 +232,7 @@ impl Actor for Relay {
 /// Runs a whole other local system inside its turn, after waking `peer`
 /// (an actor of its own system) and before its turn ends.
 struct Host {
-    peer: turno::Addr<u32>,
+    peer: Addr<u32>,
     inner_seen: mpsc::Sender<u32>,
 }
 impl Actor for Host {
@@ -331,7 +332,7 @@ fn a_ring_driven_from_two_threads_loses_nothing() {
 
 /// A player of [`turns_and_other_threads_share_a_running_systems_mailboxes_exactly`].
 enum Play {
-    Peer(turno::Addr<Play>),
+    Peer(Addr<Play>),
     /// A ping with this many hops left.
     Ping(u64),
     /// Mail from another thread.
@@ -339,15 +340,14 @@ enum Play {
 }
 
 struct Player {
-    peer: Option<turno::Addr<Play>>,
-    pings: std::sync::Arc<std::sync::atomic::AtomicU64>,
-    extras: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    peer: Option<Addr<Play>>,
+    pings: Arc<AtomicU64>,
+    extras: Arc<AtomicU64>,
 }
 
 impl Actor for Player {
     type Msg = Play;
     fn handle(&mut self, ctx: &mut Context<'_, Self>, msg: Play) {
-        use std::sync::atomic::Ordering::Relaxed;
         match msg {
             Play::Peer(peer) => self.peer = Some(peer),
             Play::Ping(left) => {
@@ -371,10 +371,6 @@ impl Actor for Player {
 /// every message admitted from outside is handled exactly once.
 #[test]
 fn turns_and_other_threads_share_a_running_systems_mailboxes_exactly() {
-    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-    use std::sync::Arc;
-    use turno::Policy;
-
     const ROUNDS: u64 = 20;
     const HOPS: u64 = 2000;
     const EXTRAS: u64 = 300;
