@@ -51,7 +51,7 @@ if [ ! -d crates/turno-wizard/browser/node_modules/playwright-core ]; then
 fi
 TURNO_BIN="$target_dir/debug/turno" node crates/turno-wizard/browser/test.mjs
 
-# Fuzzing, a short run in CI (issue 10: no panic on any input). Each target
+# Fuzzing, a short run in CI (no panic on any input). Each target
 # in fuzz/ (cargo-fuzz layout, outside the workspace) runs 15 s under
 # libFuzzer with AddressSanitizer: the XState JSON loader (chart_load, seeded
 # with the differential corpus's machines), persisted chart snapshots
@@ -106,7 +106,7 @@ done
 # the wake-up of an outside sender waiting for room in a full suspend mailbox
 # (the real mailbox, a producer taking the last slot, the runner's takes
 # racing them), and that a take that loads the lane's tail after its store of
-# taken without the light fence between (the lane before stop 30) loses the
+# taken without the light fence between (as the lane once did) loses the
 # sender's wake-up the model finds (the_model_catches_a_take_without_its_fence).
 RUSTFLAGS="--cfg turno_loom" CARGO_TARGET_DIR=target/loom \
   cargo test -p turno --release --locked --test sched_loom --test stream_loom --test lane_loom \

@@ -1,6 +1,6 @@
 // The floor of a local (one-thread) ping-pong message that keeps turno's
 // guarantees: what a second message path for `LocalSystem` (BENCHMARKS.md,
-// issue 11, stops 31-33) could reach at best on this machine. A model, not
+// "The local scheduler") could reach at best on this machine. A model, not
 // turno: two actors passing a counter through one run queue, three ways.
 //
 // "guarded" does per message what turno's semantics need and nothing more:

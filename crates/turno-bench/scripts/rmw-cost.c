@@ -1,8 +1,8 @@
 // The price of one uncontended lock-prefixed read-modify-write on this
 // machine against a plain load and store of the same byte, each in a
 // dependent chain (each operation reads what the last one wrote), as a
-// message's run-state word sees them: what BENCHMARKS.md's "the local
-// scheduler" (issue 11, stop 29) prices a message's read-modify-writes by.
+// message's run-state word sees them: what BENCHMARKS.md's "The local
+// scheduler" and its records in bench/runs/ price a message's read-modify-writes by.
 //
 //   gcc -O2 -o /tmp/rmw-cost crates/turno-bench/scripts/rmw-cost.c && nice -n -15 /tmp/rmw-cost
 #include <stdint.h>

@@ -3,7 +3,7 @@
 // or alternately by two threads that hand over through a channel (not
 // pinned: the scheduler puts them on different CPUs when it can), each chunk
 // followed by a 0.5 ms sleep as a turno worker's idle gap. Prints the wall
-// time; BENCHMARKS.md (issue 11, stop 33) reads two workers against one by it.
+// time; BENCHMARKS.md reads its two-workers-against-one figures by it.
 //
 //   rustc -O -o /tmp/vcpu-handover crates/turno-bench/scripts/vcpu-handover.rs
 //   for i in 1 2 3; do for m in one two; do nice -n -15 /tmp/vcpu-handover $m 12 20000000; done; done
