@@ -1,7 +1,6 @@
 #!/bin/bash
-# The runtime's performance targets (BENCHMARKS.md, "The targets"), each as a
-# pair run side by side: turno (as its
-# defaults give it) against the peer the target names, alternated over
+# The runtime's performance targets (BENCHMARKS.md, "The targets"), each as
+# a pair run side by side: turno (as its defaults give it) against the peer the target names, alternated over
 # ROUNDS rounds (the order flips every round), each run one process with
 # `--runs 3`. On a shared machine a single run says little; what this
 # prints per target is the median of each side over the rounds, the ratio
@@ -47,8 +46,9 @@ for r in $(seq 1 "$rounds"); do
   while read -r b i; do one "$b" "$i" "$r"; done <<< "$runs"
 done
 # Two workers against one differ by a few percent at most, less than a
-# handful of rounds resolves on a shared machine (the records in
-# bench/runs/ show five-round sets that cannot tell them apart): those two rows get TWO_WORKER_ROUNDS rounds in all (default 40),
+# handful of rounds resolves on a shared machine (the records in bench/runs/
+# show five-round sets that cannot tell them apart): those two rows get
+# TWO_WORKER_ROUNDS rounds in all (default 40),
 # the extra ones alternated the same way after the others.
 two_worker_rounds=${TWO_WORKER_ROUNDS:-40}
 two_worker_runs=$(echo "$pairs" | awk '$3 == "turno-1t" {print $1" "$2; print $1" "$3}')
