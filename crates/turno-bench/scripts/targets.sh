@@ -1,7 +1,8 @@
 #!/bin/bash
 # The runtime's performance targets (BENCHMARKS.md, "The targets"), each as
-# a pair run side by side: turno (as its defaults give it) against the peer the target names, alternated over
-# ROUNDS rounds (the order flips every round), each run one process with
+# a pair run side by side: turno (as its defaults give it) against the peer
+# the target names, alternated over ROUNDS rounds (the order flips every
+# round), each run one process with
 # `--runs 3`. On a shared machine a single run says little; what this
 # prints per target is the median of each side over the rounds, the ratio
 # of those medians, and the paired ratio: the median over rounds of
@@ -48,8 +49,8 @@ done
 # Two workers against one differ by a few percent at most, less than a
 # handful of rounds resolves on a shared machine (the records in bench/runs/
 # show five-round sets that cannot tell them apart): those two rows get
-# TWO_WORKER_ROUNDS rounds in all (default 40),
-# the extra ones alternated the same way after the others.
+# TWO_WORKER_ROUNDS rounds in all (default 40), the extra ones alternated
+# the same way after the others.
 two_worker_rounds=${TWO_WORKER_ROUNDS:-40}
 two_worker_runs=$(echo "$pairs" | awk '$3 == "turno-1t" {print $1" "$2; print $1" "$3}')
 for r in $(seq $((rounds + 1)) "$two_worker_rounds"); do
