@@ -1,4 +1,4 @@
-//! The actor benches: turno on both schedulers against actix, ractor,
+//! The actor benches: turno on its three schedulers against actix, ractor,
 //! kameo, stakker and two baselines (tokio tasks with `mpsc`, OS threads
 //! with crossbeam-channel), in one binary and one run.
 //!
