@@ -10,8 +10,9 @@ use event_listener::Listener;
 pub use crate::ids::{ActorId, ActorPath};
 
 use crate::buffer::{BufferStats, Policy};
-use crate::engine::{Slot, TypedBody};
-use crate::mailbox::{Mailbox, Verdict};
+use crate::engine::slot::{Slot, TypedBody};
+use crate::mailbox::Mailbox;
+use crate::verdict::Verdict;
 
 /// The address of an actor whose message type is `M`.
 ///
@@ -73,7 +74,7 @@ impl<M> Addr<M> {
         // SAFETY: `start` is the start of the live slot this mailbox is
         // part of, with the provenance of the `Arc`'s pointer this address
         // was made from (see `Mailbox::id`).
-        unsafe { crate::engine::me_at(start) }
+        unsafe { crate::engine::slot::me_at(start) }
             .get()
             .as_ptr()
             .cast_const()
@@ -295,7 +296,7 @@ impl<M: Send + 'static> Addr<M> {
 #[cfg(turno_loom)]
 pub(crate) mod model {
     use super::Addr;
-    use crate::mailbox::Verdict;
+    use crate::verdict::Verdict;
     use crate::waiters::{Waiters, WaitingSender};
     use event_listener::EventListener;
 

@@ -47,9 +47,9 @@ pub use crate::ids::{RequestId, StaleReason};
 use std::sync::atomic::Ordering;
 
 use crate::addr::Addr;
-use crate::mailbox::Verdict;
 use crate::sync::AtomicU64;
 use crate::time::Instant;
+use crate::verdict::Verdict;
 
 /// What an asker receives for one request: exactly one of these.
 #[derive(Debug, Clone, PartialEq, Eq)]

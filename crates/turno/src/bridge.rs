@@ -47,9 +47,9 @@ use crate::actor::Actor;
 use crate::addr::Addr;
 use crate::ask::{self, Pending, ReplyPort, ReplyTo, RequestId, Response};
 use crate::context::Context;
-use crate::effects::TimerKey;
-use crate::mailbox::Verdict;
+use crate::timer::TimerKey;
 use crate::trace::ActorEvent;
+use crate::verdict::Verdict;
 
 pub use crate::ask::BridgeError;
 

@@ -11,18 +11,23 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use crate::actor::{Actor, Props};
-use crate::addr::{ActorId, Addr};
-use crate::ask::RequestId;
+use crate::addr::Addr;
 use crate::ask::{Asks, ReplyFate, StaleReason};
 use crate::context::{Context, WatchMap};
 use crate::effects::{Effects, Spawned};
-use crate::engine::{AnyBody, End, Engine, Queued, Slot, ThinSlot, TypedBody};
+use crate::engine::slot::{AnyBody, Queued, Slot, ThinSlot, TypedBody};
+use crate::engine::{End, Engine};
+use crate::envelope::Envelope;
+use crate::ids::ActorId;
 use crate::ids::ActorPath;
-use crate::mailbox::{Control, Envelope, Mailbox, MailboxOps, Next, PathCell, Signal};
+use crate::ids::RequestId;
+use crate::ids::TimerId;
+use crate::mailbox::{Mailbox, MailboxOps, Next};
+use crate::path_cell::PathCell;
 use crate::shared::SystemShared;
 use crate::stash::Stash;
 use crate::sync::UnsafeCell;
-use crate::timer::TimerId;
+use crate::system_lane::{Control, Signal};
 use crate::trace::{ActorEvent, TurnKind};
 
 /// The result of [`AnyCell::step`].

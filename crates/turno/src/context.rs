@@ -11,18 +11,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::actor::{Actor, Props, SpawnError};
-use crate::addr::{ActorId, Addr};
+use crate::addr::Addr;
 use crate::ask::{self, Pending, ReplyTo, RequestId, Response, StaleReason};
 use crate::cell::{Cell, LazyRare};
-use crate::effects::{Effects, TimerKey};
+use crate::effects::Effects;
+use crate::envelope::Envelope;
+use crate::ids::ActorId;
 use crate::ids::ActorPath;
-use crate::mailbox::{Envelope, Verdict, VerdictKind};
+use crate::ids::TimerId;
 use crate::shared::SystemShared;
 use crate::stash::StashFull;
 use crate::supervision::ExitReason;
 use crate::time::Instant;
-use crate::timer::TimerId;
+use crate::timer::TimerKey;
 use crate::trace::ActorEvent;
+use crate::verdict::{Verdict, VerdictKind};
 
 /// Maps a watched actor's termination into the watcher's message.
 pub(crate) type WatchMap<M> = Box<dyn Fn(ActorId, ExitReason) -> M + Send>;

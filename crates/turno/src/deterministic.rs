@@ -44,11 +44,13 @@ use std::time::Duration;
 
 #[cfg(turno_loom)]
 use crate::actor::{Actor, Props};
-use crate::addr::ActorId;
 #[cfg(turno_loom)]
 use crate::addr::Addr;
-use crate::effects::{Effects, TimerKey};
-use crate::engine::{Engine, Queued, Scheduler};
+use crate::effects::Effects;
+use crate::engine::slot::Queued;
+use crate::engine::Engine;
+use crate::ids::ActorId;
+use crate::scheduler::Scheduler;
 #[cfg(turno_loom)]
 use crate::shared::SystemConfig;
 use crate::shared::SystemShared;
@@ -57,6 +59,7 @@ use crate::system::SystemBuilder;
 use crate::system::{ShutdownReport, ShutdownTimeout, System};
 use crate::time::{Clock, Instant};
 use crate::timer::TimerHeap;
+use crate::timer::TimerKey;
 
 pub use crate::ids::ROOT;
 
@@ -509,7 +512,7 @@ impl SharedRunner {
     pub fn stop(&self, id: ActorId) {
         self.engine.push_control(
             id,
-            crate::mailbox::Control::Stop(crate::supervision::ExitReason::Stopped),
+            crate::system_lane::Control::Stop(crate::supervision::ExitReason::Stopped),
         );
     }
 

@@ -8,23 +8,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::addr::ActorId;
-use crate::ask::RequestId;
-use crate::engine::Slot;
+use crate::engine::slot::Slot;
+use crate::ids::ActorId;
 use crate::ids::ActorPath;
-use crate::mailbox::VerdictKind;
+use crate::ids::RequestId;
+use crate::ids::TimerId;
 use crate::supervision::Supervision;
 use crate::time::Instant;
-use crate::timer::TimerId;
-
-/// What a timer entry in the scheduler's heap stands for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum TimerKey {
-    User(TimerId),
-    Ask(RequestId),
-    /// The end of a simulated busy period.
-    WakeUp,
-}
+use crate::timer::TimerKey;
+use crate::verdict::VerdictKind;
 
 /// A child created during a turn, registered by the scheduler at turn end.
 pub(crate) struct Spawned {

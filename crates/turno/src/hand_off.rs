@@ -37,7 +37,7 @@
 
 use std::cell::Cell;
 
-use crate::engine::Queued;
+use crate::engine::slot::Queued;
 use crate::shared::SystemShared;
 
 #[cfg(not(turno_loom))]

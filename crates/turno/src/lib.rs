@@ -74,6 +74,7 @@ mod context;
 pub mod deterministic;
 mod effects;
 mod engine;
+mod envelope;
 mod hand_off;
 mod idle;
 #[allow(unsafe_code)]
@@ -87,7 +88,10 @@ pub mod local;
 mod mailbox;
 pub mod metrics;
 mod panics;
+#[allow(unsafe_code)]
+mod path_cell;
 mod run_state;
+mod scheduler;
 mod shared;
 pub mod stash;
 pub mod stream;
@@ -103,6 +107,7 @@ pub mod timer;
 pub mod trace;
 #[cfg(feature = "tracing")]
 mod tracing_log;
+mod verdict;
 mod waiters;
 
 pub use actor::{Actor, Props, SpawnError, DEFAULT_POLICY, DEFAULT_STASH_CAPACITY};
@@ -115,7 +120,6 @@ pub use context::{AskError, Context};
 pub use deterministic::{DetOptions, DetSystem, DetSystemBuilder, StepLimit};
 pub use ids::{NameError, ROOT};
 pub use local::{LocalBuilder, LocalOptions, LocalSystem};
-pub use mailbox::{Verdict, VerdictKind};
 pub use stash::StashFull;
 pub use supervision::{Directive, ExitReason, Failure, Strategy, Supervision};
 pub use system::{ShutdownReport, ShutdownTimeout, System, SystemBuilder, SystemStats};
@@ -123,6 +127,7 @@ pub use system::{ShutdownReport, ShutdownTimeout, System, SystemBuilder, SystemS
 pub use threaded::{ThreadedBuilder, ThreadedOptions, ThreadedSystem};
 pub use time::Instant;
 pub use timer::TimerId;
+pub use verdict::{Verdict, VerdictKind};
 
 /// The lock-free user lane, exposed to its loom model
 /// (`tests/lane_loom.rs`) only. Not part of the API.

@@ -78,15 +78,19 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::addr::ActorId;
-use crate::effects::{Effects, TimerKey};
-use crate::engine::{Engine, Queued, Scheduler, ROOT};
+use crate::effects::Effects;
+use crate::engine::slot::Queued;
+use crate::engine::Engine;
 use crate::hand_off::{HandOff, Port};
+use crate::ids::ActorId;
+use crate::ids::ROOT;
+use crate::scheduler::Scheduler;
 use crate::shared::SystemShared;
 use crate::sync::Mutex;
 use crate::system::{ShutdownReport, ShutdownTimeout, System, SystemBuilder};
 use crate::time::{Clock, Instant};
 use crate::timer::TimerHeap;
+use crate::timer::TimerKey;
 
 /// Default turns of one actor per scheduling (as on the threaded scheduler).
 pub const DEFAULT_BATCH: usize = 32;

@@ -18,145 +18,28 @@
 //! The mailbox also keeps the set of senders it has *muted* (suspend policy):
 //! they are released when the depth falls below the low watermark.
 
-use std::ptr::{self, NonNull};
 // The path cell is not part of any loom model (asked for rarely, and
 // under a lock when written): std's atomic, whose word can be lent.
-use std::sync::atomic::AtomicPtr;
-use std::sync::atomic::Ordering::{self, Acquire, Release};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::lane::{Lane, Mode, Pushed};
 use crate::lazy::LazyBox;
 use crate::sync::{AtomicBool, AtomicU8, AtomicUsize, Mutex, RawLock, UnsafeCell};
 
-use crate::addr::ActorId;
-use crate::ask::RequestId;
 use crate::buffer::{BufferStats, Offer, Policy};
-use crate::engine::Queued;
-use crate::ids::{ActorPath, PathText};
+use crate::engine::slot::{me_at, Queued, SelfPtr};
+use crate::envelope::Envelope;
+use crate::ids::{ActorId, ActorPath, RequestId};
 use crate::metrics::{Label, MailboxMetrics, Metrics};
+use crate::path_cell::PathCell;
 use crate::run_state::RunState;
 use crate::shared::SystemShared;
-use crate::supervision::ExitReason;
-use crate::system_lane::{QueuesBox, SystemFlags, SystemQueues};
+use crate::system_lane::{Control, QueuesBox, Signal, SystemFlags, SystemQueues};
 use crate::time::Instant;
-use crate::timer::TimerId;
 use crate::trace::{drop_policy, ActorEvent, DeadLetterReason, Dropped, Lane as TraceLane};
+use crate::verdict::Verdict;
 use crate::waiters::{Waiters, WaitingSender};
-
-/// What happened to one sent message. Every send returns one; nothing is
-/// lost without a verdict.
-///
-/// Replies to an actor's own requests get no verdict: they are queued
-/// whatever the capacity (see [`Policy`]), and only a keep-newest mailbox
-/// may evict one later (counted as a drop).
-#[derive(Debug, PartialEq, Eq)]
-#[must_use = "a send's verdict says whether the message was queued, dropped or handed back"]
-pub enum Verdict<M> {
-    /// The message is in the mailbox. `remaining` is the room left (`None`:
-    /// unbounded); zero is the early warning that the next send will meet the
-    /// policy.
-    Enqueued {
-        /// Free slots after this message, `None` for an unbounded mailbox.
-        remaining: Option<usize>,
-    },
-    /// The message is in the mailbox, which was full (keep-newest): the
-    /// receiver evicts its oldest queued message before it takes the next
-    /// one. The evicted message is counted as a drop
-    /// ([`BufferStats::dropped`], the `turno_mailbox_dropped_total` metric)
-    /// and traced (`drop`, `which: oldest`) when the receiver evicts it;
-    /// it is not handed back (senders never take from a mailbox).
-    ///
-    /// So a keep-newest mailbox holds at most its capacity plus the
-    /// messages sent to it during one turn of its receiver (its depth and
-    /// `max_depth` count them until they are evicted).
-    ///
-    /// One eviction per such verdict, except that a sender racing with the
-    /// receiver's take may see the mailbox fuller than it was by then: the
-    /// receiver never evicts below the capacity, so that verdict's eviction
-    /// is not made. A mailbox closed before its receiver comes evicts what
-    /// is owed before draining the rest as dead letters.
-    Evicting,
-    /// The message was lost to the policy (keep-oldest): here it is.
-    Dropped(M),
-    /// The mailbox is full and rejects: here is the message back.
-    Rejected(M),
-    /// The mailbox is full and its policy is suspend: wait
-    /// ([`Addr::send`](crate::Addr::send), [`Addr::send_blocking`](crate::Addr::send_blocking))
-    /// or try again later. Actor senders never see this: they are muted instead.
-    Full(M),
-    /// The actor has stopped: here is the message back (it was also counted as
-    /// a dead letter).
-    Closed(M),
-}
-
-impl<M> Verdict<M> {
-    /// True when the sent message is now queued: [`Verdict::Enqueued`], and
-    /// [`Verdict::Evicting`] (a keep-newest send into a full mailbox).
-    pub fn is_enqueued(&self) -> bool {
-        matches!(self, Verdict::Enqueued { .. } | Verdict::Evicting)
-    }
-
-    /// A payload-free summary, handy for logs, counters and tests.
-    pub fn kind(&self) -> VerdictKind {
-        match self {
-            Verdict::Enqueued { .. } => VerdictKind::Enqueued,
-            Verdict::Evicting => VerdictKind::Evicting,
-            Verdict::Dropped(_) => VerdictKind::Dropped,
-            Verdict::Rejected(_) => VerdictKind::Rejected,
-            Verdict::Full(_) => VerdictKind::Full,
-            Verdict::Closed(_) => VerdictKind::Closed,
-        }
-    }
-}
-
-/// [`Verdict`] without its payload.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum VerdictKind {
-    /// See [`Verdict::Enqueued`].
-    Enqueued,
-    /// See [`Verdict::Evicting`].
-    Evicting,
-    /// See [`Verdict::Dropped`].
-    Dropped,
-    /// See [`Verdict::Rejected`].
-    Rejected,
-    /// See [`Verdict::Full`].
-    Full,
-    /// See [`Verdict::Closed`].
-    Closed,
-}
-
-/// A user-lane entry: a message, or a reply to a request this actor made.
-pub(crate) enum Envelope<M> {
-    Msg(M),
-    Reply(RequestId, M),
-}
-
-impl<M> Envelope<M> {
-    fn into_msg(self) -> M {
-        match self {
-            Envelope::Msg(m) | Envelope::Reply(_, m) => m,
-        }
-    }
-}
-
-/// Control messages: handled by the runtime, even for a muted actor.
-#[derive(Debug)]
-pub(crate) enum Control {
-    /// Run the `started` hook (first turn, and after a restart).
-    Start,
-    /// Stop this actor (children first).
-    Stop(ExitReason),
-    /// Replace this actor's instance (children stopped first); the number is
-    /// the supervisor's restarts within its period, for the trace.
-    Restart(u32),
-    /// A child failed; the supervisor must decide.
-    ChildFailed { child: ActorId, error: String },
-    /// A child has stopped for good.
-    ChildTerminated(ActorId),
-}
 
 /// The untyped operations the engine needs on any actor's mailbox, without
 /// touching the actor's cell.
@@ -182,145 +65,6 @@ pub(crate) trait MailboxOps: Send + Sync {
     /// `NOTIFIED`: the slot's one run queue entry), before it moves the
     /// slot to a run queue others take from (see [`crate::hand_off`]).
     fn unclaim(&self);
-}
-
-/// An actor's path as its mailbox keeps it, in one word: a named actor's
-/// path, or an unnamed actor's parent's path until its own (`$<id>` under
-/// the parent) is first asked for, written then. Most actors are unnamed
-/// and never asked for their path (only names, traces, errors and metrics
-/// ask), so spawning one costs no allocation for it, and an idle one keeps
-/// one word (the three of an `Arc<str>` and a pointer before).
-pub(crate) struct PathCell {
-    /// The actor's own path, bit 0 clear: an owned [`ActorPath`]'s address
-    /// (never written again once there, so [`PathCell::get`] lends the word
-    /// itself as the path); or bit 0 set: the parent's, owned, until the
-    /// own is written ([`PARENT_IS_ROOT`] alone for the root, so that a
-    /// top-level spawn touches no shared count). Only [`PathCell::write`]
-    /// changes it, and only it reads a parent's path, under [`WRITING`], so
-    /// the parent's count it drops is never being read.
-    word: AtomicPtr<PathText>,
-}
-
-/// The parent tag of [`PathCell::word`] (a path's allocation is aligned to
-/// a word, so its address's bit 0 is free).
-const PARENT: usize = 1;
-/// The word of an unnamed top-level actor's cell before its path is
-/// written: the root's path, not counted.
-const PARENT_IS_ROOT: usize = PARENT;
-
-/// Held while an unnamed actor's path is written: the first ask for a
-/// path is rare (names, traces, errors), and the lock lets the writer drop
-/// the parent's count it replaces while no other writer reads it.
-static WRITING: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-impl PathCell {
-    /// The path of a child of `parent`: `named` if given (see
-    /// [`Props::check`](crate::Props)), else `$<id>` under `parent`, written
-    /// when first asked for.
-    pub(crate) fn new(parent: &ActorPath, named: Option<ActorPath>) -> PathCell {
-        let word = match named {
-            Some(path) => path.into_raw().as_ptr(),
-            None if parent.is_root() => ptr::without_provenance_mut(PARENT_IS_ROOT),
-            None => parent.clone().into_raw().as_ptr().map_addr(|a| a | PARENT),
-        };
-        PathCell {
-            word: AtomicPtr::new(word),
-        }
-    }
-
-    /// The actor's own path, if it is there (a named actor's, or an
-    /// unnamed one's once written).
-    #[inline]
-    fn own(&self) -> Option<&ActorPath> {
-        let p = self.word.load(Acquire);
-        if p.addr() & PARENT != 0 {
-            return None;
-        }
-        // SAFETY: bit 0 clear: the word is an owned `ActorPath`'s address
-        // (`ActorPath` is one `NonNull`), published by the acquire above and
-        // never written again until the cell is dropped (`&mut self`), so
-        // the word itself can be lent as the path.
-        Some(unsafe { &*self.word.as_ptr().cast::<ActorPath>() })
-    }
-
-    /// The path of actor `id` (the id this cell was made for), written now
-    /// if this is the first time an unnamed actor's is asked for.
-    #[inline]
-    pub(crate) fn get(&self, id: ActorId) -> &ActorPath {
-        match self.own() {
-            Some(path) => path,
-            None => self.write(id),
-        }
-    }
-
-    /// Writes an unnamed actor's own path (unless a racing ask did).
-    #[cold]
-    #[inline(never)]
-    fn write(&self, id: ActorId) -> &ActorPath {
-        let writing = WRITING.lock().unwrap_or_else(|e| e.into_inner());
-        let p = self.word.load(Acquire);
-        if p.addr() & PARENT != 0 {
-            let parent = NonNull::new(p.map_addr(|a| a & !PARENT)).map(|raw| {
-                // SAFETY: a parent's address, bit 0 set by `new` from an
-                // owned path's `into_raw`; taken back once, here, under
-                // `WRITING` (no other writer reads it meanwhile).
-                unsafe { ActorPath::from_raw(raw) }
-            });
-            let own = parent
-                .as_ref()
-                .unwrap_or(ActorPath::root_ref())
-                .unnamed_child(id);
-            self.word.store(own.into_raw().as_ptr(), Release);
-            // The parent's count goes: the own path has its text.
-            drop(parent);
-        }
-        drop(writing);
-        self.own().expect("the own path is written")
-    }
-
-    /// True when the actor was spawned with a name (an unnamed actor's
-    /// written segment starts with `$`, which no name does).
-    pub(crate) fn is_named(&self) -> bool {
-        self.own().is_some_and(|path| !path.name().starts_with('$'))
-    }
-
-    /// The actor's name, the path's last segment, without writing the
-    /// path (a metric's label).
-    pub(crate) fn name(&self, id: ActorId) -> String {
-        match self.own() {
-            Some(path) => path.name().to_string(),
-            None => format!("${}", id.as_u64()),
-        }
-    }
-}
-
-impl Drop for PathCell {
-    fn drop(&mut self) {
-        let p = *self.word.get_mut();
-        let owned = if p.addr() & PARENT == 0 {
-            NonNull::new(p)
-        } else {
-            NonNull::new(p.map_addr(|a| a & !PARENT))
-        };
-        if let Some(raw) = owned {
-            // SAFETY: the word owns the path at this address (its own, or
-            // the parent's, from `into_raw`); `&mut self`: nothing borrows it.
-            drop(unsafe { ActorPath::from_raw(raw) });
-        }
-    }
-}
-
-/// Signals: system-lane entries that become a call to the actor's handler.
-#[derive(Debug)]
-pub(crate) enum Signal {
-    Timer(TimerId),
-    AskTimeout(RequestId),
-    /// A queued reply to this request was evicted (keep-newest).
-    ReplyEvicted(RequestId),
-    Terminated {
-        actor: ActorId,
-        reason: ExitReason,
-    },
 }
 
 /// A queued user-lane offer: the buffer verdict, the depth after it, and
@@ -472,12 +216,12 @@ impl<M> Mailbox<M> {
 
     /// The header's own address of the slot this mailbox is part of.
     #[inline]
-    fn me(&self) -> crate::engine::SelfPtr {
+    fn me(&self) -> SelfPtr {
         let slot = self.slot_start();
         // SAFETY: as in `Mailbox::id`: the slot starts `at` bytes before
         // this mailbox, in the same live allocation, and the mailbox's
         // reference has the provenance of the whole slot.
-        unsafe { crate::engine::me_at(slot) }
+        unsafe { me_at(slot) }
     }
 }
 
@@ -496,7 +240,7 @@ impl<M: Send + 'static> Mailbox<M> {
         shared: Arc<SystemShared>,
         scheduled: bool,
     ) -> Self {
-        let metrics = MailboxMetrics::new(&shared);
+        let metrics = MailboxMetrics::new(shared.metrics);
         Mailbox {
             path,
             user: Lane::new(policy),
@@ -1302,37 +1046,5 @@ impl<M: Send + 'static> MailboxOps for Mailbox<M> {
 
     fn unclaim(&self) {
         self.run.release_queued();
-    }
-}
-
-#[cfg(all(test, not(turno_loom)))]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_path_cell_writes_an_unnamed_path_once_asked_and_keeps_a_named_one() {
-        let root = ActorPath::root();
-        let top = PathCell::new(&root, None);
-        assert!(!top.is_named());
-        assert_eq!(top.name(ActorId(3)), "$3");
-        assert!(top.own().is_none(), "a name does not write the path");
-        let path = top.get(ActorId(3));
-        assert_eq!(path.as_str(), "/$3");
-        assert!(std::ptr::eq(path, top.get(ActorId(3))), "written once");
-        assert_eq!(top.name(ActorId(3)), "$3");
-
-        let sup = root.child("sup");
-        let named = PathCell::new(&root, Some(sup.clone()));
-        assert!(named.is_named());
-        assert_eq!(named.get(ActorId(4)), &sup);
-        assert_eq!(named.name(ActorId(4)), "sup");
-
-        let child = PathCell::new(&sup, None);
-        assert_eq!(child.get(ActorId(5)).as_str(), "/sup/$5");
-        assert_eq!(child.get(ActorId(5)).parent(), Some(sup));
-        assert!(!child.is_named());
-        // One word inline: the own path, or the parent's.
-        assert_eq!(std::mem::size_of::<PathCell>(), 8);
-        assert_eq!(std::mem::size_of::<ActorPath>(), 8);
     }
 }

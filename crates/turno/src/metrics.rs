@@ -44,8 +44,7 @@ use metrics::{Counter, Gauge, Histogram};
 use crate::buffer::Policy;
 use crate::ids::ActorId;
 use crate::lazy::LazyBox;
-use crate::mailbox::PathCell;
-use crate::shared::SystemShared;
+use crate::path_cell::PathCell;
 
 /// One message turn in this many has its wall-clock time measured (per
 /// actor; a power of two).
@@ -122,9 +121,11 @@ impl MailboxMetrics {
         }
     }
 
-    pub(crate) fn new(shared: &SystemShared) -> Self {
+    /// A mailbox's handles, registered on first use where `enabled` (the
+    /// system's metrics switch), never where not.
+    pub(crate) fn new(enabled: bool) -> Self {
         MailboxMetrics {
-            handles: if shared.metrics {
+            handles: if enabled {
                 LazyBox::new()
             } else {
                 LazyBox::new_sealed()

@@ -7,9 +7,9 @@ use std::sync::atomic::Ordering;
 
 use crate::sync::{AtomicU64, Mutex};
 
-use crate::addr::ActorId;
-use crate::engine::Scheduler;
+use crate::ids::ActorId;
 use crate::ids::ActorPath;
+use crate::scheduler::Scheduler;
 use crate::time::Clock;
 use crate::trace::{ActorEvent, DeadLetterReason, Tracer};
 

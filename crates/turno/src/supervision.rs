@@ -30,7 +30,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::addr::ActorId;
+use crate::ids::ActorId;
 use crate::time::Instant;
 
 /// Which children restart when one fails.

@@ -35,9 +35,10 @@
 use std::time::Duration;
 
 use crate::actor::{Actor, Props, SpawnError};
-use crate::addr::{ActorId, ActorPath, Addr};
-use crate::mailbox::Control;
+use crate::addr::Addr;
+use crate::ids::{ActorId, ActorPath};
 use crate::supervision::ExitReason;
+use crate::system_lane::Control;
 use crate::time::Instant;
 
 pub(crate) mod sealed {

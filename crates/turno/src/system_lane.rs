@@ -14,7 +14,37 @@
 
 use std::collections::VecDeque;
 
-use crate::mailbox::{Control, Signal};
+use crate::ids::{ActorId, RequestId, TimerId};
+use crate::supervision::ExitReason;
+
+/// Control messages: handled by the runtime, even for a muted actor.
+#[derive(Debug)]
+pub(crate) enum Control {
+    /// Run the `started` hook (first turn, and after a restart).
+    Start,
+    /// Stop this actor (children first).
+    Stop(ExitReason),
+    /// Replace this actor's instance (children stopped first); the number is
+    /// the supervisor's restarts within its period, for the trace.
+    Restart(u32),
+    /// A child failed; the supervisor must decide.
+    ChildFailed { child: ActorId, error: String },
+    /// A child has stopped for good.
+    ChildTerminated(ActorId),
+}
+
+/// Signals: system-lane entries that become a call to the actor's handler.
+#[derive(Debug)]
+pub(crate) enum Signal {
+    Timer(TimerId),
+    AskTimeout(RequestId),
+    /// A queued reply to this request was evicted (keep-newest).
+    ReplyEvicted(RequestId),
+    Terminated {
+        actor: ActorId,
+        reason: ExitReason,
+    },
+}
 
 /// A mailbox's system lane, lent under its lock: its flags and its queues,
 /// which the mailbox keeps apart (the two flag bytes beside its other
@@ -125,9 +155,6 @@ impl<'a> SystemQueues<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::addr::ActorId;
-    use crate::supervision::ExitReason;
-    use crate::timer::TimerId;
 
     fn kind(c: Option<Control>) -> Option<String> {
         c.map(|c| format!("{c:?}"))

@@ -32,16 +32,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::actor::{Actor, Props};
-use crate::addr::{ActorId, Addr};
-use crate::ask::RequestId;
+use crate::addr::Addr;
 use crate::buffer::Policy;
 use crate::cell::{AnyCell, Cell, Step, TurnOutcome};
-use crate::effects::{Effects, TimerKey};
-use crate::mailbox::{Envelope, Mailbox, Signal, VerdictKind};
+use crate::effects::Effects;
+use crate::envelope::Envelope;
+use crate::ids::ActorId;
+use crate::ids::RequestId;
+use crate::ids::TimerId;
+use crate::mailbox::Mailbox;
 use crate::shared::SystemShared;
+use crate::system_lane::Signal;
 use crate::time::{Clock, Instant};
-use crate::timer::TimerId;
+use crate::timer::TimerKey;
 use crate::trace::Tracer;
+use crate::verdict::VerdictKind;
 
 /// What one turn did, besides changing the actor's state.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -266,8 +271,8 @@ impl<M: Send + 'static> Probe<M> {
         let shared = detached_shared();
         let id = ActorId(u64::MAX - shared.next_actor().as_u64());
         let mailbox = Mailbox::new(
-            crate::engine::Slot::<crate::cell::Bare<M>>::BODY_AT,
-            crate::mailbox::PathCell::new(
+            crate::engine::slot::Slot::<crate::cell::Bare<M>>::BODY_AT,
+            crate::path_cell::PathCell::new(
                 crate::ids::ActorPath::root_ref(),
                 Some(crate::ids::ActorPath::root().child("probe")),
             ),

@@ -66,16 +66,20 @@ use std::time::Duration;
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use parking_lot::{Condvar, Mutex};
 
-use crate::addr::ActorId;
-use crate::effects::{Effects, TimerKey};
-use crate::engine::{Engine, Queued, Scheduler, ROOT};
+use crate::effects::Effects;
+use crate::engine::slot::Queued;
+use crate::engine::Engine;
 use crate::hand_off::{Displaced, HandOff, Port};
 use crate::idle::{Idle, Woke};
 pub use crate::idle::{WATCH, WATCH_MAX};
+use crate::ids::ActorId;
+use crate::ids::ROOT;
+use crate::scheduler::Scheduler;
 use crate::system::System;
 use crate::system::SystemBuilder;
 use crate::time::{Clock, Instant};
 use crate::timer::TimerHeap;
+use crate::timer::TimerKey;
 
 /// Default turns per scheduling of one actor.
 pub const DEFAULT_BATCH: usize = 32;

@@ -11,9 +11,17 @@ pub use crate::ids::TimerId;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::addr::ActorId;
-use crate::effects::TimerKey;
+use crate::ids::{ActorId, RequestId};
 use crate::time::Instant;
+
+/// What a timer entry in the scheduler's heap stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum TimerKey {
+    User(TimerId),
+    Ask(RequestId),
+    /// The end of a simulated busy period.
+    WakeUp,
+}
 
 /// One pending timer: deliver `key` to `actor` at `deadline`.
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]

@@ -43,7 +43,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use serde::Serialize;
 
-use crate::addr::ActorId;
+use crate::ids::ActorId;
 use crate::ids::{RequestId, TimerId};
 use crate::sync::AtomicU64;
 use crate::time::Clock;

@@ -17,7 +17,8 @@
 //! failure is reported inside the span of the turn that panicked. The
 //! target is `turno`.
 
-use crate::trace::{ActorEvent, DropPolicy};
+use turno_trace::actor::ActorEvent;
+use turno_trace::DropPolicy;
 
 /// True when some subscriber may want an event: only then is the event
 /// built for `tracing` alone.

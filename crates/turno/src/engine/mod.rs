@@ -46,43 +46,27 @@
 //!   effects.
 
 mod run;
-mod slot;
+pub(crate) mod slot;
 mod tree;
 mod waits;
 
 use std::sync::Arc;
 
-use crate::addr::ActorId;
-use crate::effects::TimerKey;
+use crate::ids::ActorId;
 use crate::ids::ActorPath;
-use crate::mailbox::{Control, Signal};
+use crate::scheduler::Scheduler;
 use crate::shared::SystemShared;
 use crate::supervision::Supervision;
 use crate::sync::Mutex;
-use crate::time::Instant;
+use crate::system_lane::{Control, Signal};
 use crate::timer::TimerEntry;
+use crate::timer::TimerKey;
 use crate::trace::ActorEvent;
 
-pub(crate) use crate::ids::ROOT;
 pub(crate) use run::End;
-pub(crate) use slot::{me_at, AnyBody, Queued, SelfPtr, Slot, ThinSlot, TypedBody};
+use slot::Slot;
 pub(crate) use tree::Registered;
 use tree::Tree;
-
-/// What a scheduler provides to the engine.
-pub(crate) trait Scheduler: Send + Sync + 'static {
-    /// The slot may have work: put it in a run queue. Called once per
-    /// idle-to-scheduled transition, and for a parked slot requeued (which
-    /// may meet its runner still holding the cell: see [`crate::run_state`]).
-    /// (A push on a runner thread with an empty hand-off slot claims an
-    /// idle actor for that slot instead, without a call: see
-    /// [`crate::hand_off`].)
-    fn schedule(&self, slot: Queued);
-    /// Deliver `key` to `actor` at `deadline`.
-    fn add_timer(&self, actor: ActorId, key: TimerKey, deadline: Instant);
-    /// Whether `Context::simulate_work` makes the actor busy (virtual time).
-    fn simulates_work(&self) -> bool;
-}
 
 /// Whether the actor just run still exists.
 #[derive(Debug, PartialEq, Eq)]

@@ -3,14 +3,16 @@
 
 use std::sync::Arc;
 
+use super::slot::Queued;
 use super::slot::{Slot, BUSY};
 use super::tree::Then;
-use super::{Engine, Flow, Queued};
+use super::{Engine, Flow};
 use crate::cell::{AnyCell, Step, TurnOutcome};
-use crate::effects::{Effects, TimerKey};
-use crate::mailbox::{Control, Signal};
+use crate::effects::Effects;
 use crate::run_state::RunState;
 use crate::supervision::ExitReason;
+use crate::system_lane::{Control, Signal};
+use crate::timer::TimerKey;
 use crate::trace::ActorEvent;
 
 /// How a batch ended ([`Engine::run_cell`]), for its caller to act on after

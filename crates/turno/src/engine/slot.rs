@@ -24,9 +24,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::Engine;
-use crate::addr::ActorId;
 use crate::cell::AnyCell;
 use crate::effects::Effects;
+use crate::ids::ActorId;
 use crate::mailbox::MailboxOps;
 use crate::sync::AtomicU64;
 
@@ -106,7 +106,7 @@ pub(crate) struct Slot<B: ?Sized = dyn AnyBody> {
     /// it hands on, what an address counts the slot through and what
     /// widens a [`ThinSlot`].
     pub(crate) me: SelfPtr,
-    /// The supervisor's id ([`ROOT`](super::ROOT) for a top-level actor
+    /// The supervisor's id ([`ROOT`](crate::ROOT) for a top-level actor
     /// and a bare slot), fixed at the spawn: here, not in the tree's map
     /// entry, so that the entry is the [`ThinSlot`] alone (9 bytes a
     /// bucket where a node of the slot, the parent and the rare parts was

@@ -10,14 +10,15 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::slot::{Slot, ThinSlot, BUSY, FAILED, STOPPING};
-use super::{Engine, Flow, ROOT};
+use super::{Engine, Flow};
 use crate::actor::SpawnError;
-use crate::addr::ActorId;
 use crate::cell::AnyCell;
 use crate::effects::{Effects, Spawned};
+use crate::ids::ActorId;
 use crate::ids::ActorPath;
-use crate::mailbox::{Control, Signal};
+use crate::ids::ROOT;
 use crate::supervision::{Directive, ExitReason, Failure, RestartLog, Strategy, Supervision};
+use crate::system_lane::{Control, Signal};
 use crate::time::Instant;
 use crate::trace::ActorEvent;
 
@@ -373,7 +374,7 @@ impl Engine {
         // push from now on finds it queued until it runs.
         mailbox.push_control(Control::Start);
         mailbox.release_registered();
-        self.sched.schedule(super::Queued::of(&slot));
+        self.sched.schedule(super::slot::Queued::of(&slot));
         Registered::Yes
     }
 

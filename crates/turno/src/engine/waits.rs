@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::slot::Slot;
 use super::tree::Tree;
 use super::Engine;
-use crate::addr::ActorId;
+use crate::ids::ActorId;
 use crate::trace::ActorEvent;
 
 impl Tree {

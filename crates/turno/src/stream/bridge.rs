@@ -62,7 +62,7 @@ use futures_core::Stream;
 use super::buffered::{buffered, AsyncStream, Continuation};
 use crate::addr::Addr;
 use crate::buffer::Policy;
-use crate::mailbox::Verdict;
+use crate::verdict::Verdict;
 
 /// What a [`pipe_to_actor`] did, verdict by verdict.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::Ordering::{Relaxed, SeqCst};
 use std::task::{Context, Poll, Waker};
 
-use super::{Empty, Termination, YieldResult};
+use super::outcome::{Empty, Termination, YieldResult};
 use crate::buffer::{Buffer, BufferStats, Policy};
 use crate::lane::{Lane, Mode, OwnLines, Pushed};
 use crate::stream::sync::{AtomicBool, AtomicUsize, Mutex};
