@@ -1,6 +1,7 @@
 //! The `turno` command: `turno demo` runs the signup wizard (`turno demo
 //! overload` the overload scenario); `turno js
-//! run FILE.js` runs JavaScript on the event-loop explorer.
+//! run FILE.js` runs JavaScript on the event-loop explorer; `turno learn`
+//! serves the event-loop essay as a page.
 
 use std::process::ExitCode;
 
@@ -10,6 +11,7 @@ mod chart;
 mod demo;
 mod inspect;
 mod js;
+mod learn;
 mod scxml;
 mod wizard;
 
@@ -40,6 +42,8 @@ enum Command {
     /// The JavaScript event-loop explorer (`turno js run FILE.js`).
     #[command(subcommand)]
     Js(js::JsCommand),
+    /// The event loop as a page you press: `turno learn [--port N]`.
+    Learn(learn::LearnArgs),
 }
 
 fn main() -> ExitCode {
@@ -49,5 +53,6 @@ fn main() -> ExitCode {
         Command::Chart { command } => chart::main(command),
         Command::Inspect(args) => inspect::main(&args),
         Command::Js(cmd) => js::main(cmd),
+        Command::Learn(args) => learn::main(&args),
     }
 }
