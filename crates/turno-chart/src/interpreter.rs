@@ -33,6 +33,64 @@
 //!
 //! A runaway macrostep ([`ChartError::RunawayLoop`]) panics the turn: the
 //! actor fails and its supervisor decides.
+//!
+//! # Extensions: requests in the chart's turn
+//!
+//! An application that talks to its chart in the chart's own turns (check
+//! something, send an event, answer with a view of the result, with nothing
+//! slipping in between) gives the actor an [`Extension`]: its own state and
+//! messages ([`ChartMsg::Ext`]), handled in the chart's turn with a
+//! [`Turn`] that reads the snapshot, asks whether the chart takes an event
+//! here ([`Turn::can`]), runs a macrostep ([`Turn::send`]) and replies with
+//! any projection of the snapshot. [`Extension::stepped`] runs after every
+//! macrostep, before its effects (the application's own write-ahead
+//! record), and [`Service::custom`] starts invocations with the extension
+//! and the snapshot at hand. The signup wizard's session
+//! (`crates/turno-wizard/src/session.rs`) is such an actor.
+//!
+//! An ask with a projection: the event is sent only if the chart takes it
+//! here, and the reply is the state after the macrostep.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use serde_json::Value;
+//! use turno::{Props, ReplyTo, System, ThreadedSystem};
+//! use turno_chart::interpreter::{ChartActor, ChartMsg, Extension, Turn};
+//! use turno_chart::{load_json, stdlib, Event};
+//!
+//! struct Ask(Event, ReplyTo<Result<String, String>>);
+//! struct Pages;
+//! impl Extension<Value> for Pages {
+//!     type Msg = Ask;
+//!     fn handle(turn: &mut Turn<'_, '_, Value, Self>, Ask(event, reply): Ask) {
+//!         if !turn.can(&event) {
+//!             reply.reply(Err(format!("{} is not taken here", event.name())));
+//!             return;
+//!         }
+//!         turn.send(event);
+//!         let value = turn.snapshot().value(turn.machine()).to_json();
+//!         reply.reply(Ok(value.to_string()));
+//!     }
+//! }
+//!
+//! let m = Arc::new(load_json::<Value>(r#"{"initial": "a", "states": {
+//!     "a": {"on": {"NEXT": "b"}}, "b": {"on": {"BACK": "a"}}}}"#,
+//!     &stdlib::implementations()).unwrap());
+//! let sys = ThreadedSystem::builder().threads(1).build();
+//! let chart = sys
+//!     .spawn(Props::new(), move || ChartActor::with_extension(m.clone(), Pages))
+//!     .unwrap();
+//! let ask = |name: &str| {
+//!     chart
+//!         .ask_blocking(|r| ChartMsg::Ext(Ask(Event::new(name), r)), Duration::from_secs(5))
+//!         .unwrap()
+//! };
+//! assert_eq!(ask("BACK"), Err("BACK is not taken here".to_string()));
+//! assert_eq!(ask("NEXT"), Ok(r#""b""#.to_string()));
+//! assert_eq!(ask("BACK"), Ok(r#""a""#.to_string()));
+//! sys.shutdown(Duration::from_secs(5)).unwrap();
+//! ```
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -56,7 +114,7 @@ use crate::snapshot::{Snapshot, Status};
 use crate::tree::{Charts, Path, Tagged, Tree};
 
 /// A chart actor's messages.
-pub enum ChartMsg {
+pub enum ChartMsg<M = NoExt> {
     /// An event for the chart (a macrostep).
     Event(Event),
     /// A delayed event's timer fired.
@@ -93,11 +151,115 @@ pub enum ChartMsg {
     Subscribe(SnapshotFn),
     /// Adds a subscriber to emitted events.
     SubscribeEmitted(EmitFn),
+    /// A message of the actor's [`Extension`], handled in the chart's turn
+    /// ([`Extension::handle`]).
+    Ext(M),
 }
 
-impl From<Event> for ChartMsg {
+/// The extension message of a chart actor without an extension: there is
+/// none.
+#[derive(Debug)]
+pub enum NoExt {}
+
+impl<M> From<Event> for ChartMsg<M> {
     fn from(e: Event) -> Self {
         ChartMsg::Event(e)
+    }
+}
+
+/// What an application adds to a [`ChartActor`]: its own state and
+/// messages, handled **in the chart's turn**, with the chart at hand.
+///
+/// A request that must see the chart as it is between two macrosteps (a
+/// check, then an event, then the view after it) is one extension message:
+/// [`handle`](Self::handle) gets a [`Turn`] that can read the snapshot,
+/// ask whether an event would be taken ([`Turn::can`]), run a macrostep
+/// ([`Turn::send`]) and reply with a projection of the result, all in one
+/// turn, so nothing slips in between. [`stepped`](Self::stepped) is called
+/// after every macrostep, before its effects: the place for the
+/// application's own write-ahead record. A chart actor without an extension
+/// has `X = ()`.
+pub trait Extension<C: Clone + Send + Sync + 'static>: Send + Sized + 'static {
+    /// Its messages, sent to the chart actor as [`ChartMsg::Ext`].
+    type Msg: Send + 'static;
+
+    /// Handles one of its messages in the chart's turn.
+    fn handle(turn: &mut Turn<'_, '_, C, Self>, msg: Self::Msg);
+
+    /// Called after every macrostep that was taken (the first one and a
+    /// restore included), after the write-ahead hooks
+    /// ([`ChartActor::on_persist`]) and before the macrostep's effects
+    /// are carried out.
+    fn stepped(&mut self, ctx: &mut Context<'_, ChartActor<C, Self>>, step: Stepped<'_, C>) {
+        let _ = (ctx, step);
+    }
+}
+
+impl<C: Clone + Send + Sync + 'static> Extension<C> for () {
+    type Msg = NoExt;
+
+    fn handle(_: &mut Turn<'_, '_, C, Self>, msg: NoExt) {
+        match msg {}
+    }
+}
+
+/// A macrostep just taken, as [`Extension::stepped`] sees it.
+pub struct Stepped<'a, C> {
+    /// The machine.
+    pub machine: &'a Machine<C>,
+    /// The actor's own chart after the macrostep.
+    pub snapshot: &'a Snapshot<C>,
+    /// What the macrostep asks the interpreter to do next (about to be
+    /// carried out).
+    pub actions: &'a [Tagged],
+}
+
+/// A chart actor's turn, as its [`Extension`] handles a message: the
+/// extension, the chart, and the turn's context.
+pub struct Turn<'a, 'c, C: Clone + Send + Sync + 'static, X: Extension<C>> {
+    actor: &'a mut ChartActor<C, X>,
+    ctx: &'a mut Context<'c, ChartActor<C, X>>,
+}
+
+impl<'c, C: Clone + Send + Sync + 'static, X: Extension<C>> Turn<'_, 'c, C, X> {
+    /// The extension.
+    pub fn ext(&self) -> &X {
+        &self.actor.ext
+    }
+
+    /// The extension, to change.
+    pub fn ext_mut(&mut self) -> &mut X {
+        &mut self.actor.ext
+    }
+
+    /// The machine.
+    pub fn machine(&self) -> &Arc<Machine<C>> {
+        &self.actor.machine
+    }
+
+    /// The actor's own chart, as the last macrostep left it.
+    pub fn snapshot(&self) -> &Snapshot<C> {
+        self.actor.tree.as_ref().expect("started").root()
+    }
+
+    /// The turn's context (timers, sends, `stop`).
+    pub fn ctx(&mut self) -> &mut Context<'c, ChartActor<C, X>> {
+        self.ctx
+    }
+
+    /// Whether `event` would be taken here: some transition of the active
+    /// configuration is enabled for it (guards evaluated on the current
+    /// context) and does something. Nothing changes.
+    pub fn can(&self, event: &Event) -> bool {
+        crate::core::can(&self.actor.machine, self.snapshot(), event)
+    }
+
+    /// Runs the macrostep for `event` now, in this turn, as if it had
+    /// arrived as [`ChartMsg::Event`]: the write-ahead hooks, the effects
+    /// and the subscribers all run before this returns, so
+    /// [`snapshot`](Self::snapshot) is the chart after it.
+    pub fn send(&mut self, event: Event) {
+        self.actor.event(self.ctx, event);
     }
 }
 
@@ -110,11 +272,15 @@ pub type EmitFn = Box<dyn FnMut(&Event) + Send>;
 pub type Sender = Arc<dyn Fn(Event) -> bool + Send + Sync>;
 
 /// How an invoked (or spawned) actor runs.
-pub struct Service<C: Clone + Send + Sync + 'static> {
-    start: StartFn<C>,
+pub struct Service<C: Clone + Send + Sync + 'static, X: Extension<C> = ()> {
+    start: StartFn<C, X>,
 }
 
-type StartFn<C> = Arc<dyn Fn(&mut Context<'_, ChartActor<C>>, Started) -> Running + Send + Sync>;
+type StartFn<C, X> = Arc<
+    dyn Fn(&mut Context<'_, ChartActor<C, X>>, &mut X, &Snapshot<C>, Started) -> Running
+        + Send
+        + Sync,
+>;
 
 /// What a service is given when it starts.
 pub struct Started {
@@ -130,6 +296,20 @@ pub struct Started {
     pub input: Value,
 }
 
+impl Started {
+    /// The message that delivers `result` as this invocation's outcome
+    /// (`xstate.done.actor.<id>` or `xstate.error.actor.<id>`; stale if
+    /// the invocation was stopped meanwhile).
+    pub fn done<M>(&self, result: Result<Value, Value>) -> ChartMsg<M> {
+        ChartMsg::Done {
+            path: self.path.clone(),
+            id: self.id.clone(),
+            generation: self.generation,
+            result,
+        }
+    }
+}
+
 /// A running invocation, as the interpreter stops it.
 pub enum Running {
     /// A request awaiting its reply (abandoned on stop).
@@ -140,7 +320,7 @@ pub enum Running {
     Nothing,
 }
 
-impl<C: Clone + Send + Sync + 'static> Clone for Service<C> {
+impl<C: Clone + Send + Sync + 'static, X: Extension<C>> Clone for Service<C, X> {
     fn clone(&self) -> Self {
         Service {
             start: self.start.clone(),
@@ -148,7 +328,7 @@ impl<C: Clone + Send + Sync + 'static> Clone for Service<C> {
     }
 }
 
-impl<C: Clone + Send + Sync + 'static> Service<C> {
+impl<C: Clone + Send + Sync + 'static, X: Extension<C>> Service<C, X> {
     /// Delegated work: asks `worker` with `request(input, reply)`; the
     /// reply (`Ok` output or `Err` error) becomes the invocation's result.
     /// After `timeout` the invocation fails with `"timeout"`.
@@ -159,7 +339,7 @@ impl<C: Clone + Send + Sync + 'static> Service<C> {
     ) -> Self {
         let request = Arc::new(request);
         Service {
-            start: Arc::new(move |ctx, s: Started| {
+            start: Arc::new(move |ctx, _: &mut X, _: &Snapshot<C>, s: Started| {
                 let (id, generation) = (s.id.clone(), s.generation);
                 let path = s.path.clone();
                 let r = request.clone();
@@ -211,16 +391,16 @@ impl<C: Clone + Send + Sync + 'static> Service<C> {
     /// It returns the child's id and, for `sendTo`, how to send it events.
     pub fn child(
         spawn: impl Fn(
-                &mut Context<'_, ChartActor<C>>,
+                &mut Context<'_, ChartActor<C, X>>,
                 &Started,
-                Reporter,
+                Reporter<X::Msg>,
             ) -> Option<(turno::ActorId, Option<Sender>)>
             + Send
             + Sync
             + 'static,
     ) -> Self {
         Service {
-            start: Arc::new(move |ctx, s: Started| {
+            start: Arc::new(move |ctx, _: &mut X, _: &Snapshot<C>, s: Started| {
                 let reporter = Reporter {
                     parent: ctx.addr(),
                     path: s.path.clone(),
@@ -235,6 +415,23 @@ impl<C: Clone + Send + Sync + 'static> Service<C> {
         }
     }
 
+    /// An invocation started by the application itself, with its
+    /// [`Extension`] and the chart's snapshot at hand (the actor's own
+    /// chart, after the macrostep that started it). `start` returns what
+    /// to stop when the state is left; the result comes back as
+    /// [`Started::done`] (a [`ChartMsg::Done`] sent to the chart, typically
+    /// from `Context::pipe` or `Context::ask`).
+    pub fn custom(
+        start: impl Fn(&mut Context<'_, ChartActor<C, X>>, &mut X, &Snapshot<C>, Started) -> Running
+            + Send
+            + Sync
+            + 'static,
+    ) -> Self {
+        Service {
+            start: Arc::new(start),
+        }
+    }
+
     /// A future run off-turn on tokio (`Context::pipe`); its output is the
     /// invocation's result. Stopping the invocation aborts the task.
     #[cfg(feature = "tokio")]
@@ -243,7 +440,7 @@ impl<C: Clone + Send + Sync + 'static> Service<C> {
         F: std::future::Future<Output = Result<Value, Value>> + Send + 'static,
     {
         Service {
-            start: Arc::new(move |ctx, s: Started| {
+            start: Arc::new(move |ctx, _: &mut X, _: &Snapshot<C>, s: Started| {
                 let (id, generation) = (s.id.clone(), s.generation);
                 let path = s.path.clone();
                 let piped = ctx.pipe(make(s.input), None, move |resp| match resp {
@@ -281,18 +478,28 @@ impl<C: Clone + Send + Sync + 'static> Service<C> {
 }
 
 /// Lets a child report back to the chart that started it.
-#[derive(Clone)]
-pub struct Reporter {
-    parent: Addr<ChartMsg>,
+pub struct Reporter<M: Send + 'static = NoExt> {
+    parent: Addr<ChartMsg<M>>,
     path: Path,
     id: String,
     generation: u64,
 }
 
-impl Reporter {
+impl<M: Send + 'static> Clone for Reporter<M> {
+    fn clone(&self) -> Self {
+        Reporter {
+            parent: self.parent.clone(),
+            path: self.path.clone(),
+            id: self.id.clone(),
+            generation: self.generation,
+        }
+    }
+}
+
+impl<M: Send + 'static> Reporter<M> {
     /// Reports the child's outcome: `xstate.done.actor.<id>` or
     /// `xstate.error.actor.<id>`. Stale if the chart left the state.
-    pub fn done(&self, result: Result<Value, Value>) -> turno::Verdict<ChartMsg> {
+    pub fn done(&self, result: Result<Value, Value>) -> turno::Verdict<ChartMsg<M>> {
         self.parent.try_send(ChartMsg::Done {
             path: self.path.clone(),
             id: self.id.clone(),
@@ -302,7 +509,7 @@ impl Reporter {
     }
 
     /// Sends an event to the chart (a child's `sendParent`).
-    pub fn send(&self, event: Event) -> turno::Verdict<ChartMsg> {
+    pub fn send(&self, event: Event) -> turno::Verdict<ChartMsg<M>> {
         self.parent.try_send(ChartMsg::Event(event))
     }
 
@@ -338,7 +545,8 @@ impl ChartStats {
 }
 
 /// Hooks for actions the interpreter hands back to the application.
-type CustomFn<C> = Box<dyn FnMut(&mut Context<'_, ChartActor<C>>, &str, &Value, &Event) + Send>;
+type CustomFn<C, X> =
+    Box<dyn FnMut(&mut Context<'_, ChartActor<C, X>>, &str, &Value, &Event) + Send>;
 type LogFn = Box<dyn FnMut(&str) + Send>;
 type DoneFn = Box<dyn FnMut(Status, Option<&Value>) + Send>;
 type PersistFn<C> = Box<dyn FnMut(&Snapshot<C>) + Send>;
@@ -369,7 +577,7 @@ type RestoreFn<C> =
 /// sys.advance(std::time::Duration::from_millis(100)).unwrap();
 /// assert_eq!(*seen.lock().unwrap(), [r#""idle""#, r#""busy""#, r#""idle""#]);
 /// ```
-pub struct ChartActor<C: Clone + Send + Sync + 'static> {
+pub struct ChartActor<C: Clone + Send + Sync + 'static, X: Extension<C> = ()> {
     machine: Arc<Machine<C>>,
     tree: Option<Tree<C>>,
     /// Scratch for each macrostep's actions (kept to reuse its capacity).
@@ -377,21 +585,22 @@ pub struct ChartActor<C: Clone + Send + Sync + 'static> {
     /// What an idle chart of a plain machine never touches (services,
     /// timers, invocations, children, hooks, subscribers, counters): boxed
     /// on first use, so an idle chart actor is its tree and six words.
-    rare: Option<Box<Rare<C>>>,
+    rare: Option<Box<Rare<C, X>>>,
     defined: bool,
+    ext: X,
 }
 
 /// The parts of a [`ChartActor`] that most charts never use.
-struct Rare<C: Clone + Send + Sync + 'static> {
+struct Rare<C: Clone + Send + Sync + 'static, X: Extension<C>> {
     charts: Option<Arc<Charts<C>>>,
-    services: Option<Arc<HashMap<String, Service<C>>>>,
+    services: Option<Arc<HashMap<String, Service<C, X>>>>,
     timers: HashMap<(Path, String, u64), TimerId>,
     running: HashMap<(Path, String, u64), Running>,
     children: HashMap<(Path, String), (turno::ActorId, Option<Sender>)>,
     parent: Option<Sender>,
     on_snapshot: Vec<SnapshotFn>,
     on_emit: Vec<EmitFn>,
-    on_custom: Option<CustomFn<C>>,
+    on_custom: Option<CustomFn<C, X>>,
     on_log: Option<LogFn>,
     on_done: Option<DoneFn>,
     on_persist: Vec<PersistFn<C>>,
@@ -401,7 +610,7 @@ struct Rare<C: Clone + Send + Sync + 'static> {
     stats: Option<Arc<ChartStats>>,
 }
 
-impl<C: Clone + Send + Sync + 'static> Default for Rare<C> {
+impl<C: Clone + Send + Sync + 'static, X: Extension<C>> Default for Rare<C, X> {
     fn default() -> Self {
         Rare {
             charts: None,
@@ -427,23 +636,43 @@ impl<C: Clone + Send + Sync + 'static> Default for Rare<C> {
 impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
     /// A chart actor for `machine`, with no services.
     pub fn new(machine: Arc<Machine<C>>) -> Self {
+        ChartActor::with_extension(machine, ())
+    }
+}
+
+impl<C: Clone + Send + Sync + 'static, X: Extension<C>> ChartActor<C, X> {
+    /// A chart actor for `machine` with an [`Extension`]: the
+    /// application's own messages and state, handled in the chart's turns
+    /// (see the [module docs](self#extensions-requests-in-the-charts-turn)).
+    pub fn with_extension(machine: Arc<Machine<C>>, ext: X) -> Self {
         ChartActor {
             machine,
             tree: None,
             actions: Vec::new(),
             rare: None,
             defined: false,
+            ext,
         }
     }
 
+    /// The extension.
+    pub fn extension(&self) -> &X {
+        &self.ext
+    }
+
+    /// The machine.
+    pub fn machine(&self) -> &Arc<Machine<C>> {
+        &self.machine
+    }
+
     /// The rare parts, boxed now if they were not yet.
-    fn rare(&mut self) -> &mut Rare<C> {
+    fn rare(&mut self) -> &mut Rare<C, X> {
         self.rare.get_or_insert_with(Box::default)
     }
 
     /// The services `invoke.src` and `spawnChild` name (shared between
     /// instances: build the map once).
-    pub fn with_services(mut self, services: Arc<HashMap<String, Service<C>>>) -> Self {
+    pub fn with_services(mut self, services: Arc<HashMap<String, Service<C, X>>>) -> Self {
         self.rare().services = Some(services);
         self
     }
@@ -487,7 +716,7 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
     /// Executes custom actions ([`Action::Custom`]).
     pub fn on_custom(
         mut self,
-        f: impl FnMut(&mut Context<'_, ChartActor<C>>, &str, &Value, &Event) + Send + 'static,
+        f: impl FnMut(&mut Context<'_, ChartActor<C, X>>, &str, &Value, &Event) + Send + 'static,
     ) -> Self {
         self.rare().on_custom = Some(Box::new(f));
         self
@@ -690,6 +919,7 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
         actions.clear();
         if delivery == Delivery::Delivered {
             self.persist();
+            self.stepped(ctx, &out);
         }
         if !out.is_empty() {
             self.execute(ctx, &mut out);
@@ -699,6 +929,26 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
             self.notify(ctx);
         }
         delivery
+    }
+
+    /// The macrostep for an external event.
+    fn event(&mut self, ctx: &mut Context<'_, Self>, event: Event) {
+        self.step(ctx, &[], |m, s, a, i| {
+            transition_inspected(m, s, event, a, i).map(|()| Delivery::Delivered)
+        });
+    }
+
+    /// The extension's hook, after the write-ahead hooks.
+    fn stepped(&mut self, ctx: &mut Context<'_, Self>, actions: &[Tagged]) {
+        let snapshot = self.tree.as_ref().expect("started").root();
+        self.ext.stepped(
+            ctx,
+            Stepped {
+                machine: &self.machine,
+                snapshot,
+                actions,
+            },
+        );
     }
 
     fn count_macrostep(&self) {
@@ -747,6 +997,8 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
     fn execute(&mut self, ctx: &mut Context<'_, Self>, actions: &mut Vec<Tagged>) {
         let now = ctx.now().since_start().as_millis() as u64;
         let rare = self.rare.get_or_insert_with(Box::default);
+        let ext = &mut self.ext;
+        let root = self.tree.as_ref().expect("started").root();
         for Tagged { path, action } in actions.drain(..) {
             match action {
                 Action::Schedule { id, seq, due_ms } => {
@@ -776,6 +1028,8 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
                     let running = match service {
                         Some(service) => (service.start)(
                             ctx,
+                            ext,
+                            root,
                             Started {
                                 path: path.clone(),
                                 id: id.clone(),
@@ -837,6 +1091,8 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
                         let generation = u64::MAX;
                         let r = (service.start)(
                             ctx,
+                            ext,
+                            root,
                             Started {
                                 path: path.clone(),
                                 id: id.clone(),
@@ -868,8 +1124,8 @@ impl<C: Clone + Send + Sync + 'static> ChartActor<C> {
     }
 }
 
-fn stop_running<C: Clone + Send + Sync + 'static>(
-    ctx: &mut Context<'_, ChartActor<C>>,
+fn stop_running<C: Clone + Send + Sync + 'static, X: Extension<C>>(
+    ctx: &mut Context<'_, ChartActor<C, X>>,
     r: Running,
 ) {
     match r {
@@ -902,8 +1158,8 @@ fn trace_step<A: Actor, C>(ctx: &Context<'_, A>, m: &Machine<C>, step: Inspect<'
     });
 }
 
-impl<C: Clone + Send + Sync + 'static> Actor for ChartActor<C> {
-    type Msg = ChartMsg;
+impl<C: Clone + Send + Sync + 'static, X: Extension<C>> Actor for ChartActor<C, X> {
+    type Msg = ChartMsg<X::Msg>;
 
     fn started(&mut self, ctx: &mut Context<'_, Self>) {
         if !self.defined {
@@ -923,6 +1179,7 @@ impl<C: Clone + Send + Sync + 'static> Actor for ChartActor<C> {
             self.tree = Some(r.tree);
             let mut out = r.actions;
             self.persist();
+            self.stepped(ctx, &out);
             self.execute(ctx, &mut out);
             self.notify(ctx);
             return;
@@ -949,6 +1206,7 @@ impl<C: Clone + Send + Sync + 'static> Actor for ChartActor<C> {
         };
         self.tree = Some(tree);
         self.persist();
+        self.stepped(ctx, &out);
         if !out.is_empty() {
             self.execute(ctx, &mut out);
         }
@@ -958,13 +1216,10 @@ impl<C: Clone + Send + Sync + 'static> Actor for ChartActor<C> {
         self.notify(ctx);
     }
 
-    fn handle(&mut self, ctx: &mut Context<'_, Self>, msg: ChartMsg) {
+    fn handle(&mut self, ctx: &mut Context<'_, Self>, msg: ChartMsg<X::Msg>) {
         match msg {
-            ChartMsg::Event(event) => {
-                self.step(ctx, &[], |m, s, a, i| {
-                    transition_inspected(m, s, event, a, i).map(|()| Delivery::Delivered)
-                });
-            }
+            ChartMsg::Event(event) => self.event(ctx, event),
+            ChartMsg::Ext(msg) => X::handle(&mut Turn { actor: self, ctx }, msg),
             ChartMsg::Timer { path, id, seq } => {
                 if let Some(r) = &mut self.rare {
                     r.timers.remove(&(path.clone(), id.clone(), seq));

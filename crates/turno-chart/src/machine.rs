@@ -450,6 +450,41 @@ impl<C> Machine<C> {
         a > b && a <= self.states[b as usize].last_descendant
     }
 
+    /// The external events the chart takes in `state`, guards aside: the
+    /// event descriptors of the transitions of `state` and of its
+    /// ancestors, innermost first, each once. The chart's own events
+    /// (`xstate.*`, `done.*`, `error.*`) and wildcard descriptors are left
+    /// out: no page, form or client sends those. Whether a guard lets the
+    /// event through now is the snapshot's question
+    /// ([`can`](crate::can)).
+    ///
+    /// ```
+    /// use turno_chart::{load_json, stdlib};
+    /// let m = load_json::<serde_json::Value>(r#"{"id": "f", "initial": "a",
+    ///   "on": {"RESET": ".a"},
+    ///   "states": {"a": {"on": {"NEXT": "b"}, "after": {"100": "b"}}, "b": {}}}"#,
+    ///   &stdlib::implementations()).unwrap();
+    /// let a = m.state_by_id("f.a").unwrap();
+    /// assert_eq!(m.accepted_events(a), ["NEXT", "RESET"]);
+    /// ```
+    pub fn accepted_events(&self, state: StateIdx) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        let mut at = Some(state);
+        while let Some(s) = at {
+            let node = &self.states[s as usize];
+            for (descriptor, transitions) in &node.on {
+                let d: &str = descriptor;
+                let own =
+                    d.starts_with("xstate.") || d.starts_with("done.") || d.starts_with("error.");
+                if !own && !d.contains('*') && !transitions.is_empty() && !out.contains(&d) {
+                    out.push(d);
+                }
+            }
+            at = node.parent;
+        }
+        out
+    }
+
     /// The candidate transitions of `state` for the exact event `event`
     /// (an id of `names`), from the table.
     #[inline]

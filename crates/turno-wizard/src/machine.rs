@@ -33,7 +33,9 @@ use serde_json::{json, Value};
 use turno_chart::persist::Sanitizer;
 use turno_chart::spec::{ActionSpec, KindSpec, StateSpec, TransitionSpec};
 use turno_chart::submit::{self, Submit};
-use turno_chart::{definition_json, ActionScope, Implementations, Machine};
+use turno_chart::{
+    definition_json, ActionScope, Implementations, Machine, Snapshot, StateIdx, StateKind, Status,
+};
 
 /// The config's JSON source (the submit step is a placeholder in it).
 pub const SIGNUP_JSON: &str = include_str!("../assets/signup.json");
@@ -143,6 +145,38 @@ pub fn step_of(value: &Value) -> String {
         p if p.starts_with("submit.uncertain") => "submit.uncertain".into(),
         _ => path,
     }
+}
+
+/// Whether a page of `step` may send `event`: the chart's own answer
+/// ([`Machine::accepted_events`] of the states that show as `step`), so
+/// the pages, the checks and the graph cannot disagree. The chart's own
+/// events (`xstate.*`: invocation results, timers) are never accepted
+/// from a page.
+pub fn accepts(m: &Machine<Value>, step: &str, event: &str) -> bool {
+    (1..m.states().len() as StateIdx).any(|s| {
+        let node = m.state(s);
+        node.is_atomic() && step_of(&Value::String(path(m, s))) == step && {
+            m.accepted_events(s).contains(&event)
+        }
+    })
+}
+
+/// The dotted path of keys from the root to `s` (`payment.card`).
+fn path(m: &Machine<Value>, s: StateIdx) -> String {
+    let mut keys = Vec::new();
+    let mut at = Some(s);
+    while let Some(i) = at.filter(|&i| i != 0) {
+        keys.push(&*m.state(i).key);
+        at = m.state(i).parent;
+    }
+    keys.reverse();
+    keys.join(".")
+}
+
+/// Whether the signup is over: the chart reached a final state
+/// (`completed`, `abandoned`) or stopped.
+pub fn is_done(m: &Machine<Value>, s: &Snapshot<Value>) -> bool {
+    s.status != Status::Active || s.config.iter().any(|i| m.state(i).kind == StateKind::Final)
 }
 
 fn path_of(value: &Value) -> String {

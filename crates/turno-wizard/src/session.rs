@@ -1,39 +1,44 @@
-//! One signup session: a statechart actor on the turno runtime.
+//! One signup session: a `turno_chart` [`ChartActor`] with the wizard's
+//! [`Session`] as its extension.
 //!
-//! [`SessionActor`] owns the chart's snapshot and runs the pure core
-//! (`turno_chart::transition`, `invocation_done`): one macrostep per turn.
-//! It persists the snapshot after every macrostep, starts the `charge` and
-//! lookup invocations as futures piped back into the actor (a result
-//! for an invocation that is no longer in flight is stale and dropped by the
-//! core), and answers the web layer with a [`View`].
+//! The chart interpreter is the library's: one macrostep per turn, delayed
+//! events on turno timers, invocations whose late results are stale. What
+//! the session adds, all in the chart's own turns (extension messages,
+//! [`SessionMsg`]):
 //!
-//! It is its own small interpreter rather than `turno_chart`'s `ChartActor`
-//! because the web layer talks to it in the chart's own turns: an event is
-//! refused unless the session is at the form's step, checked in the turn
-//! that takes the event, and answered with the view after the macrostep;
-//! faults are armed and the time to live runs out as messages too.
-//! `ChartMsg` is a closed set (events, timers, results, subscriptions) with
-//! no room for such requests. Its clock is the wall clock (milliseconds since the Unix
-//! epoch), so the deadlines in a persisted snapshot (the submit's 3 s in
-//! `uncertain`, its lookup backoff) mean the same after a restart; delayed
-//! events are turno timers ([`Context::send_after`]) that fire them through
-//! `turno_chart::fire_scheduled`. Restore goes through
-//! `turno_chart::persist` with the submit's sanitizer: a charge in flight
-//! when the snapshot was written is never re-run; the chart resumes in
-//! `uncertain` and asks the gateway by key (see [`crate::machine`]).
+//! - **Events from pages, refused or answered in one turn.** An event is
+//!   refused unless the session is at the form's step, checked in the turn
+//!   that takes the event, and answered with the [`View`] after the
+//!   macrostep: nothing slips in between.
+//! - **Persistence after every macrostep** that changed the chart (a draft
+//!   too when a step was completed), before the macrostep's effects; the
+//!   charge waits for that write to be durable before it leaves.
+//! - **Faults** for the next charge, and the **time to live**: every step
+//!   renews it, and a session idle for that long leaves memory.
+//! - The **invocations** `charge` and `lookup`: futures piped back into the
+//!   chart ([`Service::custom`]), with the armed faults.
+//!
+//! The chart's clock is the system's, with the wall-clock epoch
+//! ([`ChartActor::with_epoch`]), so the deadlines in a persisted snapshot
+//! (the submit's 3 s in `uncertain`, its lookup backoff) mean the same
+//! after a restart. Restore goes through `turno_chart::persist` with the
+//! submit's sanitizer: a charge in flight when the snapshot was written is
+//! never re-run; the chart resumes in `uncertain` and asks the gateway by
+//! key (see [`crate::machine`]).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::Serialize;
 use serde_json::{json, Value};
-use turno::{Actor, Context, ReplyTo, RequestId, Response};
-use turno_chart::persist::Persist;
-use turno_chart::{
-    fire_scheduled, initial_transition_at, invocation_done, transition_in_place, Action,
-    ChartError, Delivery, Event, Machine, Snapshot, Status,
+use tokio::sync::oneshot;
+use turno::{Context, ReplyTo, Response};
+use turno_chart::interpreter::{
+    ChartActor, ChartMsg, Extension, Running, Service, Started, Stepped, Turn,
 };
+use turno_chart::persist::Persist;
+use turno_chart::{Event, Machine, Snapshot, StateSet};
 
 use crate::client::{self, Faults, Lookup};
 use crate::machine::{self, step_of};
@@ -52,6 +57,9 @@ pub struct Env {
     pub ttl: std::time::Duration,
     /// Drops a session from the server's table (it expired).
     pub evict: Arc<dyn Fn(&str) + Send + Sync>,
+    /// When the actor system's clock read 0, in ms since the Unix epoch
+    /// (`turno_chart::persist::wall_epoch_ms`).
+    pub epoch_ms: u64,
 }
 
 /// What a page needs to know about a session.
@@ -91,7 +99,7 @@ pub enum Refusal {
     },
 }
 
-/// A session actor's messages.
+/// A session's own messages (the chart actor's [`ChartMsg::Ext`]).
 pub enum SessionMsg {
     /// An event from a page. With `step`, only if the session is at that
     /// step (checked in the same turn as the event, so nothing slips in).
@@ -114,389 +122,301 @@ pub enum SessionMsg {
         /// The step the timer was armed at.
         rev: u64,
     },
-    /// A delayed event of the chart is due.
-    Timer {
-        /// Its send id.
-        id: String,
-        /// Which scheduling of it.
-        seq: u64,
-    },
-    /// An invocation finished.
-    Done {
-        /// Invocation id.
-        id: String,
-        /// Which start of it.
-        generation: u64,
-        /// Its outcome.
-        result: Result<Value, Value>,
-    },
 }
 
-/// One session's chart. See the [module docs](self).
-pub struct SessionActor {
+/// A session actor: the signup chart with the wizard's [`Session`].
+pub type SessionActor = ChartActor<Value, Session>;
+
+/// A session actor's address.
+pub type SessionAddr = turno::Addr<ChartMsg<SessionMsg>>;
+
+/// The session's part of its chart actor. See the [module docs](self).
+pub struct Session {
     sid: String,
     link: String,
-    machine: Arc<Machine<Value>>,
     env: Arc<Env>,
-    snap: Option<Snapshot<Value>>,
-    restore: Option<Persisted>,
     rev: u64,
     faults: Faults,
-    running: HashMap<(String, u64), RequestId>,
-    actions: Vec<Action>,
+    /// The receipt of the last snapshot written: the next charge waits on it.
+    durable: Option<oneshot::Receiver<Result<(), String>>>,
+    /// The configuration and context last persisted: a macrostep that
+    /// changed neither (and asks for nothing) is not written again.
+    last: Option<(StateSet, Value)>,
+    /// The step last persisted (`None` after a restore: the restored one).
+    step: Option<String>,
 }
 
-impl SessionActor {
-    /// A new session at the first step.
-    pub fn new(sid: String, link: String, machine: Arc<Machine<Value>>, env: Arc<Env>) -> Self {
-        SessionActor {
+impl Session {
+    fn new(sid: String, link: String, env: Arc<Env>) -> Self {
+        Session {
             sid,
             link,
-            machine,
             env,
-            snap: None,
-            restore: None,
             rev: 0,
             faults: Faults::default(),
-            running: HashMap::new(),
-            actions: Vec::new(),
+            durable: None,
+            last: None,
+            step: Some(String::new()),
         }
     }
 
-    /// A session restored from its persisted snapshot.
-    pub fn restored(
-        sid: String,
-        p: Persisted,
-        machine: Arc<Machine<Value>>,
-        env: Arc<Env>,
-    ) -> Self {
-        let mut s = SessionActor::new(sid, p.link.clone(), machine, env);
-        s.restore = Some(p);
-        s
-    }
-
-    fn snap(&self) -> &Snapshot<Value> {
-        self.snap.as_ref().expect("started")
-    }
-
-    fn view(&self) -> View {
-        let s = self.snap();
-        let value = s.value(&self.machine).to_json();
-        let step = step_of(&value);
-        let done = s.status != Status::Active || step == "completed" || step == "submit.abandoned";
+    fn view(&self, m: &Machine<Value>, s: &Snapshot<Value>) -> View {
+        let value = s.value(m).to_json();
         View {
             sid: self.sid.clone(),
             rev: self.rev,
-            step,
+            step: step_of(&value),
             value,
-            active: s
-                .active_ids(&self.machine)
-                .iter()
-                .map(|x| x.to_string())
-                .collect(),
-            status: if done { "done" } else { "active" },
+            active: s.active_ids(m).iter().map(|x| x.to_string()).collect(),
+            status: if machine::is_done(m, s) {
+                "done"
+            } else {
+                "active"
+            },
             context: s.context.clone(),
             key: s.context["key"].as_str().map(str::to_owned),
             faults: self.faults.clone(),
             link: self.link.clone(),
         }
     }
+}
+
+/// A new session at the first step.
+pub fn new_session(
+    sid: String,
+    link: String,
+    machine: Arc<Machine<Value>>,
+    env: Arc<Env>,
+) -> SessionActor {
+    let epoch = env.epoch_ms;
+    ChartActor::with_extension(machine, Session::new(sid, link, env))
+        .with_services(services())
+        .with_epoch(epoch)
+}
+
+/// A session restored from its persisted snapshot.
+pub fn restored(
+    sid: String,
+    p: Persisted,
+    machine: Arc<Machine<Value>>,
+    env: Arc<Env>,
+) -> SessionActor {
+    let epoch = env.epoch_ms;
+    let mut session = Session::new(sid.clone(), p.link.clone(), env);
+    session.rev = p.rev;
+    session.step = None;
+    let m = machine.clone();
+    let text = p.chart.to_string();
+    ChartActor::with_extension(machine, session)
+        .with_services(services())
+        .with_epoch(epoch)
+        .restoring(move |at| {
+            Persist::new(&m)
+                .sanitizer(machine::sanitizer())
+                .restore(&text, at)
+        })
+}
+
+impl Extension<Value> for Session {
+    type Msg = SessionMsg;
+
+    fn handle(turn: &mut Turn<'_, '_, Value, Self>, msg: SessionMsg) {
+        let view =
+            |turn: &Turn<'_, '_, Value, Self>| turn.ext().view(turn.machine(), turn.snapshot());
+        match msg {
+            SessionMsg::View(reply) => {
+                reply.reply(view(turn));
+            }
+            SessionMsg::Faults(f, reply) => {
+                turn.ext_mut().faults = f;
+                reply.reply(view(turn));
+            }
+            SessionMsg::Event { event, step, reply } => {
+                if let Some(form) = step {
+                    let current = step_of(&turn.snapshot().value(turn.machine()).to_json());
+                    if form != current {
+                        reply.reply(Err(Refusal::StaleStep { form, current }));
+                        return;
+                    }
+                }
+                // An event no transition takes changes nothing, and nothing
+                // is written (the second CONFIRM while sending lands here).
+                turn.send(event);
+                reply.reply(Ok(view(turn)));
+            }
+            SessionMsg::Expire { rev } => {
+                if rev == turn.ext().rev {
+                    (turn.ext().env.evict)(&turn.ext().sid);
+                    turn.ctx().stop();
+                }
+            }
+        }
+    }
 
     /// After a macrostep: persist (a draft too when a step was completed),
-    /// then carry out the actions.
-    fn after_step(&mut self, ctx: &mut Context<'_, Self>, before: &str) {
+    /// renew the time to live; the effects follow.
+    fn stepped(&mut self, ctx: &mut Context<'_, SessionActor>, step: Stepped<'_, Value>) {
+        let s = step.snapshot;
+        let changed = match &self.last {
+            Some((config, context)) => {
+                *config != s.config || *context != s.context || !step.actions.is_empty()
+            }
+            None => true,
+        };
+        if !changed {
+            return;
+        }
+        self.last = Some((s.config.clone(), s.context.clone()));
         self.rev += 1;
         // Every step renews the snapshot's time to live in the store; the
         // actor in memory lives exactly as long.
-        ctx.send_after(self.env.ttl, SessionMsg::Expire { rev: self.rev });
-        let view = self.view();
+        ctx.send_after(
+            self.env.ttl,
+            ChartMsg::Ext(SessionMsg::Expire { rev: self.rev }),
+        );
+        let view = self.view(step.machine, s);
+        let before = self.step.get_or_insert_with(|| view.step.clone());
         let draft =
-            (view.step != before).then(|| json!({"step": view.step, "context": view.context}));
-        let chart = Persist::new(&self.machine)
-            .to_value(self.snap())
+            (view.step != *before).then(|| json!({"step": view.step, "context": view.context}));
+        self.step = Some(view.step);
+        let chart = Persist::new(step.machine)
+            .to_value(s)
             .unwrap_or_else(|e| panic!("session {}: {e}", self.sid));
         let p = Persisted {
             rev: self.rev,
             link: self.link.clone(),
             chart,
         };
-        let durable = self.env.persister.put(&self.sid, &p, draft);
-        let mut durable = Some(durable);
-        let actions = std::mem::take(&mut self.actions);
-        for a in &actions {
-            match a {
-                Action::StartInvoke {
-                    id,
-                    src,
-                    input,
-                    generation,
-                } => {
-                    self.start(ctx, id, src, input, *generation, durable.take());
-                }
-                Action::Schedule { id, seq, due_ms } => {
-                    let wait = due_ms.saturating_sub(wall_ms());
-                    ctx.send_after(
-                        std::time::Duration::from_millis(wait),
-                        SessionMsg::Timer {
-                            id: id.clone(),
-                            seq: *seq,
-                        },
-                    );
-                }
-                // A cancelled timer still fires, and `fire_scheduled`
-                // finds it gone: stale.
-                Action::StopInvoke { id, generation } => {
-                    if let Some(req) = self.running.remove(&(id.clone(), *generation)) {
-                        ctx.abandon(req);
-                    }
-                }
-                _ => {}
-            }
-        }
-        self.actions = actions;
-        self.actions.clear();
-    }
-
-    fn start(
-        &mut self,
-        ctx: &mut Context<'_, Self>,
-        id: &str,
-        src: &str,
-        input: &Value,
-        generation: u64,
-        durable: Option<tokio::sync::oneshot::Receiver<Result<(), String>>>,
-    ) {
-        let view = self.view();
-        let gateway = self.env.gateway;
-        let key = input["key"].as_str().unwrap_or_default().to_owned();
-        let faults = self.faults.clone();
-        let c = &view.context;
-        let (iid, gen) = (id.to_string(), generation);
-        let on_done = move |r: Response<Result<Value, Value>>| SessionMsg::Done {
-            id: iid.clone(),
-            generation: gen,
-            result: match r {
-                Response::Reply(r) => r,
-                Response::TimedOut => Err(json!({"kind": "timeout", "known": false})),
-            },
-        };
-        let piped = match src {
-            machine::CHARGE => {
-                // The charge faults are one-shot: the retry goes through.
-                self.faults.charge.clear();
-                self.faults.crash = false;
-                let body = json!({
-                    "amount_cents": input["amount"],
-                    "plan": c["plan"]["id"],
-                    "token": c["payment"]["token"],
-                    "last4": c["payment"]["last4"],
-                    "email": c["personal"]["email"],
-                });
-                let crash = self.env.crash.clone();
-                ctx.pipe(
-                    async move {
-                        // The key and `sending` are on disk before the
-                        // charge leaves: a crash after this point restores
-                        // into `uncertain`, never into a blind resend.
-                        if let Some(d) = durable {
-                            if let Ok(Err(e)) | Err(e) = d.await.map_err(|e| e.to_string()) {
-                                return Err(
-                                    json!({"kind": "not persisted", "known": true, "message": e}),
-                                );
-                            }
-                        }
-                        let r = client::charge(gateway, &key, &body, &faults).await;
-                        if faults.crash {
-                            crash();
-                            std::future::pending::<()>().await;
-                        }
-                        // The submit's contract: a receipt, or
-                        // `{"rejected": ..}` when surely nothing was
-                        // charged; any other error is unknown.
-                        r.map(|v| v["receipt"].clone()).map_err(|e| {
-                            if e["known"] == json!(true) {
-                                json!({"rejected": e["message"], "kind": e["kind"], "message": e["message"]})
-                            } else {
-                                e
-                            }
-                        })
-                    },
-                    None,
-                    on_done,
-                )
-            }
-            machine::LOOKUP => ctx.pipe(
-                async move {
-                    // One lookup; the chart backs off, retries and gives up
-                    // at its own deadline.
-                    match client::query(gateway, &key, &faults, client::TIMEOUT).await {
-                        Ok(Lookup::Charged(receipt)) => Ok(json!({"found": receipt})),
-                        Ok(Lookup::Unknown) => Ok(json!({"found": null})),
-                        Err(e) => Err(json!({"kind": "lookup failed", "message": e})),
-                    }
-                },
-                None,
-                on_done,
-            ),
-            other => {
-                fail_now(ctx, id, generation, format!("no service {other}"));
-                return;
-            }
-        };
-        match piped {
-            Ok(req) => {
-                self.running.insert((id.to_string(), generation), req);
-            }
-            Err(e) => fail_now(ctx, id, generation, e.to_string()),
-        }
-    }
-
-    /// One delivery of the chart core (a due timer, an invocation's result)
-    /// as a macrostep, on the wall clock; a stale one changes nothing.
-    fn deliver(
-        &mut self,
-        ctx: &mut Context<'_, Self>,
-        f: impl FnOnce(
-            &Machine<Value>,
-            &mut Snapshot<Value>,
-            &mut Vec<Action>,
-        ) -> Result<Delivery, ChartError>,
-    ) {
-        let before = self.view().step;
-        let mut snap = self.snap.take().expect("started");
-        snap.now_ms = snap.now_ms.max(Self::now_ms(ctx));
-        let mut actions = std::mem::take(&mut self.actions);
-        let d = f(&self.machine, &mut snap, &mut actions);
-        self.actions = actions;
-        self.snap = Some(snap);
-        match d {
-            Ok(Delivery::Delivered) => self.after_step(ctx, &before),
-            Ok(_) => {}
-            Err(e) => panic!("session {}: {e}", self.sid),
-        }
-    }
-
-    fn now_ms(_ctx: &Context<'_, Self>) -> u64 {
-        wall_ms()
+        self.durable = Some(self.env.persister.put(&self.sid, &p, draft));
     }
 }
 
-/// An invocation that could not start fails at once, as a message of its
-/// own (its own macrostep).
-fn fail_now(ctx: &mut Context<'_, SessionActor>, id: &str, generation: u64, kind: String) {
-    let me = ctx.addr();
-    let _ = ctx.send(
-        &me,
-        SessionMsg::Done {
-            id: id.into(),
-            generation,
-            result: Err(json!({"kind": kind, "known": true})),
+/// The invocations the chart names: the charge and the lookup.
+fn services() -> Arc<HashMap<String, Service<Value, Session>>> {
+    static SERVICES: OnceLock<Arc<HashMap<String, Service<Value, Session>>>> = OnceLock::new();
+    SERVICES
+        .get_or_init(|| {
+            Arc::new(HashMap::from([
+                (machine::CHARGE.to_string(), Service::custom(charge)),
+                (machine::LOOKUP.to_string(), Service::custom(lookup)),
+            ]))
+        })
+        .clone()
+}
+
+/// The invocation's result as the chart's message; a future lost on the
+/// way (the system going down) is an unknown outcome.
+fn on_done(
+    s: &Started,
+) -> impl Fn(Response<Result<Value, Value>>) -> ChartMsg<SessionMsg> + Send + Sync + 'static {
+    let s = Started {
+        path: s.path.clone(),
+        id: s.id.clone(),
+        generation: s.generation,
+        input: Value::Null,
+    };
+    move |r| {
+        s.done(match r {
+            Response::Reply(r) => r,
+            Response::TimedOut => Err(json!({"kind": "timeout", "known": false})),
+        })
+    }
+}
+
+fn piped(
+    ctx: &mut Context<'_, SessionActor>,
+    s: &Started,
+    r: Result<turno::RequestId, impl std::fmt::Display>,
+) -> Running {
+    match r {
+        Ok(req) => Running::Request(req),
+        Err(e) => {
+            // It could not start: it fails at once, as a message of its
+            // own (its own macrostep).
+            let me = ctx.addr();
+            let _ = ctx.send(
+                &me,
+                s.done(Err(json!({"kind": e.to_string(), "known": true}))),
+            );
+            Running::Nothing
+        }
+    }
+}
+
+fn charge(
+    ctx: &mut Context<'_, SessionActor>,
+    session: &mut Session,
+    snap: &Snapshot<Value>,
+    s: Started,
+) -> Running {
+    let gateway = session.env.gateway;
+    let key = s.input["key"].as_str().unwrap_or_default().to_owned();
+    let faults = session.faults.clone();
+    // The charge faults are one-shot: the retry goes through.
+    session.faults.charge.clear();
+    session.faults.crash = false;
+    let c = &snap.context;
+    let body = json!({
+        "amount_cents": s.input["amount"],
+        "plan": c["plan"]["id"],
+        "token": c["payment"]["token"],
+        "last4": c["payment"]["last4"],
+        "email": c["personal"]["email"],
+    });
+    let crash = session.env.crash.clone();
+    let durable = session.durable.take();
+    let r = ctx.pipe(
+        async move {
+            // The key and `sending` are on disk before the charge leaves:
+            // a crash after this point restores into `uncertain`, never
+            // into a blind resend.
+            if let Some(d) = durable {
+                if let Ok(Err(e)) | Err(e) = d.await.map_err(|e| e.to_string()) {
+                    return Err(json!({"kind": "not persisted", "known": true, "message": e}));
+                }
+            }
+            let r = client::charge(gateway, &key, &body, &faults).await;
+            if faults.crash {
+                crash();
+                std::future::pending::<()>().await;
+            }
+            // The submit's contract: a receipt, or `{"rejected": ..}` when
+            // surely nothing was charged; any other error is unknown.
+            r.map(|v| v["receipt"].clone()).map_err(|e| {
+                if e["known"] == json!(true) {
+                    json!({"rejected": e["message"], "kind": e["kind"], "message": e["message"]})
+                } else {
+                    e
+                }
+            })
         },
+        None,
+        on_done(&s),
     );
+    piped(ctx, &s, r)
 }
 
-/// The chart's clock: wall-clock milliseconds, meaningful across restarts.
-fn wall_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
-impl Actor for SessionActor {
-    type Msg = SessionMsg;
-
-    fn started(&mut self, ctx: &mut Context<'_, Self>) {
-        let now = Self::now_ms(ctx);
-        match self.restore.take() {
-            Some(p) => {
-                self.rev = p.rev;
-                let restored = Persist::new(&self.machine)
-                    .sanitizer(machine::sanitizer())
-                    .restore(&p.chart.to_string(), now)
-                    .unwrap_or_else(|e| panic!("session {}: {e}", self.sid));
-                let mut snap = restored.snapshot;
-                snap.now_ms = snap.now_ms.max(now);
-                let before = step_of(&snap.value(&self.machine).to_json());
-                self.snap = Some(snap);
-                self.actions = restored.actions;
-                self.after_step(ctx, &before);
+fn lookup(
+    ctx: &mut Context<'_, SessionActor>,
+    session: &mut Session,
+    _: &Snapshot<Value>,
+    s: Started,
+) -> Running {
+    let gateway = session.env.gateway;
+    let key = s.input["key"].as_str().unwrap_or_default().to_owned();
+    let faults = session.faults.clone();
+    let r = ctx.pipe(
+        async move {
+            // One lookup; the chart backs off, retries and gives up at its
+            // own deadline.
+            match client::query(gateway, &key, &faults, client::TIMEOUT).await {
+                Ok(Lookup::Charged(receipt)) => Ok(json!({"found": receipt})),
+                Ok(Lookup::Unknown) => Ok(json!({"found": null})),
+                Err(e) => Err(json!({"kind": "lookup failed", "message": e})),
             }
-            None => {
-                let (snap, actions) = initial_transition_at(&self.machine, now)
-                    .unwrap_or_else(|e| panic!("session {}: {e}", self.sid));
-                self.snap = Some(snap);
-                self.actions = actions;
-                self.after_step(ctx, "");
-            }
-        }
-    }
-
-    fn handle(&mut self, ctx: &mut Context<'_, Self>, msg: SessionMsg) {
-        match msg {
-            SessionMsg::View(reply) => {
-                reply.reply(self.view());
-            }
-            SessionMsg::Faults(f, reply) => {
-                self.faults = f;
-                reply.reply(self.view());
-            }
-            SessionMsg::Event { event, step, reply } => {
-                let current = self.view().step;
-                if let Some(form) = step {
-                    if form != current {
-                        reply.reply(Err(Refusal::StaleStep { form, current }));
-                        return;
-                    }
-                }
-                let before_cfg = self.snap().config.clone();
-                let before_ctx = self.snap().context.clone();
-                let mut snap = self.snap.take().expect("started");
-                snap.now_ms = snap.now_ms.max(Self::now_ms(ctx));
-                let mut actions = std::mem::take(&mut self.actions);
-                let r = transition_in_place(&self.machine, &mut snap, event, &mut actions);
-                self.actions = actions;
-                self.snap = Some(snap);
-                if let Err(e) = r {
-                    panic!("session {}: {e}", self.sid);
-                }
-                // An event no transition took changes nothing: nothing to
-                // persist (the second CONFIRM while sending lands here).
-                let s = self.snap();
-                if s.config != before_cfg || s.context != before_ctx || !self.actions.is_empty() {
-                    self.after_step(ctx, &current);
-                }
-                reply.reply(Ok(self.view()));
-            }
-            SessionMsg::Expire { rev } => {
-                if rev == self.rev {
-                    (self.env.evict)(&self.sid);
-                    ctx.stop();
-                }
-            }
-            // A cancelled timer's state was left: stale.
-            SessionMsg::Timer { id, seq } => {
-                self.deliver(ctx, |m, snap, actions| {
-                    fire_scheduled(m, snap, &id, seq, actions)
-                });
-            }
-            // A result for an invocation no longer in flight is stale.
-            SessionMsg::Done {
-                id,
-                generation,
-                result,
-            } => {
-                self.running.remove(&(id.clone(), generation));
-                self.deliver(ctx, |m, snap, actions| {
-                    invocation_done(m, snap, &id, generation, result, actions)
-                });
-            }
-        }
-    }
-
-    fn stopped(&mut self, ctx: &mut Context<'_, Self>) {
-        for (_, req) in self.running.drain() {
-            ctx.abandon(req);
-        }
-    }
+        },
+        None,
+        on_done(&s),
+    );
+    piped(ctx, &s, r)
 }

@@ -38,23 +38,25 @@ use axum::routing::{get, post};
 use axum::{Form, Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Value};
-use turno::{Addr, Props, System, ThreadedSystem};
+use turno::{Props, System, ThreadedSystem};
+use turno_chart::interpreter::ChartMsg;
 use turno_chart::{Event, Machine};
 use turno_store::{Store, Sweeper};
 
 use crate::client::Faults;
 use crate::gateway::Gateway;
 use crate::ids;
+use crate::machine;
 use crate::pages;
 use crate::persist::{self, Persister};
-use crate::session::{Env, Refusal, SessionActor, SessionMsg, View};
+use crate::session::{self, Env, Refusal, SessionAddr, SessionMsg, View};
 use crate::validate::{self, Errors};
 use crate::{Addrs, Config, Error};
 
 const COOKIE: &str = "turno_sid";
 const ASK: Duration = Duration::from_secs(5);
 
-type Sessions = Arc<Mutex<HashMap<String, Addr<SessionMsg>>>>;
+type Sessions = Arc<Mutex<HashMap<String, SessionAddr>>>;
 
 /// The server state a crash destroys.
 struct App {
@@ -110,13 +112,6 @@ impl Holder {
                 }
             }
         });
-        let env = Arc::new(Env {
-            gateway: self.gateway,
-            persister: Persister::start(store.clone(), self.config.ttl),
-            crash,
-            ttl: self.config.ttl,
-            evict,
-        });
         let sweeper = Sweeper::spawn(store.clone(), self.config.sweep_every)
             .map_err(|e| Error::Spawn(format!("the sweeper thread: {e}")))?;
         let mut builder = ThreadedSystem::builder()
@@ -126,6 +121,14 @@ impl Holder {
             builder = builder.trace(trace.sink());
         }
         let system = builder.build();
+        let env = Arc::new(Env {
+            gateway: self.gateway,
+            persister: Persister::start(store.clone(), self.config.ttl),
+            crash,
+            ttl: self.config.ttl,
+            evict,
+            epoch_ms: turno_chart::persist::wall_epoch_ms(system.now()),
+        });
         Ok(Arc::new(App {
             system: Mutex::new(Some(system)),
             sessions,
@@ -314,11 +317,7 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
 
 /// The session's actor, restored from its snapshot when this server
 /// instance has not seen it yet. None: no such session (or it expired).
-async fn session(
-    h: &Holder,
-    app: &Arc<App>,
-    sid: &str,
-) -> Result<Option<Addr<SessionMsg>>, Reject> {
+async fn session(h: &Holder, app: &Arc<App>, sid: &str) -> Result<Option<SessionAddr>, Reject> {
     if let Some(a) = app.sessions.lock().expect("lock").get(sid) {
         return Ok(Some(a.clone()));
     }
@@ -345,14 +344,14 @@ async fn session(
     let addr = sys
         .spawn(Props::new().name(format!("session-{sid}")), move || {
             let p = p.take().expect("a session actor is not restarted");
-            SessionActor::restored(s.clone(), p, m.clone(), env.clone())
+            session::restored(s.clone(), p, m.clone(), env.clone())
         })
         .map_err(|e| Reject::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?;
     sessions.insert(sid.to_string(), addr.clone());
     Ok(Some(addr))
 }
 
-fn new_session(h: &Holder, app: &Arc<App>) -> Result<(String, Addr<SessionMsg>), Reject> {
+fn new_session(h: &Holder, app: &Arc<App>) -> Result<(String, SessionAddr), Reject> {
     let sid = ids::session_id();
     let link = ids::random_hex(16);
     app.env.persister.link(&sid, &link);
@@ -361,7 +360,7 @@ fn new_session(h: &Holder, app: &Arc<App>) -> Result<(String, Addr<SessionMsg>),
     let (m, env, s) = (h.machine.clone(), app.env.clone(), sid.clone());
     let addr = sys
         .spawn(Props::new().name(format!("session-{sid}")), move || {
-            SessionActor::new(s.clone(), link.clone(), m.clone(), env.clone())
+            session::new_session(s.clone(), link.clone(), m.clone(), env.clone())
         })
         .map_err(|e| Reject::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?;
     app.sessions
@@ -371,8 +370,8 @@ fn new_session(h: &Holder, app: &Arc<App>) -> Result<(String, Addr<SessionMsg>),
     Ok((sid, addr))
 }
 
-async fn view_of(a: &Addr<SessionMsg>) -> Result<View, Reject> {
-    turno::bridge::ask(a, SessionMsg::View, ASK)
+async fn view_of(a: &SessionAddr) -> Result<View, Reject> {
+    turno::bridge::ask(a, |r| ChartMsg::Ext(SessionMsg::View(r)), ASK)
         .await
         .map_err(|_| restarting())
 }
@@ -440,19 +439,15 @@ async fn index(State(h): State<Arc<Holder>>, headers: HeaderMap) -> Response {
     }
 }
 
-/// The events each page may send, and how its fields become event data.
-fn build_event(step: &str, event: &str, form: &BTreeMap<String, String>) -> Result<Event, Reject> {
-    let allowed: &[&str] = match step {
-        "personal" => &["NEXT"],
-        "plan" => &["NEXT", "BACK"],
-        "payment.card" => &["NEXT", "BACK", "USE_BANK"],
-        "payment.bank" => &["NEXT", "BACK", "USE_CARD"],
-        "review" => &["CONFIRM", "BACK", "EDIT_PERSONAL", "EDIT_PLAN"],
-        "submit.failed" => &["RETRY", "CANCEL"],
-        "submit.unresolvable" => &["RECHECK"],
-        _ => &[],
-    };
-    if !allowed.contains(&event) {
+/// The events each page may send (the chart's answer,
+/// [`machine::accepts`]), and how its fields become event data.
+fn build_event(
+    m: &Machine<Value>,
+    step: &str,
+    event: &str,
+    form: &BTreeMap<String, String>,
+) -> Result<Event, Reject> {
+    if !machine::accepts(m, step, event) {
         return Err(Reject::new(
             StatusCode::BAD_REQUEST,
             format!("The {step:?} page has no action {event:?}."),
@@ -503,7 +498,7 @@ async fn apply(
     };
     let step = form.get("step").cloned().unwrap_or_default();
     let event = form.get("event").cloned().unwrap_or_default();
-    let ev = build_event(&step, &event, form).map_err(|mut r| {
+    let ev = build_event(&h.machine, &step, &event, form).map_err(|mut r| {
         r.view = None;
         r
     });
@@ -518,10 +513,12 @@ async fn apply(
     let guard = (event != "CONFIRM").then_some(step);
     let answer = turno::bridge::ask(
         &a,
-        |reply| SessionMsg::Event {
-            event: ev,
-            step: guard,
-            reply,
+        |reply| {
+            ChartMsg::Ext(SessionMsg::Event {
+                event: ev,
+                step: guard,
+                reply,
+            })
         },
         ASK,
     )
@@ -599,7 +596,7 @@ async fn api_event(
 async fn current(
     h: &Holder,
     headers: &HeaderMap,
-) -> Result<(Arc<App>, String, Addr<SessionMsg>), Reject> {
+) -> Result<(Arc<App>, String, SessionAddr), Reject> {
     let app = h.app().ok_or_else(restarting)?;
     let sid =
         cookie_sid(headers).ok_or_else(|| Reject::new(StatusCode::FORBIDDEN, "No session."))?;
@@ -665,7 +662,7 @@ async fn set_faults(h: &Holder, headers: &HeaderMap, sid: &str, f: Faults) -> Re
     }
     f.check()
         .map_err(|m| Reject::new(StatusCode::UNPROCESSABLE_ENTITY, m))?;
-    turno::bridge::ask(&a, |r| SessionMsg::Faults(f, r), ASK)
+    turno::bridge::ask(&a, |r| ChartMsg::Ext(SessionMsg::Faults(f, r)), ASK)
         .await
         .map_err(|_| restarting())
 }
