@@ -232,9 +232,9 @@ pub(crate) struct Lane<T, P: Place<T> = Packed<T>> {
     spare: AtomicPtr<Block<T>>,
     counts: Counts,
     consumer: P,
-    /// Test-only fault injection for the loom model (`tests/lane_loom.rs`).
-    #[cfg(turno_loom)]
-    inject: Inject,
+    /// The loom models' injected faults: nothing outside them (a
+    /// zero-sized type whose answers are the correct lane's constants).
+    faults: Faults,
 }
 
 /// The counters the fast path reads or writes: the deepest depth seen
@@ -291,41 +291,6 @@ impl Counts {
     }
 }
 
-/// A deliberately broken variant, so that a test can show that the loom
-/// model catches it.
-#[cfg(turno_loom)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Inject {
-    /// The correct lane.
-    #[default]
-    None,
-    /// A producer publishes its element with a relaxed store: the consumer
-    /// may read the slot before the element's write is visible.
-    RelaxedPublish,
-    /// The first block is published to producers (`tail_block`) before it
-    /// is to the consumer (`first`): the order of this lane before stop 24,
-    /// in which a push could complete in a block its consumer could not yet
-    /// find.
-    FirstPublishedLate,
-    /// The stack of spare blocks pushes and pops with relaxed exchanges:
-    /// the installer may reuse a block whose reset (or link) it does not
-    /// see yet.
-    SpareRelaxed,
-    /// The take loads `tail` right after its store of `taken`, without the
-    /// light fence between (the lane before stop 30): the depth it reads
-    /// can miss a claim that a refused sender saw, and the mailbox then
-    /// misses that sender (`tests/send_loom.rs`).
-    TakeWithoutFence,
-}
-
-#[cfg(turno_loom)]
-std::thread_local! {
-    /// The fault every lane created on this thread starts with: how the
-    /// mailbox model (`tests/send_loom.rs`) reaches the lanes of mailboxes
-    /// the runtime creates. Loom runs a model's threads on its own thread.
-    static INJECT_NEW: std::cell::Cell<Inject> = const { std::cell::Cell::new(Inject::None) };
-}
-
 // SAFETY: the lane owns its elements (moved in by producers, out by the
 // consumer) and shares them between threads only through the slot protocol
 // of the module docs; raw block pointers are owned by the lane. `T: Send`
@@ -356,8 +321,7 @@ impl<T, P: Place<T>> Lane<T, P> {
                 }),
                 owed: AtomicUsize::new(0),
             }),
-            #[cfg(turno_loom)]
-            inject: INJECT_NEW.with(|i| i.get()),
+            faults: Faults::of_new_lane(),
         }
     }
 
@@ -368,16 +332,8 @@ impl<T, P: Place<T>> Lane<T, P> {
     /// The same lane with a fault injected (loom models only).
     #[cfg(turno_loom)]
     pub(crate) fn with_injected(mut self, inject: Inject) -> Self {
-        self.inject = inject;
+        self.faults = Faults::injected(inject);
         self
-    }
-
-    fn publish_order(&self) -> std::sync::atomic::Ordering {
-        #[cfg(turno_loom)]
-        if self.inject == Inject::RelaxedPublish {
-            return Relaxed;
-        }
-        Release
     }
 
     /// The most blocks `spare` keeps: one for an unbounded lane, for a
@@ -404,14 +360,7 @@ impl<T, P: Place<T>> Lane<T, P> {
             // only this popper takes one out, so `top` stays in the stack
             // until the exchange below.
             let below = unsafe { &*top }.next.load(Relaxed);
-            #[cfg(turno_loom)]
-            let order = if self.inject == Inject::SpareRelaxed {
-                Relaxed
-            } else {
-                Acquire
-            };
-            #[cfg(not(turno_loom))]
-            let order = Acquire;
+            let order = self.faults.spare_order(Acquire);
             match self.spare.compare_exchange(top, below, order, order) {
                 Ok(_) => {
                     // SAFETY: out of the stack: this installer owns it. Its
@@ -455,14 +404,7 @@ impl<T, P: Place<T>> Lane<T, P> {
             b.pooled.store(depth + 1, Relaxed);
             // Release: the popper's acquire sees the block's reset slots
             // and its link.
-            #[cfg(turno_loom)]
-            let order = if self.inject == Inject::SpareRelaxed {
-                Relaxed
-            } else {
-                Release
-            };
-            #[cfg(not(turno_loom))]
-            let order = Release;
+            let order = self.faults.spare_order(Release);
             match self.spare.compare_exchange(top, block, order, Acquire) {
                 Ok(_) => return,
                 Err(now) => top = now,
@@ -560,7 +502,7 @@ impl<T, P: Place<T>> Lane<T, P> {
             // sees the eviction it owes.
             self.consumer.owed.fetch_add(1, AcqRel);
         }
-        slot.state.store(WRITTEN, self.publish_order());
+        slot.state.store(WRITTEN, self.faults.publish_order());
     }
 
     /// Records `depth`, the depth after a push, in the deepest seen.
@@ -735,12 +677,10 @@ impl<T, P: Place<T>> Lane<T, P> {
         } else {
             std::mem::replace(next_block, ptr::null_mut())
         };
-        let (installed, then) = (&self.first, &self.tail_block);
-        #[cfg(turno_loom)]
-        let (installed, then) = if self.inject == Inject::FirstPublishedLate {
-            (then, installed)
+        let (installed, then) = if self.faults.first_published_late() {
+            (&self.tail_block, &self.first)
         } else {
-            (installed, then)
+            (&self.first, &self.tail_block)
         };
         match installed.compare_exchange(ptr::null_mut(), new, AcqRel, Acquire) {
             Ok(_) => {
@@ -936,11 +876,7 @@ impl<T, P: Place<T>> Lane<T, P> {
         // `crate::waiters`). Only a suspend lane has senders waiting for
         // room: where the pair is not asymmetric (the light side a full
         // fence), the other policies do not pay it.
-        #[cfg(turno_loom)]
-        let fenced = self.inject != Inject::TakeWithoutFence;
-        #[cfg(not(turno_loom))]
-        let fenced = true;
-        if fenced {
+        if self.faults.take_fences() {
             crate::asym_fence::light_where(matches!(self.policy, Policy::Suspend(_)));
         }
         let depth = count(self.tail.load(SeqCst) >> SHIFT).saturating_sub(removed);
@@ -1172,8 +1108,13 @@ impl<T, P: Place<T>> Drop for Lane<T, P> {
     }
 }
 
+mod faults;
 #[cfg(test)]
 mod tests;
+
+use faults::Faults;
+#[cfg(turno_loom)]
+pub use faults::Inject;
 
 /// A thin public face of the lane for `tests/lane_loom.rs`.
 #[cfg(turno_loom)]
@@ -1207,7 +1148,7 @@ pub(crate) mod model {
         /// the runtime) starts with `inject`. Loom runs all of a model's
         /// threads on the thread that calls `loom::model`.
         pub fn inject_new(inject: Inject) {
-            super::INJECT_NEW.with(|i| i.set(inject));
+            super::faults::inject_new(inject);
         }
 
         /// Offers a new element.

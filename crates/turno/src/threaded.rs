@@ -449,6 +449,108 @@ impl SystemBuilder<ThreadedOptions> {
     }
 }
 
+/// A worker between two batches, in the terms of [`crate::idle`].
+///
+/// A worker that finds nothing searches a few microseconds before it
+/// parks: the next message often follows at once (a producer thread's next
+/// send, a hand-off from the other worker), and a park costs the sleeper's
+/// futex wait plus the waker's futex wake, two context switches that were
+/// most of a fan-in's and of two workers' time (`perf stat -e
+/// context-switches`). While a worker searches, pushes wake no one.
+#[derive(Clone, Copy, Debug)]
+enum Between {
+    /// Running batches: not a searcher.
+    Running,
+    /// A searcher: spins (`step` below [`IDLE_SPINS`]), then yields
+    /// (below `IDLE_SPINS + IDLE_YIELDS`), then parks; a woken worker is a
+    /// searcher again from `step` 0. `watch` is set while it watches other
+    /// workers' backlog.
+    Searching { step: u32, watch: Option<Watch> },
+}
+
+/// A searcher watching other workers' backlog (see [`Core::steal_stale`]).
+#[derive(Clone, Copy, Debug)]
+struct Watch {
+    /// The next nap: [`WATCH`] when the watch starts and after a look that
+    /// finds no backlog, doubled (up to [`WATCH_MAX`]) after a look that
+    /// finds one draining (nothing stale to steal).
+    nap: Duration,
+    /// Looks in a row that saw no backlog; [`QUIET_LOOKS`] of them end the
+    /// watch.
+    quiet_looks: u32,
+}
+
+impl Watch {
+    const START: Watch = Watch {
+        nap: WATCH,
+        quiet_looks: 0,
+    };
+}
+
+/// A searcher's spin or yield number `step`.
+fn search_step(step: u32) {
+    if step < IDLE_SPINS {
+        crate::sync::spin_hints(step);
+    } else {
+        std::thread::yield_now();
+    }
+}
+
+impl Core {
+    /// Parks worker `index` until it is woken or, watching, its nap ends
+    /// (`searching`: whether it is counted as a searcher). A worker that
+    /// sees another's backlog first starts watching it (`seen`: the looks'
+    /// record). Returns the worker's state after the wake-up, a searcher,
+    /// and the entry a watcher's look stole, if any.
+    fn park(
+        &self,
+        index: usize,
+        searching: bool,
+        watch: Option<Watch>,
+        seen: &mut [(usize, usize)],
+    ) -> (Between, Option<Queued>) {
+        let watch = watch.or_else(|| {
+            self.backlog(index).then(|| {
+                self.idle.watch_start();
+                self.look(seen);
+                Watch::START
+            })
+        });
+        let woke = self.idle.sleep(
+            index,
+            searching,
+            watch.map(|w| w.nap),
+            // Not watching, a backlog that appeared since the look above
+            // ends the sleep at once, so that the worker starts watching
+            // it: the owner that pushed it may have seen this worker
+            // searching and woken nobody (the `SeqCst` fences in
+            // `crate::idle`).
+            || self.work_visible() || (watch.is_none() && self.backlog(index)),
+            || self.shutdown.load(Ordering::SeqCst),
+        );
+        let searching_again = |watch| Between::Searching { step: 0, watch };
+        let Some(mut w) = watch.filter(|_| woke == Woke::Watch) else {
+            return (searching_again(watch), None);
+        };
+        if let Some(stolen) = self.steal_stale(index, seen) {
+            // The caller ends the watch and the search as for any work.
+            return (searching_again(Some(w)), Some(stolen));
+        }
+        if self.backlog(index) {
+            w.quiet_looks = 0;
+            w.nap = (w.nap * 2).min(WATCH_MAX);
+            return (searching_again(Some(w)), None);
+        }
+        w.quiet_looks += 1;
+        w.nap = WATCH;
+        if w.quiet_looks < QUIET_LOOKS {
+            return (searching_again(Some(w)), None);
+        }
+        let still = self.idle.watch_stop(|| self.backlog(index));
+        (searching_again(still.then_some(Watch::START)), None)
+    }
+}
+
 fn worker(core: Arc<Core>, engine: Arc<Engine>, index: usize, deque: Worker<Queued>) {
     let local = Local {
         system: core.system,
@@ -461,103 +563,66 @@ fn worker(core: Arc<Core>, engine: Arc<Engine>, index: usize, deque: Worker<Queu
     // unwind.
     let _set = LocalSet::new(&local);
     let _port = Port::install(&local.lifo);
-    // A worker that finds nothing searches a few microseconds before it
-    // sleeps: the next message often follows at once (a producer thread's
-    // next send, a hand-off from the other worker), and a sleep costs the
-    // sleeper's futex wait plus the waker's futex wake, two context
-    // switches that were most of a fan-in's and of two workers' time
-    // (`perf stat -e context-switches`). While a worker searches, pushes
-    // wake no one (see `crate::idle`).
-    let mut idle_step = 0u32;
-    let mut searching = false;
+    let mut between = Between::Running;
+    // Whether a batch ran since the last `next_task` (which ends it).
     let mut finished = false;
+    // An entry a watcher's look stole: the next to run.
+    let mut stolen = None;
     // The effects record every batch of this worker reuses.
     let mut fx = Effects::default();
-    // Watching (see `crate::idle`): the looks' record of every worker's
-    // epoch and deque length, and the looks in a row that saw no backlog.
-    let mut watching = false;
+    // The watchers' record of every worker's epoch and deque length.
     let mut seen = vec![(0usize, 0usize); core.epochs.len()];
-    let mut quiet_looks = 0u32;
-    // The watcher's next nap: `WATCH` when it starts watching and after a
-    // look that finds no backlog, doubled (up to `WATCH_MAX`) after a look
-    // that finds one draining (nothing stale to steal).
-    let mut nap = WATCH;
     loop {
-        if let Some((slot, claimed)) = core.next_task(&local, index, std::mem::take(&mut finished))
-        {
-            // A watcher is searching (it came back from its nap so), so
-            // the watcher count is checked only off the busy path.
-            if std::mem::take(&mut searching) {
-                if std::mem::take(&mut watching) {
+        let task = match stolen.take() {
+            Some(slot) => Some((slot, false)),
+            None => core.next_task(&local, index, std::mem::take(&mut finished)),
+        };
+        if let Some((slot, claimed)) = task {
+            if let Between::Searching { watch, .. } = between {
+                // Only off the busy path: a worker that finds work while
+                // searching checks the watcher count.
+                if watch.is_some() {
                     core.idle.watch_end();
                 }
                 core.idle.found_work(|| core.work_visible());
             }
+            between = Between::Running;
             engine.run_slot(slot, claimed, core.batch, &mut fx);
             finished = true;
-            idle_step = 0;
             continue;
         }
         if core.shutdown.load(Ordering::SeqCst) {
             break;
         }
-        if !searching {
-            searching = core.idle.start_search();
-        }
-        if searching && idle_step < IDLE_SPINS + IDLE_YIELDS {
-            if idle_step < IDLE_SPINS {
-                crate::sync::spin_hints(idle_step);
-            } else {
-                std::thread::yield_now();
-            }
-            idle_step += 1;
-            continue;
-        }
-        idle_step = 0;
-        if !watching && core.backlog(index) {
-            core.idle.watch_start();
-            watching = true;
-            quiet_looks = 0;
-            nap = WATCH;
-            core.look(&mut seen);
-        }
-        let woke = core.idle.sleep(
-            index,
-            searching,
-            watching.then_some(nap),
-            // Not watching, a backlog that appeared since the look above
-            // ends the sleep at once, so the loop starts watching it: the
-            // owner that pushed it may have seen this worker searching
-            // and woken nobody (the `SeqCst` fences in `crate::idle`).
-            || core.work_visible() || (!watching && core.backlog(index)),
-            || core.shutdown.load(Ordering::SeqCst),
-        );
-        searching = true;
-        if woke == Woke::Watch {
-            if let Some(slot) = core.steal_stale(index, &mut seen) {
-                watching = false;
-                core.idle.watch_end();
-                searching = false;
-                core.idle.found_work(|| core.work_visible());
-                engine.run_slot(slot, false, core.batch, &mut fx);
-                finished = true;
-                idle_step = 0;
-                continue;
-            }
-            if !core.backlog(index) {
-                quiet_looks += 1;
-                nap = WATCH;
-                if quiet_looks >= QUIET_LOOKS {
-                    watching = core.idle.watch_stop(|| core.backlog(index));
-                    quiet_looks = 0;
+        between = match between {
+            Between::Running if core.idle.start_search() => {
+                search_step(0);
+                Between::Searching {
+                    step: 1,
+                    watch: None,
                 }
-            } else {
-                quiet_looks = 0;
-                nap = (nap * 2).min(WATCH_MAX);
             }
-        }
+            // Refused as a searcher: parks at once.
+            Between::Running => {
+                let (next, found) = core.park(index, false, None, &mut seen);
+                stolen = found;
+                next
+            }
+            Between::Searching { step, watch } if step < IDLE_SPINS + IDLE_YIELDS => {
+                search_step(step);
+                Between::Searching {
+                    step: step + 1,
+                    watch,
+                }
+            }
+            Between::Searching { watch, .. } => {
+                let (next, found) = core.park(index, true, watch, &mut seen);
+                stolen = found;
+                next
+            }
+        };
     }
-    if watching {
+    if let Between::Searching { watch: Some(_), .. } = between {
         core.idle.watch_end();
     }
 }
