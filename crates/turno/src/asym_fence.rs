@@ -13,7 +13,7 @@
 //! A symmetric pair (a `SeqCst` fence on both sides) makes the consumer
 //! wait, on every take, for its stores to drain before its load of the
 //! senders' count: measured on the bounded stream benches, that fence took
-//! a sixth of the consumer's throughput (BENCHMARKS.md, stop 30). Here the
+//! a sixth of the consumer's throughput (the run is kept in `bench/runs/`). Here the
 //! frequent side, [`light`], is only a compiler fence, and the rare side,
 //! [`heavy`], is Linux's `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`:
 //! the kernel makes every thread of the process that is running execute a

@@ -424,9 +424,9 @@ impl SharedRunner {
         }
     }
 
-    /// The same system with the release protocol of before issue 8's fix
-    /// (a sender re-listed while its receiver drained is released anyway),
-    /// so the model can show it catches that bug.
+    /// The same system with a wrong release protocol (a sender re-listed
+    /// while its receiver drained is released anyway), so the model can
+    /// show it catches that bug.
     pub fn with_stale_release_bug() -> Self {
         let runner = Self::new();
         runner

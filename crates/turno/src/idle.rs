@@ -15,7 +15,7 @@
 //! threads producing the work): with one searcher on two workers, the
 //! other slept at once after every batch, and a fan-in from outside
 //! threads paid about 1.5x the context switches of two searchers
-//! (`perf record -e context-switches`, BENCHMARKS.md, stop 22).
+//! (`perf record -e context-switches`; the run is kept in `bench/runs/`).
 //!
 //! No wake-up is lost: a notifier publishes its work, then reads the
 //! counts (`SeqCst` fence); a searcher that gives up first changes the
@@ -75,9 +75,9 @@ pub const WATCH: std::time::Duration = std::time::Duration::from_micros(100);
 /// never empties, so an entry behind a batch that then runs long waits at
 /// most about twice this long. Each wake-up of the watcher is time taken
 /// from the busy worker wherever the two share a physical core (a
-/// virtual machine's vCPUs may): on the 2-vCPU benchmark guest of issue 11,
-/// stop 32, naps of [`WATCH`] alone made two workers 1-9 % slower than one
-/// on bndbuffer and chameneos, by the machine's regime (`BENCHMARKS.md`).
+/// virtual machine's vCPUs may): on a 2-vCPU guest, naps of [`WATCH`]
+/// alone made two workers slower than one on bndbuffer and chameneos
+/// (BENCHMARKS.md, "Chameneos and the bounded buffer").
 #[cfg_attr(turno_loom, allow(dead_code))] // the threaded scheduler's, not loom's
 pub const WATCH_MAX: std::time::Duration = std::time::Duration::from_micros(6400);
 

@@ -52,8 +52,8 @@
 //! capacity fills, plus one: a stream whose producer and consumer run in
 //! turns (one fills the lane, the other empties it) reuses its blocks
 //! instead of allocating one per `BLOCK_CAP` elements on one thread and
-//! freeing it on the other (it did, one `malloc` and one `free` per block,
-//! stop 29). The stack has one pusher, the consumer, and one popper at a
+//! freeing it on the other (one `malloc` and one `free` per block). The
+//! stack has one pusher, the consumer, and one popper at a
 //! time, the producer installing the next block (the claimer of a block's
 //! last slot: the next one can claim only after the install), so it needs
 //! no tag against reuse (ABA): the top can change under the popper only by

@@ -25,21 +25,20 @@
 //! Tracing works as on the other schedulers; with no sink and no
 //! `tracing` subscriber nothing is recorded, which is the fast configuration.
 //!
-//! **What a message costs.** On the benchmark machine of `BENCHMARKS.md`, a
-//! message between two actors of one `LocalSystem` costs about 60 ns
-//! (`turno-bench pingpong`, `turno-local`: 16-19 M messages/s). That is four
-//! to five times what stakker's closure queue costs. The difference buys
-//! turno's guarantees:
+//! **What a message costs.** A message between two actors of one
+//! `LocalSystem` costs several times what stakker's closure queue costs
+//! (`turno-bench pingpong`, `turno-local`; BENCHMARKS.md, "The local
+//! scheduler", has the figures). The difference buys turno's guarantees:
 //! - every mailbox stays open to senders on other threads, with exact
 //!   admission and a verdict (three read-modify-writes a message);
 //! - a panicking turn fails its actor, not the loop.
 //!
-//! `BENCHMARKS.md` (issue 11) has the measurements, a model of what a
-//! shorter path for same-system messages could reach, and a biased lock
-//! that lets the owner skip the three read-modify-writes. That lock was
-//! built and model-checked, but it made the message slower on that machine
-//! (0.91-0.97x): its checks cost more instructions than the
-//! read-modify-writes cost time. So it is not part of turno.
+//! A biased lock that lets the owner skip the three read-modify-writes
+//! was built and model-checked, and made the message slower: its ownership
+//! checks cost more instructions than the read-modify-writes cost time. So
+//! the mailboxes stay shared (the measurements, and a model of what a
+//! shorter path for same-system messages could reach, are in the benchmark
+//! records, `bench/runs/`).
 //!
 //! ```
 //! use std::sync::mpsc;

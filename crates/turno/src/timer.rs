@@ -34,7 +34,7 @@ pub(crate) struct TimerEntry {
     pub(crate) key: TimerKey,
 }
 
-/// The timer heap both schedulers keep (each behind its own lock):
+/// The timer heap every scheduler keeps (each behind its own lock):
 /// earliest deadline first, ties in set order.
 #[derive(Debug, Default)]
 pub(crate) struct TimerHeap {

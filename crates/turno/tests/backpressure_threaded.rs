@@ -1,7 +1,7 @@
 //! Backpressure on the threaded scheduler: the documented overshoot bound
-//! holds under real parallelism, run after run (issue 8, bug 2: a sender
-//! re-listed while its receiver drained was released anyway and never muted
-//! again, so the sink grew to hundreds or thousands).
+//! holds under real parallelism, run after run (a sender re-listed while its
+//! receiver drained and released anyway is never muted again, and the sink
+//! grows to hundreds or thousands: the bug these runs guard against).
 
 #![cfg(not(turno_loom))]
 

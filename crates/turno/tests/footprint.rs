@@ -2,8 +2,8 @@
 //! (per thread, so that tests running side by side do not mix): the heap
 //! bytes an idle actor keeps, and the allocations of a spawn and of a
 //! whole life (spawn, one message, stop). A change that adds bytes or an
-//! allocation per actor fails here; the figures are in BENCHMARKS.md
-//! (issue 11).
+//! allocation per actor fails here; the figures against the peers are in
+//! BENCHMARKS.md ("Memory per idle actor").
 //!
 //! `LocalSystem` and `DetSystem` run every turn on the caller's thread, so
 //! the caller's counters see all of it.

@@ -28,7 +28,7 @@
 //! made relaxed (`Inject::RelaxedPublish`, a fault the model must catch)
 //! fails the first model; `the_model_catches_a_relaxed_publication` asserts
 //! that it does. And the first block published to producers before the
-//! consumer (`Inject::FirstPublishedLate`, this lane's order before stop 24)
+//! consumer (`Inject::FirstPublishedLate`)
 //! fails the visibility model (`the_model_catches_a_first_block_published_late`).
 //! And the spare stack with relaxed exchanges (`Inject::SpareRelaxed`): the
 //! installer may write a reused block's slot before the consumer's read of

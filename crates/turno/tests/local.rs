@@ -257,8 +257,8 @@ impl Actor for Host {
 /// An actor woken by a turn is queued by the system it belongs to: a
 /// system run inside a turn of another keeps its own actors, and the outer
 /// system still runs the actor that turn woke before the inner system ran.
-/// (A guard for any thread-local shortcut in the run queue: one tried in
-/// issue 11 failed this when the inner system took the outer's wake-ups.)
+/// (A guard for any thread-local shortcut in the run queue: such a shortcut
+/// fails this when the inner system takes the outer's wake-ups.)
 #[test]
 fn a_system_run_inside_a_turn_keeps_each_systems_actors_apart() {
     let (tx, rx) = mpsc::channel();

@@ -1,6 +1,7 @@
 //! Stable names: a name is unique among live siblings (the tree and the
 //! turn's pending spawns), every actor has a path from the root, a restart
-//! keeps it and a stop frees it. Run on both schedulers.
+//! keeps it and a stop frees it. Run on the deterministic and the threaded
+//! schedulers.
 
 #![cfg(not(turno_loom))]
 

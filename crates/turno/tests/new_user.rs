@@ -1,4 +1,4 @@
-//! What a new user tripped over (issue 8): each fix, shown working.
+//! What a new user trips over: each case, shown working.
 
 #![cfg(not(turno_loom))]
 

@@ -124,27 +124,37 @@ fn dropping_all_senders_ends_the_receivers_and_all_receivers_closes() {
     assert_eq!(t.join().unwrap(), Err(SendError(8)));
 }
 
+/// What a rendezvous promises: a send completes only once a receiver has
+/// taken its element. The test holds the receiver back before each element
+/// and checks that the producer's send is still waiting; a buffered channel
+/// of any capacity would let the first send complete with nobody receiving.
 #[test]
-fn the_producer_runs_at_the_consumers_pace() {
-    // After each completed send, the element has been received: at most one
-    // element is ever "in flight" per sender.
+fn a_send_completes_only_when_a_receiver_takes_the_element() {
+    const N: u32 = 50;
     let (tx, rx) = rendezvous::<u32>();
-    let received = Arc::new(std::sync::atomic::AtomicU32::new(0));
-    let r = received.clone();
-    let consumer = std::thread::spawn(move || {
-        while let Ok(v) = rx.recv_blocking() {
-            r.store(v + 1, Ordering::SeqCst);
+    let sent = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let s = sent.clone();
+    let producer = std::thread::spawn(move || {
+        for i in 0..N {
+            tx.send_blocking(i).unwrap();
+            s.store(i + 1, Ordering::SeqCst);
         }
     });
-    for i in 0..1000 {
-        tx.send_blocking(i).unwrap();
-        // Taken means received by the consumer's recv; it stores right after.
-        while received.load(Ordering::SeqCst) < i + 1 {
-            std::hint::spin_loop();
+    for i in 0..N {
+        // Nobody receives for a while: the send of `i` must not complete.
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        assert_eq!(
+            sent.load(Ordering::SeqCst),
+            i,
+            "send {i} completed before a receiver took it"
+        );
+        assert_eq!(rx.recv_blocking(), Ok(i));
+        // Taken: the send of `i` completes.
+        while sent.load(Ordering::SeqCst) < i + 1 {
+            std::thread::yield_now();
         }
     }
-    drop(tx);
-    consumer.join().unwrap();
+    producer.join().unwrap();
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! The engine: what every scheduler shares.
 //!
 //! A scheduler decides *which* actor runs next and *when* timers fire; the
-//! engine decides everything else, identically for both schedulers:
+//! engine decides everything else, identically for every scheduler:
 //!
 //! - running a batch of turns of one actor ([`Engine::run_slot`]) and
 //!   applying their [`Effects`](crate::effects::Effects);
@@ -160,7 +160,7 @@ impl Engine {
         self.tree.lock().nodes.get(&id).map(|n| n.arc())
     }
 
-    /// Delivers a due timer: the one firing function of both schedulers.
+    /// Delivers a due timer: the one firing function of every scheduler.
     /// A user timer or an ask deadline becomes a system-lane signal; the
     /// end of a simulated busy period unblocks the slot (only the
     /// deterministic scheduler sets those: see [`Scheduler::simulates_work`]).

@@ -651,7 +651,7 @@ mod tests {
     use crate::{Actor, Context, LocalSystem, Props, Strategy, System};
 
     /// An idle leaf actor's share of the tree is its map entry, its slot
-    /// held thin (issue 11: at most 256 bytes per idle actor); the parent's
+    /// held thin (an idle actor's footprint stays small: `tests/footprint.rs`); the parent's
     /// id is in the slot's header, the rest is rare.
     #[test]
     fn an_entry_is_one_word_and_rare_parts_are_made_on_first_use() {

@@ -81,8 +81,8 @@ impl Engine {
     /// mailbox's list is the truth, checked under the tree lock, so "listed"
     /// and "has the edge" agree once both the mute and this release are
     /// applied. (Releasing it anyway left a sender unmuted but listed, never
-    /// to be muted again: the unbounded growth of issue 8, caught by
-    /// `tests/sched_loom.rs`.)
+    /// to be muted again, so the receiver's mailbox grew without bound;
+    /// `tests/sched_loom.rs` catches that release.)
     pub(super) fn release_from(&self, receiver: &Slot, senders: Vec<ActorId>) {
         if senders.is_empty() {
             return;

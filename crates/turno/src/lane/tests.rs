@@ -364,8 +364,8 @@ fn a_bounded_lane_keeps_the_blocks_its_capacity_fills() {
     fill_and_drain(&lane, 100);
     assert_eq!(spares(&lane), 3);
     // Filled again, the lane installs its three next blocks from the stack
-    // and the consumer leaves three more: with one spare kept (the stack of
-    // before stop 29) it would end with one.
+    // and the consumer leaves three more: a stack that kept only one spare
+    // would end with one.
     fill_and_drain(&lane, 100);
     assert_eq!(spares(&lane), 3);
     // Never more than its capacity fills, plus one.

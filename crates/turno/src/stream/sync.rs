@@ -85,9 +85,8 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
     }
 
     /// Steps of the spin before the yields: step `i` looks at the flag,
-    /// then spins `2^min(i, 6)` CPU hints: 191 hints in all, about 5 µs on
-    /// the benchmark machine of stop 32 (a Zen 1 guest), less than one
-    /// park/unpark round trip.
+    /// then spins `2^min(i, 6)` CPU hints: 191 hints in all, a few
+    /// microseconds, less than one park/unpark round trip.
     const SPIN_STEPS: u32 = 8;
     /// Yields before parking.
     const YIELDS: u32 = 3;
@@ -107,9 +106,9 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
             }
             // Before sleeping, give the other side a few chances to answer:
             // first a short spin, for a side running on another core (an
-            // spsc rendezvous hand-off: 0.12-0.14 M elements/s with the
-            // yields alone, 0.73-0.78 M with this spin; BENCHMARKS.md, issue
-            // 11, stop 32), then yields of the core, for a side waiting for
+            // spsc rendezvous hand-off runs several times faster with it
+            // than with the yields alone: BENCHMARKS.md, "Streams"), then
+            // yields of the core, for a side waiting for
             // this core (producers and consumer outnumbering the cores: a
             // long spin there delays the very thread that would wake us; a
             // 127-iteration spin before the yields once cost rendezvous 2-3x,

@@ -1,4 +1,4 @@
-//! The core tests run on both schedulers through `turno::System`; these are
+//! The core tests run on every scheduler through `turno::System`; these are
 //! the few helpers they share.
 
 #![allow(dead_code)]

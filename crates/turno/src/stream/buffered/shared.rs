@@ -115,7 +115,7 @@ pub(super) struct Shared<T, E> {
     /// stream's two sides run at once. Not an `Option`: its tag would be a
     /// niche in the lane's policy, beside the producers' `tail`, and every
     /// take would read that line as the producers' claims write it (a
-    /// third of the take's samples in spsc, stop 31).
+    /// third of the take's samples in an spsc profile).
     lane: Lane<T, OwnLines<T>>,
     /// False: the locked store (`State::buffer`), and `lane` stays unused.
     lock_free: bool,
@@ -647,8 +647,8 @@ impl<T, E> Shared<T, E> {
             for _ in 0..SPIN_STEPS {
                 // Only the next slot: not `tail` (whether the lane was
                 // sealed), the producers' word, whose line each look would
-                // take from their claims (14 % of an spsc consumer's
-                // samples, stop 31). A seal ends the wait in the poll after
+                // take from their claims (a large share of an spsc
+                // consumer's profile). A seal ends the wait in the poll after
                 // the spin, a few steps later.
                 // SAFETY: forwarded from the caller.
                 if unsafe { lane.ready() } {
