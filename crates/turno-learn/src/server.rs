@@ -18,6 +18,15 @@ use crate::Error;
 const PAGE: &str = include_str!("../assets/index.html");
 const SCRIPT: &str = include_str!("../assets/app.js");
 const STYLE: &str = include_str!("../assets/app.css");
+const SANDBOX: &str = include_str!("../assets/sandbox.html");
+
+/// The page's policy: nothing but its own files; frames from itself only.
+const PAGE_POLICY: &str = "default-src 'self'; img-src 'self' data:; frame-src 'self'";
+
+/// The guess section's frame runs the reader's snippet as inline script
+/// with `eval`; it is sandboxed without same-origin by the page, and its
+/// policy lets it load and reach nothing.
+const SANDBOX_POLICY: &str = "default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'";
 
 /// What the server needs: how to start a run, and its limits.
 #[derive(Debug, Clone)]
@@ -33,7 +42,8 @@ struct App {
     slots: Semaphore,
 }
 
-/// The router: `/` (the page), `/app.js`, `/app.css`, `/api/health` and
+/// The router: `/` (the page), `/app.js`, `/app.css`, `/sandbox.html` (the
+/// guess section's frame), `/api/health` and
 /// `POST /api/run` (a [`RunRequest`] in, an [`Answer`] out).
 pub fn router(config: Config) -> Router {
     let slots = Semaphore::new(config.budgets.concurrent.max(1));
@@ -41,35 +51,35 @@ pub fn router(config: Config) -> Router {
     Router::new()
         .route(
             "/",
-            get(|| async { asset(PAGE, "text/html; charset=utf-8") }),
+            get(|| async { asset(PAGE, "text/html; charset=utf-8", PAGE_POLICY) }),
         )
         .route(
             "/app.js",
-            get(|| async { asset(SCRIPT, "text/javascript; charset=utf-8") }),
+            get(|| async { asset(SCRIPT, "text/javascript; charset=utf-8", PAGE_POLICY) }),
         )
         .route(
             "/app.css",
-            get(|| async { asset(STYLE, "text/css; charset=utf-8") }),
+            get(|| async { asset(STYLE, "text/css; charset=utf-8", PAGE_POLICY) }),
         )
+        .route(
+            "/sandbox.html",
+            get(|| async { asset(SANDBOX, "text/html; charset=utf-8", SANDBOX_POLICY) }),
+        )
+        .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
         .route("/api/health", get(|| async { "ok" }))
         .route("/api/run", post(run_snippet))
         .layer(DefaultBodyLimit::max(4 * run::MAX_CODE_BYTES))
         .with_state(app)
 }
 
-/// The embedded assets, under a policy that lets the page load nothing but
-/// its own files. The guess section's frame (`srcdoc`, sandboxed without
-/// same-origin) runs the snippet as inline script: the policy allows inline
-/// script in that frame only by the `sandbox` it is created with.
-fn asset(body: &'static str, kind: &'static str) -> Response {
+/// An embedded asset under `policy`.
+fn asset(body: &'static str, kind: &'static str, policy: &'static str) -> Response {
     let mut r = body.into_response();
     let h = r.headers_mut();
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));
     h.insert(
         header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(
-            "default-src 'self'; img-src 'self' data:; frame-src 'self' about: data:",
-        ),
+        HeaderValue::from_static(policy),
     );
     h.insert(
         header::X_CONTENT_TYPE_OPTIONS,
