@@ -1,17 +1,16 @@
-//! `turno chart run`: a machine, a list of events and time advances, one
-//! JSON line per item. The contract:
+//! What `turno chart run` runs for an XState JSON machine: the initial
+//! state, then each item (an external event, or virtual time passing),
+//! one [`Line`] per item. The EVENTS file, its items and its output lines
+//! are the command's contract, written once in
+//! `crates/turno-cli/src/events.rs` (`turno chart run --help`); here items
+//! are already typed ([`Item`]).
 //!
-//! - MACHINE is an XState v5 JSON config using the [`stdlib`](crate::stdlib)
-//!   implementations.
-//! - EVENTS is a JSON array; each item is an event (`{"type": "NAME", ...}`)
-//!   or a time advance (`{"advance_ms": N}`) that fires the due delayed
-//!   events in deadline order, each at its own deadline.
-//! - Output: `{"step": i, "value": <snapshot.value>, "status": "active"|"done"}`
-//!   per item, step 0 being the initial state.
+//! - An [`Item::Advance`] fires the due delayed events in deadline order,
+//!   each at its own deadline.
 //! - With persistence ([`run_persisted`], `--persist-at K
 //!   --restore-after-ms D`): after K items the chart is persisted, dropped,
 //!   D ms pass, and a restored chart goes on; the output is exactly that of
-//!   the run with `{"advance_ms": D}` inserted after the first K items.
+//!   the run with `Item::Advance(D)` inserted after the first K items.
 //!
 //! The standard actors settle right after the step that started them, in
 //! the order they were started (as XState's promise actors do before the
@@ -26,7 +25,6 @@ use serde_json::Value;
 
 use crate::actions::Action;
 use crate::algorithm::ChartError;
-use crate::event::Event;
 use crate::machine::Machine;
 use crate::persist::{Clock, Persist, PersistError, RestoreError, Sanitizer};
 use crate::snapshot::StateValue;
@@ -43,20 +41,13 @@ pub struct Line {
     pub status: &'static str,
 }
 
+/// One item of a script: an external event, or virtual time passing
+/// (the steps of a [`paths`](crate::paths) path are the same items).
+pub use crate::paths::PathStep as Item;
+
 /// Why a script could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum ScriptError {
-    /// The events file is not a JSON array.
-    #[error("the events must be a JSON array of events and {{\"advance_ms\": N}} items")]
-    NotAnArray,
-    /// One item is neither an event nor a time advance.
-    #[error("events[{index}]: {problem}")]
-    BadItem {
-        /// Its index.
-        index: usize,
-        /// What is wrong.
-        problem: String,
-    },
     /// The chart ran away.
     #[error("events[{index}]: {source}")]
     Chart {
@@ -154,7 +145,7 @@ impl Runner<'_> {
 
 /// Runs `items` (the parsed EVENTS file) against `m`; one line per item
 /// after the initial one.
-pub fn run(m: &Machine<Value>, items: &Value) -> Result<Vec<Line>, ScriptError> {
+pub fn run(m: &Machine<Value>, items: &[Item]) -> Result<Vec<Line>, ScriptError> {
     Ok(run_persisted(m, items, None)?.lines)
 }
 
@@ -163,7 +154,7 @@ pub fn run(m: &Machine<Value>, items: &Value) -> Result<Vec<Line>, ScriptError> 
 pub fn run_with(
     m: &Machine<Value>,
     charts: Arc<Charts<Value>>,
-    items: &Value,
+    items: &[Item],
 ) -> Result<Vec<Line>, ScriptError> {
     Ok(run_persisted_with(m, charts, items, None)?.lines)
 }
@@ -199,11 +190,11 @@ pub fn sanitizer() -> Sanitizer {
 /// is written to JSON, dropped, `at.restore_after_ms` of virtual time pass
 /// with no chart alive, and a new chart restored from the JSON goes on with
 /// the remaining items. The output is that of the same run with
-/// `{"advance_ms": D}` inserted after the first K items: the restore step
+/// `Item::Advance(D)` inserted after the first K items: the restore step
 /// is one line, and delayed events keep their absolute deadlines.
 pub fn run_persisted(
     m: &Machine<Value>,
-    items: &Value,
+    items: &[Item],
     at: Option<PersistAt>,
 ) -> Result<Persisted, ScriptError> {
     run_persisted_with(m, Arc::new(Charts::new()), items, at)
@@ -215,17 +206,10 @@ pub fn run_persisted(
 pub fn run_persisted_with(
     m: &Machine<Value>,
     charts: Arc<Charts<Value>>,
-    items: &Value,
+    items: &[Item],
     at: Option<PersistAt>,
 ) -> Result<Persisted, ScriptError> {
-    let Value::Array(items) = items else {
-        return Err(ScriptError::NotAnArray);
-    };
-    // Check every item before running any.
-    let mut parsed = Vec::with_capacity(items.len());
-    for (index, item) in items.iter().enumerate() {
-        parsed.push(parse_item(item).map_err(|problem| ScriptError::BadItem { index, problem })?);
-    }
+    let parsed = items;
     if let Some(at) = at {
         if at.after_items > parsed.len() {
             return Err(ScriptError::PersistAt {
@@ -245,7 +229,7 @@ pub fn run_persisted_with(
     let mut out = vec![r.line(0)];
     let mut snapshot = None;
     let mut step = 0;
-    for (index, item) in parsed.into_iter().enumerate() {
+    for (index, item) in parsed.iter().enumerate() {
         if let Some(at) = at.filter(|a| a.after_items == index) {
             let (restored, text) = r.persist_and_restore(at.restore_after_ms)?;
             r = restored;
@@ -256,10 +240,10 @@ pub fn run_persisted_with(
         let res = match item {
             Item::Event(e) => r
                 .tree
-                .event(m, &[], e)
+                .event(m, &[], e.clone())
                 .map(|actions| r.absorb(actions))
                 .and_then(|()| r.settle()),
-            Item::Advance(ms) => r.advance(ms),
+            Item::Advance(ms) => r.advance(*ms),
         };
         res.map_err(|source| ScriptError::Chart { index, source })?;
         step += 1;
@@ -317,24 +301,4 @@ impl<'m> Runner<'m> {
             .map_err(|e| ScriptError::Restore(RestoreError::Chart(e)))?;
         Ok((r, text))
     }
-}
-
-enum Item {
-    Event(Event),
-    Advance(u64),
-}
-
-fn parse_item(item: &Value) -> Result<Item, String> {
-    if let Some(ms) = item.get("advance_ms") {
-        if item.as_object().is_some_and(|o| o.len() != 1) {
-            return Err("a time advance has only the key \"advance_ms\"".into());
-        }
-        return ms
-            .as_u64()
-            .map(Item::Advance)
-            .ok_or_else(|| "\"advance_ms\" must be a non-negative integer".to_string());
-    }
-    Event::from_json(item)
-        .map(Item::Event)
-        .map_err(|e| e.to_string())
 }

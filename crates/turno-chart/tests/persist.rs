@@ -21,16 +21,15 @@ fn persist_at_equals_an_inserted_advance_over_the_corpus() {
     let mut runs = 0;
     for case in cases() {
         let (m, charts, items) = load_case(&case);
-        let items = items.as_array().unwrap().clone();
         for k in 0..=items.len() {
             for d in [0u64, 1500, 10_000] {
                 let mut inserted = items.clone();
-                inserted.insert(k, json!({"advance_ms": d}));
-                let want = script::run_with(&m, charts.clone(), &Value::Array(inserted)).unwrap();
+                inserted.insert(k, script::Item::Advance(d));
+                let want = script::run_with(&m, charts.clone(), &inserted).unwrap();
                 let got = script::run_persisted_with(
                     &m,
                     charts.clone(),
-                    &Value::Array(items.clone()),
+                    &items,
                     Some(PersistAt {
                         after_items: k,
                         restore_after_ms: d,
@@ -50,10 +49,9 @@ fn persist_at_equals_an_inserted_advance_over_the_corpus() {
 #[test]
 fn persist_at_past_the_end_is_an_error() {
     let (m, _, items) = load_case(&cases()[0]);
-    let items = items.as_array().unwrap().clone();
     let e = script::run_persisted(
         &m,
-        &Value::Array(items.clone()),
+        &items,
         Some(PersistAt {
             after_items: items.len() + 1,
             restore_after_ms: 0,

@@ -1,20 +1,23 @@
-//! `turno chart run MACHINE.json EVENTS.json`, `turno chart paths
-//! MACHINE.json` and `turno chart mermaid MACHINE.json`: XState v5 JSON
-//! machines on turno-chart's pure core.
+//! `turno chart run MACHINE EVENTS.json`, `turno chart paths MACHINE` and
+//! `turno chart mermaid MACHINE`, where MACHINE is an XState v5 JSON
+//! machine or an SCXML document (a file ending in `.scxml`), both on
+//! turno-chart's one algorithm; `export-scxml` and `scxml-suite`.
 //!
-//! `run` prints one JSON line per item of EVENTS (step 0 is the initial
-//! state): `{"step": i, "value": <snapshot.value>, "status": "active"|"done"}`.
-//! `--persist-at K --restore-after-ms D [--snapshot-out FILE]` persists the
-//! chart after K items, lets D virtual ms pass with no chart alive and goes
-//! on with a restored one: the output is exactly that of the same run with
-//! `{"advance_ms": D}` inserted after the first K items. `--chart NAME=FILE`
-//! (repeatable) makes `invoke.src: NAME` start the JSON machine in FILE as
-//! a child chart; the snapshot then holds each running child under
-//! `charts.<invocation id>` and the contract holds for the whole tree.
-//! Errors go to stderr with exit code 2.
+//! `run` reads EVENTS and prints its lines as [`crate::events`] says (the
+//! contract, the same for both formats). `--persist-at K
+//! --restore-after-ms D [--snapshot-out FILE]` (JSON machines) persists
+//! the chart after K items, lets D virtual ms pass with no chart alive and
+//! goes on with a restored one: the output is exactly that of the same run
+//! with `{"advance_ms": D}` inserted after the first K items. `--chart
+//! NAME=FILE` (repeatable) makes `invoke.src: NAME` start the JSON machine
+//! in FILE as a child chart; the snapshot then holds each running child
+//! under `charts.<invocation id>` and the contract holds for the whole
+//! tree. `paths` prints one JSON line per state, its steps written as
+//! EVENTS items. Errors go to stderr with exit code 2, as
+//! `FILE:LINE:COLUMN: what` where the file says where.
 //!
-//! Files ending in `.scxml` are SCXML documents, run and drawn by
-//! `scxml.rs`, which also holds `scxml-suite` and `export-scxml`.
+//! SCXML documents are loaded, run and drawn by `scxml.rs`, which also
+//! holds `scxml-suite` and `export-scxml`.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -22,6 +25,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Subcommand;
+
+use crate::events::{self, Item};
 use serde_json::Value;
 use turno_chart::tree::{load_json_tree, Charts};
 use turno_chart::{load_json, mermaid, paths, script, stdlib, volatile, Machine};
@@ -29,15 +34,20 @@ use turno_chart::{load_json, mermaid, paths, script, stdlib, volatile, Machine};
 /// What `turno chart` does.
 #[derive(Subcommand)]
 pub enum ChartCommand {
-    /// Runs an XState v5 JSON machine against a JSON array of events and
-    /// `{"advance_ms": N}` items; prints one JSON line per item.
+    /// Runs a statechart (an XState v5 JSON machine, or an SCXML document:
+    /// a file ending in .scxml) against a JSON array of events
+    /// (`{"type": "NAME", ...}`) and time advances (`{"advance_ms": N}`);
+    /// prints one JSON line per item, `{"step", "value", "status"}`, step 0
+    /// being the state after start.
     Run {
-        /// The machine config (XState v5 JSON, turno's standard implementations).
+        /// The machine: XState v5 JSON (turno's standard implementations)
+        /// or SCXML (.scxml).
         machine: PathBuf,
-        /// The events: a JSON array.
+        /// The events: a JSON array of events and `{"advance_ms": N}` items.
         events: PathBuf,
         /// Persist the chart after the first K items (0: right after the
-        /// start), drop it, and go on with a chart restored from the JSON.
+        /// start), drop it, and go on with a chart restored from the JSON
+        /// (XState JSON machines).
         #[arg(long, value_name = "K")]
         persist_at: Option<usize>,
         /// Virtual milliseconds that pass with no chart alive between
@@ -53,12 +63,14 @@ pub enum ChartCommand {
         #[arg(long = "chart", value_name = "NAME=FILE")]
         charts: Vec<String>,
     },
-    /// Prints every reachable state with a shortest sequence of
-    /// `turno chart run` items that reaches it (one JSON line per state:
-    /// `{"value", "status", "context", "steps"}`), or with `--simple` every
+    /// Prints every reachable state of a statechart (an XState v5 JSON
+    /// machine, or an SCXML document: a file ending in .scxml) with a
+    /// shortest sequence of `turno chart run` items that reaches it (one
+    /// JSON line per state: `{"value", "status", "context", "steps"}`; an
+    /// SCXML document's context is its `<data>`), or with `--simple` every
     /// path that visits no state twice.
     Paths {
-        /// The machine config.
+        /// The machine: XState v5 JSON or SCXML (.scxml).
         machine: PathBuf,
         /// All simple paths instead of one shortest path per state.
         #[arg(long)]
@@ -67,17 +79,19 @@ pub enum ChartCommand {
         #[arg(long, value_name = "N", default_value_t = 10_000)]
         max: usize,
     },
-    /// Prints the machine as a Mermaid `stateDiagram-v2`.
+    /// Prints a statechart (an XState v5 JSON machine, or an SCXML
+    /// document: a file ending in .scxml) as a Mermaid `stateDiagram-v2`.
     Mermaid {
-        /// The machine config.
+        /// The machine: XState v5 JSON or SCXML (.scxml).
         machine: PathBuf,
     },
     /// Runs the W3C SCXML conformance suite: one line per test
     /// (`ID pass` or `ID fail WHY`), the run time, then `N passed, M failed`.
     ScxmlSuite(crate::scxml::SuiteArgs),
-    /// Prints an XState v5 JSON machine as an SCXML document.
+    /// Prints a statechart as an SCXML document: an XState v5 JSON machine
+    /// converted, an SCXML document (.scxml) checked and printed as it is.
     ExportScxml {
-        /// The machine config.
+        /// The machine: XState v5 JSON or SCXML (.scxml).
         machine: PathBuf,
     },
 }
@@ -127,6 +141,13 @@ fn machine_tree(
     })
 }
 
+/// The items of an EVENTS file ([`crate::events`]), or the message saying
+/// where it is wrong.
+pub fn read_items(path: &Path) -> Result<Vec<Item>, String> {
+    let text = read(path)?;
+    events::parse(&text).map_err(|e| e.in_file(&path.display().to_string()))
+}
+
 /// Runs one `turno chart` command.
 pub fn main(cmd: ChartCommand) -> ExitCode {
     match cmd {
@@ -135,7 +156,10 @@ pub fn main(cmd: ChartCommand) -> ExitCode {
             events,
             persist_at: None,
             ..
-        } if crate::scxml::is_scxml(&mp) => crate::scxml::run(&mp, &events),
+        } if crate::scxml::is_scxml(&mp) => match read_items(&events) {
+            Ok(items) => crate::scxml::run(&mp, &events, &items),
+            Err(e) => fail(e),
+        },
         ChartCommand::Run { machine: mp, .. } if crate::scxml::is_scxml(&mp) => fail(format!(
             "{}: --persist-at is for XState JSON machines; SCXML sessions are not persisted",
             mp.display()
@@ -143,6 +167,11 @@ pub fn main(cmd: ChartCommand) -> ExitCode {
         ChartCommand::Mermaid { machine: mp } if crate::scxml::is_scxml(&mp) => {
             crate::scxml::mermaid(&mp)
         }
+        ChartCommand::Paths {
+            machine: mp,
+            simple,
+            max,
+        } if crate::scxml::is_scxml(&mp) => crate::scxml::paths(&mp, simple, max),
         ChartCommand::ScxmlSuite(args) => crate::scxml::suite(args),
         ChartCommand::ExportScxml { machine: mp } => crate::scxml::export(&mp),
         ChartCommand::Run {
@@ -157,11 +186,8 @@ pub fn main(cmd: ChartCommand) -> ExitCode {
                 Ok(t) => t,
                 Err(e) => return fail(e),
             };
-            let items: Value = match read(&events).and_then(|t| {
-                serde_json::from_str(&t)
-                    .map_err(|e| format!("{}: not valid JSON: {e}", events.display()))
-            }) {
-                Ok(v) => v,
+            let items: Vec<_> = match read_items(&events) {
+                Ok(items) => items.iter().map(Item::to_chart).collect(),
                 Err(e) => return fail(e),
             };
             let at = persist_at.map(|after_items| script::PersistAt {

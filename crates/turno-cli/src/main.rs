@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 
 mod chart;
 mod demo;
+mod events;
 mod inspect;
 mod js;
 mod learn;
@@ -31,8 +32,9 @@ enum Command {
     /// The signup wizard in the browser (`turno demo`); the overload
     /// table of every mailbox policy (`turno demo overload`).
     Demo(wizard::DemoArgs),
-    /// Statecharts: `turno chart run MACHINE.json EVENTS.json`,
-    /// `turno chart mermaid MACHINE.json`.
+    /// Statecharts, XState v5 JSON machines or SCXML documents (.scxml):
+    /// `turno chart run MACHINE EVENTS.json`, `turno chart paths MACHINE`,
+    /// `turno chart mermaid MACHINE`.
     Chart {
         #[command(subcommand)]
         command: chart::ChartCommand,

@@ -1,6 +1,9 @@
 //! The SCXML side of `turno chart`: `turno chart scxml-suite [DIR] [--all]`,
-//! and `turno chart run FILE.scxml EVENTS.json` / `turno chart mermaid
-//! FILE.scxml` (files ending in `.scxml` are SCXML documents).
+//! and `turno chart run FILE.scxml EVENTS.json`, `turno chart paths
+//! FILE.scxml`, `turno chart mermaid FILE.scxml`, `turno chart export-scxml
+//! FILE.scxml` (files ending in `.scxml` are SCXML documents; the EVENTS
+//! contract and the output are those of XState JSON machines,
+//! [`crate::events`]).
 //!
 //! Exit codes: 0 success (for the suite: nothing failed), 1 a suite test
 //! failed, 2 bad usage, an unreadable or invalid file.
@@ -10,6 +13,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
+use serde_json::{json, Value};
+use turno_scxml::paths::Explorer;
+
+use crate::events::Item;
 use turno_scxml::suite::{locate_suite, run_suite, Selection, SUITE_DIR_ENV};
 
 /// `turno chart scxml-suite`.
@@ -70,20 +77,12 @@ fn load(path: &Path) -> Result<turno_scxml::Document, String> {
 }
 
 /// `turno chart run FILE.scxml EVENTS.json`: one JSON line per item.
-pub fn run(machine: &Path, events: &Path) -> ExitCode {
+pub fn run(machine: &Path, events: &Path, items: &[Item]) -> ExitCode {
     let doc = match load(machine) {
         Ok(d) => d,
         Err(e) => return fail(e),
     };
-    let items: serde_json::Value = match std::fs::read_to_string(events)
-        .map_err(|e| format!("{}: {e}", events.display()))
-        .and_then(|t| {
-            serde_json::from_str(&t)
-                .map_err(|e| format!("{}: not valid JSON: {e}", events.display()))
-        }) {
-        Ok(v) => v,
-        Err(e) => return fail(e),
-    };
+    let items: Vec<_> = items.iter().map(Item::to_scxml).collect();
     let lines = match turno_scxml::script::run(&doc, &items) {
         Ok(l) => l,
         Err(e) => return fail(format!("{}: {e}", events.display())),
@@ -98,6 +97,55 @@ pub fn run(machine: &Path, events: &Path) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// `turno chart paths FILE.scxml [--simple] [--max N]`: the lines of
+/// `turno chart paths` for a JSON machine, the context being the
+/// document's `<data>`.
+pub fn paths(machine: &Path, simple: bool, max: usize) -> ExitCode {
+    let doc = match load(machine) {
+        Ok(d) => d,
+        Err(e) => return fail(e),
+    };
+    let explorer = Explorer::new(&doc).limit(max);
+    let found = if simple {
+        explorer.simple_paths()
+    } else {
+        explorer.shortest_paths()
+    };
+    let found = match found {
+        Ok(f) => f,
+        Err(e) => return fail(format!("{}: {e}", machine.display())),
+    };
+    let mut out = std::io::stdout().lock();
+    for p in found {
+        let steps: Vec<Value> = p.steps.iter().map(item_json).collect();
+        let line = json!({
+            "value": p.value,
+            "status": if p.running { "active" } else { "done" },
+            "context": p.data,
+            "steps": steps,
+        });
+        if writeln!(out, "{line}").is_err() {
+            return ExitCode::from(2);
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// A step as an EVENTS item.
+fn item_json(item: &turno_scxml::script::Item) -> Value {
+    match item {
+        turno_scxml::script::Item::Event(e) => {
+            let mut m = match &e.data {
+                Some(Value::Object(m)) => m.clone(),
+                _ => serde_json::Map::new(),
+            };
+            m.insert("type".into(), Value::String(e.name.clone()));
+            Value::Object(m)
+        }
+        turno_scxml::script::Item::Advance(ms) => json!({"advance_ms": ms}),
+    }
+}
+
 /// `turno chart mermaid FILE.scxml`.
 pub fn mermaid(machine: &Path) -> ExitCode {
     match load(machine) {
@@ -109,9 +157,22 @@ pub fn mermaid(machine: &Path) -> ExitCode {
     }
 }
 
-/// `turno chart export-scxml MACHINE.json`: an XState v5 JSON machine (with
-/// turno-chart's standard implementations) as an SCXML document.
+/// `turno chart export-scxml MACHINE`: an XState v5 JSON machine (with
+/// turno-chart's standard implementations) as an SCXML document; an SCXML
+/// document is checked and printed as it is.
 pub fn export(machine: &Path) -> ExitCode {
+    if is_scxml(machine) {
+        // A document already: checked, and printed as it is.
+        return match load(machine).and_then(|_| {
+            std::fs::read_to_string(machine).map_err(|e| format!("{}: {e}", machine.display()))
+        }) {
+            Ok(text) => {
+                print!("{text}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(e),
+        };
+    }
     let text = match std::fs::read_to_string(machine) {
         Ok(t) => t,
         Err(e) => return fail(format!("{}: {e}", machine.display())),

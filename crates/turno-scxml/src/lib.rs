@@ -10,7 +10,8 @@
 //!   content, `<send>`, `<invoke>` and the `_event` fields.
 //! - [`System`]: sessions and their invoked children on virtual time.
 //! - [`suite`]: the W3C conformance suite runner.
-//! - [`script`]: `turno chart run` for SCXML; [`mermaid`]: diagrams;
+//! - [`script`]: what `turno chart run` runs for SCXML; [`paths`]: what
+//!   `turno chart paths` finds; [`mermaid`]: diagrams;
 //!   `export` (feature `chart`): turno-chart machines as SCXML.
 //!
 //! ```
@@ -45,6 +46,7 @@ pub mod export;
 mod load;
 pub mod mermaid;
 pub mod model;
+pub mod paths;
 pub mod script;
 mod session;
 pub mod suite;

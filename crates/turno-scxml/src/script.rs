@@ -1,26 +1,27 @@
-//! `turno chart run FILE.scxml EVENTS.json`: the same contract as for
-//! XState JSON machines.
+//! What `turno chart run FILE.scxml EVENTS.json` runs: a document, then
+//! each item (an external event, or virtual time passing), one observation
+//! per item. The EVENTS file, its items and its output lines are the
+//! command's contract, written once in `crates/turno-cli/src/events.rs`
+//! (`turno chart run --help`); here items are already typed ([`Item`]).
 //!
-//! - EVENTS is a JSON array; each item is an event (`{"type": "NAME", ...}`,
-//!   the other fields becoming `_event.data`) or a time advance
-//!   (`{"advance_ms": N}`) that runs every delayed event due, each at its
-//!   own deadline.
-//! - Output: one line per item, `{"step": i, "value": V, "status":
-//!   "active"|"done"}`, step 0 being the state after start. `V` is the
-//!   configuration as XState shows `snapshot.value`: a compound state whose
-//!   active child is atomic is that child's id, otherwise an object from the
-//!   active child's id to its value; a parallel state is an object with one
-//!   entry per region (an atomic region is `{}`).
+//! - An [`Item::Advance`] runs every delayed event due, each at its own
+//!   deadline.
+//! - Each [`Line`] holds the configuration as XState shows
+//!   `snapshot.value`: a compound state whose active child is atomic is
+//!   that child's id, otherwise an object from the active child's id to its
+//!   value; a parallel state is an object with one entry per region (an
+//!   atomic region is `{}`).
 //!
 //! After start and after each event, every event due at that instant is
 //! processed (external events sent without delay included) before the
-//! line is printed.
+//! line is taken.
 //!
 //! ```
 //! let doc = turno_scxml::load_str(r#"<scxml initial="p"><parallel id="p">
 //!     <state id="a"><state id="a1"><transition event="go" target="a2"/></state><state id="a2"/></state>
 //!     <state id="b"/></parallel></scxml>"#, None).unwrap();
-//! let lines = turno_scxml::script::run(&doc, &serde_json::json!([{"type": "go"}])).unwrap();
+//! use turno_scxml::{script::{self, Item}, Event};
+//! let lines = script::run(&doc, &[Item::Event(Event::external("go", None))]).unwrap();
 //! assert_eq!(serde_json::to_string(&lines[1]).unwrap(),
 //!     r#"{"step":1,"value":{"p":{"a":"a2","b":{}}},"status":"active"}"#);
 //! ```
@@ -48,50 +49,18 @@ pub struct Line {
 /// Why a script could not run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ScriptError {
-    /// The events file is not a JSON array.
-    #[error("the events must be a JSON array of events and {{\"advance_ms\": N}} items")]
-    NotAnArray,
-    /// One item is neither an event nor a time advance.
-    #[error("events[{index}]: {problem}")]
-    BadItem {
-        /// Its index.
-        index: usize,
-        /// What is wrong.
-        problem: String,
-    },
     /// The session could not start or ran away.
     #[error("{0}")]
     Run(String),
 }
 
-enum Item {
+/// One item of a script.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Item {
+    /// An external event sent to the session.
     Event(Event),
+    /// Virtual time passes, in milliseconds.
     Advance(u64),
-}
-
-fn parse_item(item: &Value) -> Result<Item, String> {
-    let Some(obj) = item.as_object() else {
-        return Err("an item is an object".into());
-    };
-    if let Some(ms) = obj.get("advance_ms") {
-        if obj.len() != 1 {
-            return Err("a time advance has only the key \"advance_ms\"".into());
-        }
-        return ms
-            .as_u64()
-            .map(Item::Advance)
-            .ok_or_else(|| "\"advance_ms\" must be a non-negative integer".into());
-    }
-    let Some(Value::String(name)) = obj.get("type") else {
-        return Err("an event needs a string \"type\"".into());
-    };
-    let data: Map<String, Value> = obj
-        .iter()
-        .filter(|(k, _)| *k != "type")
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    let data = (!data.is_empty()).then_some(Value::Object(data));
-    Ok(Item::Event(Event::external(name.clone(), data)))
 }
 
 /// The configuration `config` as XState's `snapshot.value`.
@@ -114,7 +83,7 @@ pub fn state_value_named(
 /// their own way).
 pub fn run_configurations(
     doc: &Document,
-    items: &Value,
+    items: &[Item],
 ) -> Result<Vec<(Vec<StateId>, bool)>, ScriptError> {
     run_with(doc, items, |sys, root| {
         let config = sys
@@ -152,8 +121,8 @@ fn value_of(
     )
 }
 
-/// Runs `items` (the parsed EVENTS file) against `doc`.
-pub fn run(doc: &Document, items: &Value) -> Result<Vec<Line>, ScriptError> {
+/// Runs `items` against `doc`: one line after start, then one per item.
+pub fn run(doc: &Document, items: &[Item]) -> Result<Vec<Line>, ScriptError> {
     let lines = run_configurations(doc, items)?;
     Ok(lines
         .into_iter()
@@ -168,16 +137,9 @@ pub fn run(doc: &Document, items: &Value) -> Result<Vec<Line>, ScriptError> {
 
 fn run_with<T>(
     doc: &Document,
-    items: &Value,
+    items: &[Item],
     observe: impl Fn(&System, crate::system::SessionHandle) -> T,
 ) -> Result<Vec<T>, ScriptError> {
-    let Value::Array(items) = items else {
-        return Err(ScriptError::NotAnArray);
-    };
-    let mut parsed = Vec::with_capacity(items.len());
-    for (index, item) in items.iter().enumerate() {
-        parsed.push(parse_item(item).map_err(|problem| ScriptError::BadItem { index, problem })?);
-    }
     let doc = Arc::new(doc.clone());
     let mut sys = System::new();
     let root = sys
@@ -191,13 +153,13 @@ fn run_with<T>(
     };
     failed(&sys)?;
     let mut out = vec![observe(&sys, root)];
-    for item in parsed {
+    for item in items {
         match item {
             Item::Event(e) => {
-                sys.send(root, e);
+                sys.send(root, e.clone());
                 sys.run_until(sys.now_ms()).map_err(run_err)?;
             }
-            Item::Advance(ms) => sys.run_until(sys.now_ms() + ms as f64).map_err(run_err)?,
+            Item::Advance(ms) => sys.run_until(sys.now_ms() + *ms as f64).map_err(run_err)?,
         }
         failed(&sys)?;
         out.push(observe(&sys, root));

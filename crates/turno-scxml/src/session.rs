@@ -303,6 +303,20 @@ impl Session {
         self.failure.as_deref()
     }
 
+    /// The session's `<data>` variables (of every state, in document
+    /// order) as JSON; a value the data model cannot show is `null`.
+    pub fn data(&self) -> Value {
+        let doc = self.doc.clone();
+        self.ctx.with(|c| {
+            let mut out = Map::new();
+            for d in doc.states.iter().flat_map(|s| &s.data) {
+                let v = c.dm.eval_value(&d.id).unwrap_or(Value::Null);
+                out.insert(d.id.clone(), v);
+            }
+            Value::Object(out)
+        })
+    }
+
     /// Is `invokeid` an invocation of this session not yet cancelled?
     pub fn has_invocation(&self, invokeid: &str) -> bool {
         self.ctx

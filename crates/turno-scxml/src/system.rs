@@ -498,6 +498,21 @@ impl System {
         self.post.borrow().boxes.get(h.0).is_some_and(|s| s.alive)
     }
 
+    /// The delayed events not yet due, earliest first: the milliseconds
+    /// each has left (rounded up) and its event's name.
+    pub fn pending(&self) -> Vec<(u64, String)> {
+        let p = self.post.borrow();
+        p.timers
+            .iter()
+            .map(|(&(deadline, _), t)| {
+                (
+                    deadline.saturating_sub(p.now_us).div_ceil(1000),
+                    t.event.name.clone(),
+                )
+            })
+            .collect()
+    }
+
     /// Every `<log>` so far, in order.
     pub fn logs(&self) -> Vec<LogLine> {
         self.post.borrow().logs.clone()

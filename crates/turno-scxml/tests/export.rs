@@ -177,6 +177,24 @@ fn same_structure(m: &Machine<Value>, doc: &Document) -> Result<(), String> {
     Ok(())
 }
 
+/// The items of a `turno chart run` EVENTS array, for these tests (the
+/// command's contract is turno-cli's: `crates/turno-cli/src/events.rs`).
+fn items(v: &serde_json::Value) -> Vec<script::Item> {
+    let item = |i: &serde_json::Value| match i.get("advance_ms") {
+        Some(ms) => script::Item::Advance(ms.as_u64().expect("milliseconds")),
+        None => {
+            let mut o = i.as_object().expect("an event object").clone();
+            let name = o.remove("type").expect("a type");
+            let data = (!o.is_empty()).then_some(serde_json::Value::Object(o));
+            script::Item::Event(turno_scxml::Event::external(
+                name.as_str().expect("a string type"),
+                data,
+            ))
+        }
+    };
+    v.as_array().expect("an array").iter().map(item).collect()
+}
+
 #[test]
 fn json_machines_round_trip_through_scxml() {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(corpus())
@@ -228,7 +246,7 @@ fn json_machines_round_trip_through_scxml() {
             .collect();
         let name_of = |s: usize| keys[&doc.states[s].id].clone();
         let wrapped = root_is_wrapped(&m);
-        let got = match script::run_configurations(&doc, &events) {
+        let got = match script::run_configurations(&doc, &items(&events)) {
             Ok(lines) => lines
                 .into_iter()
                 .enumerate()

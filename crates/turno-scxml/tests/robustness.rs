@@ -82,7 +82,7 @@ fn an_eventless_cycle_stops_with_an_error() {
         .unwrap()
         .contains("microsteps"));
     assert!(!sys.is_running(s));
-    let e = script::run(&doc, &serde_json::json!([])).unwrap_err();
+    let e = script::run(&doc, &[]).unwrap_err();
     assert!(e.to_string().contains("microsteps"));
 }
 

@@ -4,9 +4,27 @@
 use serde_json::json;
 use turno_scxml::{load_str, mermaid::to_mermaid, script};
 
+/// The items of a `turno chart run` EVENTS array, for these tests (the
+/// command's contract is turno-cli's: `crates/turno-cli/src/events.rs`).
+fn items(v: &serde_json::Value) -> Vec<script::Item> {
+    let item = |i: &serde_json::Value| match i.get("advance_ms") {
+        Some(ms) => script::Item::Advance(ms.as_u64().expect("milliseconds")),
+        None => {
+            let mut o = i.as_object().expect("an event object").clone();
+            let name = o.remove("type").expect("a type");
+            let data = (!o.is_empty()).then_some(serde_json::Value::Object(o));
+            script::Item::Event(turno_scxml::Event::external(
+                name.as_str().expect("a string type"),
+                data,
+            ))
+        }
+    };
+    v.as_array().expect("an array").iter().map(item).collect()
+}
+
 fn lines(doc: &str, events: serde_json::Value) -> Vec<String> {
     let doc = load_str(doc, None).unwrap();
-    script::run(&doc, &events)
+    script::run(&doc, &items(&events))
         .unwrap()
         .iter()
         .map(|l| serde_json::to_string(l).unwrap())
@@ -85,20 +103,6 @@ fn event_fields_become_event_data() {
         json!([{"type": "add", "n": 2}, {"type": "add", "n": -7}, {"type": "add", "n": 3}, {"type": "check"}]),
     );
     assert_eq!(out[4], r#"{"step":4,"value":"ok","status":"done"}"#);
-}
-
-#[test]
-fn bad_event_items_are_rejected_before_running() {
-    let doc = load_str("<scxml><state id='a'/></scxml>", None).unwrap();
-    let e = script::run(&doc, &json!([{"type": "x"}, {"advance_ms": -1}])).unwrap_err();
-    assert_eq!(
-        e.to_string(),
-        "events[1]: \"advance_ms\" must be a non-negative integer"
-    );
-    let e = script::run(&doc, &json!({"type": "x"})).unwrap_err();
-    assert!(e.to_string().contains("JSON array"));
-    let e = script::run(&doc, &json!([{"name": "x"}])).unwrap_err();
-    assert_eq!(e.to_string(), "events[0]: an event needs a string \"type\"");
 }
 
 #[test]

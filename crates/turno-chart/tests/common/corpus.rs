@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::Value;
+use turno_chart::script::Item;
 use turno_chart::tree::{load_json_tree, Charts};
-use turno_chart::{stdlib, Machine};
+use turno_chart::{stdlib, Event, Machine};
 
 /// Every case's folder, sorted.
 pub fn cases() -> Vec<PathBuf> {
@@ -41,13 +42,29 @@ pub fn case_charts(case: &Path) -> Vec<(String, String)> {
     v
 }
 
+/// The items of an `events.json` (the format of `turno chart run`'s
+/// EVENTS file, whose contract is turno-cli's:
+/// `crates/turno-cli/src/events.rs`).
+pub fn items(events: &Value) -> Vec<Item> {
+    let item = |i: &Value| match i.get("advance_ms") {
+        Some(ms) => Item::Advance(ms.as_u64().expect("milliseconds")),
+        None => Item::Event(Event::from_json(i).expect("an event")),
+    };
+    events
+        .as_array()
+        .expect("an array")
+        .iter()
+        .map(item)
+        .collect()
+}
+
 /// A case's machine (with the standard implementations), its child
 /// charts and its events.
-pub fn load_case(case: &Path) -> (Machine<Value>, Arc<Charts<Value>>, Value) {
+pub fn load_case(case: &Path) -> (Machine<Value>, Arc<Charts<Value>>, Vec<Item>) {
     let text = std::fs::read_to_string(case.join("machine.json")).unwrap();
     let (m, charts) = load_json_tree(&text, &case_charts(case), &stdlib::implementations())
         .unwrap_or_else(|e| panic!("{}: {e}", case.display()));
     let events: Value =
         serde_json::from_str(&std::fs::read_to_string(case.join("events.json")).unwrap()).unwrap();
-    (m, charts, events)
+    (m, charts, items(&events))
 }
