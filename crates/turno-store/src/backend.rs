@@ -11,6 +11,7 @@ use crate::model::{
     Claim, DeadLetter, Draft, DraftSaved, Enqueued, ForgetReport, KeyRecord, KeyState, Millis,
     NewItem, QueueCounts, QueueItem, Snapshot, SnapshotMeta, SweepReport,
 };
+use crate::shards::{DueEntity, Entity, EntityCommit, EntityWrite, LeaseOutcome, ShardLease};
 
 /// A snapshot write, as the store hands it to a backend.
 #[derive(Clone, Copy, Debug)]
@@ -122,6 +123,34 @@ pub trait Backend: Send + Sync {
     /// Removes what expired before `now`, and acknowledged items older than
     /// `dedup_window`. Dead letters stay until requeued or forgotten.
     fn sweep(&self, now: Millis, dedup_window: Millis) -> Result<SweepReport>;
+    /// Takes the shard for `owner` until `until` if it is free at `now`
+    /// (no row, released, or expired), incrementing its epoch; else the
+    /// lease that holds.
+    fn shard_acquire(
+        &self,
+        shard: u32,
+        owner: &str,
+        until: Millis,
+        now: Millis,
+    ) -> Result<LeaseOutcome>;
+    /// Extends `lease` to `until` if its epoch is still the shard's
+    /// (`None`: lost).
+    fn shard_renew(&self, lease: &ShardLease, until: Millis) -> Result<Option<ShardLease>>;
+    /// Expires `lease` now, keeping its epoch, if it is still the shard's.
+    fn shard_release(&self, lease: &ShardLease) -> Result<bool>;
+    /// The shard's lease row, live or not.
+    fn shard_get(&self, shard: u32) -> Result<Option<ShardLease>>;
+    /// One transaction: the fence ([`check_fence`](crate::shards)) against
+    /// the shard's lease row (locked against a takeover until the commit
+    /// where the engine locks rows), the once-per-message check, then the
+    /// write.
+    fn entity_commit(&self, write: &EntityWrite<'_>, now: Millis) -> Result<EntityCommit>;
+    /// The entity, if stored.
+    fn entity_get(&self, kind: &str, key: &str) -> Result<Option<Entity>>;
+    /// Up to `limit` of the shard's entities whose wake-up is at or before
+    /// `now`, earliest first.
+    fn entities_due(&self, shard: u32, now: Millis, limit: usize) -> Result<Vec<DueEntity>>;
+
     /// Removes every snapshot, draft, key and queue item of `owner`, and
     /// scrubs what the database files still hold of them where the engine
     /// allows it.

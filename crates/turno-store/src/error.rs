@@ -27,6 +27,18 @@ pub enum StoreError {
         /// The version actually stored (`None`: absent or expired).
         actual: Option<u64>,
     },
+    /// An entity write whose writer's lease is no longer its shard's: a
+    /// newer owner took the shard over (or it was never owned). Nothing was
+    /// written; the writer must stop acting as the shard's owner.
+    #[error("fenced: shard {shard} is at epoch {current:?}, the write carries epoch {epoch}")]
+    Fenced {
+        /// The shard.
+        shard: u32,
+        /// The epoch the write carried.
+        epoch: u64,
+        /// The shard's current epoch (`None`: never owned).
+        current: Option<u64>,
+    },
     /// `complete` or `abandon` on an idempotency key that has no claim in
     /// progress.
     #[error("idempotency key {owner}/{key} is not in progress ({state})")]

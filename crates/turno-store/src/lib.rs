@@ -63,6 +63,7 @@ mod model;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 pub mod pump;
+mod shards;
 mod sql;
 pub mod sqlite;
 mod store;
@@ -77,6 +78,9 @@ pub use model::{
     NewItem, QueueCounts, QueueItem, Snapshot, SnapshotMeta, SnapshotWrite, SweepReport,
 };
 pub use pump::{Delivery, Pump, PumpConfig, PumpStats};
+pub use shards::{
+    shard_for, DueEntity, Entity, EntityCommit, EntityWrite, LeaseOutcome, ShardLease,
+};
 pub use sqlite::{Durability, SqliteBackend, SqliteConfig};
 pub use store::{
     Clock, ManualClock, Store, SystemClock, DEFAULT_MAX_ATTEMPTS, DEFAULT_RETENTION, MAX_NAME_LEN,

@@ -13,6 +13,10 @@ use crate::model::{
     Claim, DeadLetter, Draft, DraftSaved, Enqueued, ForgetReport, KeyRecord, KeyState, Millis,
     NewItem, QueueCounts, QueueItem, Snapshot, SnapshotMeta, SweepReport,
 };
+use crate::shards::{
+    applied_after, check_fence, duplicate, DueEntity, Entity, EntityCommit, EntityWrite,
+    LeaseOutcome, ShardLease,
+};
 
 type Id = (String, String);
 
@@ -40,6 +44,8 @@ struct Inner {
     item_keys: BTreeMap<Id, i64>,
     dead: BTreeMap<i64, DeadLetter>,
     next_id: i64,
+    shards: BTreeMap<u32, ShardLease>,
+    entities: BTreeMap<Id, Entity>,
 }
 
 /// Everything in one process's memory. See the [module docs](self).
@@ -442,6 +448,98 @@ impl Backend for MemoryBackend {
         r.queue_items = old.len() as u64;
         remove_items(&mut g, &old);
         Ok(r)
+    }
+
+    fn shard_acquire(
+        &self,
+        shard: u32,
+        owner: &str,
+        until: Millis,
+        now: Millis,
+    ) -> Result<LeaseOutcome> {
+        let mut g = self.lock();
+        let epoch = match g.shards.get(&shard) {
+            Some(held) if held.until > now => return Ok(LeaseOutcome::Held(held.clone())),
+            Some(expired) => expired.epoch + 1,
+            None => 1,
+        };
+        let lease = ShardLease {
+            shard,
+            owner: owner.into(),
+            epoch,
+            until,
+        };
+        g.shards.insert(shard, lease.clone());
+        Ok(LeaseOutcome::Acquired(lease))
+    }
+
+    fn shard_renew(&self, lease: &ShardLease, until: Millis) -> Result<Option<ShardLease>> {
+        let mut g = self.lock();
+        Ok(g.shards.get_mut(&lease.shard).and_then(|row| {
+            (row.epoch == lease.epoch && row.owner == lease.owner).then(|| {
+                row.until = until;
+                row.clone()
+            })
+        }))
+    }
+
+    fn shard_release(&self, lease: &ShardLease) -> Result<bool> {
+        let mut g = self.lock();
+        Ok(g.shards.get_mut(&lease.shard).is_some_and(|row| {
+            let mine = row.epoch == lease.epoch && row.owner == lease.owner;
+            if mine {
+                row.until = 0;
+            }
+            mine
+        }))
+    }
+
+    fn shard_get(&self, shard: u32) -> Result<Option<ShardLease>> {
+        Ok(self.lock().shards.get(&shard).cloned())
+    }
+
+    fn entity_commit(&self, write: &EntityWrite<'_>, now: Millis) -> Result<EntityCommit> {
+        let mut g = self.lock();
+        check_fence(write, g.shards.get(&write.shard).map(|l| l.epoch))?;
+        let id = (write.kind.to_string(), write.key.to_string());
+        let applied = g.entities.get(&id).map(|e| e.applied);
+        if let Some(dup) = duplicate(write, applied) {
+            return Ok(dup);
+        }
+        let entity = Entity {
+            kind: write.kind.into(),
+            key: write.key.into(),
+            shard: write.shard,
+            epoch: write.epoch,
+            applied: applied_after(write, applied),
+            data: write.data.to_vec(),
+            wake_at: write.wake_at,
+            updated_at: now,
+        };
+        g.entities.insert(id, entity);
+        Ok(EntityCommit::Applied)
+    }
+
+    fn entity_get(&self, kind: &str, key: &str) -> Result<Option<Entity>> {
+        let id = (kind.to_string(), key.to_string());
+        Ok(self.lock().entities.get(&id).cloned())
+    }
+
+    fn entities_due(&self, shard: u32, now: Millis, limit: usize) -> Result<Vec<DueEntity>> {
+        let g = self.lock();
+        let mut due: Vec<DueEntity> = g
+            .entities
+            .values()
+            .filter(|e| e.shard == shard && e.wake_at.is_some_and(|w| w <= now))
+            .map(|e| DueEntity {
+                kind: e.kind.clone(),
+                key: e.key.clone(),
+                wake_at: e.wake_at.unwrap_or(now),
+            })
+            .collect();
+        due.sort_by(|a, b| (a.wake_at, &a.kind, &a.key).cmp(&(b.wake_at, &b.kind, &b.key)));
+        due.truncate(limit);
+        Ok(due)
     }
 
     fn forget(&self, owner: &str) -> Result<ForgetReport> {

@@ -21,6 +21,10 @@ use crate::model::{
     Claim, DeadLetter, Draft, DraftSaved, Enqueued, ForgetReport, KeyRecord, Millis, NewItem,
     QueueCounts, QueueItem, Snapshot, SnapshotMeta, SweepReport,
 };
+use crate::shards::{
+    applied_after, check_fence, duplicate, DueEntity, Entity, EntityCommit, EntityWrite,
+    LeaseOutcome, ShardLease,
+};
 
 /// The tables, with the dialect's types substituted: `{i64}`, `{i16}`,
 /// `{bytes}` and `{serial}` (an auto-numbered primary key).
@@ -52,6 +56,15 @@ CREATE TABLE IF NOT EXISTS turno_dead (
     dead_at {i64} NOT NULL,
     UNIQUE (queue, key));
 CREATE INDEX IF NOT EXISTS turno_dead_owner ON turno_dead (owner);
+CREATE TABLE IF NOT EXISTS turno_shards (
+    shard {i64} PRIMARY KEY, owner TEXT NOT NULL, epoch {i64} NOT NULL,
+    lease_until {i64} NOT NULL);
+CREATE TABLE IF NOT EXISTS turno_entities (
+    kind TEXT NOT NULL, key TEXT NOT NULL, shard {i64} NOT NULL, epoch {i64} NOT NULL,
+    applied {i64} NOT NULL, data {bytes} NOT NULL, wake_at {i64}, updated_at {i64} NOT NULL,
+    PRIMARY KEY (kind, key));
+CREATE INDEX IF NOT EXISTS turno_entities_wake ON turno_entities (shard, wake_at)
+    WHERE wake_at IS NOT NULL;
 ";
 
 /// How a dialect spells the column types of [`schema`].
@@ -160,6 +173,13 @@ pub(crate) struct Dialect {
     pub lease: &'static str,
     /// `?1` queue, `?2` now: `ready, leased, acked, dead`.
     pub queue_counts: &'static str,
+    /// `?1` shard: its `epoch`, the row locked against a takeover until
+    /// the transaction ends where the engine locks rows (the fence of an
+    /// entity write).
+    pub shard_epoch: &'static str,
+    /// `?1` kind, `?2` key: the entity's `applied`, its row locked where
+    /// the engine locks rows.
+    pub entity_applied: &'static str,
 }
 
 /// A SQL storage engine: what differs between SQLite and PostgreSQL. The
@@ -232,6 +252,36 @@ const RELEASE: &str = "UPDATE turno_queue SET lease_until = NULL, not_before = ?
      AND lease_until IS NOT NULL";
 const DEAD_LETTERS: &str = "SELECT id, owner, key, payload, attempts, enqueued_at, dead_at
      FROM turno_dead WHERE queue = ?1 ORDER BY id LIMIT ?2";
+
+const SHARD_ENSURE: &str = "INSERT INTO turno_shards (shard, owner, epoch, lease_until)
+     VALUES (?1, '', 0, 0) ON CONFLICT (shard) DO NOTHING";
+const SHARD_TAKE: &str = "UPDATE turno_shards SET owner = ?2, epoch = epoch + 1, lease_until = ?3
+     WHERE shard = ?1 AND lease_until <= ?4 RETURNING epoch";
+const SHARD_GET: &str = "SELECT owner, epoch, lease_until FROM turno_shards WHERE shard = ?1";
+const SHARD_RENEW: &str = "UPDATE turno_shards SET lease_until = ?4
+     WHERE shard = ?1 AND owner = ?2 AND epoch = ?3";
+const SHARD_RELEASE: &str = "UPDATE turno_shards SET lease_until = 0
+     WHERE shard = ?1 AND owner = ?2 AND epoch = ?3";
+const ENTITY_PUT: &str = "INSERT INTO turno_entities
+     (kind, key, shard, epoch, applied, data, wake_at, updated_at)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+     ON CONFLICT (kind, key) DO UPDATE SET shard = excluded.shard, epoch = excluded.epoch,
+         applied = excluded.applied, data = excluded.data, wake_at = excluded.wake_at,
+         updated_at = excluded.updated_at";
+const ENTITY_GET: &str = "SELECT shard, epoch, applied, data, wake_at, updated_at
+     FROM turno_entities WHERE kind = ?1 AND key = ?2";
+const ENTITIES_DUE: &str = "SELECT kind, key, wake_at FROM turno_entities
+     WHERE shard = ?1 AND wake_at IS NOT NULL AND wake_at <= ?2
+     ORDER BY wake_at, kind, key LIMIT ?3";
+
+fn shard_lease(shard: u32, r: &dyn Row) -> Result<ShardLease> {
+    Ok(ShardLease {
+        shard,
+        owner: r.text(0)?,
+        epoch: r.int(1)? as u64,
+        until: r.int(2)?,
+    })
+}
 
 fn version(r: &dyn Row, i: usize) -> Result<u64> {
     Ok(r.int(i)? as u64)
@@ -514,6 +564,135 @@ impl<E: SqlEngine> Backend for E {
                     &[Int(acked_before)],
                 )?,
             })
+        })
+    }
+
+    fn shard_acquire(
+        &self,
+        shard: u32,
+        owner: &str,
+        until: Millis,
+        now: Millis,
+    ) -> Result<LeaseOutcome> {
+        let id = Int(i64::from(shard));
+        self.write(|t| {
+            t.exec(SHARD_ENSURE, &[id])?;
+            let taken = t.opt(SHARD_TAKE, &[id, Text(owner), Int(until), Int(now)], |r| {
+                r.int(0)
+            })?;
+            match taken {
+                Some(epoch) => Ok(LeaseOutcome::Acquired(ShardLease {
+                    shard,
+                    owner: owner.into(),
+                    epoch: epoch as u64,
+                    until,
+                })),
+                None => {
+                    let held = t.opt(SHARD_GET, &[id], |r| shard_lease(shard, r))?;
+                    held.map(LeaseOutcome::Held).ok_or_else(|| {
+                        StoreError::Corrupt(format!("shard {shard}: its lease row vanished"))
+                    })
+                }
+            }
+        })
+    }
+
+    fn shard_renew(&self, lease: &ShardLease, until: Millis) -> Result<Option<ShardLease>> {
+        let args = [
+            Int(i64::from(lease.shard)),
+            Text(&lease.owner),
+            Int(lease.epoch as i64),
+            Int(until),
+        ];
+        let renewed = self.write(|t| t.exec(SHARD_RENEW, &args))?;
+        Ok((renewed == 1).then(|| ShardLease {
+            until,
+            ..lease.clone()
+        }))
+    }
+
+    fn shard_release(&self, lease: &ShardLease) -> Result<bool> {
+        let args = [
+            Int(i64::from(lease.shard)),
+            Text(&lease.owner),
+            Int(lease.epoch as i64),
+        ];
+        Ok(self.write(|t| t.exec(SHARD_RELEASE, &args))? == 1)
+    }
+
+    fn shard_get(&self, shard: u32) -> Result<Option<ShardLease>> {
+        self.read(|t| {
+            t.opt(SHARD_GET, &[Int(i64::from(shard))], |r| {
+                shard_lease(shard, r)
+            })
+        })
+    }
+
+    fn entity_commit(&self, write: &EntityWrite<'_>, now: Millis) -> Result<EntityCommit> {
+        self.write(|t| {
+            let current = t.opt(
+                E::DIALECT.shard_epoch,
+                &[Int(i64::from(write.shard))],
+                |r| Ok(r.int(0)? as u64),
+            )?;
+            check_fence(write, current)?;
+            t.between();
+            let applied = t.opt(
+                E::DIALECT.entity_applied,
+                &[Text(write.kind), Text(write.key)],
+                |r| Ok(r.int(0)? as u64),
+            )?;
+            if let Some(dup) = duplicate(write, applied) {
+                return Ok(dup);
+            }
+            t.exec(
+                ENTITY_PUT,
+                &[
+                    Text(write.kind),
+                    Text(write.key),
+                    Int(i64::from(write.shard)),
+                    Int(write.epoch as i64),
+                    Int(applied_after(write, applied) as i64),
+                    Bytes(write.data),
+                    Arg::OptInt(write.wake_at),
+                    Int(now),
+                ],
+            )?;
+            Ok(EntityCommit::Applied)
+        })
+    }
+
+    fn entity_get(&self, kind: &str, key: &str) -> Result<Option<Entity>> {
+        self.read(|t| {
+            t.opt(ENTITY_GET, &[Text(kind), Text(key)], |r| {
+                Ok(Entity {
+                    kind: kind.into(),
+                    key: key.into(),
+                    shard: r.int(0)? as u32,
+                    epoch: r.int(1)? as u64,
+                    applied: r.int(2)? as u64,
+                    data: r.bytes(3)?,
+                    wake_at: r.opt_int(4)?,
+                    updated_at: r.int(5)?,
+                })
+            })
+        })
+    }
+
+    fn entities_due(&self, shard: u32, now: Millis, limit: usize) -> Result<Vec<DueEntity>> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.read(|t| {
+            t.all(
+                ENTITIES_DUE,
+                &[Int(i64::from(shard)), Int(now), Int(limit)],
+                |r| {
+                    Ok(DueEntity {
+                        kind: r.text(0)?,
+                        key: r.text(1)?,
+                        wake_at: r.int(2)?,
+                    })
+                },
+            )
         })
     }
 

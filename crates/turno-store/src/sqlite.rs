@@ -32,8 +32,9 @@ use crate::sql::{self, Arg, Dialect, Row, SqlEngine, Tx};
 use Arg::{Bytes, Int, OptInt, Text};
 
 /// The schema version this code writes (in `PRAGMA user_version`). 2 added
-/// `turno_dead`; a version-1 file is upgraded on open.
-const SCHEMA_VERSION: i64 = 2;
+/// `turno_dead`, 3 `turno_shards` and `turno_entities`; an older file is
+/// upgraded on open.
+const SCHEMA_VERSION: i64 = 3;
 
 /// The tables (see [`crate::sql`]), and SQLite's index on expiry.
 fn schema() -> String {
@@ -274,6 +275,9 @@ impl SqlEngine for SqliteBackend {
                 COALESCE(SUM(acked_at IS NOT NULL), 0),
                 (SELECT COUNT(*) FROM turno_dead WHERE queue = ?1)
              FROM turno_queue WHERE queue = ?1",
+        // `BEGIN IMMEDIATE` holds the write lock: no takeover can interleave.
+        shard_epoch: "SELECT epoch FROM turno_shards WHERE shard = ?1",
+        entity_applied: "SELECT applied FROM turno_entities WHERE kind = ?1 AND key = ?2",
     };
 
     fn read<T>(&self, mut f: impl FnMut(&mut dyn Tx) -> Result<T>) -> Result<T> {

@@ -116,7 +116,7 @@ impl std::fmt::Debug for Store {
     }
 }
 
-fn check_name(what: &'static str, s: &str) -> Result<()> {
+pub(crate) fn check_name(what: &'static str, s: &str) -> Result<()> {
     if s.is_empty() {
         return Err(StoreError::invalid(what, "must not be empty"));
     }
@@ -206,7 +206,12 @@ impl Store {
         self.retention
     }
 
-    /// The backend's name.
+    /// The backend every call goes to.
+    pub(crate) fn backend(&self) -> &dyn Backend {
+        &*self.backend
+    }
+
+    /// The backend's name (`"memory"`, `"sqlite"`, `"postgres"`).
     pub fn backend_name(&self) -> &'static str {
         self.backend.name()
     }

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use common::*;
 use turno_store::{
-    Claim, DraftSaved, Enqueued, KeyState, ManualClock, SnapshotWrite, Store, StoreError,
+    Claim, DraftSaved, Enqueued, EntityCommit, EntityWrite, KeyState, LeaseOutcome, ManualClock,
+    ShardLease, SnapshotWrite, Store, StoreError,
 };
 
 struct Fixture {
@@ -94,6 +95,10 @@ on_every_backend!(
     bad_input_is_typed,
     commit_puts_and_acks_all_or_nothing,
     poison_items_move_to_the_dead_letters,
+    shard_leases_are_taken_over_only_when_free,
+    concurrent_takeovers_have_one_winner,
+    fencing_refuses_the_old_owner_and_applies_each_message_once,
+    due_entities_are_listed_earliest_first,
 );
 
 fn conflict(r: Result<u64, StoreError>) -> (Option<u64>, Option<u64>) {
@@ -587,4 +592,269 @@ fn poison_items_move_to_the_dead_letters(f: Fixture) {
         s.enqueue("pq", "ann", "poison", b"new").unwrap(),
         Enqueued::New(_)
     ));
+}
+
+// ---- shard leases and fenced entity writes ---------------------------------
+
+/// A shard number no other test (nor an earlier run on the same PostgreSQL
+/// database) uses.
+fn fresh_shard() -> u32 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let run = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as u32;
+    (run % 1_000_000) * 1_000 + NEXT.fetch_add(1, Ordering::Relaxed) % 1_000
+}
+
+const LEASE: Duration = Duration::from_secs(10);
+
+fn acquired(outcome: LeaseOutcome) -> ShardLease {
+    match outcome {
+        LeaseOutcome::Acquired(lease) => lease,
+        LeaseOutcome::Held(other) => panic!("the shard is held: {other:?}"),
+    }
+}
+
+fn shard_leases_are_taken_over_only_when_free(f: Fixture) {
+    let shard = fresh_shard();
+    let a = acquired(f.store.acquire_shard(shard, "node-a/1", LEASE).unwrap());
+    assert_eq!((a.shard, a.owner.as_str(), a.epoch), (shard, "node-a/1", 1));
+    assert_eq!(a.until, T0 + 10_000);
+    let b = (f.reopen)();
+    match b.acquire_shard(shard, "node-b/1", LEASE).unwrap() {
+        LeaseOutcome::Held(held) => assert_eq!(held, a),
+        other => panic!("a live lease was taken over: {other:?}"),
+    }
+    assert_eq!(b.shard_owner(shard).unwrap(), Some(a.clone()));
+
+    // Renewed before it expires, the lease holds on.
+    f.clock.advance(Duration::from_secs(8));
+    let a = f.store.renew_shard(&a, LEASE).unwrap().expect("still a's");
+    assert_eq!(a.until, T0 + 18_000);
+    f.clock.advance(Duration::from_secs(8));
+    assert!(matches!(
+        b.acquire_shard(shard, "node-b/1", LEASE).unwrap(),
+        LeaseOutcome::Held(_)
+    ));
+
+    // Expired, it is taken over with a new epoch; the old owner's renewal
+    // and release fail.
+    f.clock.advance(Duration::from_secs(3));
+    assert_eq!(b.shard_owner(shard).unwrap(), None, "expired");
+    let bl = acquired(b.acquire_shard(shard, "node-b/1", LEASE).unwrap());
+    assert_eq!(bl.epoch, 2);
+    assert_eq!(f.store.renew_shard(&a, LEASE).unwrap(), None, "a lost it");
+    assert!(!f.store.release_shard(&a).unwrap());
+
+    // Released on a clean shutdown, it is free at once.
+    assert!(b.release_shard(&bl).unwrap());
+    assert_eq!(f.store.shard_owner(shard).unwrap(), None);
+    let a3 = acquired(f.store.acquire_shard(shard, "node-a/2", LEASE).unwrap());
+    assert_eq!(a3.epoch, 3);
+
+    assert!(matches!(
+        f.store.acquire_shard(shard, "", LEASE),
+        Err(StoreError::Invalid { what: "owner", .. })
+    ));
+    assert!(matches!(
+        f.store.acquire_shard(shard, "x", Duration::ZERO),
+        Err(StoreError::Invalid {
+            what: "lease ttl",
+            ..
+        })
+    ));
+}
+
+fn concurrent_takeovers_have_one_winner(f: Fixture) {
+    const THREADS: usize = 8;
+    let handles: Vec<Store> = (0..THREADS).map(|_| (f.reopen)()).collect();
+    for round in 0..4u64 {
+        let shard = fresh_shard();
+        if round > 0 {
+            // An expired lease to take over, not a fresh row.
+            acquired(f.store.acquire_shard(shard, "old", LEASE).unwrap());
+            f.clock.advance(LEASE + Duration::from_millis(1));
+        }
+        let barrier = Arc::new(Barrier::new(THREADS));
+        let outcomes: Vec<LeaseOutcome> = std::thread::scope(|sc| {
+            let joins: Vec<_> = handles
+                .iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    let barrier = barrier.clone();
+                    sc.spawn(move || {
+                        barrier.wait();
+                        s.acquire_shard(shard, &format!("node-{i}"), LEASE).unwrap()
+                    })
+                })
+                .collect();
+            joins.into_iter().map(|j| j.join().unwrap()).collect()
+        });
+        let winners: Vec<&ShardLease> = outcomes
+            .iter()
+            .filter_map(|o| match o {
+                LeaseOutcome::Acquired(l) => Some(l),
+                LeaseOutcome::Held(_) => None,
+            })
+            .collect();
+        assert_eq!(winners.len(), 1, "round {round}: {outcomes:?}");
+        let epoch = if round > 0 { 2 } else { 1 };
+        assert_eq!(winners[0].epoch, epoch);
+        for o in &outcomes {
+            if let LeaseOutcome::Held(held) = o {
+                assert_eq!(held, winners[0], "every loser sees the winner");
+            }
+        }
+    }
+}
+
+/// The fencing scenario, with the entity writes made by `write` (the
+/// store's own `commit_entity`, or a broken writer for the check of the
+/// checker): `Err` names the first violation of the guarantees.
+fn fencing_scenario(
+    f: &Fixture,
+    kind: &str,
+    write: &dyn Fn(&Store, &EntityWrite<'_>) -> Result<EntityCommit, StoreError>,
+) -> Result<(), String> {
+    let shard = fresh_shard();
+    let (a, b) = (&f.store, (f.reopen)());
+    let old = acquired(a.acquire_shard(shard, "node-a/1", LEASE).unwrap());
+    let w = |epoch, seq, data: &'static [u8]| EntityWrite {
+        kind,
+        key: "signup-7",
+        shard,
+        epoch,
+        seq,
+        data,
+        wake_at: None,
+    };
+    if !matches!(
+        write(a, &w(old.epoch, Some(1), b"one")),
+        Ok(EntityCommit::Applied)
+    ) {
+        return Err("the owner's first write was not applied".into());
+    }
+    // The owner pauses past its lease; node b takes the shard over.
+    f.clock.advance(LEASE + Duration::from_secs(1));
+    let new = acquired(b.acquire_shard(shard, "node-b/1", LEASE).unwrap());
+    // The old owner wakes up and writes the next message: refused.
+    match write(a, &w(old.epoch, Some(2), b"stale")) {
+        Err(StoreError::Fenced {
+            shard: s,
+            epoch,
+            current,
+        }) if s == shard && epoch == old.epoch && current == Some(new.epoch) => {}
+        other => return Err(format!("the old owner's write was not fenced: {other:?}")),
+    }
+    let e = b.get_entity(kind, "signup-7").unwrap().expect("stored");
+    if (e.applied, e.epoch, e.data.as_slice()) != (1, old.epoch, &b"one"[..]) {
+        return Err(format!("a fenced write changed the entity: {e:?}"));
+    }
+    // The new owner applies message 2 once; its redelivery is a duplicate.
+    if !matches!(
+        write(&b, &w(new.epoch, Some(2), b"two")),
+        Ok(EntityCommit::Applied)
+    ) {
+        return Err("the new owner's write was not applied".into());
+    }
+    if !matches!(
+        write(&b, &w(new.epoch, Some(2), b"again")),
+        Ok(EntityCommit::Duplicate { applied: 2 })
+    ) {
+        return Err("a redelivered message was applied twice".into());
+    }
+    if !matches!(
+        write(&b, &w(new.epoch, Some(1), b"older")),
+        Ok(EntityCommit::Duplicate { applied: 2 })
+    ) {
+        return Err("an older message was applied".into());
+    }
+    // A write no message caused (a timer) keeps the applied sequence.
+    if !matches!(
+        write(&b, &w(new.epoch, None, b"timer")),
+        Ok(EntityCommit::Applied)
+    ) {
+        return Err("the new owner's timer write was not applied".into());
+    }
+    let e = b.get_entity(kind, "signup-7").unwrap().expect("stored");
+    if (e.applied, e.epoch, e.data.as_slice(), e.shard) != (2, new.epoch, &b"timer"[..], shard) {
+        return Err(format!(
+            "unexpected entity after the new owner's writes: {e:?}"
+        ));
+    }
+    Ok(())
+}
+
+fn fencing_refuses_the_old_owner_and_applies_each_message_once(f: Fixture) {
+    fencing_scenario(&f, "signup", &|s, w| s.commit_entity(w)).unwrap();
+
+    // A shard nobody ever owned fences every write.
+    let never = fresh_shard();
+    let w = EntityWrite {
+        kind: "signup",
+        key: "orphan",
+        shard: never,
+        epoch: 1,
+        seq: Some(1),
+        data: b"x",
+        wake_at: None,
+    };
+    assert!(matches!(
+        f.store.commit_entity(&w),
+        Err(StoreError::Fenced { current: None, .. })
+    ));
+    assert_eq!(f.store.get_entity("signup", "orphan").unwrap(), None);
+
+    // The check of the checker: a writer that does not carry its own
+    // epoch (it writes with whatever epoch the shard has now) is caught.
+    let fenceless = |s: &Store, w: &EntityWrite<'_>| {
+        let now = s.shard_owner(w.shard)?.map_or(w.epoch, |l| l.epoch);
+        s.commit_entity(&EntityWrite { epoch: now, ..*w })
+    };
+    let caught = fencing_scenario(&f, "signup-fenceless", &fenceless)
+        .expect_err("a write without its epoch check must fail the scenario");
+    assert!(caught.contains("not fenced"), "{caught}");
+}
+
+fn due_entities_are_listed_earliest_first(f: Fixture) {
+    let (shard, other) = (fresh_shard(), fresh_shard());
+    let lease = acquired(f.store.acquire_shard(shard, "n", LEASE).unwrap());
+    let lease2 = acquired(f.store.acquire_shard(other, "n", LEASE).unwrap());
+    let put = |shard: u32, epoch: u64, key: &str, wake_at: Option<i64>| {
+        f.store
+            .commit_entity(&EntityWrite {
+                kind: "timers",
+                key,
+                shard,
+                epoch,
+                seq: None,
+                data: b"s",
+                wake_at,
+            })
+            .unwrap();
+    };
+    put(shard, lease.epoch, "late", Some(T0 + 5_000));
+    put(shard, lease.epoch, "soon", Some(T0 + 1_000));
+    put(shard, lease.epoch, "never", None);
+    put(shard, lease.epoch, "due-now", Some(T0));
+    put(other, lease2.epoch, "elsewhere", Some(T0));
+    let keys = |limit| {
+        f.store
+            .due_entities(shard, limit)
+            .unwrap()
+            .into_iter()
+            .map(|d| d.key)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(keys(10), ["due-now"]);
+    f.clock.advance(Duration::from_secs(2));
+    assert_eq!(keys(10), ["due-now", "soon"]);
+    assert_eq!(keys(1), ["due-now"]);
+    f.clock.advance(Duration::from_secs(10));
+    assert_eq!(keys(10), ["due-now", "soon", "late"]);
+    // Its timer fired and none is pending: no longer due.
+    put(shard, lease.epoch, "soon", None);
+    assert_eq!(keys(10), ["due-now", "late"]);
 }

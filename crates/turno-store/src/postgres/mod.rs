@@ -321,6 +321,11 @@ impl SqlEngine for PgBackend {
                 COUNT(*) FILTER (WHERE acked_at IS NOT NULL),
                 (SELECT COUNT(*) FROM turno_dead WHERE queue = $1)
              FROM turno_queue WHERE queue = $1",
+        // A takeover's UPDATE of the row waits for this transaction, or this
+        // read waits for the takeover's commit and sees its new epoch.
+        shard_epoch: "SELECT epoch FROM turno_shards WHERE shard = $1 FOR SHARE",
+        entity_applied: "SELECT applied FROM turno_entities WHERE kind = $1 AND key = $2
+             FOR UPDATE",
     };
 
     fn read<T>(&self, mut f: impl FnMut(&mut dyn Tx) -> Result<T>) -> Result<T> {
