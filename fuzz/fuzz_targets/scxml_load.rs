@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
-use turno_scxml::{Event, System};
+use turno_scxml::{Event, Processor};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
@@ -28,7 +28,7 @@ fuzz_target!(|data: &[u8]| {
         .flat_map(|t| t.events.iter().cloned())
         .take(16)
         .collect();
-    let mut sys = System::new();
+    let mut sys = Processor::new();
     // Without the `ecmascript` feature only null-data-model documents start.
     let Ok(root) = sys.start(Arc::new(doc)) else {
         return;

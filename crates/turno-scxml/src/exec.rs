@@ -16,8 +16,8 @@ use crate::datamodel::EvalError;
 use crate::event::{Event, EventKind, SCXML_IO_PROCESSOR};
 use crate::load::{load_str, parse_delay, read_src};
 use crate::model::{Block, Content, Exec, InvokeContent, Param, Send, StateId, ValueOrExpr};
+use crate::processor::Target;
 use crate::session::{ActiveInvoke, Core};
-use crate::system::Target;
 
 /// Why an element failed: `error.execution`, with the `sendid` of the
 /// `<send>` that failed when it had one (5.10.1: error events carry it).

@@ -8,7 +8,10 @@
 //!   algorithm for JSON configs and SCXML, under
 //!   [`Semantics::Scxml`](turno_chart::Semantics)), with executable
 //!   content, `<send>`, `<invoke>` and the `_event` fields.
-//! - [`System`]: sessions and their invoked children on virtual time.
+//! - [`Processor`]: the SCXML processor, a root session and the sessions
+//!   it invokes, on one thread and virtual time (why not turno actors: its
+//!   module docs). It was called `System`; the old name is a deprecated
+//!   alias.
 //! - [`suite`]: the W3C conformance suite runner.
 //! - [`script`]: what `turno chart run` runs for SCXML; [`paths`]: what
 //!   `turno chart paths` finds; [`mermaid`]: diagrams;
@@ -16,7 +19,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use turno_scxml::{load_str, Event, System};
+//! use turno_scxml::{load_str, Event, Processor};
 //!
 //! let doc = load_str(r#"
 //!   <scxml xmlns="http://www.w3.org/2005/07/scxml" version="1.0" datamodel="ecmascript">
@@ -27,7 +30,7 @@
 //!     </state>
 //!     <final id="done"/>
 //!   </scxml>"#, None).unwrap();
-//! let mut sys = System::new();
+//! let mut sys = Processor::new();
 //! let s = sys.start(Arc::new(doc)).unwrap();
 //! for _ in 0..3 {
 //!     sys.send(s, Event::external("tick", None));
@@ -47,15 +50,20 @@ mod load;
 pub mod mermaid;
 pub mod model;
 pub mod paths;
+mod processor;
 pub mod script;
 mod session;
 pub mod suite;
-mod system;
 mod xml;
 
 pub use error::{LoadError, Position};
 pub use event::{Event, EventKind, SCXML_IO_PROCESSOR};
 pub use load::{load_file, load_str};
 pub use model::Document;
+pub use processor::{data_model_for, LogLine, Processor, RunError, SessionHandle};
 pub use session::{Session, MAX_MICROSTEPS};
-pub use system::{data_model_for, LogLine, RunError, SessionHandle, System};
+
+/// The former name of [`Processor`]: turno's runtime is `turno::System`, and
+/// this is not one.
+#[deprecated(note = "renamed `Processor`: the SCXML processor, not a turno `System`")]
+pub type System = Processor;

@@ -30,8 +30,8 @@ use serde_json::{json, Value};
 
 use crate::event::Event;
 use crate::model::{Document, StateId};
+use crate::processor::Processor;
 use crate::script::{state_value, Item};
-use crate::system::System;
 
 /// A path and the state it leads to.
 #[derive(Debug, Clone, PartialEq)]
@@ -87,8 +87,8 @@ impl Explorer {
 
     /// Runs `steps` from the start and looks at where they lead.
     fn probe(&self, steps: Vec<Item>) -> Result<Probe, PathsError> {
-        let run = |e: crate::system::RunError| PathsError::Run(e.to_string());
-        let mut sys = System::new();
+        let run = |e: crate::processor::RunError| PathsError::Run(e.to_string());
+        let mut sys = Processor::new();
         let root = sys
             .start(self.doc.clone())
             .map_err(|e| PathsError::Run(format!("start: {e}")))?;

@@ -33,7 +33,7 @@ use serde_json::{Map, Value};
 
 use crate::event::Event;
 use crate::model::{Document, StateId, ROOT};
-use crate::system::System;
+use crate::processor::Processor;
 
 /// One output line.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -138,16 +138,16 @@ pub fn run(doc: &Document, items: &[Item]) -> Result<Vec<Line>, ScriptError> {
 fn run_with<T>(
     doc: &Document,
     items: &[Item],
-    observe: impl Fn(&System, crate::system::SessionHandle) -> T,
+    observe: impl Fn(&Processor, crate::processor::SessionHandle) -> T,
 ) -> Result<Vec<T>, ScriptError> {
     let doc = Arc::new(doc.clone());
-    let mut sys = System::new();
+    let mut sys = Processor::new();
     let root = sys
         .start(doc.clone())
         .map_err(|e| ScriptError::Run(format!("start: {e}")))?;
-    let run_err = |e: crate::system::RunError| ScriptError::Run(e.to_string());
+    let run_err = |e: crate::processor::RunError| ScriptError::Run(e.to_string());
     sys.run_until(0.0).map_err(run_err)?;
-    let failed = |sys: &System| match sys.session(root).and_then(|s| s.failure()) {
+    let failed = |sys: &Processor| match sys.session(root).and_then(|s| s.failure()) {
         Some(f) => Err(ScriptError::Run(f.to_owned())),
         None => Ok(()),
     };

@@ -11,7 +11,7 @@
 //! A session never blocks. [`Session::start`] runs the initial macrostep and
 //! [`Session::handle_external`] one macrostep for one external event: the
 //! spec's `mainEventLoop` with the blocking dequeue left to the
-//! [`System`](crate::System) that owns the queues. That is a turn.
+//! [`Processor`](crate::Processor) that owns the queues. That is a turn.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -25,7 +25,7 @@ use crate::datamodel::{DataModel, SystemVars};
 use crate::event::{Event, EventKind, SCXML_IO_PROCESSOR};
 use crate::exec::error_execution;
 use crate::model::{Binding, Document, StateId, ROOT};
-use crate::system::PostOffice;
+use crate::processor::PostOffice;
 
 /// An invocation started by a session and not yet cancelled.
 #[derive(Debug, Clone)]

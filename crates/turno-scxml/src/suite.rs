@@ -6,7 +6,7 @@
 //! (`testNNN.txml.json`: `initialConfiguration`, then `events`, each sent
 //! `after` milliseconds with the `nextConfiguration` it must lead to).
 //!
-//! A test runs on [`System`] in virtual time: the initial configuration is
+//! A test runs on [`Processor`] in virtual time: the initial configuration is
 //! checked right after the first macrostep (before any external event, as
 //! an asynchronous processor would show it), then for each scripted event
 //! the clock advances by `after` (running every macrostep and delayed event
@@ -22,7 +22,7 @@ use serde::Deserialize;
 
 use crate::event::Event;
 use crate::load::load_file;
-use crate::system::System;
+use crate::processor::Processor;
 use crate::xml::{self, Element};
 
 /// The environment variable naming the suite folder (overrides the default).
@@ -229,11 +229,11 @@ fn run_document(dir: &Path, stem: &str) -> Result<(), String> {
     let script: Script =
         serde_json::from_str(&script_text).map_err(|e| format!("{}: {e}", json.display()))?;
     let doc = load_file(&scxml).map_err(|e| format!("load: {e}"))?;
-    let mut sys = System::new();
+    let mut sys = Processor::new();
     let root = sys
         .start(Arc::new(doc))
         .map_err(|e| format!("start: {e}"))?;
-    let failed = |sys: &System| match sys.session(root).and_then(|s| s.failure()) {
+    let failed = |sys: &Processor| match sys.session(root).and_then(|s| s.failure()) {
         Some(f) => Err(f.to_owned()),
         None => Ok(()),
     };

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use turno_scxml::{load_str, script, LoadError, System};
+use turno_scxml::{load_str, script, LoadError, Processor};
 
 const GOOD: &str = r#"<?xml version="1.0"?>
 <scxml xmlns="http://www.w3.org/2005/07/scxml" version="1.0" datamodel="ecmascript" initial="a">
@@ -73,7 +73,7 @@ fn an_eventless_cycle_stops_with_an_error() {
         None,
     )
     .unwrap();
-    let mut sys = System::new();
+    let mut sys = Processor::new();
     let s = sys.start(Arc::new(doc.clone())).unwrap();
     assert!(sys
         .session(s)
@@ -93,7 +93,7 @@ fn a_self_feeding_session_hits_the_step_budget() {
         None,
     )
     .unwrap();
-    let mut sys = System::new();
+    let mut sys = Processor::new();
     let _ = sys.start(Arc::new(doc)).unwrap();
     assert!(sys.run_until(0.0).is_err());
 }
@@ -113,12 +113,12 @@ fn a_runaway_script_is_an_error_not_a_hang() {
 #[test]
 fn events_for_an_ended_session_or_a_foreign_handle_are_refused() {
     let doc = Arc::new(load_str("<scxml><final id='f'/></scxml>", None).unwrap());
-    let mut sys = System::new();
+    let mut sys = Processor::new();
     let s = sys.start(doc.clone()).unwrap();
     assert!(!sys.is_running(s));
     assert!(!sys.send(s, turno_scxml::Event::external("e", None)));
     assert_eq!(sys.atomic_states(s), ["f"]);
-    let mut other = System::new();
+    let mut other = Processor::new();
     assert!(!other.send(s, turno_scxml::Event::external("e", None)));
     assert!(other.session(s).is_none());
 }

@@ -1,10 +1,21 @@
-//! A set of SCXML sessions (a root and the children it invokes) on one
-//! thread and virtual time: the SCXML event I/O processor.
+//! The SCXML processor: a root session and the sessions it invokes, their
+//! event I/O on one thread and virtual time.
+//!
+//! **Why a runtime of its own, and not turno actors.** A session's
+//! ECMAScript data model is a boa `Context`, which cannot move between
+//! threads (`!Send`), while a turno actor must be `Send` so that any
+//! scheduler may run it. So the sessions of one document tree run here,
+//! on the caller's thread, with the same discipline as actors on a
+//! deterministic scheduler: one macrostep is one turn, each session's
+//! external queue is its mailbox, and the order is a FIFO of ready
+//! sessions. To use a document from actors, run a `Processor` inside one
+//! actor's turns (`script::run` is the whole loop), or use turno-chart's
+//! `ChartActor` on the same algorithm where no ECMAScript is needed.
 //!
 //! Each session has its own external queue, in the [`PostOffice`] its
 //! executable content reaches through its context while a macrostep runs
 //! (a `<send>` learns at once whether its target exists, for
-//! `error.communication`). [`System::run_until`] runs one macrostep at a
+//! `error.communication`). [`Processor::run_until`] runs one macrostep at a
 //! time, taking sessions with queued events in the order they became ready
 //! (a FIFO, like actors on a deterministic scheduler), and advances the
 //! clock to the next delayed event only when no session has work. Same
@@ -19,11 +30,15 @@ use serde_json::Value;
 
 use crate::compile::{compile, Compiled};
 use crate::datamodel::{DataModel, EvalError, Null};
-use crate::event::{Event, EventKind};
+use crate::event::Event;
 use crate::model::{DataModelKind, Document};
 use crate::session::Session;
 
-/// A handle on one session of a [`System`].
+mod post_office;
+
+pub(crate) use post_office::{PostOffice, Target};
+
+/// A handle on one session of a [`Processor`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SessionHandle(usize);
 
@@ -38,7 +53,7 @@ pub struct LogLine {
     pub text: String,
 }
 
-/// Why [`System::run_until`] stopped early.
+/// Why [`Processor::run_until`] stopped early.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RunError {
     /// More macrosteps than the budget without reaching the time limit
@@ -60,217 +75,8 @@ pub fn data_model_for(doc: &Document) -> Result<Box<dyn DataModel>, EvalError> {
     }
 }
 
-/// Where a `<send>` goes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Target {
-    /// No target: this session's external queue.
-    SelfExternal,
-    /// `#_parent`.
-    Parent,
-    /// `#_<invokeid>`: a child this session invoked.
-    Invoked(String),
-    /// `#_scxml_<sessionid>`.
-    Session(String),
-}
-
-struct Mailbox {
-    id: String,
-    queue: VecDeque<Event>,
-    queued: bool,
-    alive: bool,
-    /// The parent mailbox and this session's invokeid there.
-    parent: Option<(usize, String)>,
-    children: HashMap<String, usize>,
-}
-
-struct Timer {
-    from: usize,
-    to: usize,
-    sendid: Option<String>,
-    event: Event,
-}
-
-/// A child to start once the current macrostep ends.
-struct Start {
-    slot: usize,
-    document: Arc<Document>,
-    params: Vec<(String, Value)>,
-}
-
-/// The sessions' queues, timers and routes, shared by the [`System`] and
-/// the sessions' executable content.
-pub(crate) struct PostOffice {
-    boxes: Vec<Mailbox>,
-    by_id: HashMap<String, usize>,
-    /// Delayed events by (deadline in microseconds, sequence number).
-    timers: BTreeMap<(u64, u64), Timer>,
-    seq: u64,
-    now_us: u64,
-    ready: VecDeque<usize>,
-    to_start: Vec<Start>,
-    /// Children cancelled during a macrostep, to be stopped after it.
-    to_cancel: Vec<usize>,
-    logs: Vec<LogLine>,
-}
-
-impl PostOffice {
-    fn add(&mut self, parent: Option<(usize, String)>) -> usize {
-        let n = self.boxes.len();
-        let id = format!("session{}", n + 1);
-        self.by_id.insert(id.clone(), n);
-        self.boxes.push(Mailbox {
-            id,
-            queue: VecDeque::new(),
-            queued: false,
-            alive: true,
-            parent,
-            children: HashMap::new(),
-        });
-        n
-    }
-
-    fn enqueue(&mut self, k: usize, event: Event) {
-        let b = &mut self.boxes[k];
-        if !b.alive {
-            return;
-        }
-        b.queue.push_back(event);
-        if !b.queued {
-            b.queued = true;
-            self.ready.push_back(k);
-        }
-    }
-
-    /// A session ended: it takes no more events and its timers are dropped.
-    fn retire(&mut self, k: usize) {
-        self.boxes[k].alive = false;
-        self.boxes[k].queue.clear();
-        self.timers.retain(|_, t| t.from != k);
-    }
-
-    /// Delivers `event` from session `me` to `target` after `delay_ms`
-    /// (0: at once). An error means the target cannot be reached.
-    pub(crate) fn send(
-        &mut self,
-        me: usize,
-        target: Target,
-        mut event: Event,
-        delay_ms: f64,
-    ) -> Result<(), String> {
-        if !self.boxes[me].alive {
-            // A cancelled child's last words (its onexit) go nowhere (6.4).
-            return Ok(());
-        }
-        let to = match &target {
-            Target::SelfExternal => me,
-            Target::Parent => {
-                let (p, invokeid) = self.boxes[me]
-                    .parent
-                    .clone()
-                    .ok_or("#_parent: this session was not invoked")?;
-                event.invokeid = Some(invokeid);
-                p
-            }
-            Target::Invoked(id) => *self.boxes[me]
-                .children
-                .get(id)
-                .ok_or_else(|| format!("#_{id}: no such invocation"))?,
-            Target::Session(id) => *self
-                .by_id
-                .get(id)
-                .ok_or_else(|| format!("#_scxml_{id}: no such session"))?,
-        };
-        if !self.boxes[to].alive {
-            return Err(format!("{target:?}: the session has ended"));
-        }
-        if delay_ms <= 0.0 {
-            self.enqueue(to, event);
-        } else {
-            let deadline = self.now_us + (delay_ms * 1000.0).round() as u64;
-            self.seq += 1;
-            self.timers.insert(
-                (deadline, self.seq),
-                Timer {
-                    from: me,
-                    to,
-                    sendid: event.sendid.clone(),
-                    event,
-                },
-            );
-        }
-        Ok(())
-    }
-
-    /// Cancels a delayed event session `me` sent, if not yet delivered.
-    pub(crate) fn cancel(&mut self, me: usize, sendid: &str) {
-        self.timers
-            .retain(|_, t| !(t.from == me && t.sendid.as_deref() == Some(sendid)));
-    }
-
-    /// Registers a child of `parent`; it starts after the macrostep.
-    pub(crate) fn invoke(
-        &mut self,
-        parent: usize,
-        invokeid: String,
-        document: Arc<Document>,
-        params: Vec<(String, Value)>,
-    ) -> Result<usize, String> {
-        data_model_for(&document).map_err(|e| e.0)?;
-        let child = self.add(Some((parent, invokeid.clone())));
-        self.boxes[parent].children.insert(invokeid, child);
-        self.to_start.push(Start {
-            slot: child,
-            document,
-            params,
-        });
-        Ok(child)
-    }
-
-    /// Stops an invoked child: at once for its events, its onexit handlers
-    /// after the macrostep.
-    pub(crate) fn cancel_invoke(&mut self, child: usize) {
-        if let Some((p, invokeid)) = self.boxes[child].parent.clone() {
-            if self.boxes[p].children.get(&invokeid) == Some(&child) {
-                self.boxes[p].children.remove(&invokeid);
-            }
-        }
-        if self.boxes[child].alive {
-            self.retire(child);
-            self.to_cancel.push(child);
-        }
-    }
-
-    /// Forwards an external event to an invoked child (`autoforward`).
-    pub(crate) fn forward(&mut self, child: usize, event: Event) {
-        self.enqueue(child, event);
-    }
-
-    /// Session `k` reached a top-level final state: `done.invoke` for its
-    /// parent, with the final state's `<donedata>`.
-    pub(crate) fn done(&mut self, k: usize, data: Option<Value>) {
-        if let Some((p, invokeid)) = self.boxes[k].parent.clone() {
-            let event = Event {
-                name: format!("done.invoke.{invokeid}"),
-                kind: EventKind::Platform,
-                invokeid: Some(invokeid),
-                ..Event::platform("", data)
-            };
-            self.enqueue(p, event);
-        }
-    }
-
-    /// `<log>`.
-    pub(crate) fn log(&mut self, session: &str, label: Option<&str>, text: &str) {
-        self.logs.push(LogLine {
-            session: session.to_owned(),
-            label: label.map(str::to_owned),
-            text: text.to_owned(),
-        });
-    }
-}
-
-/// Sessions, their queues and the clock.
-pub struct System {
+/// Sessions, their queues and the clock. See the [module docs](self).
+pub struct Processor {
     post: Rc<RefCell<PostOffice>>,
     sessions: Vec<Option<Session>>,
     /// Compiled documents by address (each invoked child document once).
@@ -278,25 +84,25 @@ pub struct System {
     step_budget: usize,
 }
 
-impl Default for System {
+impl Default for Processor {
     fn default() -> Self {
-        System::new()
+        Processor::new()
     }
 }
 
-impl std::fmt::Debug for System {
+impl std::fmt::Debug for Processor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("System")
+        f.debug_struct("Processor")
             .field("sessions", &self.sessions.len())
             .field("now_us", &self.post.borrow().now_us)
             .finish_non_exhaustive()
     }
 }
 
-impl System {
+impl Processor {
     /// An empty system at time 0.
     pub fn new() -> Self {
-        System {
+        Processor {
             post: Rc::new(RefCell::new(PostOffice {
                 boxes: Vec::new(),
                 by_id: HashMap::new(),
