@@ -12,11 +12,15 @@ use std::time::Duration;
 
 use serde_json::Value;
 use turno::{DetSystem, Props, System};
-use turno_chart::gateway::{Fault, Faults, Gateway, GatewayMsg, Ledger};
 use turno_chart::interpreter::{ChartActor, ChartMsg, Service};
 use turno_chart::persist::Persist;
 use turno_chart::submit::{self, Submit, CHARGE, LOOKUP};
 use turno_chart::Event;
+
+/// The fake gateway of turno-chart's tests (test support, not the library's API).
+#[path = "../tests/common/gateway.rs"]
+mod gateway;
+use gateway::{Fault, Faults, Gateway, GatewayMsg, Ledger};
 
 fn main() {
     let n = Arc::new(AtomicU64::new(0));

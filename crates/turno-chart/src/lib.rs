@@ -41,7 +41,6 @@ pub mod algorithm;
 pub mod builder;
 mod core;
 pub mod event;
-pub mod gateway;
 pub mod implementations;
 pub mod interpreter;
 pub mod json;

@@ -25,8 +25,9 @@
 //! The invocations are [`CHARGE`] (input `{"key", "amount"}`; output a
 //! receipt, error `{"rejected": ...}` for an explicit rejection, anything
 //! else is unknown) and [`LOOKUP`] (input `{"key"}`; output
-//! `{"found": receipt-or-null}`). [`gateway`](crate::gateway) is a fake
-//! that serves both.
+//! `{"found": receipt-or-null}`). The fake gateway that serves both in
+//! the crate's tests and example is test support, not this crate's API
+//! (`tests/common/gateway.rs`).
 
 use std::sync::Arc;
 

@@ -484,7 +484,7 @@ const CHECKOUT: &str = r#"{"id": "checkout", "initial": "cart",
 /// exactly one charge, never two.
 #[test]
 fn det_a_child_submit_chart_never_charges_twice_across_a_crash() {
-    use turno_chart::gateway::{Fault, Faults, Gateway, Ledger};
+    use crate::common::gateway::{Fault, Faults, Gateway, Ledger};
     const SEEDS: u64 = 60;
     type Plan = fn() -> Vec<Fault>;
     let faults: [(&str, Plan); 3] = [

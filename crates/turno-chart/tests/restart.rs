@@ -19,7 +19,6 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 use turno::{Actor, Addr, Context, DetSystem, Props, ReplyTo, System, ThreadedSystem};
-use turno_chart::gateway::{Fault, Faults, Gateway, GatewayMsg, Ledger};
 use turno_chart::interpreter::{ChartActor, ChartMsg, Service};
 use turno_chart::persist::{self, Persist};
 use turno_chart::submit;
@@ -31,7 +30,9 @@ mod common {
     pub mod gateway;
 }
 use common::det::settle;
-use common::gateway::{charge_via, keyed_submit, services_with};
+use common::gateway::{
+    charge_via, keyed_submit, services_with, Fault, Faults, Gateway, GatewayMsg, Ledger,
+};
 
 // ---- the charts ------------------------------------------------------------
 

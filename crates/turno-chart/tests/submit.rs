@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use serde_json::Value;
 use turno::{Addr, DetSystem, Props, System};
-use turno_chart::gateway::{Fault, Faults, Gateway, Ledger};
 use turno_chart::interpreter::{ChartActor, ChartMsg, Service};
 use turno_chart::persist::Persist;
 use turno_chart::submit;
@@ -20,7 +19,7 @@ mod common {
     pub mod gateway;
 }
 use common::det::{settle, step_until};
-use common::gateway::{services, submit_machine};
+use common::gateway::{services, submit_machine, Fault, Faults, Gateway, Ledger};
 
 const SEEDS: u64 = 200;
 
