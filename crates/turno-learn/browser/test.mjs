@@ -211,6 +211,7 @@ await test("freeze on the explorer: the compositor draws while the main thread i
   assert.match(last, /block ends at 600 ms/);
   assert.match(last, /key h at 600 ms/);
   assert.match(last, /key i at 600 ms/);
+  await jump(id, steps.indexOf(busy[Math.floor(busy.length / 2)]));
   await page.locator("#freeze").screenshot({ path: join(SHOTS, "freeze-explorer.png") });
 });
 
@@ -254,7 +255,9 @@ await test("the three competitors: script, promise, timer; the stack and the que
   assert.match(steps[steps.length - 1], /Console\s+script\s+promise\s+timer/);
   // A step with the promise job in the microtask queue and the timer's task
   // in the task queue, while the script is on the stack.
-  assert.ok(steps.some((s) => /Call stack\s+script/.test(s) && /microtask\s+PromiseJob/.test(s) && /task\s+\(anonymous\) \(timer\)/.test(s)));
+  const k = steps.findIndex((s) => /Call stack\s+script/.test(s) && /microtask\s+PromiseJob/.test(s) && /task\s+\(anonymous\) \(timer\)/.test(s));
+  assert.ok(k > 0);
+  await jump("stepper-main", k);
   await page.locator("#steppers").screenshot({ path: join(SHOTS, "steppers.png") });
 });
 
@@ -264,10 +267,12 @@ await test("a promise and its slots: pending, then fulfilled with its result, ha
   await waitRun("stepper-main", before);
   const steps = await walk("stepper-main");
   const row = (s) => s.split("\n").filter((l) => /^\d+\t/.test(l));
-  assert.ok(steps.some((s) => row(s).some((r) => /^1\tthen\tpending\t–\t2\t2\ttrue$/.test(r))), "p pending with two reactions of each kind");
+  const pending = steps.findIndex((s) => row(s).some((r) => /^1\tthen\tpending\t–\t2\t2\ttrue$/.test(r)));
+  assert.ok(pending > 0, "p pending with two reactions of each kind");
   const last = row(steps[steps.length - 1]);
   assert.ok(last.some((r) => /^1\tthen\tfulfilled\t'done'\t–\t–\ttrue$/.test(r)), last.join("\n"));
   assert.match(await page.locator("#stepper-main .state").innerText(), /\[\[PromiseIsHandled\]\]/);
+  await jump("stepper-main", pending + 4);
   await page.locator("#stepper-main").screenshot({ path: join(SHOTS, "promise-slots.png") });
 });
 
@@ -390,7 +395,14 @@ await test("Node is different: setImmediate before setTimeout in a timer, nextTi
   assert.deepEqual(outputs[0], ["immediate", "timeout"]);
   assert.deepEqual(outputs[1], ["main", "nextTick", "promise"]);
   assert.deepEqual(outputs[2], ["check phase: immediate", "timers phase: timeout", "nextTick after the timeout", "promise after the nextTick"]);
+  const before = await runsOf(id);
   await page.locator('#stepper-node .tab[data-i="0"]').click();
+  await waitRun(id, before);
+  const n = await stepsOf(id);
+  for (let k = 0; k < n; k++) {
+    await jump(id, k);
+    if (/immediate\s+\(anonymous\)/.test(await drawn(id)) && /phase\s+timers/.test(await drawn(id))) break;
+  }
   await page.locator("#node").screenshot({ path: join(SHOTS, "node.png") });
 });
 

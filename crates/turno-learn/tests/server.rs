@@ -246,10 +246,32 @@ async fn fifty_runs_at_once_all_get_an_answer() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_and_its_assets_are_served_from_the_binary() {
     let url = server(Budgets::default()).await;
-    for path in ["/", "/app.js", "/app.css"] {
+    for path in ["/", "/app.js", "/app.css", "/sandbox.html"] {
         let (status, body) = http(&url, "GET", path, "").await;
         assert_eq!(status, 200, "{path}");
         assert!(!body.is_empty());
         assert!(!body.contains("https://"), "{path} names a remote address");
     }
+    let (page, sandbox) = (head(&url, "/").await, head(&url, "/sandbox.html").await);
+    assert!(
+        page.contains("content-security-policy: default-src 'self';"),
+        "{page}"
+    );
+    assert!(!page.contains("unsafe-eval"), "{page}");
+    assert!(
+        sandbox.contains("content-security-policy: default-src 'none';"),
+        "{sandbox}"
+    );
+}
+
+/// The response's head, lower-cased.
+async fn head(url: &str, path: &str) -> String {
+    let addr = url.trim_start_matches("http://").trim_end_matches('/');
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).await.unwrap();
+    let text = String::from_utf8_lossy(&out).to_lowercase();
+    text.split("\r\n\r\n").next().unwrap_or("").to_string()
 }
