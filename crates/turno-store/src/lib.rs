@@ -63,6 +63,7 @@ mod model;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 pub mod pump;
+pub mod shard_keeper;
 mod shards;
 mod sql;
 pub mod sqlite;
@@ -78,6 +79,7 @@ pub use model::{
     NewItem, QueueCounts, QueueItem, Snapshot, SnapshotMeta, SnapshotWrite, SweepReport,
 };
 pub use pump::{Delivery, Pump, PumpConfig, PumpStats};
+pub use shard_keeper::{KeeperTick, ShardKeeper};
 pub use shards::{
     shard_for, DueEntity, Entity, EntityCommit, EntityWrite, LeaseOutcome, ShardLease,
 };
