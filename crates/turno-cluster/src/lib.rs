@@ -10,6 +10,8 @@
 //! The guarantees of each kind of remote send, the failure model and what
 //! is not promised are in `docs/cluster.md`.
 
+#[cfg(feature = "nats")]
+pub mod nats;
 pub mod node;
 pub mod sim;
 pub mod subject;

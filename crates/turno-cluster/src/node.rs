@@ -175,6 +175,16 @@ pub enum RemoteVerdict {
     Unsent,
 }
 
+impl RemoteVerdict {
+    /// True when the receiver queued the message (enqueued or evicting).
+    pub fn is_enqueued(self) -> bool {
+        matches!(
+            self,
+            RemoteVerdict::Enqueued { .. } | RemoteVerdict::Evicting
+        )
+    }
+}
+
 impl From<WireVerdict> for RemoteVerdict {
     fn from(v: WireVerdict) -> Self {
         match v {
@@ -214,7 +224,7 @@ pub enum SendError {
 }
 
 /// The counts of one kind of decision per verdict kind.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Kinds {
     /// Enqueued.
     pub enqueued: u64,
@@ -426,6 +436,7 @@ pub struct Node<S: System, T: Transport> {
     streams_in: HashMap<NodeRef, StreamIn>,
     seen_reqs: HashMap<NodeRef, BTreeMap<u64, Option<WireVerdict>>>,
     next_heartbeat: Duration,
+    last_pump: Duration,
     next_watch: u64,
     watches_out: BTreeMap<u64, WatchOut>,
     watches_in: Vec<WatchIn>,
@@ -478,6 +489,7 @@ impl<S: System, T: Transport> Node<S, T> {
             streams_in: HashMap::new(),
             seen_reqs: HashMap::new(),
             next_heartbeat: now,
+            last_pump: now,
             next_watch: 1,
             watches_out: BTreeMap::new(),
             watches_in: Vec::new(),
@@ -839,6 +851,7 @@ impl<S: System, T: Transport> Node<S, T> {
     /// Returns how many deliveries it handled.
     pub fn pump(&mut self) -> usize {
         let mut n = 0;
+        self.check_pause();
         while let Some(d) = self.transport.poll() {
             n += 1;
             self.on_delivery(d);
@@ -904,7 +917,33 @@ impl<S: System, T: Transport> Node<S, T> {
         }
     }
 
+    /// A stall of this node (SIGSTOP, a stalled VM, a long turn between
+    /// pumps) is not the peers' silence: after any gap longer than a
+    /// heartbeat interval they get a fresh patience instead of being
+    /// declared down. A gap long enough for the others to have declared
+    /// this incarnation down (its silence is the gap plus up to one
+    /// heartbeat interval) ends it: the node comes back as a new one.
+    fn check_pause(&mut self) {
+        let now = self.transport.now();
+        let gap = now.saturating_sub(std::mem::replace(&mut self.last_pump, now));
+        if gap
+            > self
+                .config
+                .down_after
+                .saturating_sub(self.config.heartbeat_every)
+        {
+            self.rejoin();
+        }
+        if gap > self.config.heartbeat_every {
+            for p in self.peers.values_mut() {
+                p.last_seen = now;
+            }
+        }
+    }
+
     fn heartbeat(&mut self) {
+        // Stopped in the middle of this pump: the same as between pumps.
+        self.check_pause();
         let now = self.transport.now();
         // Silent peers are down.
         let silent: Vec<String> = self
@@ -920,11 +959,6 @@ impl<S: System, T: Transport> Node<S, T> {
         }
         if now < self.next_heartbeat {
             return;
-        }
-        // A pause longer than the failure detector's patience: the others
-        // declared this incarnation down; come back as a new one.
-        if now.saturating_sub(self.next_heartbeat) > self.config.down_after {
-            self.rejoin();
         }
         self.next_heartbeat = now + self.config.heartbeat_every;
         let body = Body::Heartbeat {

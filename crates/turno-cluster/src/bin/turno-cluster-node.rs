@@ -1,0 +1,178 @@
+//! A turno-cluster node process over real NATS: the actors the integration
+//! tests (and `docs/cluster.md`'s three-node walk-through) talk to.
+//!
+//! ```text
+//! turno-cluster-node --name n1 --servers nats://127.0.0.1:4222,nats://127.0.0.1:4223 [--turn-every-ms 0]
+//! ```
+//!
+//! Exports, for messages of type `u64` (registered as `u64`):
+//! `/keep-oldest`, `/keep-newest`, `/reject`, `/suspend` (capacity 2 each),
+//! `/open` (capacity 100,000), `/mortal` (stops after its first message),
+//! and `/echo`, which answers an ask with twice its number.
+//!
+//! With `--turn-every-ms N` the actors run only every N ms, so mailboxes
+//! fill between (the tests use it to meet every policy). Every 50 ms, and
+//! when they change, the node prints its books as one JSON line on stdout
+//! (the last line a killed node printed is what it had accounted for).
+
+use std::io::Write as _;
+use std::time::Duration;
+
+use turno::{Actor, Context, LocalSystem, Policy, Props, System};
+use turno_cluster::nats::{NatsOptions, NatsTransport};
+use turno_cluster::node::{fresh_incarnation, Node, NodeConfig, NodeStats, RemoteReplyTo};
+use turno_cluster::transport::Transport as _;
+
+struct Sink;
+impl Actor for Sink {
+    type Msg = u64;
+    fn handle(&mut self, _: &mut Context<'_, Self>, _: u64) {}
+}
+
+struct Mortal;
+impl Actor for Mortal {
+    type Msg = u64;
+    fn handle(&mut self, ctx: &mut Context<'_, Self>, _: u64) {
+        ctx.stop();
+    }
+}
+
+struct Echo;
+impl Actor for Echo {
+    type Msg = (u64, RemoteReplyTo<u64>);
+    fn handle(&mut self, _: &mut Context<'_, Self>, (n, r): Self::Msg) {
+        let _ = r.reply(n * 2);
+    }
+}
+
+fn arg(args: &[String], name: &str) -> Option<String> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1).cloned())
+}
+
+fn books(s: &NodeStats, peers: &[(String, u64)]) -> String {
+    let node = s
+        .node
+        .as_ref()
+        .map(|n| (n.name.clone(), n.inc))
+        .unwrap_or_default();
+    let tells_in: Vec<_> = s
+        .tells_in
+        .iter()
+        .map(|(k, v)| (k.name.clone(), k.inc, *v))
+        .collect();
+    serde_json::json!({
+        "node": node.0,
+        "inc": node.1,
+        "peers": peers,
+        "tells_in": tells_in,
+        "tells_decided": s.tells_decided,
+        "tells_lost": s.tells_lost,
+        "tells_duplicate": s.tells_duplicate,
+        "sends_decided": s.sends_decided,
+        "asks_decided": s.asks_decided,
+        "undecodable": s.undecodable,
+    })
+    .to_string()
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let Some(name) = arg(&args, "--name") else {
+        eprintln!(
+            "usage: turno-cluster-node --name NAME --servers URL[,URL...] [--turn-every-ms N]"
+        );
+        std::process::exit(2);
+    };
+    let servers = arg(&args, "--servers").unwrap_or_else(|| "nats://127.0.0.1:4222".into());
+    let turn_every = Duration::from_millis(
+        arg(&args, "--turn-every-ms")
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0),
+    );
+    let urls: Vec<&str> = servers.split(',').collect();
+    let transport = match NatsTransport::connect(&urls, NatsOptions::default()) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("turno-cluster-node: cannot connect to {servers}: {e}");
+            std::process::exit(1);
+        }
+    };
+    let config = NodeConfig::default();
+    let mut node = match Node::new(
+        &name,
+        fresh_incarnation(),
+        LocalSystem::new(),
+        transport,
+        config,
+    ) {
+        Ok(n) => n,
+        Err(e) => {
+            eprintln!("turno-cluster-node: cannot subscribe: {e}");
+            std::process::exit(1);
+        }
+    };
+    let setup = |node: &mut Node<LocalSystem, NatsTransport>| -> Result<(), String> {
+        node.register::<u64>("u64").map_err(|e| e.to_string())?;
+        let sys = node.system();
+        let mut addrs = Vec::new();
+        for (n, p) in [
+            ("keep-oldest", Policy::KeepOldest(2)),
+            ("keep-newest", Policy::KeepNewest(2)),
+            ("reject", Policy::Reject(2)),
+            ("suspend", Policy::Suspend(2)),
+            ("open", Policy::KeepOldest(100_000)),
+        ] {
+            addrs.push(
+                sys.spawn(Props::new().name(n).mailbox(p), || Sink)
+                    .map_err(|e| e.to_string())?,
+            );
+        }
+        addrs.push(
+            sys.spawn(Props::new().name("mortal"), || Mortal)
+                .map_err(|e| e.to_string())?,
+        );
+        let echo = sys
+            .spawn(Props::new().name("echo"), || Echo)
+            .map_err(|e| e.to_string())?;
+        for a in &addrs {
+            node.export(a).map_err(|e| e.to_string())?;
+        }
+        node.export_ask(&echo, |n: u64, r| (n, r))
+            .map_err(|e| e.to_string())?;
+        Ok(())
+    };
+    if let Err(e) = setup(&mut node) {
+        eprintln!("turno-cluster-node: {e}");
+        std::process::exit(1);
+    }
+    let mut out = std::io::stdout();
+    let mut last = String::new();
+    let mut next_print = Duration::ZERO;
+    let mut next_turns = Duration::ZERO;
+    loop {
+        node.pump();
+        let now = node.now();
+        if now >= next_turns {
+            node.system_mut().settle(Duration::from_millis(20));
+            next_turns = now + turn_every;
+        }
+        node.pump();
+        if now >= next_print {
+            let peers: Vec<(String, u64)> = ["n1", "n2", "n3", "driver"]
+                .iter()
+                .filter_map(|p| node.peer(p).map(|i| (p.to_string(), i)))
+                .collect();
+            let line = books(node.stats(), &peers);
+            if line != last {
+                if writeln!(out, "{line}").and_then(|_| out.flush()).is_err() {
+                    return;
+                }
+                last = line;
+            }
+            next_print = now + Duration::from_millis(50);
+        }
+        node.transport_mut().wait(Duration::from_millis(2));
+    }
+}
