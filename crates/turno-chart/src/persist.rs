@@ -92,7 +92,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use serde::de::DeserializeOwned;
+use serde::de::{DeserializeOwned, IgnoredAny};
+use serde::Deserialize;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
@@ -655,19 +656,9 @@ fn object<'a>(v: &'a Value, path: &str) -> Result<&'a Obj, SnapshotError> {
         .ok_or_else(|| err(path, SnapshotProblem::WrongType("an object")))
 }
 
-fn array<'a>(v: &'a Value, path: &str) -> Result<&'a Vec<Value>, SnapshotError> {
-    v.as_array()
-        .ok_or_else(|| err(path, SnapshotProblem::WrongType("an array")))
-}
-
 fn string<'a>(v: &'a Value, path: &str) -> Result<&'a str, SnapshotError> {
     v.as_str()
         .ok_or_else(|| err(path, SnapshotProblem::WrongType("a string")))
-}
-
-fn uint(v: &Value, path: &str) -> Result<u64, SnapshotError> {
-    v.as_u64()
-        .ok_or_else(|| err(path, SnapshotProblem::WrongType("a non-negative integer")))
 }
 
 fn only(o: &Obj, allowed: &[&str], path: &str) -> Result<(), SnapshotError> {
@@ -702,7 +693,74 @@ fn parse(text: &str) -> Result<Value, SnapshotError> {
     })
 }
 
-const TOP: &[&str] = &[
+/// A persisted snapshot as written (after the header check and the
+/// migrations): the types of its fields, every field known. What the
+/// fields mean for this machine is checked after.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Doc {
+    #[allow(dead_code)]
+    format: IgnoredAny,
+    #[allow(dead_code)]
+    format_version: IgnoredAny,
+    #[allow(dead_code)]
+    machine: IgnoredAny,
+    status: String,
+    configuration: Vec<String>,
+    /// Read into the context type after the configuration is checked.
+    context: Value,
+    volatile: Option<Vec<String>>,
+    history: Vec<HistoryDoc>,
+    scheduled: Vec<ScheduledDoc>,
+    invocations: Vec<InvocationDoc>,
+    children: Vec<String>,
+    charts: Option<Map<String, Value>>,
+    output: Option<Value>,
+    error: Option<Value>,
+    now_ms: u64,
+    epoch_ms: Option<u64>,
+    next_seq: u64,
+}
+
+/// `$.history[i]`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HistoryDoc {
+    history: String,
+    states: Vec<String>,
+}
+
+/// `$.scheduled[i]`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScheduledDoc {
+    id: String,
+    seq: u64,
+    due_ms: u64,
+    #[serde(default)]
+    delay_ms: u64,
+    /// An XState event object, read by `Event::from_json`.
+    event: Value,
+    /// `"own"`, `"parent"` or `{"actor": ID}`, read after.
+    to: Value,
+}
+
+/// `$.invocations[i]`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InvocationDoc {
+    id: String,
+    src: String,
+    generation: u64,
+    state: String,
+    #[serde(default)]
+    input: Value,
+    #[serde(default)]
+    started_ms: u64,
+}
+
+/// Every field name of the document, for [`SnapshotProblem::Missing`].
+const FIELDS: &[&str] = &[
     "format",
     "format_version",
     "machine",
@@ -720,7 +778,58 @@ const TOP: &[&str] = &[
     "now_ms",
     "epoch_ms",
     "next_seq",
+    "states",
+    "id",
+    "seq",
+    "due_ms",
+    "delay_ms",
+    "event",
+    "to",
+    "src",
+    "generation",
+    "state",
+    "input",
+    "started_ms",
 ];
+
+/// The document typed, or the first field that does not fit, with its
+/// JSON path.
+fn typed(doc: Value) -> Result<Doc, SnapshotError> {
+    serde_path_to_error::deserialize(doc).map_err(|e| {
+        let p = e.path().to_string();
+        let mut path = if p == "." || p.is_empty() {
+            "$".to_string()
+        } else {
+            format!("$.{p}")
+        };
+        let message = e.into_inner().to_string();
+        let quoted = || message.split('`').nth(1).unwrap_or_default().to_string();
+        let problem = if message.starts_with("missing field") {
+            let name = quoted();
+            match FIELDS.iter().find(|f| **f == name) {
+                Some(f) => SnapshotProblem::Missing(f),
+                None => SnapshotProblem::Inconsistent(message),
+            }
+        } else if message.starts_with("unknown field") {
+            let name = quoted();
+            if !path.ends_with(&format!(".{name}")) {
+                path = format!("{path}.{name}");
+            }
+            SnapshotProblem::UnknownField(name)
+        } else {
+            let expected = message.rsplit("expected ").next().unwrap_or_default();
+            SnapshotProblem::WrongType(match expected {
+                "u64" => "a non-negative integer",
+                "a string" => "a string",
+                "a sequence" => "an array",
+                "a map" => "an object",
+                e if e.starts_with("struct") => "an object",
+                _ => "another JSON type",
+            })
+        };
+        err(path, problem)
+    })
+}
 
 impl<C: Clone + DeserializeOwned> Persist<'_, C> {
     /// Parses and checks a persisted snapshot (migrating it if needed); no
@@ -810,8 +919,7 @@ impl<C: Clone + DeserializeOwned> Persist<'_, C> {
         Ok(doc)
     }
 
-    fn state(&self, v: &Value, path: &str) -> Result<StateIdx, SnapshotError> {
-        let id = string(v, path)?;
+    fn state(&self, id: &str, path: &str) -> Result<StateIdx, SnapshotError> {
         let s = self
             .m
             .state_by_id(id)
@@ -820,11 +928,9 @@ impl<C: Clone + DeserializeOwned> Persist<'_, C> {
     }
 
     fn read_value(&self, doc: Value) -> Result<Parts<C>, SnapshotError> {
-        let doc = self.migrate(doc)?;
-        let o = object(&doc, "$")?;
-        only(o, TOP, "$")?;
+        let doc: Doc = typed(self.migrate(doc)?)?;
         let m = self.m;
-        let status = match string(field(o, "status", "$")?, "$.status")? {
+        let status = match doc.status.as_str() {
             "active" => Status::Active,
             "done" => Status::Done,
             "error" => Status::Error,
@@ -838,22 +944,14 @@ impl<C: Clone + DeserializeOwned> Persist<'_, C> {
                 ))
             }
         };
-        let now_ms = uint(field(o, "now_ms", "$")?, "$.now_ms")?;
-        let epoch_ms = match o.get("epoch_ms") {
-            None | Some(Value::Null) => None,
-            Some(v) => Some(uint(v, "$.epoch_ms")?),
-        };
-        let next_seq = uint(field(o, "next_seq", "$")?, "$.next_seq")?;
+        let next_seq = doc.next_seq;
 
         // The configuration: known, non-history states forming a legal
         // configuration of this machine.
         let mut config = StateSet::with_states(m.states().len());
-        for (i, v) in array(field(o, "configuration", "$")?, "$.configuration")?
-            .iter()
-            .enumerate()
-        {
+        for (i, id) in doc.configuration.iter().enumerate() {
             let path = format!("$.configuration[{i}]");
-            let s = self.state(v, &path)?;
+            let s = self.state(id, &path)?;
             if m.state(s).is_history() {
                 return Err(err(
                     path,
@@ -872,8 +970,7 @@ impl<C: Clone + DeserializeOwned> Persist<'_, C> {
         }
         self.check_configuration(&config, status)?;
 
-        let context_v = field(o, "context", "$")?.clone();
-        let context: C = serde_path_to_error::deserialize(context_v).map_err(|e| {
+        let context: C = serde_path_to_error::deserialize(doc.context).map_err(|e| {
             let p = e.path().to_string();
             let path = if p == "." || p.is_empty() {
                 "$.context".to_string()
@@ -883,23 +980,11 @@ impl<C: Clone + DeserializeOwned> Persist<'_, C> {
             err(path, SnapshotProblem::Context(e.into_inner().to_string()))
         })?;
 
-        let mut volatile_missing = Vec::new();
-        if let Some(v) = o.get("volatile") {
-            for (i, p) in array(v, "$.volatile")?.iter().enumerate() {
-                volatile_missing.push(string(p, &format!("$.volatile[{i}]"))?.to_string());
-            }
-        }
-
         let mut history = Vec::new();
-        for (i, h) in array(field(o, "history", "$")?, "$.history")?
-            .iter()
-            .enumerate()
-        {
+        for (i, h) in doc.history.iter().enumerate() {
             let path = format!("$.history[{i}]");
-            let ho = object(h, &path)?;
-            only(ho, &["history", "states"], &path)?;
             let hp = format!("{path}.history");
-            let hs = self.state(field(ho, "history", &path)?, &hp)?;
+            let hs = self.state(&h.history, &hp)?;
             let StateKind::History { .. } = m.state(hs).kind else {
                 return Err(err(
                     hp,
@@ -917,10 +1002,9 @@ impl<C: Clone + DeserializeOwned> Persist<'_, C> {
             }
             let parent = m.state(hs).parent.unwrap_or(0);
             let mut states = Vec::new();
-            let sp = format!("{path}.states");
-            for (j, s) in array(field(ho, "states", &path)?, &sp)?.iter().enumerate() {
-                let p = format!("{sp}[{j}]");
-                let s = self.state(s, &p)?;
+            for (j, id) in h.states.iter().enumerate() {
+                let p = format!("{path}.states[{j}]");
+                let s = self.state(id, &p)?;
                 if !m.is_descendant(s, parent) || m.state(s).is_history() {
                     return Err(err(
                         p,
@@ -940,19 +1024,9 @@ impl<C: Clone + DeserializeOwned> Persist<'_, C> {
         }
 
         let mut scheduled = Vec::new();
-        for (i, s) in array(field(o, "scheduled", "$")?, "$.scheduled")?
-            .iter()
-            .enumerate()
-        {
+        for (i, d) in doc.scheduled.into_iter().enumerate() {
             let path = format!("$.scheduled[{i}]");
-            let so = object(s, &path)?;
-            only(
-                so,
-                &["id", "seq", "due_ms", "delay_ms", "event", "to"],
-                &path,
-            )?;
-            let id = string(field(so, "id", &path)?, &format!("{path}.id"))?.to_string();
-            let seq = uint(field(so, "seq", &path)?, &format!("{path}.seq"))?;
+            let (id, seq) = (d.id, d.seq);
             if seq >= next_seq {
                 return Err(err(
                     format!("{path}.seq"),
@@ -961,16 +1035,13 @@ impl<C: Clone + DeserializeOwned> Persist<'_, C> {
                     )),
                 ));
             }
-            let due_ms = uint(field(so, "due_ms", &path)?, &format!("{path}.due_ms"))?;
-            let delay_ms = match so.get("delay_ms") {
-                Some(v) => uint(v, &format!("{path}.delay_ms"))?,
-                None => 0,
-            };
-            let ep = format!("{path}.event");
-            let event = Event::from_json(field(so, "event", &path)?)
-                .map_err(|e| err(&ep, SnapshotProblem::Inconsistent(e.to_string())))?;
-            let tp = format!("{path}.to");
-            let to = match field(so, "to", &path)? {
+            let event = Event::from_json(&d.event).map_err(|e| {
+                err(
+                    format!("{path}.event"),
+                    SnapshotProblem::Inconsistent(e.to_string()),
+                )
+            })?;
+            let to = match d.to {
                 Value::String(s) if s == "own" => SendTarget::Own,
                 Value::String(s) if s == "parent" => SendTarget::Parent,
                 Value::Object(t)
@@ -980,7 +1051,7 @@ impl<C: Clone + DeserializeOwned> Persist<'_, C> {
                 }
                 _ => {
                     return Err(err(
-                        tp,
+                        format!("{path}.to"),
                         SnapshotProblem::WrongType("\"own\", \"parent\" or {\"actor\": ID}"),
                     ))
                 }
@@ -999,39 +1070,27 @@ impl<C: Clone + DeserializeOwned> Persist<'_, C> {
             scheduled.push(Scheduled {
                 id,
                 seq,
-                due_ms,
-                delay_ms,
+                due_ms: d.due_ms,
+                delay_ms: d.delay_ms,
                 event,
                 to,
             });
         }
 
         let mut invocations = Vec::new();
-        for (i, v) in array(field(o, "invocations", "$")?, "$.invocations")?
-            .iter()
-            .enumerate()
-        {
+        for (i, d) in doc.invocations.into_iter().enumerate() {
             let path = format!("$.invocations[{i}]");
-            let io = object(v, &path)?;
-            only(
-                io,
-                &["id", "src", "generation", "state", "input", "started_ms"],
-                &path,
-            )?;
-            let id = string(field(io, "id", &path)?, &format!("{path}.id"))?.to_string();
-            let src = string(field(io, "src", &path)?, &format!("{path}.src"))?.to_string();
-            let gp = format!("{path}.generation");
-            let generation = uint(field(io, "generation", &path)?, &gp)?;
+            let (id, src, generation) = (d.id, d.src, d.generation);
             if generation >= next_seq {
                 return Err(err(
-                    gp,
+                    format!("{path}.generation"),
                     SnapshotProblem::Inconsistent(format!(
                         "generation {generation} was never issued (next_seq is {next_seq})"
                     )),
                 ));
             }
             let sp = format!("{path}.state");
-            let state = self.state(field(io, "state", &path)?, &sp)?;
+            let state = self.state(&d.state, &sp)?;
             let declared = m
                 .state(state)
                 .invoke
@@ -1061,57 +1120,42 @@ impl<C: Clone + DeserializeOwned> Persist<'_, C> {
                     SnapshotProblem::Inconsistent(format!("invocation {id:?} listed twice")),
                 ));
             }
-            let input = io.get("input").cloned().unwrap_or(Value::Null);
-            let started_ms = match io.get("started_ms") {
-                Some(v) => uint(v, &format!("{path}.started_ms"))?,
-                None => 0,
-            };
             invocations.push(Invocation {
                 id,
                 src,
                 generation,
                 state: m.state(state).id.to_string(),
-                input,
-                started_ms,
+                input: d.input,
+                started_ms: d.started_ms,
             });
         }
 
-        let mut children = Vec::new();
-        for (i, c) in array(field(o, "children", "$")?, "$.children")?
-            .iter()
-            .enumerate()
-        {
-            children.push(string(c, &format!("$.children[{i}]"))?.to_string());
-        }
         let mut charts = Vec::new();
-        if let Some(c) = o.get("charts") {
-            for (k, v) in object(c, "$.charts")? {
-                if v.get("format").and_then(Value::as_str) != Some(FORMAT) {
-                    return Err(err(
-                        format!("$.charts.{k}.format"),
-                        SnapshotProblem::NotASnapshot,
-                    ));
-                }
-                charts.push((k.clone(), v.clone()));
+        for (k, v) in doc.charts.unwrap_or_default() {
+            if v.get("format").and_then(Value::as_str) != Some(FORMAT) {
+                return Err(err(
+                    format!("$.charts.{k}.format"),
+                    SnapshotProblem::NotASnapshot,
+                ));
             }
+            charts.push((k, v));
         }
-        let opt = |k: &str| o.get(k).cloned().filter(|v| !v.is_null());
         let snap = Snapshot {
             status,
             config,
             context,
             history: history.into(),
-            output: opt("output").map(Box::new),
-            error: opt("error").map(Box::new),
+            output: doc.output.map(Box::new),
+            error: doc.error.map(Box::new),
             scheduled: scheduled.into(),
             invocations: invocations.into(),
-            children: children.into(),
-            now_ms,
+            children: doc.children.into(),
+            now_ms: doc.now_ms,
             next_seq,
             machine_version: m.version().map(str::to_string),
-            epoch_ms,
+            epoch_ms: doc.epoch_ms,
         };
-        Ok((snap, volatile_missing, charts))
+        Ok((snap, doc.volatile.unwrap_or_default(), charts))
     }
 
     /// A legal configuration: the root and every active state's parent are
