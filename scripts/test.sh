@@ -55,6 +55,17 @@ TURNO_BIN="$target_dir/debug/turno" LIVE_DEMO_BIN="$target_dir/debug/examples/li
   CHART_TRACE_BIN="$target_dir/debug/examples/chart_trace" \
   node crates/turno-inspect/browser/test.mjs
 
+# turno learn's browser tests (crates/turno-learn/browser): Playwright drives
+# Debian's chromium through `turno learn` (the binary built above): the freeze
+# button, every stepper forward, back and by jumps, an edited snippet, errors
+# at their line and column, a share link, run both, the guess quizzes against
+# the browser's own answer, Node's differences; they rewrite the screenshots of
+# docs/learn.md.
+if [ ! -d crates/turno-learn/browser/node_modules/playwright-core ]; then
+  (cd crates/turno-learn/browser && npm ci --no-audit --no-fund)
+fi
+TURNO_BIN="$target_dir/debug/turno" node crates/turno-learn/browser/test.mjs
+
 # The signup wizard's browser tests (crates/turno-wizard/browser): Playwright
 # drives Debian's chromium through `turno demo` (the binary built above):
 # full signup, double click, timeout, lost reply, crash, drafts, refusals;
