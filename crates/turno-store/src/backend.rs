@@ -140,7 +140,7 @@ pub trait Backend: Send + Sync {
     fn shard_release(&self, lease: &ShardLease) -> Result<bool>;
     /// The shard's lease row, live or not.
     fn shard_get(&self, shard: u32) -> Result<Option<ShardLease>>;
-    /// One transaction: the fence ([`check_fence`](crate::shards)) against
+    /// One transaction: the fence ([`shards`](crate::shards)) against
     /// the shard's lease row (locked against a takeover until the commit
     /// where the engine locks rows), the once-per-message check, then the
     /// write.

@@ -64,7 +64,7 @@ mod model;
 pub mod postgres;
 pub mod pump;
 pub mod shard_keeper;
-mod shards;
+pub mod shards;
 mod sql;
 pub mod sqlite;
 mod store;

@@ -50,7 +50,8 @@ fn err(e: JsError, ctx: &mut Context) -> EvalError {
 const SYSTEM_VARS: &[&str] = &["_event", "_sessionid", "_name", "_ioprocessors"];
 
 impl EcmaScript {
-    /// A fresh engine with `In()` installed and [`LOOP_LIMIT`].
+    /// A fresh engine with `In()` installed and a budget of one million loop
+    /// iterations per evaluation.
     pub fn new() -> Result<Self, EvalError> {
         Self::with_loop_limit(LOOP_LIMIT)
     }

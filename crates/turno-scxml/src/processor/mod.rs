@@ -75,7 +75,10 @@ pub fn data_model_for(doc: &Document) -> Result<Box<dyn DataModel>, EvalError> {
     }
 }
 
-/// Sessions, their queues and the clock. See the [module docs](self).
+/// The SCXML processor: sessions, their queues and the clock, on the
+/// caller's thread (a session's ECMAScript data model is a boa `Context`,
+/// which cannot move between threads, so these sessions are not turno
+/// actors; one macrostep is one turn, in the same discipline).
 pub struct Processor {
     post: Rc<RefCell<PostOffice>>,
     sessions: Vec<Option<Session>>,
