@@ -44,6 +44,8 @@ const WORDS = {
     "snip.competitors": "Three competitors", "snip.slots": "A promise and its slots", "snip.chain": "Three .thens", "snip.await": "async / await null",
     "snip.immediate": "setImmediate vs setTimeout", "snip.tick": "nextTick before promises", "snip.phases": "The phases",
     "snip.shared": "Shared snippet",
+    "tl.main": "main thread", "tl.raf": "rAF frames", "tl.compositor": "compositor", "tl.input": "input",
+    "tl.page": "This page, the last freeze:", "tl.explorer": "The explorer's run (the line is the current step; click to jump):",
   },
   es: {
     "title": "El bucle de eventos, en una página que se pulsa",
@@ -85,6 +87,8 @@ const WORDS = {
     "snip.competitors": "Tres competidores", "snip.slots": "Una promesa y sus ranuras", "snip.chain": "Tres .then", "snip.await": "async / await null",
     "snip.immediate": "setImmediate frente a setTimeout", "snip.tick": "nextTick antes que las promesas", "snip.phases": "Las fases",
     "snip.shared": "Fragmento compartido",
+    "tl.main": "hilo principal", "tl.raf": "fotogramas rAF", "tl.compositor": "compositor", "tl.input": "entrada",
+    "tl.page": "Esta página, la última congelación:", "tl.explorer": "La ejecución del explorador (la línea es el paso actual; haz clic para saltar):",
   },
 };
 
@@ -226,6 +230,72 @@ setTimeout(function block() {
   ],
 };
 
+// ------------------------------------------------------------ timeline --
+// Lanes on one time axis (milliseconds): the main thread's busy spans, the
+// rAF frames, the compositor's frames (busy: drawn while the main thread
+// was busy), and each key from its arrival to its handling.
+function drawLanes(box, tl, cursor) {
+  box.textContent = "";
+  if (!tl) return;
+  const span = Math.max(tl.end - tl.start, 1);
+  const pos = (v) => `${Math.max(0, Math.min(100, (100 * (v - tl.start)) / span)).toFixed(3)}%`;
+  const lane = (name, cls) => {
+    const track = el("div", { class: "lane-track" });
+    box.append(el("div", { class: "lane " + cls }, el("span", { class: "lane-name", text: name }), track));
+    return track;
+  };
+  const bar = (track, a, b, cls, label) => {
+    const d = el("div", { class: "span " + (cls || ""), "data-from": String(Math.round(a)), "data-to": String(Math.round(b)), title: label || "" });
+    d.style.left = pos(a);
+    d.style.width = `${Math.max(0, (100 * (b - a)) / span).toFixed(3)}%`;
+    if (label) d.textContent = label;
+    track.append(d);
+  };
+  const tick = (track, v, cls) => {
+    const d = el("div", { class: "tick " + (cls || ""), "data-t": String(Math.round(v)) });
+    d.style.left = pos(v);
+    track.append(d);
+  };
+  const main = lane(t("tl.main"), "l-main");
+  for (const [a, b] of tl.busy) bar(main, a, b, "busy");
+  const raf = lane(t("tl.raf"), "l-raf");
+  for (const f of tl.frames) tick(raf, f);
+  if (tl.compositor) {
+    const comp = lane(t("tl.compositor"), "l-comp");
+    for (const [f, state] of tl.compositor) tick(comp, f, state);
+  }
+  const input = lane(t("tl.input"), "l-input");
+  for (const i of tl.inputs) bar(input, i.at, i.handled, "wait", i.key);
+  const axis = el("div", { class: "lane axis" }, el("span", { class: "lane-name" }),
+    el("div", { class: "lane-track" }, el("span", { class: "from", text: `${Math.round(tl.start)} ms` }), el("span", { class: "to", text: `${Math.round(tl.end)} ms` })));
+  box.append(axis);
+  if (cursor != null) {
+    const c = el("div", { class: "cursor", "data-t": String(cursor) });
+    c.style.left = `calc(var(--lane-name) + (100% - var(--lane-name)) * ${Math.max(0, Math.min(1, (cursor - tl.start) / span)).toFixed(5)})`;
+    box.append(c);
+  }
+}
+
+// The timeline of an explorer run, from its steps' events.
+function explorerTimeline(answer) {
+  const tl = { start: 0, end: answer.end_time_ns / 1e6, busy: [], frames: [], compositor: [], inputs: [] };
+  let open = null;
+  const keys = {};
+  for (const st of answer.steps) {
+    const e = st.event;
+    if (!e || (e.loop ?? 0) !== 0) continue;
+    const at = e.t_ns / 1e6;
+    if (e.kind === "stack_push" && e.depth === 1) open = at;
+    else if (e.kind === "stack_pop" && e.depth === 0 && open != null) { tl.busy.push([open, at]); open = null; }
+    else if (e.kind === "render_start") tl.frames.push(e.frame_time_ns / 1e6);
+    else if (e.kind === "compositor_frame") tl.compositor.push([e.frame_time_ns / 1e6, e.main_thread]);
+    else if (e.kind === "enqueue" && e.source === "user-interaction" && /keydown/.test(e.label || "")) {
+      keys[e.id] = { at: e.input_at_ns / 1e6, handled: at, key: (e.label || "").replace(/^input: keydown /, "") };
+    } else if (e.kind === "dequeue" && keys[e.id]) { keys[e.id].handled = at; tl.inputs.push(keys[e.id]); delete keys[e.id]; }
+  }
+  return tl;
+}
+
 // ------------------------------------------------------------- stepper --
 const QUEUES = {
   html: ["task", "microtask", "timers", "animation-frame"],
@@ -299,14 +369,25 @@ class Stepper {
       else if (e.key === "Home") { this.go(0); e.preventDefault(); }
       else if (e.key === "End") { this.go(this.steps().length - 1); e.preventDefault(); }
     });
+    this.lanes = el("div", { class: "lanes", hidden: "" });
+    this.lanesTitle = el("p", { class: "lanes-title", hidden: "" });
+    this.lanes.addEventListener("click", (e) => {
+      const track = this.lanes.querySelector(".lane-track");
+      if (!track || !this.timeline) return;
+      const r = track.getBoundingClientRect();
+      const at = this.timeline.start + ((e.clientX - r.left) / r.width) * (this.timeline.end - this.timeline.start);
+      const k = this.steps().findIndex((st) => st.t_ns / 1e6 >= at);
+      this.go(k < 0 ? this.steps().length - 1 : k);
+    });
     const controls = el("div", { class: "controls" }, this.first, this.prev, this.slider, this.next, this.last, this.pos, this.fixed ? null : this.shareBtn, this.fixed ? null : this.shareLink);
-    r.append(this.tabs, this.models, el("div", { class: "edit" }, this.gutter, this.editor), this.problem, controls, this.state);
+    r.append(this.tabs, this.models, el("div", { class: "edit" }, this.gutter, this.editor), this.problem, controls, this.lanesTitle, this.lanes, this.state);
     this.labels();
   }
 
   labels() {
     this.first.title = t("st.first"); this.prev.title = t("st.prev"); this.next.title = t("st.next"); this.last.title = t("st.last");
     this.shareBtn.textContent = t("st.share");
+    this.lanesTitle.textContent = t("tl.explorer");
     this.tabs.querySelectorAll(".tab").forEach((b) => { const s = this.list[Number(b.dataset.i)]; b.textContent = s ? t(s.key) : ""; });
   }
 
@@ -356,6 +437,8 @@ class Stepper {
     this.syncGutter();
     const n = this.steps().length;
     this.slider.max = String(Math.max(0, n - 1));
+    this.timeline = this.root.dataset.timeline && n ? explorerTimeline(answer) : null;
+    this.lanes.hidden = this.lanesTitle.hidden = !this.timeline;
     this.go(0);
   }
 
@@ -399,6 +482,7 @@ class Stepper {
     this.state.textContent = "";
     const s = steps[this.k];
     if (!s) return;
+    if (this.timeline) drawLanes(this.lanes, this.timeline, s.t_ns / 1e6);
     const js = s.js;
     this.state.append(el("div", { class: "event" }, el("span", { class: "t", text: t("st.at", ms(s.t_ns)) }), " ", el("span", { text: describe(s.event) })));
 
@@ -470,6 +554,15 @@ function setupFreeze() {
   const counter = document.getElementById("frame-count");
   const typed = document.getElementById("typed");
   const report = document.getElementById("freeze-report");
+  const lanes = document.getElementById("freeze-lanes");
+  const lanesTitle = document.getElementById("freeze-lanes-title");
+  let pageTimeline = null;
+  const drawPageLanes = () => {
+    lanes.hidden = lanesTitle.hidden = !pageTimeline;
+    lanesTitle.textContent = t("tl.page");
+    drawLanes(lanes, pageTimeline, null);
+  };
+  onLang.push(drawPageLanes);
   // What the page saw, for the reader's report (and the browser tests).
   const log = { frames: [], keys: [], inputs: [], blocks: [] };
   window.__freeze = log;
@@ -501,6 +594,16 @@ function setupFreeze() {
       for (let i = 1; i < ts.length; i++) gap = Math.max(gap, ts[i] - ts[i - 1]);
       const after = during.length ? Math.round(Math.min(...during.map((k) => k.handled)) - end) : 0;
       report.textContent = t("freeze.report", { ms: Math.round(end - start), gap: Math.round(gap), keys: during.length ? during.map((k) => k.key).join("") : "–", after });
+      // This run on the lanes the explorer's run is drawn on, times from
+      // the start of the block.
+      const from = start - 300, to = end + 250;
+      pageTimeline = {
+        start: -300, end: Math.round(to - start),
+        busy: [[0, end - start]],
+        frames: ts.filter((f) => f >= from && f <= to).map((f) => f - start),
+        inputs: log.keys.filter((k) => k.sent >= from && k.sent <= to).map((k) => ({ at: k.sent - start, handled: k.handled - start, key: k.key })),
+      };
+      drawPageLanes();
     }, 300);
   });
 }

@@ -190,6 +190,16 @@ await test("freeze: the rAF counter stops, the CSS animation keeps moving, the k
     if (!paused) {
       await page.waitForFunction(() => /blocked for/.test(document.getElementById("freeze-report").textContent));
       assert.match(await page.locator("#freeze-report").innerText(), /blocked for 15\d\d ms/);
+      // The same run on the lanes: one busy span, no rAF frame inside it,
+      // the keys waiting from their arrival to the end of the block.
+      const lanes = page.locator("#freeze-lanes");
+      assert.equal(await lanes.locator(".l-main .span.busy").count(), 1);
+      const busyTo = Number(await lanes.locator(".l-main .span.busy").getAttribute("data-to"));
+      assert.ok(busyTo >= blockMs - 1 && busyTo < blockMs + 20, String(busyTo));
+      const rafTicks = (await lanes.locator(".l-raf .tick").evaluateAll((ts) => ts.map((t) => Number(t.dataset.t))));
+      assert.ok(rafTicks.length > 5 && rafTicks.every((v) => v <= 5 || v >= busyTo - 5), JSON.stringify(rafTicks));
+      const waits = await lanes.locator(".l-input .span.wait").evaluateAll((ws) => ws.map((w) => [Number(w.dataset.from), Number(w.dataset.to)]));
+      assert.ok(waits.length >= 1 && waits.some(([a, b]) => a > 0 && a < busyTo && b >= busyTo), JSON.stringify(waits));
       await page.locator("#freeze .freeze-live").screenshot({ path: join(SHOTS, "freeze.png") });
     }
   }
@@ -211,7 +221,18 @@ await test("freeze on the explorer: the compositor draws while the main thread i
   assert.match(last, /block ends at 600 ms/);
   assert.match(last, /key h at 600 ms/);
   assert.match(last, /key i at 600 ms/);
-  await jump(id, steps.indexOf(busy[Math.floor(busy.length / 2)]));
+  // The lanes: the block from 200 to 600 ms on the main thread, compositor
+  // frames drawn meanwhile, both keys waiting until 600 ms; the cursor
+  // follows the step.
+  const lanes = page.locator(`#${id} .lanes`);
+  assert.ok(await lanes.locator(".l-main .span.busy[data-from='200'][data-to='600']").count() === 1);
+  assert.ok(await lanes.locator(".l-comp .tick.busy").count() >= 10);
+  assert.deepEqual(await lanes.locator(".l-input .span").evaluateAll((ws) => ws.map((w) => [w.textContent, Number(w.dataset.from), Number(w.dataset.to)])), [["h", 300, 600], ["i", 400, 600]]);
+  const mid = steps.indexOf(busy[Math.floor(busy.length / 2)]);
+  await jump(id, mid);
+  const cursor = Number(await lanes.locator(".cursor").getAttribute("data-t"));
+  assert.ok(cursor > 200 && cursor < 600, String(cursor));
+  assert.match(await drawn(id), new RegExp(`t = ${cursor.toFixed(3).replace(".", "\\.")} ms`));
   await page.locator("#freeze").screenshot({ path: join(SHOTS, "freeze-explorer.png") });
 });
 
