@@ -432,7 +432,10 @@ pub struct Node<S: System, T: Transport> {
     next_req: u64,
     pending: BTreeMap<u64, Pending>,
     peers: BTreeMap<String, Peer>,
-    down: BTreeSet<NodeRef>,
+    /// Incarnations declared down, and whether the declaration is
+    /// published (false: made while every peer seemed silent at once, which
+    /// says more about this node being cut off than about them).
+    down: BTreeMap<NodeRef, bool>,
     streams_in: HashMap<NodeRef, StreamIn>,
     seen_reqs: HashMap<NodeRef, BTreeMap<u64, Option<WireVerdict>>>,
     next_heartbeat: Duration,
@@ -485,7 +488,7 @@ impl<S: System, T: Transport> Node<S, T> {
             next_req: 1,
             pending: BTreeMap::new(),
             peers: BTreeMap::new(),
-            down: BTreeSet::new(),
+            down: BTreeMap::new(),
             streams_in: HashMap::new(),
             seen_reqs: HashMap::new(),
             next_heartbeat: now,
@@ -952,9 +955,13 @@ impl<S: System, T: Transport> Node<S, T> {
             .filter(|(_, p)| now.saturating_sub(p.last_seen) > self.config.down_after)
             .map(|(k, _)| k.clone())
             .collect();
+        // Every peer silent at once: more likely this node is cut off than
+        // all of them down. Declared down here all the same (watchers
+        // learn it), but not announced to them.
+        let isolated = !silent.is_empty() && silent.len() == self.peers.len();
         for name in silent {
             if let Some(p) = self.peers.remove(&name) {
-                self.declare_down(NodeRef { name, inc: p.inc });
+                self.declare_down(NodeRef { name, inc: p.inc }, !isolated);
             }
         }
         if now < self.next_heartbeat {
@@ -968,14 +975,21 @@ impl<S: System, T: Transport> Node<S, T> {
                 .iter()
                 .map(|(k, v)| (k.clone(), *v))
                 .collect(),
-            down: self.down.iter().rev().take(64).cloned().collect(),
+            down: self
+                .down
+                .iter()
+                .rev()
+                .filter(|(_, published)| **published)
+                .take(64)
+                .map(|(n, _)| n.clone())
+                .collect(),
         };
         let subject = self.config.subjects.heartbeat();
         let _ = self.publish(&subject, None, body);
     }
 
-    fn declare_down(&mut self, node: NodeRef) {
-        if !self.down.insert(node.clone()) {
+    fn declare_down(&mut self, node: NodeRef, published: bool) {
+        if self.down.insert(node.clone(), published).is_some() {
             return;
         }
         self.stats.peers_down += 1;
@@ -1016,6 +1030,9 @@ impl<S: System, T: Transport> Node<S, T> {
         self.streams_in.clear();
         self.seen_reqs.clear();
         self.watches_in.clear();
+        // What the old incarnation concluded while it heard nobody is not
+        // the new one's view.
+        self.down.retain(|_, published| *published);
         self.next_heartbeat = self.transport.now();
     }
 
@@ -1227,14 +1244,18 @@ impl<S: System, T: Transport> Node<S, T> {
             // incarnation promised is void for the others; a new one starts.
             self.rejoin();
         }
-        if self.down.contains(&from) {
-            return;
+        match self.down.get(&from) {
+            Some(true) => return,
+            // A peer this node declared down while it heard nobody is back,
+            // same incarnation: it was this node that was cut off.
+            Some(false) => self.rejoin(),
+            None => {}
         }
         let now = self.transport.now();
         match self.peers.get_mut(&from.name) {
             Some(p) if p.inc == from.inc => p.last_seen = now,
             Some(p) if p.inc > from.inc => {
-                self.declare_down(from);
+                self.declare_down(from, true);
                 return;
             }
             Some(p) => {
@@ -1244,7 +1265,7 @@ impl<S: System, T: Transport> Node<S, T> {
                 };
                 p.inc = from.inc;
                 p.last_seen = now;
-                self.declare_down(old);
+                self.declare_down(old, true);
             }
             None => {
                 self.peers.insert(

@@ -407,3 +407,27 @@ fn undecodable_and_unregistered_messages_are_closed_and_counted_never_delivered(
     assert_eq!(b.stats().undecodable, 1);
     assert_eq!(sink.stats().offered, 0);
 }
+
+#[test]
+fn a_node_cut_off_comes_back_new_and_the_others_keep_their_incarnations() {
+    let broker = SimBroker::new(8, Faults::none());
+    let mut a = node(&broker, "a", Codec::Postcard);
+    let mut b = node(&broker, "b", Codec::Postcard);
+    let mut c = node(&broker, "c", Codec::Postcard);
+    tick(&broker, &mut [&mut a, &mut b, &mut c], 20, true);
+    assert_eq!((a.peer("c"), c.peer("a")), (Some(1), Some(1)));
+    broker.set_state(c.transport(), ClientState::Partitioned);
+    tick(&broker, &mut [&mut a, &mut b, &mut c], 100, true);
+    assert_eq!((a.peer("c"), b.peer("c")), (None, None), "c declared down");
+    assert_eq!((c.peer("a"), c.peer("b")), (None, None), "c heard nobody");
+    broker.set_state(c.transport(), ClientState::Up);
+    tick(&broker, &mut [&mut a, &mut b, &mut c], 50, true);
+    assert_eq!(
+        c.me().inc,
+        2,
+        "the node that was cut off is a new incarnation"
+    );
+    assert_eq!((a.me().inc, b.me().inc), (1, 1), "the others are not");
+    assert_eq!((a.peer("c"), b.peer("c")), (Some(2), Some(2)));
+    assert_eq!((c.peer("a"), c.peer("b")), (Some(1), Some(1)));
+}
