@@ -13,9 +13,11 @@
 //!   implementations registered by name ([`Implementations`]), or the
 //!   typed Rust builder ([`builder::Chart`]: Rust types for context and
 //!   events, closures for guards and actions).
-//! - **The interpreter actor** ([`interpreter`]): one macrostep per turn,
-//!   invocations as delegated work or child actors whose late results are
-//!   stale, `after` on turno timers, subscribers, the trace.
+//! - **The interpreter actor** (`interpreter`, feature `runtime`, on by
+//!   default): one macrostep per turn, invocations as delegated work or
+//!   child actors whose late results are stale, `after` on turno timers,
+//!   subscribers, the trace. Without the feature the crate is the pure core
+//!   and does not depend on turno.
 //! - **Tools**: [`script`] (what `turno chart run` runs) and [`mermaid`].
 //!
 //! ```
@@ -42,6 +44,7 @@ pub mod builder;
 mod core;
 pub mod event;
 pub mod implementations;
+#[cfg(feature = "runtime")]
 pub mod interpreter;
 pub mod json;
 pub mod machine;

@@ -52,34 +52,8 @@
 //! restore given its own epoch ([`Clock`]) puts every deadline back at the
 //! same wall-clock time: those that fell due while no process was alive
 //! fire during the restore, once, in deadline order; the others are
-//! re-armed on the new clock. With the interpreter:
-//!
-//! ```no_run
-//! # use std::sync::Arc;
-//! # use turno::{Props, System, ThreadedSystem};
-//! # use turno_chart::interpreter::ChartActor;
-//! # use turno_chart::persist::{self, Persist};
-//! # // The application's own durable storage, e.g. turno-store.
-//! # fn load(_: &str) -> String { String::new() }
-//! # fn save(_: &str, _: String) {}
-//! # let m = Arc::new(turno_chart::load_json::<serde_json::Value>(
-//! #     r#"{"id": "checkout", "initial": "cart", "states": {
-//! #         "cart": {"after": {"600000": "expired"}}, "expired": {"type": "final"}}}"#,
-//! #     &turno_chart::stdlib::implementations(),
-//! # ).unwrap());
-//! let sys = ThreadedSystem::new();
-//! let epoch = persist::wall_epoch_ms(sys.now()); // once per system
-//! let text = load("checkout"); // what the last process persisted
-//! let (m1, m2) = (m.clone(), m.clone());
-//! sys.spawn(Props::new(), move || {
-//!     let (m1, m2, text) = (m1.clone(), m2.clone(), text.clone());
-//!     ChartActor::new(m1.clone())
-//!         .with_epoch(epoch)
-//!         // Before the macrostep's effects: write it durably here.
-//!         .on_persist(move |s| save("checkout", Persist::new(&*m1).to_string(s).unwrap()))
-//!         .restoring(move |at| Persist::new(&*m2).restore(&text, at))
-//! });
-//! ```
+//! re-armed on the new clock. With the interpreter (feature `runtime`),
+//! see the example of [`wall_epoch_ms`].
 //!
 //! A driver of the pure core does the same with
 //! [`Persist::restore`]`(text, Clock::new(now_ms, Some(epoch)))`, or
@@ -329,6 +303,36 @@ impl From<u64> for Clock {
 /// after creating it (`wall_epoch_ms(sys.now())`), and give the result to
 /// every chart actor of that system
 /// ([`ChartActor::with_epoch`](crate::interpreter::ChartActor::with_epoch)).
+/// A chart persisted by the last process, resumed with its deadlines at
+/// the same wall-clock time:
+///
+/// ```no_run
+/// # use std::sync::Arc;
+/// # use turno::{Props, System, ThreadedSystem};
+/// # use turno_chart::interpreter::ChartActor;
+/// # use turno_chart::persist::{self, Persist};
+/// # // The application's own durable storage, e.g. turno-store.
+/// # fn load(_: &str) -> String { String::new() }
+/// # fn save(_: &str, _: String) {}
+/// # let m = Arc::new(turno_chart::load_json::<serde_json::Value>(
+/// #     r#"{"id": "checkout", "initial": "cart", "states": {
+/// #         "cart": {"after": {"600000": "expired"}}, "expired": {"type": "final"}}}"#,
+/// #     &turno_chart::stdlib::implementations(),
+/// # ).unwrap());
+/// let sys = ThreadedSystem::new();
+/// let epoch = persist::wall_epoch_ms(sys.now()); // once per system
+/// let text = load("checkout"); // what the last process persisted
+/// let (m1, m2) = (m.clone(), m.clone());
+/// sys.spawn(Props::new(), move || {
+///     let (m1, m2, text) = (m1.clone(), m2.clone(), text.clone());
+///     ChartActor::new(m1.clone())
+///         .with_epoch(epoch)
+///         // Before the macrostep's effects: write it durably here.
+///         .on_persist(move |s| save("checkout", Persist::new(&*m1).to_string(s).unwrap()))
+///         .restoring(move |at| Persist::new(&*m2).restore(&text, at))
+/// });
+/// ```
+#[cfg(feature = "runtime")]
 pub fn wall_epoch_ms(now: turno::Instant) -> u64 {
     let wall = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
