@@ -362,6 +362,46 @@ await test("draft link opened in a second browser context: same session, same st
   await Promise.all([a.ctx.close(), b.ctx.close(), c.ctx.close()]);
 });
 
+await test("a link from another site (a mail client, another page) finds the signup: no new session", async () => {
+  const { ctx, page } = await fresh();
+  await toPayment(page, "Grace Hopper");
+  const href = new URL(await page.getAttribute("#draft-link", "href"), server.url).href;
+  const before = (await ctx.cookies()).find((c) => c.name.startsWith("turno"));
+  // Another site: a page of another origin (here a data: URL, an opaque
+  // origin) with links to the wizard, followed as top-level navigations.
+  for (const link of [server.url, href]) {
+    await page.goto(`data:text/html,<a id="out" href="${link}">continue your signup</a>`);
+    await Promise.all([page.waitForNavigation(), page.click("#out")]);
+    await waitStep(page, "payment.card");
+    const same = new URL(await page.getAttribute("#draft-link", "href"), server.url).href;
+    assert.equal(same, href, "the same signup, not a new one");
+  }
+  const after = (await ctx.cookies()).find((c) => c.name.startsWith("turno"));
+  assert.equal(after.value, before.value, "the session cookie was not replaced");
+  assert.equal(after.sameSite, "Lax");
+  await ctx.close();
+});
+
+await test("real names: typed decomposed or in other scripts, accepted and shown as typed", async () => {
+  const { ctx, page } = await fresh();
+  await page.goto(server.url);
+  await waitStep(page, "personal");
+  // "José" with a combining acute accent (NFD), as some keyboards send it.
+  await page.fill("#name", "Jose\u0301 Nu\u0301n\u0303ez");
+  await page.fill("#email", "jose@example.org");
+  await click(page, "NEXT");
+  await waitStep(page, "plan");
+  await Promise.all([page.waitForNavigation(), page.click("#ev-BACK")]);
+  await waitStep(page, "personal");
+  await page.fill("#name", "अर्जुन ☺");
+  await click(page, "NEXT");
+  await waitStep(page, "personal");
+  const message = await page.textContent("body");
+  assert.match(message, /not “☺” \(U\+263A\)/);
+  assert.doesNotMatch(message, /\\u\{/);
+  await ctx.close();
+});
+
 await test("forged and replayed requests are refused; a tampered local draft cannot move the step", async () => {
   const { ctx, page } = await fresh();
   await toPayment(page);

@@ -8,6 +8,8 @@
 use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
+use unicode_normalization::UnicodeNormalization;
+use unicode_properties::{GeneralCategoryGroup, UnicodeGeneralCategory};
 
 /// Field name -> message, for the page to show next to each field.
 pub type Errors = BTreeMap<String, String>;
@@ -23,39 +25,84 @@ fn field<'a>(form: &'a BTreeMap<String, String>, name: &str) -> &'a str {
     form.get(name).map(|s| s.trim()).unwrap_or("")
 }
 
-fn check_name(errors: &mut Errors, key: &str, label: &str, v: &str) {
-    let n = v.chars().count();
+/// Checks a person's name, normalized to NFC (a name typed decomposed, "Jose"
+/// and a combining acute accent, is stored as the one letter "José"): the
+/// letters and marks names are written with (Unicode's letter and mark
+/// categories: an accent, a Devanagari virama, a Thai tone mark), spaces,
+/// hyphens, apostrophes (`'` and `’`) and dots; a zero-width (non-)joiner
+/// after a letter. A mark must follow a letter or another mark. The name as stored, or `None` with the message in
+/// `errors`; a refused character is named as the user sees it.
+fn check_name(errors: &mut Errors, key: &str, label: &str, v: &str) -> Option<String> {
+    let name: String = v.nfc().collect();
+    let n = name.chars().count();
+    let refuse = |errors: &mut Errors, why: String| {
+        errors.insert(key.into(), why);
+        None
+    };
     if n == 0 {
-        errors.insert(key.into(), format!("{label} is required."));
-    } else if n > 80 {
-        errors.insert(
-            key.into(),
+        return refuse(errors, format!("{label} is required."));
+    }
+    if n > 80 {
+        return refuse(
+            errors,
             format!("{label} must be at most 80 characters (it has {n})."),
         );
-    } else if let Some(c) = v
-        .chars()
-        .find(|c| !(c.is_alphabetic() || matches!(c, ' ' | '-' | '\'' | '.')))
-    {
-        errors.insert(
-            key.into(),
-            format!(
-                "{label} may contain letters, spaces, hyphens, apostrophes and dots, not {c:?}."
-            ),
-        );
+    }
+    let mut after_letter = false;
+    for c in name.chars() {
+        let ok = match c.general_category_group() {
+            GeneralCategoryGroup::Letter => true,
+            GeneralCategoryGroup::Mark => after_letter,
+            // Zero-width joiner and non-joiner, as Persian and Indic names
+            // use them between letters.
+            _ if matches!(c, '\u{200c}' | '\u{200d}') => after_letter,
+            _ => matches!(c, ' ' | '-' | '\'' | '\u{2019}' | '.'),
+        };
+        if !ok {
+            let why = if c.general_category_group() == GeneralCategoryGroup::Mark {
+                format!(
+                    "{label} has a mark that belongs on a letter, {}, with no letter before it.",
+                    shown(c)
+                )
+            } else {
+                format!(
+                    "{label} may contain letters, spaces, hyphens, apostrophes and dots, not {}.",
+                    shown(c)
+                )
+            };
+            return refuse(errors, why);
+        }
+        after_letter = matches!(
+            c.general_category_group(),
+            GeneralCategoryGroup::Letter | GeneralCategoryGroup::Mark
+        ) || matches!(c, '\u{200c}' | '\u{200d}');
+    }
+    Some(name)
+}
+
+/// A character as a user sees it in a message: itself in quotes (a mark on
+/// a dotted circle, as type specimens show one alone), with its code point
+/// (U+0301) for the ones that do not show (spaces, controls, format
+/// characters).
+fn shown(c: char) -> String {
+    let code = format!("U+{:04X}", u32::from(c));
+    match c.general_category_group() {
+        GeneralCategoryGroup::Mark => format!("\u{201c}\u{25cc}{c}\u{201d} ({code})"),
+        GeneralCategoryGroup::Separator | GeneralCategoryGroup::Other => code,
+        _ => format!("\u{201c}{c}\u{201d} ({code})"),
     }
 }
 
 /// The personal-data step: `name`, `email`.
 pub fn personal(form: &BTreeMap<String, String>) -> Result<Value, Errors> {
     let mut e = Errors::new();
-    let name = field(form, "name");
-    check_name(&mut e, "name", "Full name", name);
+    let name = check_name(&mut e, "name", "Full name", field(form, "name"));
     let email = field(form, "email");
     if let Err(m) = check_email(email) {
         e.insert("email".into(), m);
     }
     if e.is_empty() {
-        Ok(json!({"name": name, "email": email.to_ascii_lowercase()}))
+        Ok(json!({"name": name.unwrap_or_default(), "email": email.to_ascii_lowercase()}))
     } else {
         Err(e)
     }
@@ -154,8 +201,7 @@ pub fn card(form: &BTreeMap<String, String>, today: (u32, u32)) -> Result<Value,
     if let Err(m) = check_expiry(expiry, today) {
         e.insert("expiry".into(), m);
     }
-    let holder = field(form, "holder");
-    check_name(&mut e, "holder", "Name on card", holder);
+    let holder = check_name(&mut e, "holder", "Name on card", field(form, "holder"));
     let otp = field(form, "otp");
     if otp.len() != 6 || !otp.chars().all(|c| c.is_ascii_digit()) {
         e.insert(
@@ -223,8 +269,12 @@ pub fn bank(form: &BTreeMap<String, String>) -> Result<Value, Errors> {
     if let Err(m) = check_iban(&iban) {
         e.insert("iban".into(), m);
     }
-    let holder = field(form, "account_holder");
-    check_name(&mut e, "account_holder", "Account holder", holder);
+    let holder = check_name(
+        &mut e,
+        "account_holder",
+        "Account holder",
+        field(form, "account_holder"),
+    );
     if !e.is_empty() {
         return Err(e);
     }
@@ -309,6 +359,52 @@ mod tests {
         ]))
         .unwrap();
         assert_eq!(ok["email"], "ada@example.org");
+    }
+
+    #[test]
+    fn real_names_are_accepted_and_stored_composed() {
+        let ok = |name: &str| {
+            personal(&form(&[("name", name), ("email", "a@example.org")]))
+                .unwrap_or_else(|e| panic!("{name:?} refused: {e:?}"))["name"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        };
+        // "José" typed decomposed (e + U+0301) is stored as one letter.
+        assert_eq!(ok("Jose\u{301} Pe\u{301}rez"), "José Pérez");
+        assert_eq!(ok("José Pérez"), "José Pérez");
+        // Devanagari with a virama, Thai with a tone mark, Vietnamese with
+        // two marks on one letter, Persian with a zero-width non-joiner.
+        assert_eq!(ok("अर्जुन शर्मा"), "अर्जुन शर्मा");
+        assert_eq!(ok("ก้องภพ"), "ก้องภพ");
+        assert_eq!(ok("Nguyê\u{303}n"), "Nguyễn");
+        assert_eq!(ok("مهر\u{200c}آسا"), "مهر\u{200c}آسا");
+        assert_eq!(ok("Zoë O’Brien-Smith Jr."), "Zoë O’Brien-Smith Jr.");
+    }
+
+    #[test]
+    fn a_refused_character_is_named_as_the_user_sees_it() {
+        let refused = |name: &str| {
+            personal(&form(&[("name", name), ("email", "a@example.org")])).unwrap_err()["name"]
+                .clone()
+        };
+        assert_eq!(
+            refused("Ada ☺"),
+            "Full name may contain letters, spaces, hyphens, apostrophes and dots, not \u{201c}☺\u{201d} (U+263A)."
+        );
+        assert_eq!(
+            refused("\u{301}Ada"),
+            "Full name has a mark that belongs on a letter, \u{201c}\u{25cc}\u{301}\u{201d} (U+0301), with no letter before it."
+        );
+        assert_eq!(
+            refused("Ada\u{0}"),
+            "Full name may contain letters, spaces, hyphens, apostrophes and dots, not U+0000."
+        );
+        // No message shows a Rust escape.
+        for name in ["x\u{94d}\u{94d}☺", "\u{94d}", "a\u{200b}b"] {
+            let m = refused(name);
+            assert!(!m.contains("\\u{"), "{m}");
+        }
     }
 
     #[test]

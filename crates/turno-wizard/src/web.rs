@@ -3,9 +3,14 @@
 //! replayed requests.
 //!
 //! **Sessions.** A session id is 128 bits from the OS CSPRNG, kept in an
-//! `HttpOnly; SameSite=Strict` cookie. Every form carries the id too: a
-//! form whose id is not the cookie's is refused (403, "another session");
-//! an id that is not of the right shape is never looked up.
+//! `HttpOnly; SameSite=Lax` cookie: a link to the wizard followed from
+//! another site (a draft link in a mail client, a link on another page) is
+//! a top-level navigation, which carries a `Lax` cookie, so it finds the
+//! user's signup instead of starting (and storing) a new one. Forged
+//! requests are refused by the other half: every form carries the id too,
+//! and a form whose id is not the cookie's is refused (403, "another
+//! session"); a cross-site POST carries no `Lax` cookie at all. An id that
+//! is not of the right shape is never looked up.
 //!
 //! **Stale steps and replays.** Every form says which step it was made for;
 //! an event from a form of another step (an old tab, a replayed POST) is
@@ -308,7 +313,7 @@ fn cookie_sid(h: &HeaderMap) -> Option<String> {
 }
 
 fn set_cookie(sid: &str) -> String {
-    format!("{COOKIE}={sid}; Path=/; HttpOnly; SameSite=Strict")
+    format!("{COOKIE}={sid}; Path=/; HttpOnly; SameSite=Lax")
 }
 
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
@@ -721,6 +726,17 @@ struct SidForm {
     sid: String,
 }
 
+/// Why "forget me" waits while a payment is unsettled.
+const UNRESOLVED_FORGET: &str = "Not forgotten yet: your payment is still being settled, and \
+     forgetting now would leave you not knowing whether you were charged. You can forget this \
+     signup once this page says it is paid, failed or could not be confirmed.";
+
+/// Whether a submit is unresolved at `step`: a charge may be in flight
+/// (`sending`) or its outcome is being looked up by its key (`uncertain`).
+fn submit_unresolved(step: &str) -> bool {
+    matches!(step, "submit.sending" | "submit.uncertain")
+}
+
 async fn forget_form(
     State(h): State<Arc<Holder>>,
     headers: HeaderMap,
@@ -736,13 +752,23 @@ async fn forget_form(
             "Refused: this form belongs to another session.",
         ));
     }
-    let link = view_of(&a).await.map(|v| v.link).unwrap_or_default();
+    let view = match view_of(&a).await {
+        Ok(v) => v,
+        Err(r) => return reject_page(r),
+    };
+    if submit_unresolved(&view.step) {
+        return reject_page(Reject {
+            view: Some(Box::new(view)),
+            ..Reject::new(StatusCode::CONFLICT, UNRESOLVED_FORGET)
+        });
+    }
+    let link = view.link;
     app.sessions.lock().expect("lock").remove(&sid);
     if let Some(sys) = app.system.lock().expect("lock").as_ref() {
         sys.stop(a.id());
     }
     let done = app.env.persister.forget(&sid, &link).await;
-    let cleared = format!("{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0");
+    let cleared = format!("{COOKIE}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0");
     match done {
         Ok(Ok(())) => page(StatusCode::OK, pages::forgotten(&sid), Some(cleared)),
         Ok(Err(e)) => reject_page(Reject::new(
