@@ -6,6 +6,15 @@
 //! the disk; a caller that must not act before a write is durable (the
 //! charge, which must not leave before the snapshot holding its key and the
 //! `sending` state) waits on the write's receipt off-turn.
+//!
+//! **Group commit.** The writer takes every snapshot queued while it was
+//! busy and commits them in one transaction (one fsync for all of them):
+//! many sessions' writes share the disk's wait, and each receipt is sent
+//! only once its transaction is on disk. A session with several snapshots
+//! in one group has its newest written (each snapshot is the whole state,
+//! and a later one supersedes an earlier one); every one of its receipts
+//! waits for that write. Links and forgets keep their place in the order:
+//! the group before them is committed first.
 
 use std::collections::HashMap;
 use std::sync::mpsc;
@@ -14,7 +23,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::oneshot;
-use turno_store::{Store, StoreError};
+use turno_store::{SnapshotWrite, Store, StoreError};
 
 /// The key of a session's chart snapshot.
 pub const CHART: &str = "chart";
@@ -113,38 +122,157 @@ impl Persister {
     }
 }
 
-fn writer(store: Store, ttl: Duration, rx: mpsc::Receiver<Job>) {
-    let mut versions: HashMap<String, Option<u64>> = HashMap::new();
-    while let Ok(job) = rx.recv() {
-        match job {
-            Job::Put {
+/// The most jobs the writer takes at once: a bound on one transaction.
+const MAX_GROUP: usize = 512;
+
+/// Snapshot puts gathered for one transaction.
+#[derive(Default)]
+struct Group {
+    /// Per session, in first-queued order: the newest snapshot, the newest
+    /// draft, and every receipt waiting for them.
+    sessions: Vec<Pending>,
+    index: HashMap<String, usize>,
+}
+
+struct Pending {
+    sid: String,
+    data: Vec<u8>,
+    draft: Option<(u64, Vec<u8>)>,
+    done: Vec<oneshot::Sender<Result<(), String>>>,
+}
+
+impl Group {
+    fn add(
+        &mut self,
+        sid: String,
+        data: Vec<u8>,
+        draft: Option<(u64, Vec<u8>)>,
+        done: Option<oneshot::Sender<Result<(), String>>>,
+    ) {
+        let i = *self.index.entry(sid.clone()).or_insert_with(|| {
+            self.sessions.push(Pending {
                 sid,
-                data,
-                draft,
-                done,
-            } => {
-                let r = put(&store, &mut versions, &sid, &data, ttl).and_then(|()| match &draft {
-                    Some((v, d)) => store.save_draft(&sid, DRAFT, *v, d, Some(ttl)).map(|_| ()),
-                    None => Ok(()),
-                });
-                if let Some(done) = done {
-                    let _ = done.send(r.map_err(|e| e.to_string()));
-                }
-            }
-            Job::Link { sid, token } => {
-                let _ =
-                    store.put_snapshot(&link_owner(&token), "sid", None, sid.as_bytes(), Some(ttl));
-            }
-            Job::Forget { sid, token, done } => {
-                versions.remove(&sid);
-                let r = store
-                    .forget(&sid)
-                    .and_then(|_| store.forget(&link_owner(&token)))
-                    .map(|_| ())
-                    .map_err(|e| e.to_string());
-                let _ = done.send(r);
+                data: Vec::new(),
+                draft: None,
+                done: Vec::new(),
+            });
+            self.sessions.len() - 1
+        });
+        let p = &mut self.sessions[i];
+        p.data = data;
+        if let Some((v, d)) = draft {
+            if p.draft.as_ref().is_none_or(|(old, _)| *old < v) {
+                p.draft = Some((v, d));
             }
         }
+        p.done.extend(done);
+    }
+
+    /// Commits the group's snapshots in one transaction, then its drafts,
+    /// and sends every receipt.
+    fn flush(&mut self, store: &Store, versions: &mut HashMap<String, Option<u64>>, ttl: Duration) {
+        if self.sessions.is_empty() {
+            return;
+        }
+        let sessions = std::mem::take(&mut self.sessions);
+        self.index.clear();
+        let results = commit_group(store, versions, &sessions, ttl);
+        for (p, r) in sessions.into_iter().zip(results) {
+            let r = r.and_then(|()| match &p.draft {
+                Some((v, d)) => store
+                    .save_draft(&p.sid, DRAFT, *v, d, Some(ttl))
+                    .map(|_| ())
+                    .map_err(|e| e.to_string()),
+                None => Ok(()),
+            });
+            for done in p.done {
+                let _ = done.send(r.clone());
+            }
+        }
+    }
+}
+
+/// One transaction for every session's snapshot; if another writer got in
+/// the way (a conflict: an older server instance's last write), each
+/// session is written alone, as [`put`] resolves it.
+fn commit_group(
+    store: &Store,
+    versions: &mut HashMap<String, Option<u64>>,
+    sessions: &[Pending],
+    ttl: Duration,
+) -> Vec<Result<(), String>> {
+    let mut writes = Vec::with_capacity(sessions.len());
+    for p in sessions {
+        let expected = match versions.get(&p.sid) {
+            Some(v) => *v,
+            None => match store.get_snapshot(&p.sid, CHART) {
+                Ok(s) => s.map(|s| s.version),
+                Err(e) => return sessions.iter().map(|_| Err(e.to_string())).collect(),
+            },
+        };
+        writes.push(SnapshotWrite {
+            owner: p.sid.clone(),
+            key: CHART.into(),
+            expected,
+            data: p.data.clone(),
+            ttl: Some(ttl),
+        });
+    }
+    match store.commit(&writes, &[]) {
+        Ok(new) => {
+            for (p, v) in sessions.iter().zip(new) {
+                versions.insert(p.sid.clone(), Some(v));
+            }
+            sessions.iter().map(|_| Ok(())).collect()
+        }
+        Err(StoreError::Conflict { .. }) => sessions
+            .iter()
+            .map(|p| {
+                versions.remove(&p.sid);
+                put(store, versions, &p.sid, &p.data, ttl).map_err(|e| e.to_string())
+            })
+            .collect(),
+        Err(e) => sessions.iter().map(|_| Err(e.to_string())).collect(),
+    }
+}
+
+fn writer(store: Store, ttl: Duration, rx: mpsc::Receiver<Job>) {
+    let mut versions: HashMap<String, Option<u64>> = HashMap::new();
+    let mut group = Group::default();
+    while let Ok(first) = rx.recv() {
+        // Everything queued meanwhile joins this round.
+        let round = std::iter::once(first).chain(std::iter::from_fn(|| rx.try_recv().ok()));
+        for job in round.take(MAX_GROUP) {
+            match job {
+                Job::Put {
+                    sid,
+                    data,
+                    draft,
+                    done,
+                } => group.add(sid, data, draft, done),
+                Job::Link { sid, token } => {
+                    group.flush(&store, &mut versions, ttl);
+                    let _ = store.put_snapshot(
+                        &link_owner(&token),
+                        "sid",
+                        None,
+                        sid.as_bytes(),
+                        Some(ttl),
+                    );
+                }
+                Job::Forget { sid, token, done } => {
+                    group.flush(&store, &mut versions, ttl);
+                    versions.remove(&sid);
+                    let r = store
+                        .forget(&sid)
+                        .and_then(|_| store.forget(&link_owner(&token)))
+                        .map(|_| ())
+                        .map_err(|e| e.to_string());
+                    let _ = done.send(r);
+                }
+            }
+        }
+        group.flush(&store, &mut versions, ttl);
     }
 }
 
@@ -189,3 +317,49 @@ pub fn resolve_link(store: &Store, token: &str) -> Result<Option<String>, StoreE
         .get_snapshot(&link_owner(token), "sid")?
         .and_then(|s| String::from_utf8(s.data).ok()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snapshot(rev: u64) -> Persisted {
+        Persisted {
+            rev,
+            link: "l".into(),
+            chart: serde_json::json!({ "rev": rev }),
+        }
+    }
+
+    #[test]
+    fn a_group_commits_every_sessions_newest_snapshot_and_answers_every_receipt() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::sqlite(dir.path().join("w.db")).unwrap();
+        let p = Persister::start(store.clone(), Duration::from_secs(60));
+        assert_eq!(p.put("s3", &snapshot(0), None).blocking_recv().unwrap(), Ok(()));
+        // Another writer (an older server instance) writes behind the
+        // persister's back: the next group's transaction conflicts, and each
+        // session is written alone.
+        let other = Store::sqlite(dir.path().join("w.db")).unwrap();
+        other.put_snapshot("s3", CHART, Some(1), b"older", None).unwrap();
+        let mut receipts = Vec::new();
+        for rev in 1..=20 {
+            for s in 0..8 {
+                let draft = (rev % 5 == 0).then(|| serde_json::json!({ "at": rev }));
+                receipts.push(p.put(&format!("s{s}"), &snapshot(rev), draft));
+            }
+        }
+        for r in receipts {
+            assert_eq!(r.blocking_recv().unwrap(), Ok(()));
+        }
+        for s in 0..8 {
+            let got = load(&store, &format!("s{s}")).unwrap().unwrap();
+            assert_eq!(got.rev, 20, "session s{s} holds its newest snapshot");
+            let draft = store.get_draft(&format!("s{s}"), DRAFT).unwrap().unwrap();
+            assert_eq!(draft.version, 20);
+        }
+        // Later writes go on from the versions the group wrote.
+        assert_eq!(p.put("s3", &snapshot(21), None).blocking_recv().unwrap(), Ok(()));
+        assert_eq!(load(&store, "s3").unwrap().unwrap().rev, 21);
+    }
+}
+
