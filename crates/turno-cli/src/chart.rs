@@ -29,7 +29,9 @@ use clap::Subcommand;
 use crate::events::{self, Item};
 use serde_json::Value;
 use turno_chart::tree::{load_json_tree, Charts};
-use turno_chart::{load_json, mermaid, paths, script, stdlib, volatile, Machine};
+use turno_chart::{load_json, mermaid, paths, script, stdlib, volatile, LoadError, Machine};
+
+use crate::locate;
 
 /// What `turno chart` does.
 #[derive(Subcommand)]
@@ -108,7 +110,25 @@ fn read(path: &Path) -> Result<String, String> {
 fn machine(path: &Path) -> Result<Machine<Value>, String> {
     let text = read(path)?;
     load_json(&text, &volatile::guards(stdlib::implementations()))
-        .map_err(|e| format!("{}: {e}", path.display()))
+        .map_err(|e| load_error(&path.display().to_string(), &text, &e))
+}
+
+/// A machine file's error, pointing at the line: `file:line:column: ...`
+/// (the loader names a JSON path, serde_json a line and column).
+pub fn load_error(file: &str, text: &str, e: &LoadError) -> String {
+    match e {
+        LoadError::Invalid(b) => locate::in_file(file, text, &b.path, e),
+        LoadError::Syntax(m) => {
+            let at = m.rsplit_once(" at line ").and_then(|(_, lc)| {
+                let (l, c) = lc.split_once(" column ")?;
+                Some((l.parse::<usize>().ok()?, c.parse::<usize>().ok()?))
+            });
+            match at {
+                Some((line, col)) => format!("{file}:{line}:{col}: {e}"),
+                None => format!("{file}: {e}"),
+            }
+        }
+    }
 }
 
 /// The machine and its `--chart NAME=FILE` child charts.
@@ -130,14 +150,14 @@ fn machine_tree(
     }
     let text = read(path)?;
     load_json_tree(&text, &named, &volatile::guards(stdlib::implementations())).map_err(|e| {
-        let file = match &e.chart {
-            Some(n) => files
-                .iter()
-                .find(|(name, _)| name == n)
-                .map_or(n.clone(), |f| f.1.clone()),
-            None => path.display().to_string(),
+        let (file, source) = match &e.chart {
+            Some(n) => match files.iter().zip(&named).find(|((name, _), _)| name == n) {
+                Some(((_, file), (_, source))) => (file.clone(), source.as_str()),
+                None => (n.clone(), ""),
+            },
+            None => (path.display().to_string(), text.as_str()),
         };
-        format!("{file}: {}", e.error)
+        load_error(&file, source, &e.error)
     })
 }
 

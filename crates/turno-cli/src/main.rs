@@ -13,6 +13,7 @@ mod events;
 mod inspect;
 mod js;
 mod learn;
+mod locate;
 mod scxml;
 mod wizard;
 

@@ -179,7 +179,13 @@ pub fn export(machine: &Path) -> ExitCode {
     };
     let m = match turno_chart::load_json(&text, &turno_chart::stdlib::implementations()) {
         Ok(m) => m,
-        Err(e) => return fail(format!("{}: {e}", machine.display())),
+        Err(e) => {
+            return fail(crate::chart::load_error(
+                &machine.display().to_string(),
+                &text,
+                &e,
+            ))
+        }
     };
     match turno_scxml::export::to_scxml(&m) {
         Ok(doc) => {

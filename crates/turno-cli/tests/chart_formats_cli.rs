@@ -201,6 +201,49 @@ fn a_bad_events_file_points_at_the_line_for_both_formats() {
 }
 
 #[test]
+fn a_bad_machine_points_at_the_line_for_both_formats() {
+    let dir = scratch("machine");
+    let events = dir.join("events.json");
+    std::fs::write(&events, "[]").unwrap();
+    let e = events.display().to_string();
+    let json = dir.join("bad.json");
+    std::fs::write(
+        &json,
+        "{\"initial\": \"a\",\n \"states\": {\n  \"a\": {\"on\": {\"GO\": \"zz\"}}}}",
+    )
+    .unwrap();
+    let j = json.display().to_string();
+    for cmd in [vec!["run", &j, &e], vec!["paths", &j], vec!["mermaid", &j]] {
+        let mut args = vec!["chart"];
+        args.extend(cmd);
+        let (_, err, rc) = run(&args);
+        assert_eq!(rc, 2);
+        assert!(
+            err.contains(&format!("{j}:3:22: $.states.a.on.GO")),
+            "{err}"
+        );
+    }
+    std::fs::write(&json, "{\"initial\": \"a\",\n \"states\": }").unwrap();
+    let (_, err, rc) = run(&["chart", "paths", &j]);
+    assert_eq!(rc, 2);
+    assert!(err.contains(&format!("{j}:2:")), "{err}");
+    let scxml = dir.join("bad.scxml");
+    std::fs::write(
+        &scxml,
+        "<scxml>\n  <state id='a'>\n    <transition target='b'/>\n  </state>\n</scxml>",
+    )
+    .unwrap();
+    let s = scxml.display().to_string();
+    for cmd in [vec!["run", &s, &e], vec!["paths", &s], vec!["mermaid", &s]] {
+        let mut args = vec!["chart"];
+        args.extend(cmd);
+        let (_, err, rc) = run(&args);
+        assert_eq!(rc, 2);
+        assert!(err.contains(&format!("{s}:3:5: ")), "{err}");
+    }
+}
+
+#[test]
 fn run_prints_the_same_lines_for_both_formats() {
     let dir = scratch("same");
     let (json, scxml) = files(&dir);
