@@ -24,7 +24,8 @@
 //!
 //! Why one tree and not one actor per child: between two macrosteps of
 //! the tree nothing is in flight from one chart to another, so a snapshot
-//! of the whole tree taken there ([`Persist::tree_to_value`]) is
+//! of the whole tree taken there
+//! ([`Persist::tree_to_value`](crate::persist::Persist::tree_to_value)) is
 //! consistent by construction: no event a child sent and the parent has not
 //! seen, no `done` the parent missed, no event the parent sent that the
 //! child never got. Children of separate actors would need a distributed
