@@ -63,14 +63,25 @@ impl Harness {
         n: u64,
         mut run: impl FnMut(),
     ) -> Measurement {
+        self.measure_span(bench, imp, n, || {
+            let start = Instant::now();
+            run();
+            start.elapsed()
+        })
+    }
+
+    /// Like [`Harness::measure`], but `run` times itself and returns the
+    /// span that counts (a bench whose set-up or teardown stays outside the
+    /// timing, like fan-in's system and consumer).
+    pub fn measure_span(
+        &mut self,
+        bench: &str,
+        imp: &str,
+        n: u64,
+        mut run: impl FnMut() -> Duration,
+    ) -> Measurement {
         run();
-        let mut times: Vec<Duration> = (0..self.runs)
-            .map(|_| {
-                let start = Instant::now();
-                run();
-                start.elapsed()
-            })
-            .collect();
+        let mut times: Vec<Duration> = (0..self.runs).map(|_| run()).collect();
         times.sort();
         let secs = times[times.len() / 2].as_secs_f64();
         let m = Measurement {

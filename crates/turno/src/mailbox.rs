@@ -88,7 +88,7 @@ pub(crate) struct Mailbox<M> {
     /// empty is mirrored in an atomic (`system_ready`) so that the hot path
     /// looks at them without the lock.
     system: SystemCell<QueuesBox>,
-    /// The system lane's flags, under the same lock: two bytes, beside the
+    /// The system lane's flags, under the same lock: one byte, beside the
     /// other bytes (beside the queues' pointer they padded it to two words).
     system_flags: SystemCell<SystemFlags>,
     /// The system lane's lock: one byte, beside the flags (a `Mutex` around

@@ -1,16 +1,19 @@
 //! The queues of a mailbox's system lane: control messages, then signals.
 //!
 //! Every actor's first control message is a start, and most actors never
-//! get another (no children, no timers, no watches, never restarted): so a
-//! (re)start is a flag, and the two queues are allocated on the first other
-//! entry and freed again once both are empty. An idle actor's system lane is
-//! one word (a pointer) and two flag bytes the mailbox keeps beside its
-//! other bytes, where two empty `VecDeque`s were eight words; whether the
-//! mailbox is closed is one of those flags, read under the same lock.
+//! get another but the stop that ends them (no children, no timers, no
+//! watches, never restarted): so a (re)start is a flag, a plain stop
+//! (`Stop(Stopped)`) queued while no other control message is is a flag
+//! too, and the two queues are allocated on the first other entry and
+//! freed again once both are empty. An idle actor's system lane is one word
+//! (a pointer) and one flag byte the mailbox keeps beside its other bytes,
+//! where two empty `VecDeque`s were eight words; whether the mailbox is
+//! closed is one of those flags, read under the same lock.
 //!
 //! The order is the lane's: a (re)start before any other control message,
-//! the others first in, first out; signals first in, first out. The lock
-//! and the wake-ups are the mailbox's.
+//! the others first in, first out (the stop flag is set only while the
+//! control queue is empty, so it is the oldest of them); signals first in,
+//! first out. The lock and the wake-ups are the mailbox's.
 
 use std::collections::VecDeque;
 
@@ -55,15 +58,33 @@ pub(crate) struct SystemQueues<'a> {
     queues: &'a mut Option<Box<Queues>>,
 }
 
-/// The system lane's flags.
+/// The system lane's flags, one bit each: [`START`], [`STOP`], [`CLOSED`].
 #[derive(Default)]
-pub(crate) struct SystemFlags {
-    /// A (re)start is queued: it is taken before any other control message.
-    /// Two (re)starts queued at once are one (a second `started` hook on
-    /// the same instance has no meaning).
-    start: bool,
-    /// The mailbox is closed: nothing is queued any more.
-    closed: bool,
+pub(crate) struct SystemFlags(u8);
+
+/// A (re)start is queued: it is taken before any other control message.
+/// Two (re)starts queued at once are one (a second `started` hook on the
+/// same instance has no meaning).
+const START: u8 = 1;
+/// A `Stop(Stopped)` is queued ahead of every control message in the queue
+/// (it was set while the queue was empty).
+const STOP: u8 = 2;
+/// The mailbox is closed: nothing is queued any more.
+const CLOSED: u8 = 4;
+
+impl SystemFlags {
+    fn has(&self, bit: u8) -> bool {
+        self.0 & bit != 0
+    }
+    fn set(&mut self, bit: u8) {
+        self.0 |= bit;
+    }
+    /// Clears `bit`; true if it was set.
+    fn take(&mut self, bit: u8) -> bool {
+        let was = self.has(bit);
+        self.0 &= !bit;
+        was
+    }
 }
 
 /// The system lane's queues, allocated on the first entry other than a
@@ -84,7 +105,13 @@ impl<'a> SystemQueues<'a> {
 
     pub(crate) fn push_control(&mut self, c: Control) {
         match c {
-            Control::Start => self.flags.start = true,
+            Control::Start => self.flags.set(START),
+            Control::Stop(ExitReason::Stopped)
+                if !self.flags.has(STOP)
+                    && self.queues.as_ref().is_none_or(|q| q.control.is_empty()) =>
+            {
+                self.flags.set(STOP)
+            }
             c => self.queues().control.push_back(c),
         }
     }
@@ -95,8 +122,11 @@ impl<'a> SystemQueues<'a> {
 
     /// The next control message, a (re)start first.
     pub(crate) fn pop_control(&mut self) -> Option<Control> {
-        if std::mem::take(&mut self.flags.start) {
+        if self.flags.take(START) {
             return Some(Control::Start);
+        }
+        if self.flags.take(STOP) {
+            return Some(Control::Stop(ExitReason::Stopped));
         }
         let c = self.queues.as_mut()?.control.pop_front();
         self.free_if_empty();
@@ -110,7 +140,9 @@ impl<'a> SystemQueues<'a> {
     }
 
     pub(crate) fn control_len(&self) -> usize {
-        usize::from(self.flags.start) + self.queues.as_ref().map_or(0, |q| q.control.len())
+        usize::from(self.flags.has(START))
+            + usize::from(self.flags.has(STOP))
+            + self.queues.as_ref().map_or(0, |q| q.control.len())
     }
 
     pub(crate) fn signal_len(&self) -> usize {
@@ -121,20 +153,19 @@ impl<'a> SystemQueues<'a> {
     // an atomic byte, instead; the tests still ask.
     #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn is_empty(&self) -> bool {
-        !self.flags.start && self.queues.is_none()
+        !self.flags.has(START) && !self.flags.has(STOP) && self.queues.is_none()
     }
 
     /// Drops everything queued and marks the lane closed (the mailbox is
     /// closing).
     pub(crate) fn close(&mut self) {
-        self.flags.start = false;
-        self.flags.closed = true;
+        self.flags.0 = CLOSED;
         *self.queues = None;
     }
 
     /// True once [`SystemQueues::close`] has run.
     pub(crate) fn is_closed(&self) -> bool {
-        self.flags.closed
+        self.flags.has(CLOSED)
     }
 
     fn queues(&mut self) -> &mut Queues {
@@ -213,9 +244,52 @@ mod tests {
     }
 
     #[test]
-    fn an_idle_lane_is_one_word_and_two_bytes() {
+    fn a_plain_stop_allocates_nothing_and_keeps_its_place() {
+        let (mut flags, mut queues) = (SystemFlags::default(), None);
+        let mut q = SystemQueues::new(&mut flags, &mut queues);
+        q.push_control(Control::Start);
+        q.push_control(Control::Stop(ExitReason::Stopped));
+        assert!(
+            q.queues.is_none(),
+            "a start and a plain stop allocate nothing"
+        );
+        assert_eq!(q.control_len(), 2);
+        // Later control messages queue behind the flagged stop, a second
+        // stop among them.
+        q.push_control(Control::ChildTerminated(ActorId(7)));
+        q.push_control(Control::Stop(ExitReason::Stopped));
+        q.push_control(Control::Stop(ExitReason::Failed("x".into())));
+        assert_eq!(q.control_len(), 5);
+        assert_eq!(kind(q.pop_control()).as_deref(), Some("Start"));
+        assert_eq!(kind(q.pop_control()).as_deref(), Some("Stop(Stopped)"));
+        assert_eq!(
+            kind(q.pop_control()).as_deref(),
+            Some("ChildTerminated(ActorId(7))")
+        );
+        assert_eq!(kind(q.pop_control()).as_deref(), Some("Stop(Stopped)"));
+        assert_eq!(
+            kind(q.pop_control()).as_deref(),
+            Some("Stop(Failed(\"x\"))")
+        );
+        assert_eq!(kind(q.pop_control()), None);
+        assert!(q.is_empty() && q.queues.is_none());
+        // A stop behind a queued control message waits its turn.
+        q.push_control(Control::Restart(2));
+        q.push_control(Control::Stop(ExitReason::Stopped));
+        assert_eq!(kind(q.pop_control()).as_deref(), Some("Restart(2)"));
+        assert_eq!(kind(q.pop_control()).as_deref(), Some("Stop(Stopped)"));
+        assert!(q.is_empty());
+        // Closing drops a flagged stop.
+        q.push_control(Control::Stop(ExitReason::Stopped));
+        q.close();
+        assert_eq!(q.control_len(), 0);
+        assert!(q.pop_control().is_none());
+    }
+
+    #[test]
+    fn an_idle_lane_is_one_word_and_one_byte() {
         // The mailbox keeps the flags beside its other bytes.
         assert_eq!(std::mem::size_of::<QueuesBox>(), 8);
-        assert_eq!(std::mem::size_of::<SystemFlags>(), 2);
+        assert_eq!(std::mem::size_of::<SystemFlags>(), 1);
     }
 }

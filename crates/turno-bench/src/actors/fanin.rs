@@ -4,6 +4,14 @@
 //! `send_blocking`). The actor sums; the run ends when it has all `n` and
 //! the sum is checked.
 //!
+//! Each run builds its system (or runtime) and spawns the consumer first,
+//! outside the timing; the timing runs from the producers' spawn to the
+//! verified sum; joining the producers, stopping the consumer and the
+//! shutdown come after it. The channel peers (crossbeam-channel, kanal,
+//! std's `sync_channel`, all bounded at [`CAPACITY`]) consume on an OS
+//! thread of their own; `tokio-ct` consumes in a `block_on` on the bench's
+//! thread (no thread of its own), `tokio-mt` in a task.
+//!
 //! Where a peer has no bounded mailbox with a blocking send from a foreign
 //! thread, its unbounded send is used and the table says so: actix
 //! (`do_send` ignores the mailbox capacity) and ractor (unbounded
@@ -12,11 +20,11 @@
 //! so producers blocked on a full mailbox would wait forever.
 
 use std::thread::{self, JoinHandle};
-use turno::System;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, Sender};
 
-use super::{n_or, not_applicable, wait, TokioRt, Turno};
+use super::{n_or, not_applicable, tokio_rt, wait, TokioRt, Turno};
 use crate::harness::Harness;
 use crate::Args;
 
@@ -52,7 +60,7 @@ pub fn run(args: &Args, h: &mut Harness) {
         );
     }
     type Impl = (&'static str, fn(&mut Harness, &str, Job));
-    let peers: [Impl; 8] = [
+    let peers: [Impl; 10] = [
         ("actix", actix_impl),
         ("ractor", ractor_impl),
         ("ractor-ct", ractor_impl),
@@ -61,6 +69,8 @@ pub fn run(args: &Args, h: &mut Harness) {
         ("tokio-ct", tokio_impl),
         ("tokio-mt", tokio_impl),
         ("crossbeam", crossbeam_impl),
+        ("kanal", kanal_impl),
+        ("std", std_impl),
     ];
     for (imp, f) in peers {
         if args.selected(BENCH, imp) {
@@ -147,22 +157,23 @@ impl turno::Actor for Sum {
 }
 
 fn turno_impl(h: &mut Harness, imp: &str, job: Job) {
-    let mut sys = Turno::new(imp);
-    h.measure(BENCH, imp, job.n, || {
+    h.measure_span(BENCH, imp, job.n, || {
+        let mut sys = Turno::new(imp);
         let (tx, rx) = bounded(1);
         let props = turno::Props::new().mailbox(turno::Policy::Suspend(CAPACITY));
         let mut once = Some(Sum::new(job.n, tx));
         let sum = sys.spawn(props, move || once.take().expect("no restarts"));
+        let start = Instant::now();
         let producers = produce(job, &sum, |a, v| {
             assert!(a.send_blocking(v).is_enqueued());
         });
         assert_eq!(sys.wait(&rx), job.sum);
+        let span = start.elapsed();
         join(producers);
-        if let Turno::Threaded(s) = &sys {
-            s.stop(sum.id());
-        }
+        sys.stop(sum.id());
+        sys.close();
+        span
     });
-    sys.close();
 }
 
 // ---------------------------------------------------------------- actix
@@ -187,8 +198,8 @@ mod ax {
 
 fn actix_impl(h: &mut Harness, _imp: &str, job: Job) {
     use actix::Actor as _;
-    let sys = actix_rt::System::new();
-    h.measure(BENCH, "actix (unbounded)", job.n, || {
+    h.measure_span(BENCH, "actix (unbounded)", job.n, || {
+        let sys = actix_rt::System::new();
         let (tx, rx) = tokio::sync::oneshot::channel();
         let addr = sys.block_on(async {
             Sum::with(job.n, move |total| {
@@ -196,11 +207,16 @@ fn actix_impl(h: &mut Harness, _imp: &str, job: Job) {
             })
             .start()
         });
+        let start = Instant::now();
         let producers = produce(job, &addr, |a, v| a.do_send(ax::V(v)));
         // The actor runs while this thread drives the system.
         let total = sys.block_on(rx).expect("actix fanin finished");
         assert_eq!(total, job.sum);
+        let span = start.elapsed();
         join(producers);
+        drop(addr);
+        drop(sys);
+        span
     });
 }
 
@@ -234,8 +250,8 @@ mod rc {
 }
 
 fn ractor_impl(h: &mut Harness, imp: &str, job: Job) {
-    let rt = TokioRt::new(imp);
-    h.measure(BENCH, &format!("{imp} (unbounded)"), job.n, || {
+    h.measure_span(BENCH, &format!("{imp} (unbounded)"), job.n, || {
+        let rt = TokioRt::new(imp);
         let (tx, rx) = bounded(1);
         let (a, handle) = rt
             .block_on(ractor::Actor::spawn(
@@ -244,11 +260,15 @@ fn ractor_impl(h: &mut Harness, imp: &str, job: Job) {
                 Sum::new(job.n, tx),
             ))
             .expect("spawn");
+        let start = Instant::now();
         let producers = produce(job, &a, |a, v| assert!(a.cast(v).is_ok()));
         assert_eq!(wait(&rx), job.sum);
+        let span = start.elapsed();
         join(producers);
         a.stop(None);
         let _ = rt.block_on(handle);
+        rt.shutdown_timeout(Duration::from_secs(5));
+        span
     });
 }
 
@@ -275,61 +295,129 @@ mod km {
 
 fn kameo_impl(h: &mut Harness, imp: &str, job: Job) {
     use kameo::actor::Spawn;
-    let rt = TokioRt::new(imp);
-    h.measure(BENCH, imp, job.n, || {
+    h.measure_span(BENCH, imp, job.n, || {
+        let rt = TokioRt::new(imp);
         let (tx, rx) = bounded(1);
         let a = {
             let _g = rt.enter();
             Sum::spawn_with_mailbox(Sum::new(job.n, tx), kameo::mailbox::bounded(CAPACITY))
         };
+        let start = Instant::now();
         let producers = produce(job, &a, |a, v| {
             assert!(a.tell(km::V(v)).blocking_send().is_ok());
         });
         assert_eq!(wait(&rx), job.sum);
+        let span = start.elapsed();
         join(producers);
         rt.block_on(async {
             let _ = a.stop_gracefully().await;
             a.wait_for_shutdown().await;
         });
+        rt.shutdown_timeout(Duration::from_secs(5));
+        span
     });
 }
 
 // ---------------------------------------------------------------- tokio
 
 fn tokio_impl(h: &mut Harness, imp: &str, job: Job) {
-    let rt = TokioRt::new(imp);
-    h.measure(BENCH, imp, job.n, || {
-        let (tx, rx) = bounded(1);
+    h.measure_span(BENCH, imp, job.n, || {
+        let rt = if imp.ends_with("-ct") {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("tokio runtime")
+        } else {
+            tokio_rt()
+        };
         let (mtx, mut inbox) = tokio::sync::mpsc::channel::<u64>(CAPACITY);
-        let mut sum = Sum::new(job.n, tx);
-        rt.spawn(async move {
-            while let Some(v) = inbox.recv().await {
-                sum.add(v);
-            }
-        });
+        let start = Instant::now();
         let producers = produce(job, &mtx, |a, v| assert!(a.blocking_send(v).is_ok()));
         drop(mtx);
-        assert_eq!(wait(&rx), job.sum);
+        let consume = async move {
+            let mut total = 0;
+            while let Some(v) = inbox.recv().await {
+                total += v;
+            }
+            total
+        };
+        // Current-thread: the consumer runs on this thread, in `block_on`.
+        let total = if imp.ends_with("-ct") {
+            rt.block_on(consume)
+        } else {
+            rt.block_on(rt.spawn(consume)).expect("consumer task")
+        };
+        assert_eq!(total, job.sum);
+        let span = start.elapsed();
         join(producers);
+        drop(rt);
+        span
     });
 }
 
 // ---------------------------------------------------------------- crossbeam
 
-fn crossbeam_impl(h: &mut Harness, _imp: &str, job: Job) {
-    h.measure(BENCH, "crossbeam", job.n, || {
-        let (tx, rx) = bounded(1);
-        let (mtx, inbox) = bounded::<u64>(CAPACITY);
-        let mut sum = Sum::new(job.n, tx);
-        let consumer = thread::spawn(move || {
-            for v in inbox {
-                sum.add(v);
-            }
-        });
-        let producers = produce(job, &mtx, |a, v| a.send(v).expect("consumer alive"));
-        drop(mtx);
-        assert_eq!(wait(&rx), job.sum);
+/// A channel consumer's loop: receives until every sender is gone and
+/// returns the sum.
+type Consume = Box<dyn FnOnce() -> u64 + Send>;
+
+/// A channel peer: `channel` makes a bounded sender and the consumer's
+/// loop (run on an OS thread of its own).
+fn channel_impl<S: Clone + Send + 'static>(
+    h: &mut Harness,
+    label: &str,
+    job: Job,
+    channel: fn() -> (S, Consume),
+    send: fn(&S, u64),
+) {
+    h.measure_span(BENCH, label, job.n, || {
+        let (tx, consume) = channel();
+        let consumer = thread::spawn(consume);
+        let start = Instant::now();
+        let producers = produce(job, &tx, send);
+        drop(tx);
+        assert_eq!(consumer.join().expect("consumer"), job.sum);
+        let span = start.elapsed();
         join(producers);
-        consumer.join().expect("consumer");
+        span
     });
+}
+
+fn crossbeam_impl(h: &mut Harness, _imp: &str, job: Job) {
+    channel_impl(
+        h,
+        "crossbeam",
+        job,
+        || {
+            let (tx, rx) = bounded::<u64>(CAPACITY);
+            (tx, Box::new(move || rx.iter().sum()))
+        },
+        |tx, v| tx.send(v).expect("consumer alive"),
+    );
+}
+
+fn kanal_impl(h: &mut Harness, _imp: &str, job: Job) {
+    channel_impl(
+        h,
+        "kanal",
+        job,
+        || {
+            let (tx, rx) = kanal::bounded::<u64>(CAPACITY);
+            (tx, Box::new(move || rx.into_iter().sum()))
+        },
+        |tx, v| tx.send(v).expect("consumer alive"),
+    );
+}
+
+fn std_impl(h: &mut Harness, _imp: &str, job: Job) {
+    channel_impl(
+        h,
+        "std sync_channel",
+        job,
+        || {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<u64>(CAPACITY);
+            (tx, Box::new(move || rx.iter().sum()))
+        },
+        |tx, v| tx.send(v).expect("consumer alive"),
+    );
 }

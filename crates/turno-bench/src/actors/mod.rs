@@ -6,7 +6,8 @@
 //! |---|---|---|
 //! | `pingpong` | 2 actors bounce a counter | round trips |
 //! | `ring` | Savina thread ring: a token goes around 1000 actors | hops |
-//! | `spawn` | spawn actors, one message each, each stops, all stops confirmed | actors |
+//! | `spawn` | build the system, spawn actors from outside, one message each, all handled, stop each from outside, all stopped, shut down; the whole timed | actors |
+//! | `spawn-pipelined` | narrower: spawn into a warm system, one message each, each stops itself on it, all stops confirmed | actors |
 //! | `fanout` | one actor sends jobs of about 10 µs of arithmetic to 16 actors (how work spreads over threads) | jobs |
 //! | `fanin` | 4 producer threads into one actor (suspend mailbox of 1024), sum checked | messages |
 //! | `counting` | Savina counting: a producer actor sends increments, then asks for the count | messages |
@@ -39,6 +40,11 @@
 //!   own) and on the multi-thread runtime (default workers);
 //! - `crossbeam`: one OS thread per actor, `crossbeam_channel::bounded(1024)`.
 //!
+//! `spawn` and `fanin` measure the way a user writes them and build their
+//! runtimes per run, each peer in its best flavour (tokio current-thread
+//! inside one `block_on` on the bench's thread); their module docs say
+//! how, and what is timed.
+//!
 //! Every run checks its result (counts, sums, who holds the token) and
 //! panics when it is wrong; completion is signalled from inside the actors
 //! (a channel), never detected by sleeping. A lost message shows up as a
@@ -64,12 +70,14 @@ pub mod memory;
 pub mod pingpong;
 pub mod ring;
 pub mod spawn;
+pub mod spawn_pipelined;
 
 /// The actor benches, in the order `all` runs them.
 pub const BENCHES: &[&str] = &[
     "pingpong",
     "ring",
     "spawn",
+    "spawn-pipelined",
     "fanin",
     "fanout",
     "counting",
@@ -88,6 +96,7 @@ pub fn run(bench: &str, args: &Args, h: &mut Harness) -> bool {
         "pingpong" => pingpong::run(args, h),
         "ring" => ring::run(args, h),
         "spawn" => spawn::run(args, h),
+        "spawn-pipelined" => spawn_pipelined::run(args, h),
         "fanin" => fanin::run(args, h),
         "fanout" => fanout::run(args, h),
         "counting" => counting::run(args, h),
