@@ -78,6 +78,22 @@ pub trait Backend: Send + Sync {
         retention: Millis,
         now: Millis,
     ) -> Result<Claim>;
+    /// One transaction: claims the key and, if the claim is new, writes
+    /// every put (checked as [`Backend::commit`] checks them) and completes
+    /// the key with `result`. A claim that is not new writes nothing and
+    /// answers as [`Backend::key_claim`]; a put's version conflict rolls
+    /// the claim back too.
+    #[allow(clippy::too_many_arguments)]
+    fn key_claim_complete(
+        &self,
+        owner: &str,
+        key: &str,
+        fingerprint: &[u8],
+        result: &[u8],
+        puts: &[SnapshotPut<'_>],
+        retention: Millis,
+        now: Millis,
+    ) -> Result<Claim>;
     /// Stores the result of a claimed key; its retention restarts at `now`.
     fn key_complete(
         &self,

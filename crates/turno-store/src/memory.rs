@@ -68,6 +68,37 @@ impl MemoryBackend {
 }
 
 impl Inner {
+    /// Checks every put first (a later put may build on an earlier one of
+    /// the same snapshot), then writes them: all or nothing.
+    fn put_all(&mut self, puts: &[SnapshotPut<'_>], now: Millis) -> Result<Vec<u64>> {
+        let mut seen: BTreeMap<Id, Option<u64>> = BTreeMap::new();
+        let mut versions = Vec::with_capacity(puts.len());
+        for put in puts {
+            let k = id(put.owner, put.key);
+            let actual = match seen.get(&k) {
+                Some(v) => *v,
+                None => self.live_snapshot_version(&k, now),
+            };
+            let version = next_version(put, actual)?;
+            seen.insert(k, Some(version));
+            versions.push(version);
+        }
+        for (put, &version) in puts.iter().zip(&versions) {
+            self.snapshots.insert(
+                id(put.owner, put.key),
+                Snapshot {
+                    owner: put.owner.into(),
+                    key: put.key.into(),
+                    version,
+                    data: put.data.to_vec(),
+                    updated_at: now,
+                    expires_at: put.expires_at,
+                },
+            );
+        }
+        Ok(versions)
+    }
+
     fn live_snapshot_version(&self, k: &Id, now: Millis) -> Option<u64> {
         self.snapshots
             .get(k)
@@ -99,33 +130,7 @@ impl Backend for MemoryBackend {
 
     fn commit(&self, puts: &[SnapshotPut<'_>], acks: &[i64], now: Millis) -> Result<Committed> {
         let mut g = self.lock();
-        // Check every put first (a later put may build on an earlier one of
-        // the same snapshot), then write: all or nothing.
-        let mut seen: BTreeMap<Id, Option<u64>> = BTreeMap::new();
-        let mut versions = Vec::with_capacity(puts.len());
-        for put in puts {
-            let k = id(put.owner, put.key);
-            let actual = match seen.get(&k) {
-                Some(v) => *v,
-                None => g.live_snapshot_version(&k, now),
-            };
-            let version = next_version(put, actual)?;
-            seen.insert(k, Some(version));
-            versions.push(version);
-        }
-        for (put, &version) in puts.iter().zip(&versions) {
-            g.snapshots.insert(
-                id(put.owner, put.key),
-                Snapshot {
-                    owner: put.owner.into(),
-                    key: put.key.into(),
-                    version,
-                    data: put.data.to_vec(),
-                    updated_at: now,
-                    expires_at: put.expires_at,
-                },
-            );
-        }
+        let versions = g.put_all(puts, now)?;
         let mut acked = 0;
         for i in acks {
             if let Some(it) = g.items.get_mut(i).filter(|it| it.acked_at.is_none()) {
@@ -136,6 +141,42 @@ impl Backend for MemoryBackend {
             }
         }
         Ok(Committed { versions, acked })
+    }
+
+    fn key_claim_complete(
+        &self,
+        owner: &str,
+        key: &str,
+        fingerprint: &[u8],
+        result: &[u8],
+        puts: &[SnapshotPut<'_>],
+        retention: Millis,
+        now: Millis,
+    ) -> Result<Claim> {
+        let mut g = self.lock();
+        let k = id(owner, key);
+        if let Some(r) = g.keys.get(&k).filter(|r| r.expires_at > now) {
+            return Ok(classify(
+                &r.fingerprint,
+                r.state,
+                r.result.as_deref(),
+                fingerprint,
+            ));
+        }
+        g.put_all(puts, now)?;
+        g.keys.insert(
+            k,
+            KeyRecord {
+                owner: owner.into(),
+                key: key.into(),
+                fingerprint: fingerprint.to_vec(),
+                state: KeyState::Completed,
+                result: Some(result.to_vec()),
+                created_at: now,
+                expires_at: now.saturating_add(retention),
+            },
+        );
+        Ok(Claim::New)
     }
 
     fn snapshot_delete(

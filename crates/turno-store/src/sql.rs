@@ -400,6 +400,38 @@ impl<E: SqlEngine> Backend for E {
         self.write(|t| E::key_claim(t, owner, key, fingerprint, retention, now))
     }
 
+    fn key_claim_complete(
+        &self,
+        owner: &str,
+        key: &str,
+        fingerprint: &[u8],
+        result: &[u8],
+        puts: &[SnapshotPut<'_>],
+        retention: Millis,
+        now: Millis,
+    ) -> Result<Claim> {
+        self.write(|t| {
+            match E::key_claim(t, owner, key, fingerprint, retention, now)? {
+                Claim::New => {}
+                other => return Ok(other),
+            }
+            for put in puts {
+                t.between();
+                E::put(t, put, now)?;
+            }
+            let args = [
+                Text(owner),
+                Text(key),
+                Bytes(result),
+                Int(now.saturating_add(retention)),
+                Int(now),
+            ];
+            let n = t.exec(KEY_COMPLETE, &args)?;
+            key_settled(t, n, owner, key, now)?;
+            Ok(Claim::New)
+        })
+    }
+
     fn key_complete(
         &self,
         owner: &str,

@@ -403,6 +403,64 @@ impl Store {
             .key_claim(owner, key, fingerprint, ms(self.retention), self.now())
     }
 
+    /// For an operation that is itself a write in this store (a ledger
+    /// entry, say): claims the key and, if the claim is new, writes
+    /// `writes` and completes the key with `result`, all in one
+    /// transaction, so the operation and its key never disagree and one
+    /// commit waits for the disk instead of three. A claim that is not new
+    /// writes nothing and answers as [`Store::claim`] does
+    /// ([`Claim::Completed`] with the stored result for a replay); a
+    /// version conflict in `writes` is [`StoreError::Conflict`] and leaves
+    /// the key unclaimed.
+    ///
+    /// ```
+    /// use turno_store::{Claim, SnapshotWrite, Store};
+    ///
+    /// let store = Store::memory();
+    /// let entry = SnapshotWrite::new("ledger", "ch_1", None, b"10 EUR".to_vec());
+    /// let first = store.claim_and_complete("gw", "key-1", b"req", b"ch_1", &[entry.clone()]).unwrap();
+    /// assert_eq!(first, Claim::New);
+    /// // A retry with the same key is answered from the key; nothing is written twice.
+    /// let again = store.claim_and_complete("gw", "key-1", b"req", b"ch_2", &[entry]).unwrap();
+    /// assert_eq!(again, Claim::Completed(b"ch_1".to_vec()));
+    /// assert_eq!(store.list_snapshots("ledger").unwrap().len(), 1);
+    /// ```
+    pub fn claim_and_complete(
+        &self,
+        owner: &str,
+        key: &str,
+        fingerprint: &[u8],
+        result: &[u8],
+        writes: &[SnapshotWrite],
+    ) -> Result<Claim> {
+        check_name("owner", owner)?;
+        check_name("key", key)?;
+        for w in writes {
+            check_name("owner", &w.owner)?;
+            check_name("key", &w.key)?;
+        }
+        let now = self.now();
+        let puts: Vec<SnapshotPut<'_>> = writes
+            .iter()
+            .map(|w| SnapshotPut {
+                owner: &w.owner,
+                key: &w.key,
+                expected: w.expected,
+                data: &w.data,
+                expires_at: w.ttl.map(|t| now.saturating_add(ms(t))),
+            })
+            .collect();
+        self.backend.key_claim_complete(
+            owner,
+            key,
+            fingerprint,
+            result,
+            &puts,
+            ms(self.retention),
+            now,
+        )
+    }
+
     /// Stores the result of the claimed operation; later claims with the same
     /// fingerprint get [`Claim::Completed`] with it, for the retention window
     /// from now. Fails with [`StoreError::NotInProgress`] when the key is not

@@ -99,6 +99,7 @@ on_every_backend!(
     concurrent_takeovers_have_one_winner,
     fencing_refuses_the_old_owner_and_applies_each_message_once,
     due_entities_are_listed_earliest_first,
+    claim_and_complete_is_one_transaction,
 );
 
 fn conflict(r: Result<u64, StoreError>) -> (Option<u64>, Option<u64>) {
@@ -857,4 +858,55 @@ fn due_entities_are_listed_earliest_first(f: Fixture) {
     // Its timer fired and none is pending: no longer due.
     put(shard, lease.epoch, "soon", None);
     assert_eq!(keys(10), ["due-now", "late"]);
+}
+
+fn claim_and_complete_is_one_transaction(f: Fixture) {
+    let s = &f.store;
+    let entry = |id: &str| SnapshotWrite::new("ledger-cc", id, None, b"10 EUR".to_vec());
+    assert_eq!(
+        s.claim_and_complete("gw-cc", "k1", b"req", b"ch_1", &[entry("ch_1")])
+            .unwrap(),
+        Claim::New
+    );
+    let rec = s.lookup("gw-cc", "k1").unwrap().unwrap();
+    assert_eq!(
+        (rec.state, rec.result.as_deref()),
+        (KeyState::Completed, Some(&b"ch_1"[..]))
+    );
+    // A replay is answered from the key and writes nothing.
+    assert_eq!(
+        s.claim_and_complete("gw-cc", "k1", b"req", b"ch_2", &[entry("ch_2")])
+            .unwrap(),
+        Claim::Completed(b"ch_1".to_vec())
+    );
+    assert_eq!(
+        s.claim_and_complete("gw-cc", "k1", b"other", b"ch_3", &[entry("ch_3")])
+            .unwrap(),
+        Claim::FingerprintMismatch
+    );
+    // A key claimed the ordinary way is in progress: nothing written.
+    assert_eq!(s.claim("gw-cc", "k2", b"req").unwrap(), Claim::New);
+    assert_eq!(
+        s.claim_and_complete("gw-cc", "k2", b"req", b"ch_4", &[entry("ch_4")])
+            .unwrap(),
+        Claim::InProgress
+    );
+    // A write that conflicts rolls the claim back too.
+    let conflict = s.claim_and_complete("gw-cc", "k3", b"req", b"ch_1", &[entry("ch_1")]);
+    assert!(
+        matches!(conflict, Err(StoreError::Conflict { .. })),
+        "{conflict:?}"
+    );
+    assert_eq!(
+        s.lookup("gw-cc", "k3").unwrap(),
+        None,
+        "the claim was rolled back"
+    );
+    let keys: Vec<String> = s
+        .list_snapshots("ledger-cc")
+        .unwrap()
+        .into_iter()
+        .map(|m| m.key)
+        .collect();
+    assert_eq!(keys, ["ch_1"]);
 }

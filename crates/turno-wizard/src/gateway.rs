@@ -34,7 +34,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Value};
 use turno::{Actor, Addr, Context, Props, ReplyTo, System, ThreadedSystem};
-use turno_store::{Claim, KeyState, Store};
+use turno_store::{Claim, KeyState, SnapshotWrite, Store};
 
 use crate::ids::random_hex;
 
@@ -102,34 +102,33 @@ pub struct GatewayActor {
 }
 
 impl GatewayActor {
+    /// A charge: the claim of its key, the ledger entry and the key's
+    /// completion with the receipt in one transaction
+    /// ([`Store::claim_and_complete`]): one commit waits for the disk, and
+    /// a charge is in the ledger exactly when its key says so.
     fn charge(&mut self, key: &str, body: &[u8]) -> Charged {
-        match self.store.claim(OWNER, key, body) {
+        let req: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+        let id = format!("ch_{}", random_hex(8));
+        let receipt = json!({
+            "id": id,
+            "key": key,
+            "amount_cents": req["amount_cents"],
+            "plan": req["plan"],
+            "last4": req["last4"],
+            "at_ms": self.store.now(),
+        });
+        let bytes = receipt.to_string().into_bytes();
+        let entry = SnapshotWrite::new(LEDGER, id, None, bytes.clone());
+        match self
+            .store
+            .claim_and_complete(OWNER, key, body, &bytes, &[entry])
+        {
             Err(e) => Charged::Failed(e.to_string()),
+            Ok(Claim::New) => Charged::New(receipt),
             Ok(Claim::InProgress) => Charged::InProgress,
             Ok(Claim::FingerprintMismatch) => Charged::Mismatch,
             Ok(Claim::Completed(r)) => {
                 Charged::Replayed(serde_json::from_slice(&r).unwrap_or(Value::Null))
-            }
-            Ok(Claim::New) => {
-                let req: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
-                let id = format!("ch_{}", random_hex(8));
-                let receipt = json!({
-                    "id": id,
-                    "key": key,
-                    "amount_cents": req["amount_cents"],
-                    "plan": req["plan"],
-                    "last4": req["last4"],
-                    "at_ms": self.store.now(),
-                });
-                let bytes = receipt.to_string().into_bytes();
-                if let Err(e) = self.store.put_snapshot(LEDGER, &id, None, &bytes, None) {
-                    let _ = self.store.abandon(OWNER, key);
-                    return Charged::Failed(e.to_string());
-                }
-                match self.store.complete(OWNER, key, &bytes) {
-                    Ok(()) => Charged::New(receipt),
-                    Err(e) => Charged::Failed(e.to_string()),
-                }
             }
         }
     }
