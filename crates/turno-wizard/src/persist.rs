@@ -335,12 +335,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::sqlite(dir.path().join("w.db")).unwrap();
         let p = Persister::start(store.clone(), Duration::from_secs(60));
-        assert_eq!(p.put("s3", &snapshot(0), None).blocking_recv().unwrap(), Ok(()));
+        assert_eq!(
+            p.put("s3", &snapshot(0), None).blocking_recv().unwrap(),
+            Ok(())
+        );
         // Another writer (an older server instance) writes behind the
         // persister's back: the next group's transaction conflicts, and each
         // session is written alone.
         let other = Store::sqlite(dir.path().join("w.db")).unwrap();
-        other.put_snapshot("s3", CHART, Some(1), b"older", None).unwrap();
+        other
+            .put_snapshot("s3", CHART, Some(1), b"older", None)
+            .unwrap();
         let mut receipts = Vec::new();
         for rev in 1..=20 {
             for s in 0..8 {
@@ -358,8 +363,10 @@ mod tests {
             assert_eq!(draft.version, 20);
         }
         // Later writes go on from the versions the group wrote.
-        assert_eq!(p.put("s3", &snapshot(21), None).blocking_recv().unwrap(), Ok(()));
+        assert_eq!(
+            p.put("s3", &snapshot(21), None).blocking_recv().unwrap(),
+            Ok(())
+        );
         assert_eq!(load(&store, "s3").unwrap().unwrap().rev, 21);
     }
 }
-
