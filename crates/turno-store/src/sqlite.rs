@@ -154,13 +154,17 @@ impl SqliteBackend {
                 cfg.path.display()
             )));
         }
-        conn.execute_batch(&format!(
-            "BEGIN IMMEDIATE; {} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;",
-            schema()
-        ))
-        .inspect_err(|_| {
-            let _ = conn.execute_batch("ROLLBACK");
-        })?;
+        // Only an older file is written to on open: a current one may be on
+        // a full disk (or read by a tool) and must still open.
+        if version < SCHEMA_VERSION {
+            conn.execute_batch(&format!(
+                "BEGIN IMMEDIATE; {} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;",
+                schema()
+            ))
+            .inspect_err(|_| {
+                let _ = conn.execute_batch("ROLLBACK");
+            })?;
+        }
         Ok(SqliteBackend {
             conn: Mutex::new(conn),
             path: cfg.path,
