@@ -56,6 +56,10 @@ pub struct NatsOptions {
     pub ping_interval: Duration,
     /// How long a durable publish waits for the stream's acknowledgement.
     pub ack_timeout: Duration,
+    /// Connect only to the servers given, never to those the cluster
+    /// advertises (default: false, the client learns the cluster's other
+    /// servers and may fail over to them).
+    pub only_given_servers: bool,
 }
 
 impl Default for NatsOptions {
@@ -66,6 +70,7 @@ impl Default for NatsOptions {
             connect_timeout: Duration::from_secs(5),
             ping_interval: Duration::from_secs(1),
             ack_timeout: Duration::from_secs(5),
+            only_given_servers: false,
         }
     }
 }
@@ -105,10 +110,13 @@ impl NatsTransport {
                     .map_err(|e| TransportError::Broker(e.to_string()))
             })
             .collect::<Result<_, _>>()?;
-        let opts = async_nats::ConnectOptions::new()
+        let mut opts = async_nats::ConnectOptions::new()
             .connection_timeout(options.connect_timeout)
             .ping_interval(options.ping_interval)
             .reconnect_delay_callback(|n| Duration::from_millis((50 * n as u64).min(1_000)));
+        if options.only_given_servers {
+            opts = opts.ignore_discovered_servers();
+        }
         let client = rt
             .block_on(opts.connect(addrs))
             .map_err(|e| TransportError::Broker(e.to_string()))?;

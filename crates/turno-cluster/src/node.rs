@@ -259,6 +259,20 @@ impl Kinds {
     }
 }
 
+/// Why an incarnation of a node ended while its process lived on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ended {
+    /// [`Node::rejoin`] was called.
+    Asked,
+    /// The node found a gap this long between two of its pumps (a pause).
+    Paused(Duration),
+    /// A peer announced this incarnation down.
+    DeclaredDown(NodeRef),
+    /// A peer this node had declared down while it heard nobody spoke
+    /// again: this node was the one cut off.
+    CutOff(NodeRef),
+}
+
 /// One incarnation's books. See `docs/cluster.md` for how they balance.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NodeStats {
@@ -311,6 +325,8 @@ pub struct NodeStats {
     pub peers_down: u64,
     /// Remote watchers told of a termination.
     pub terminations_sent: u64,
+    /// Why this incarnation ended, for one that did.
+    pub ended: Option<Ended>,
 }
 
 impl NodeStats {
@@ -546,6 +562,11 @@ impl<S: System, T: Transport> Node<S, T> {
     /// The incarnation of `node` this node believes up, if any.
     pub fn peer(&self, node: &str) -> Option<u64> {
         self.peers.get(node).map(|p| p.inc)
+    }
+
+    /// Every peer this node believes up, with its incarnation.
+    pub fn peers(&self) -> Vec<(String, u64)> {
+        self.peers.iter().map(|(n, p)| (n.clone(), p.inc)).collect()
     }
 
     /// Requests still awaiting their answer: (sends, asks).
@@ -1015,6 +1036,11 @@ impl<S: System, T: Transport> Node<S, T> {
     /// `Unknown`, asks timed out), the tell streams start over, and the
     /// books of the old incarnation are kept in [`Node::retired_stats`].
     pub fn rejoin(&mut self) {
+        self.end(Ended::Asked)
+    }
+
+    fn end(&mut self, why: Ended) {
+        self.stats.ended = Some(why);
         let pending = std::mem::take(&mut self.pending);
         for (_, p) in pending {
             self.resolve(p.waiting, None);
@@ -1242,13 +1268,13 @@ impl<S: System, T: Transport> Node<S, T> {
         if down.contains(&self.me) {
             // Declared down by a peer (a pause, a partition): whatever this
             // incarnation promised is void for the others; a new one starts.
-            self.rejoin();
+            self.end(Ended::DeclaredDown(from.clone()));
         }
         match self.down.get(&from) {
             Some(true) => return,
             // A peer this node declared down while it heard nobody is back,
             // same incarnation: it was this node that was cut off.
-            Some(false) => self.rejoin(),
+            Some(false) => self.end(Ended::CutOff(from.clone())),
             None => {}
         }
         let now = self.transport.now();

@@ -148,6 +148,10 @@ fn start_servers(bin: &PathBuf) -> Cluster {
 }
 
 fn start_node(name: &str, urls: &[String], turn_every_ms: u64) -> NodeProc {
+    start_node_with(name, urls, turn_every_ms, &[])
+}
+
+fn start_node_with(name: &str, urls: &[String], turn_every_ms: u64, extra: &[&str]) -> NodeProc {
     let mut child = Command::new(env!("CARGO_BIN_EXE_turno-cluster-node"))
         .args([
             "--name",
@@ -157,6 +161,7 @@ fn start_node(name: &str, urls: &[String], turn_every_ms: u64) -> NodeProc {
             "--turn-every-ms",
             &turn_every_ms.to_string(),
         ])
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -173,6 +178,59 @@ fn start_node(name: &str, urls: &[String], turn_every_ms: u64) -> NodeProc {
     NodeProc {
         proc: Proc(child),
         lines,
+    }
+}
+
+/// A TCP proxy the test controls, between one node and one nats-server:
+/// cutting it closes every connection and refuses new ones (a network
+/// partition of that node), healing it lets them through again.
+struct Proxy {
+    port: u16,
+    cut: Arc<std::sync::atomic::AtomicBool>,
+    conns: Arc<Mutex<Vec<std::net::TcpStream>>>,
+}
+
+impl Proxy {
+    fn start(upstream: u16) -> Proxy {
+        use std::sync::atomic::Ordering;
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let cut = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let conns: Arc<Mutex<Vec<std::net::TcpStream>>> = Arc::new(Mutex::new(Vec::new()));
+        let (c, k) = (cut.clone(), conns.clone());
+        std::thread::spawn(move || {
+            for inbound in listener.incoming() {
+                let Ok(inbound) = inbound else { continue };
+                if c.load(Ordering::SeqCst) {
+                    drop(inbound);
+                    continue;
+                }
+                let Ok(outbound) = std::net::TcpStream::connect(("127.0.0.1", upstream)) else {
+                    continue;
+                };
+                let pairs = [
+                    (inbound.try_clone().unwrap(), outbound.try_clone().unwrap()),
+                    (outbound.try_clone().unwrap(), inbound.try_clone().unwrap()),
+                ];
+                k.lock().unwrap().extend([inbound, outbound]);
+                for (mut from, mut to) in pairs {
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut to);
+                        let _ = to.shutdown(std::net::Shutdown::Both);
+                    });
+                }
+            }
+        });
+        Proxy { port, cut, conns }
+    }
+
+    fn set_cut(&self, on: bool) {
+        self.cut.store(on, std::sync::atomic::Ordering::SeqCst);
+        if on {
+            for c in self.conns.lock().unwrap().drain(..) {
+                let _ = c.shutdown(std::net::Shutdown::Both);
+            }
+        }
     }
 }
 
@@ -274,9 +332,19 @@ fn check_books(d: &mut Driver, nodes: &BTreeMap<&str, NodeProc>, step: &str) {
             run(d, Duration::from_millis(20));
         }
     }
+    let mut by_kind: BTreeMap<String, u64> = BTreeMap::new();
+    for (v, n) in &s.send_outcomes {
+        let kind = format!("{v:?}");
+        let kind = kind
+            .split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+        *by_kind.entry(kind).or_default() += n;
+    }
     eprintln!(
-        "{step}: driver sends {} = {:?}; asks {} = replied {} + timed out {} + not delivered {}; stale {}",
-        s.sends, s.send_outcomes, s.asks, s.asks_replied, s.asks_timed_out, s.asks_not_delivered, s.stale_replies
+        "{step}: driver sends {} = {by_kind:?}; asks {} = replied {} + timed out {} + not delivered {}; stale {}",
+        s.sends, s.asks, s.asks_replied, s.asks_timed_out, s.asks_not_delivered, s.stale_replies
     );
 }
 
@@ -529,9 +597,66 @@ fn three_servers_three_nodes_every_send_kind_and_every_fault() {
     assert_eq!(
         d.me().inc,
         1,
-        "the paused node did not declare the others down on waking"
+        "the paused node did not declare the others down on waking: {:?}",
+        d.retired_stats()
+            .iter()
+            .map(|r| &r.ended)
+            .collect::<Vec<_>>()
     );
     check_books(&mut d, &nodes, "a paused node");
+
+    // A node cut off from the broker (a TCP proxy between it and its
+    // server): declared down; when the network heals, it finds it was the
+    // one cut off and comes back as a new incarnation; the others keep
+    // theirs.
+    let upstream: u16 = urls[1].rsplit(':').next().unwrap().parse().unwrap();
+    let proxy = Proxy::start(upstream);
+    let through_proxy = [format!("nats://127.0.0.1:{}", proxy.port)];
+    nodes.insert(
+        "n4",
+        start_node_with("n4", &through_proxy, 0, &["--only-given-servers"]),
+    );
+    run_until(&mut d, Duration::from_secs(10), "n4 joins", |d| {
+        d.peer("n4").is_some()
+    });
+    let n4_inc = d.peer("n4").unwrap();
+    proxy.set_cut(true);
+    let took = run_until(&mut d, Duration::from_secs(5), "n4 declared down", |d| {
+        d.peer("n4").is_none()
+    });
+    eprintln!("n4 cut off: declared down in {took:?}");
+    run(&mut d, Duration::from_millis(500));
+    proxy.set_cut(false);
+    run_until(
+        &mut d,
+        Duration::from_secs(10),
+        "n4 back, a new incarnation",
+        |d| d.peer("n4").is_some_and(|i| i > n4_inc),
+    );
+    run(&mut d, Duration::from_millis(300));
+    assert_eq!(
+        d.me().inc,
+        1,
+        "the driver kept its incarnation: {:?}",
+        d.retired_stats()
+            .iter()
+            .map(|r| &r.ended)
+            .collect::<Vec<_>>()
+    );
+    assert!(
+        ["n1", "n2", "n3"].iter().all(|n| d.peer(n).is_some()),
+        "the others are still up"
+    );
+    log.borrow_mut().clear();
+    send(&mut d, "n4", "/open", 1, &log);
+    run_until(
+        &mut d,
+        Duration::from_secs(5),
+        "a send to the new n4",
+        |_| log.borrow().len() == 1,
+    );
+    assert!(log.borrow()[0].1.is_enqueued(), "{:?}", log.borrow());
+    check_books(&mut d, &nodes, "a node cut off");
 
     // A watched node SIGKILLed: the watcher learns it is down.
     let exits: Log<RemoteExit> = Rc::new(RefCell::new(Vec::new()));

@@ -2,13 +2,16 @@
 //! tests (and `docs/cluster.md`'s three-node walk-through) talk to.
 //!
 //! ```text
-//! turno-cluster-node --name n1 --servers nats://127.0.0.1:4222,nats://127.0.0.1:4223 [--turn-every-ms 0]
+//! turno-cluster-node --name n1 --servers nats://127.0.0.1:4222,nats://127.0.0.1:4223 [--turn-every-ms 0] [--only-given-servers]
 //! ```
 //!
 //! Exports, for messages of type `u64` (registered as `u64`):
 //! `/keep-oldest`, `/keep-newest`, `/reject`, `/suspend` (capacity 2 each),
 //! `/open` (capacity 100,000), `/mortal` (stops after its first message),
 //! and `/echo`, which answers an ask with twice its number.
+//!
+//! `--only-given-servers`: never connect to the servers the cluster
+//! advertises (a test puts a proxy between the node and its server).
 //!
 //! With `--turn-every-ms N` the actors run only every N ms, so mailboxes
 //! fill between (the tests use it to meet every policy). Every 50 ms, and
@@ -92,7 +95,11 @@ fn main() {
             .unwrap_or(0),
     );
     let urls: Vec<&str> = servers.split(',').collect();
-    let transport = match NatsTransport::connect(&urls, NatsOptions::default()) {
+    let options = NatsOptions {
+        only_given_servers: args.iter().any(|a| a == "--only-given-servers"),
+        ..NatsOptions::default()
+    };
+    let transport = match NatsTransport::connect(&urls, options) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("turno-cluster-node: cannot connect to {servers}: {e}");
@@ -160,10 +167,7 @@ fn main() {
         }
         node.pump();
         if now >= next_print {
-            let peers: Vec<(String, u64)> = ["n1", "n2", "n3", "driver"]
-                .iter()
-                .filter_map(|p| node.peer(p).map(|i| (p.to_string(), i)))
-                .collect();
+            let peers = node.peers();
             let line = books(node.stats(), &peers);
             if line != last {
                 if writeln!(out, "{line}").and_then(|_| out.flush()).is_err() {
