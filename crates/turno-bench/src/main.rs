@@ -58,7 +58,7 @@ const BENCHES: &[(&str, &str)] = &[
     ("chart", "statecharts: pure transition and chart actor events/s and idle chart actor bytes, turno-chart vs XState v5 on Node"),
     ("all", "every actor bench, then memory"),
     ("inspect", "the inspector on a million-event trace (JavaScript and actor): open (validate, index, checkpoint) vs Reader alone, serde_json Value and IgnoredAny per line; step median and slowest"),
-    ("wizard", "the signup wizard under load on loopback: --n users, 64 at a time, faults on every 4th; signups/s, p50/p99, charges == completed"),
+    ("wizard", "the signup wizard under load on loopback: --n users, --concurrency at a time (64), faults on every 4th; signups/s, p50/p99, CONFIRM to completed, charges == completed"),
 ];
 
 /// turno's benchmarks.
@@ -73,6 +73,9 @@ pub struct Args {
     /// Producer threads for the multi-producer cases.
     #[arg(long, default_value_t = 4)]
     pub producers: usize,
+    /// Simulated users at a time (`wizard`; 64 when absent).
+    #[arg(long)]
+    pub concurrency: Option<usize>,
     /// Only cases or implementations whose name contains this (`=NAME`:
     /// exactly this implementation, e.g. `=turno` without `turno-1t`).
     #[arg(long)]

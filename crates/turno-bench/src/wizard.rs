@@ -1,5 +1,6 @@
 //! `turno-bench wizard`: the signup wizard under load on loopback (see
-//! `turno_wizard::load`): `--n` users (default 400), 64 at a time, every
+//! `turno_wizard::load`): `--n` users (default 400), `--concurrency` at a
+//! time (default 64), every
 //! 4th with a fault (timeout after charging, lost reply, server error,
 //! latency in turn). Prints completed signups per second, request and
 //! signup latency percentiles, and checks that the gateway's ledger holds
@@ -16,7 +17,7 @@ use turno_wizard::load::{self, LoadConfig};
 pub fn run(args: &Args) {
     let cfg = LoadConfig {
         users: args.n.unwrap_or(400) as usize,
-        concurrency: 64,
+        concurrency: args.concurrency.unwrap_or(64),
         fault_every: 4,
     };
     let dir = std::env::temp_dir().join(format!("turno-bench-wizard-{}", std::process::id()));
@@ -47,6 +48,12 @@ pub fn run(args: &Args) {
         println!(
             "  requests: {} (p50 {:.2} ms, p99 {:.2} ms); signup duration p50 {:.0} ms, p99 {:.0} ms",
             r.requests, r.request_p50_ms, r.request_p99_ms, r.signup_p50_ms, r.signup_p99_ms
+        );
+        println!(
+            "  CONFIRM to completed, sessions without a fault (polled every {} ms): p50 {:.0} ms, p99 {:.0} ms",
+            load::POLL.as_millis(),
+            r.confirm_p50_ms,
+            r.confirm_p99_ms
         );
         println!(
             "  charges in the gateway's ledger: {} (completed signups: {}) -> {}",

@@ -60,7 +60,16 @@ pub struct LoadReport {
     pub signup_p50_ms: f64,
     /// 99th percentile.
     pub signup_p99_ms: f64,
+    /// Sessions without a fault: from sending CONFIRM to seeing the
+    /// completed page (the state polled every [`POLL`]), ms.
+    pub confirm_p50_ms: f64,
+    /// 99th percentile.
+    pub confirm_p99_ms: f64,
 }
+
+/// How often a user polls the state after CONFIRM: the resolution of the
+/// CONFIRM-to-completed latency.
+pub const POLL: Duration = Duration::from_millis(10);
 
 struct Http {
     addr: SocketAddr,
@@ -121,6 +130,7 @@ struct Outcome {
     faulted: bool,
     latencies: Vec<f64>,
     total_ms: f64,
+    confirm_ms: f64,
 }
 
 async fn user(http: Arc<Http>, n: usize, fault_every: usize) -> Result<Outcome, String> {
@@ -176,6 +186,7 @@ async fn user(http: Arc<Http>, n: usize, fault_every: usize) -> Result<Outcome, 
         .await?;
         timed(t, &mut lat);
     }
+    let confirmed = Instant::now();
     let t = Instant::now();
     let (s, _, v) = http
         .call(
@@ -191,7 +202,7 @@ async fn user(http: Arc<Http>, n: usize, fault_every: usize) -> Result<Outcome, 
     }
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        tokio::time::sleep(POLL).await;
         let t = Instant::now();
         let (_, _, v) = http.call("GET", "/api/state", &cookie, None).await?;
         timed(t, &mut lat);
@@ -202,6 +213,7 @@ async fn user(http: Arc<Http>, n: usize, fault_every: usize) -> Result<Outcome, 
                     faulted,
                     latencies: lat,
                     total_ms: t0.elapsed().as_secs_f64() * 1e3,
+                    confirm_ms: confirmed.elapsed().as_secs_f64() * 1e3,
                 })
             }
             "submit.failed" => {
@@ -227,6 +239,7 @@ async fn user(http: Arc<Http>, n: usize, fault_every: usize) -> Result<Outcome, 
         faulted,
         latencies: lat,
         total_ms: t0.elapsed().as_secs_f64() * 1e3,
+        confirm_ms: confirmed.elapsed().as_secs_f64() * 1e3,
     })
 }
 
@@ -284,6 +297,12 @@ pub async fn run(data_dir: &std::path::Path, cfg: &LoadConfig) -> Result<LoadRep
         .map(|o| o.total_ms)
         .collect();
     total.sort_by(f64::total_cmp);
+    let mut confirm: Vec<f64> = outcomes
+        .iter()
+        .filter(|o| o.completed && !o.faulted)
+        .map(|o| o.confirm_ms)
+        .collect();
+    confirm.sort_by(f64::total_cmp);
     Ok(LoadReport {
         users: cfg.users,
         completed,
@@ -297,6 +316,8 @@ pub async fn run(data_dir: &std::path::Path, cfg: &LoadConfig) -> Result<LoadRep
         request_p99_ms: percentile(&lat, 0.99),
         signup_p50_ms: percentile(&total, 0.5),
         signup_p99_ms: percentile(&total, 0.99),
+        confirm_p50_ms: percentile(&confirm, 0.5),
+        confirm_p99_ms: percentile(&confirm, 0.99),
     })
     .inspect(|_| {
         if broken > 0 {
