@@ -21,7 +21,7 @@ const WORDS = {
     "both.go": "Run both loops", "both.callbacks": "callbacks", "both.frames": "frames",
     "both.mt.page": "microtask loop, this page", "both.mt.explorer": "microtask loop, explorer",
     "both.t.page": "setTimeout loop, this page", "both.t.explorer": "setTimeout loop, explorer",
-    "both.essay": "What the essay found: the microtask loop paints exactly one frame, the one after it ends, however many callbacks it ran; the setTimeout loop paints about one frame per 16.7 ms and runs far fewer callbacks, because after five nested timers each one waits at least 4 ms.",
+    "both.essay": "What to expect: the microtask loop paints exactly one frame, the one after it ends, however many callbacks it ran; the setTimeout loop paints about one frame per 16.7 ms and runs far fewer callbacks, because after five nested timers each one waits at least 4 ms.",
     "both.code": "The code",
     "guess.h": "4. Guess",
     "guess.p": "Put the lines in the order you think they print (the arrows move a line), then check. The answer comes twice: from your own browser, running the snippet in a sandboxed frame, and from the explorer. The page says whether the two agree, and opens the stepper on the snippet.",
@@ -44,7 +44,7 @@ const WORDS = {
     "snip.competitors": "Three competitors", "snip.slots": "A promise and its slots", "snip.chain": "Three .thens", "snip.await": "async / await null",
     "snip.immediate": "setImmediate vs setTimeout", "snip.tick": "nextTick before promises", "snip.phases": "The phases",
     "snip.shared": "Shared snippet",
-    "tl.main": "main thread", "tl.raf": "rAF frames", "tl.compositor": "compositor", "tl.input": "input",
+    "tl.main": "main thread", "tl.raf": "rAF callbacks", "tl.compositor": "compositor", "tl.input": "input",
     "tl.page": "This page, the last freeze:", "tl.explorer": "The explorer's run (the line is the current step; click to jump):",
   },
   es: {
@@ -64,7 +64,7 @@ const WORDS = {
     "both.go": "Ejecutar los dos bucles", "both.callbacks": "llamadas", "both.frames": "fotogramas",
     "both.mt.page": "bucle de microtareas, esta página", "both.mt.explorer": "bucle de microtareas, explorador",
     "both.t.page": "bucle de setTimeout, esta página", "both.t.explorer": "bucle de setTimeout, explorador",
-    "both.essay": "Lo que encontró el ensayo: el bucle de microtareas pinta exactamente un fotograma, el de después de terminar, por muchas llamadas que haya hecho; el de setTimeout pinta más o menos un fotograma cada 16,7 ms y hace muchas menos llamadas, porque tras cinco temporizadores anidados cada uno espera al menos 4 ms.",
+    "both.essay": "Qué esperar: el bucle de microtareas pinta exactamente un fotograma, el de después de terminar, por muchas llamadas que haya hecho; el de setTimeout pinta más o menos un fotograma cada 16,7 ms y hace muchas menos llamadas, porque tras cinco temporizadores anidados cada uno espera al menos 4 ms.",
     "both.code": "El código",
     "guess.h": "4. Adivina",
     "guess.p": "Ordena las líneas como crees que se imprimen (las flechas mueven una línea) y comprueba. La respuesta llega dos veces: de tu propio navegador, que ejecuta el fragmento en un marco aislado, y del explorador. La página dice si coinciden y abre el recorrido paso a paso sobre el fragmento.",
@@ -87,7 +87,7 @@ const WORDS = {
     "snip.competitors": "Tres competidores", "snip.slots": "Una promesa y sus ranuras", "snip.chain": "Tres .then", "snip.await": "async / await null",
     "snip.immediate": "setImmediate frente a setTimeout", "snip.tick": "nextTick antes que las promesas", "snip.phases": "Las fases",
     "snip.shared": "Fragmento compartido",
-    "tl.main": "hilo principal", "tl.raf": "fotogramas rAF", "tl.compositor": "compositor", "tl.input": "entrada",
+    "tl.main": "hilo principal", "tl.raf": "llamadas rAF", "tl.compositor": "compositor", "tl.input": "entrada",
     "tl.page": "Esta página, la última congelación:", "tl.explorer": "La ejecución del explorador (la línea es el paso actual; haz clic para saltar):",
   },
 };
@@ -232,7 +232,7 @@ setTimeout(function block() {
 
 // ------------------------------------------------------------ timeline --
 // Lanes on one time axis (milliseconds): the main thread's busy spans, the
-// rAF frames, the compositor's frames (busy: drawn while the main thread
+// rAF callbacks, the compositor's frames (busy: drawn while the main thread
 // was busy), and each key from its arrival to its handling.
 function drawLanes(box, tl, cursor) {
   box.textContent = "";
@@ -518,7 +518,10 @@ class Stepper {
     }
 
     const consoleBox = el("pre", { class: "console" });
-    for (const [stream, text] of s.console.lines) consoleBox.append(el("span", { class: stream, text: text.replace(/\n$/, "") }));
+    const cons = this.answer.console || { lines: [], forgotten: 0 };
+    for (const [stream, text] of cons.lines.slice(0, Math.max(0, s.console_len - cons.forgotten))) {
+      consoleBox.append(el("span", { class: stream, text: text.replace(/\n$/, "") }));
+    }
 
     const loop = el("dl", { class: "loop" });
     const add = (k, v) => loop.append(el("dt", { text: k }), el("dd", { text: v }));
@@ -569,7 +572,9 @@ function setupFreeze() {
   let frames = 0;
   function frame(ts) {
     frames++;
-    log.frames.push(ts);
+    // When the callback ran (the frame's own timestamp is when the frame
+    // began, which may be during a block whose end the callback waited for).
+    log.frames.push(performance.now());
     if (log.frames.length > 2000) log.frames.splice(0, 1000);
     counter.textContent = String(frames);
     bar.style.transform = `translateX(${(ts / 8) % 300}px)`;

@@ -189,13 +189,14 @@ await test("freeze: the rAF counter stops, the CSS animation keeps moving, the k
     assert.equal(await page.inputValue("#typed"), "hi");
     if (!paused) {
       await page.waitForFunction(() => /blocked for/.test(document.getElementById("freeze-report").textContent));
-      assert.match(await page.locator("#freeze-report").innerText(), /blocked for 15\d\d ms/);
+      const took = Math.round(block.end - block.start);
+      assert.match(await page.locator("#freeze-report").innerText(), new RegExp(`blocked for ${took} ms`));
       // The same run on the lanes: one busy span, no rAF frame inside it,
       // the keys waiting from their arrival to the end of the block.
       const lanes = page.locator("#freeze-lanes");
       assert.equal(await lanes.locator(".l-main .span.busy").count(), 1);
       const busyTo = Number(await lanes.locator(".l-main .span.busy").getAttribute("data-to"));
-      assert.ok(busyTo >= blockMs - 1 && busyTo < blockMs + 20, String(busyTo));
+      assert.equal(busyTo, took);
       const rafTicks = (await lanes.locator(".l-raf .tick").evaluateAll((ts) => ts.map((t) => Number(t.dataset.t))));
       assert.ok(rafTicks.length > 5 && rafTicks.every((v) => v <= 5 || v >= busyTo - 5), JSON.stringify(rafTicks));
       const waits = await lanes.locator(".l-input .span.wait").evaluateAll((ws) => ws.map((w) => [Number(w.dataset.from), Number(w.dataset.to)]));

@@ -26,6 +26,10 @@ pub const SNIPPET_FILE: &str = "snippet.js";
 /// The most bytes of source a snippet may have.
 pub const MAX_CODE_BYTES: usize = 64 * 1024;
 
+/// The most bytes of steps (as JSON) an answer carries; the steps after
+/// are cut, and the answer says how many there were.
+pub const MAX_STEP_BYTES: usize = 8 << 20;
+
 /// What the page asks: run `code` on the explorer.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunRequest {
@@ -164,8 +168,9 @@ pub struct Step {
     /// The page's (or Node's main thread's) event loop: queues, stacks,
     /// promise slots, phase, frames.
     pub js: JsWorld,
-    /// The console so far.
-    pub console: Console,
+    /// Console writes so far: the step shows the first `console_len -
+    /// console.forgotten` lines of [`Answer::console`].
+    pub console_len: u64,
 }
 
 /// What a run gives back.
@@ -182,8 +187,12 @@ pub struct Answer {
     pub uncaught: Vec<Uncaught>,
     /// The explorer's notes (where the real runtime is not deterministic).
     pub notes: Vec<String>,
-    /// Step 0 (nothing ran) and one step per trace event.
+    /// Step 0 (nothing ran) and one step per trace event, as many as fit
+    /// [`Budgets::max_steps_shown`] and [`MAX_STEP_BYTES`].
     pub steps: Vec<Step>,
+    /// The console at the end of the run (its newest writes; each step
+    /// says how many it has seen).
+    pub console: Console,
     /// Trace events recorded (more than `steps.len() - 1` when cut).
     pub events: u64,
     /// Host steps taken.
@@ -206,6 +215,7 @@ impl Answer {
             uncaught: vec![],
             notes: vec![],
             steps: vec![],
+            console: Console::default(),
             events: 0,
             host_steps: 0,
             end_time_ns: 0,
@@ -316,27 +326,36 @@ fn answer(r: &RunReport, problem: Option<Problem>, budgets: &Budgets) -> Answer 
     });
     let mut steps = Vec::new();
     let mut events = 0;
+    let mut console = Console::default();
     if let Some(trace) = &r.trace {
         events = trace.events.len() as u64;
         let mut world = World::new();
-        steps.push(Step {
-            t_ns: 0,
-            event: None,
-            js: world.js.clone(),
-            console: world.console.clone(),
-        });
-        for e in &trace.events {
-            if steps.len() >= budgets.max_steps_shown {
-                break;
-            }
-            world.apply(e);
-            steps.push(Step {
-                t_ns: e.t_ns,
-                event: Some(e.clone()),
+        let mut bytes = 0;
+        let mut cut = !keep(
+            Step {
+                t_ns: 0,
+                event: None,
                 js: world.js.clone(),
-                console: world.console.clone(),
-            });
+                console_len: 0,
+            },
+            &mut steps,
+            &mut bytes,
+            budgets.max_steps_shown,
+        );
+        for e in &trace.events {
+            world.apply(e);
+            if !cut {
+                let written = world.console.lines.len() as u64 + world.console.forgotten;
+                let step = Step {
+                    t_ns: e.t_ns,
+                    event: Some(e.clone()),
+                    js: world.js.clone(),
+                    console_len: written,
+                };
+                cut = !keep(step, &mut steps, &mut bytes, budgets.max_steps_shown);
+            }
         }
+        console = world.console;
     }
     Answer {
         problem,
@@ -345,12 +364,24 @@ fn answer(r: &RunReport, problem: Option<Problem>, budgets: &Budgets) -> Answer 
         uncaught,
         notes: r.notes.clone(),
         steps,
+        console,
         events,
         host_steps: r.steps,
         end_time_ns: r.end_time_ns,
         frames_rendered: r.frames_rendered,
         instructions: r.instructions,
     }
+}
+
+/// Adds `step` if `steps` stays within `max_steps` and [`MAX_STEP_BYTES`];
+/// false once it does not.
+fn keep(step: Step, steps: &mut Vec<Step>, bytes: &mut usize, max_steps: usize) -> bool {
+    *bytes += serde_json::to_vec(&step).map(|v| v.len()).unwrap_or(0);
+    if steps.len() >= max_steps || *bytes > MAX_STEP_BYTES {
+        return false;
+    }
+    steps.push(step);
+    true
 }
 
 /// What the server hands the child on its stdin.

@@ -18,6 +18,15 @@ fn config(budgets: Budgets) -> Config {
     }
 }
 
+/// The default budgets with a wall-clock limit no loaded machine reaches,
+/// for the tests that are not about the wall clock.
+fn roomy() -> Budgets {
+    Budgets {
+        wall_ms: 120_000,
+        ..Budgets::default()
+    }
+}
+
 async fn server(budgets: Budgets) -> String {
     let s = turno_learn::start(config(budgets), SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
         .await
@@ -67,7 +76,7 @@ async fn still_answers(url: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_snippet_runs_and_every_step_is_reconstructed() {
-    let url = server(Budgets::default()).await;
+    let url = server(roomy()).await;
     let code = "setTimeout(() => console.log('timer'), 0);\n\
                 const p = Promise.resolve(1);\n\
                 p.then(v => console.log('promise', v));\n\
@@ -95,7 +104,12 @@ async fn a_snippet_runs_and_every_step_is_reconstructed() {
         .any(|s| s.js.promises.values().any(|p| p.state.is_some())));
     assert!(a.steps.iter().any(|s| !s.js.stack.is_empty()));
     let last = a.steps.last().unwrap();
-    assert_eq!(last.console.lines.len(), 3);
+    assert_eq!(a.console.lines.len(), 3);
+    assert_eq!(last.console_len, 3);
+    assert!(a
+        .steps
+        .windows(2)
+        .all(|w| w[0].console_len <= w[1].console_len));
 
     let (_, node) = run(
         &url,
@@ -108,8 +122,44 @@ async fn a_snippet_runs_and_every_step_is_reconstructed() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_run_is_cut_to_a_bounded_answer() {
+    let url = server(roomy()).await;
+    // Thousands of lines: each step counts them, the answer holds the
+    // newest once.
+    let (_, a) = run(
+        &url,
+        "node",
+        "for (let i = 0; i < 3000; i++) console.log('line ' + i);",
+    )
+    .await;
+    assert_eq!(a.problem, None);
+    assert_eq!(a.stdout.len(), 3000);
+    assert_eq!(a.console.forgotten + a.console.lines.len() as u64, 3000);
+    assert_eq!(a.steps.len(), 3000);
+    assert!(a.events + 1 > a.steps.len() as u64);
+    // Thousands of queued microtasks, each step holding the whole queue:
+    // the steps stop at the byte budget.
+    let (status, text) = http(
+        &url,
+        "POST",
+        "/api/run",
+        &serde_json::json!({ "code": "for (let i = 0; i < 5000; i++) queueMicrotask(() => {});", "model": "html" }).to_string(),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert!(
+        text.len() < turno_learn::run::MAX_STEP_BYTES + (1 << 20),
+        "{} bytes",
+        text.len()
+    );
+    let a: Answer = serde_json::from_str(&text).unwrap();
+    assert_eq!(a.problem, None);
+    assert!(a.steps.len() > 10 && (a.steps.len() as u64) < a.events + 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_syntax_error_is_named_at_its_line_and_column() {
-    let url = server(Budgets::default()).await;
+    let url = server(roomy()).await;
     let (status, a) = run(&url, "html", "console.log('a');\nlet x = ;\n").await;
     assert_eq!(status, 200);
     let p = a.problem.unwrap();
@@ -121,7 +171,7 @@ async fn a_syntax_error_is_named_at_its_line_and_column() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn loops_that_never_end_are_stopped_by_a_budget() {
-    let url = server(Budgets::default()).await;
+    let url = server(roomy()).await;
     let (_, a) = run(&url, "html", "console.log('before');\nwhile (true) {}").await;
     let p = a.problem.unwrap();
     assert_eq!(p.kind, ProblemKind::LoopBudget);
@@ -178,7 +228,7 @@ async fn unbounded_allocation_hits_the_memory_budget() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_requests_get_a_message_not_a_panic() {
-    let url = server(Budgets::default()).await;
+    let url = server(roomy()).await;
     for body in [
         "",
         "{",
@@ -210,7 +260,7 @@ async fn bad_requests_get_a_message_not_a_panic() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifty_runs_at_once_all_get_an_answer() {
-    let url = server(Budgets::default()).await;
+    let url = server(roomy()).await;
     let mut runs = Vec::new();
     for i in 0..50 {
         let url = url.clone();
@@ -245,7 +295,7 @@ async fn fifty_runs_at_once_all_get_an_answer() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_and_its_assets_are_served_from_the_binary() {
-    let url = server(Budgets::default()).await;
+    let url = server(roomy()).await;
     for path in ["/", "/app.js", "/app.css", "/sandbox.html"] {
         let (status, body) = http(&url, "GET", path, "").await;
         assert_eq!(status, 200, "{path}");
