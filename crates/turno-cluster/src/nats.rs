@@ -42,6 +42,15 @@ use tokio::sync::mpsc;
 
 use crate::transport::{Delivery, PubAck, Transport, TransportError};
 
+/// Blocking on the transport's own runtime from inside another runtime
+/// would panic; it is refused instead.
+fn inside_tokio() -> Result<(), TransportError> {
+    match tokio::runtime::Handle::try_current() {
+        Ok(_) => Err(TransportError::Unsupported),
+        Err(_) => Ok(()),
+    }
+}
+
 /// How a [`NatsTransport`] connects and how much it buffers.
 #[derive(Debug, Clone)]
 pub struct NatsOptions {
@@ -83,6 +92,9 @@ struct Out {
 
 /// A node's [`Transport`] over a real NATS connection. See the
 /// [module docs](self).
+///
+/// It owns a tokio runtime and blocks on it: use it (and drop it) outside
+/// any tokio runtime's async context, as a node's loop does.
 pub struct NatsTransport {
     rt: tokio::runtime::Runtime,
     client: async_nats::Client,
@@ -97,7 +109,11 @@ pub struct NatsTransport {
 impl NatsTransport {
     /// Connects to any of `servers` (e.g. `nats://127.0.0.1:4222`); the
     /// client reconnects to another when its server goes away.
+    ///
+    /// Not from inside a tokio runtime (the transport blocks on a runtime
+    /// of its own): that is [`TransportError::Unsupported`].
     pub fn connect(servers: &[&str], options: NatsOptions) -> Result<Self, TransportError> {
+        inside_tokio()?;
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -154,6 +170,9 @@ impl NatsTransport {
     /// Waits until every publish taken so far reached the server (at most
     /// `timeout`). True if it did.
     pub fn flush(&mut self, timeout: Duration) -> bool {
+        if inside_tokio().is_err() {
+            return false;
+        }
         let deadline = Instant::now() + timeout;
         while self.out.capacity() < self.out.max_capacity() {
             if Instant::now() >= deadline {
@@ -192,6 +211,7 @@ impl Transport for NatsTransport {
     }
 
     fn subscribe(&mut self, subject: &str) -> Result<(), TransportError> {
+        inside_tokio()?;
         let client = self.client.clone();
         let subject = subject.to_owned();
         let mut sub = self
@@ -227,7 +247,7 @@ impl Transport for NatsTransport {
     }
 
     fn wait(&mut self, max: Duration) {
-        if !self.ready.is_empty() {
+        if !self.ready.is_empty() || inside_tokio().is_err() {
             return;
         }
         let rx = &mut self.in_rx;
@@ -249,6 +269,7 @@ impl Transport for NatsTransport {
         msg_id: &str,
         payload: Vec<u8>,
     ) -> Result<PubAck, TransportError> {
+        inside_tokio()?;
         let js = async_nats::jetstream::new(self.client.clone());
         let mut headers = HeaderMap::new();
         headers.insert("Nats-Msg-Id", msg_id);

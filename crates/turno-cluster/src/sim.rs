@@ -230,7 +230,8 @@ impl SimBroker {
     /// Sets a client's condition. A crashed client loses its subscriptions
     /// and its inbox; it never comes back (a restarted node connects anew).
     pub fn set_state(&self, t: &SimTransport, state: ClientState) {
-        let mut s = self.0.borrow_mut();
+        // The transport's own broker: the client is always there.
+        let mut s = t.broker.0.borrow_mut();
         let c = &mut s.clients[t.id];
         c.state = state;
         if state == ClientState::Crashed {
@@ -246,7 +247,7 @@ impl SimBroker {
 
     /// A client's condition.
     pub fn state(&self, t: &SimTransport) -> ClientState {
-        self.0.borrow().clients[t.id].state
+        t.broker.0.borrow().clients[t.id].state
     }
 
     /// What the broker saw so far.
@@ -513,7 +514,18 @@ impl SimStream {
                     "maximum messages per subject exceeded".into(),
                 ));
             }
-            self.stored.remove(&of_subject[0]);
+            match of_subject.first() {
+                Some(oldest) => {
+                    self.stored.remove(oldest);
+                }
+                // A limit of zero keeps nothing.
+                None => {
+                    return Ok(PubAck {
+                        seq: 0,
+                        duplicate: false,
+                    })
+                }
+            }
         }
         let seq = self.next_seq;
         self.next_seq += 1;

@@ -2,7 +2,7 @@
 //! tests (and `docs/cluster.md`'s three-node walk-through) talk to.
 //!
 //! ```text
-//! turno-cluster-node --name n1 --servers nats://127.0.0.1:4222,nats://127.0.0.1:4223 [--turn-every-ms 0] [--only-given-servers]
+//! turno-cluster-node --name n1 --servers nats://127.0.0.1:4222,nats://127.0.0.1:4223 [--turn-every-ms 0] [--heartbeat-ms 100] [--down-after-ms 500] [--only-given-servers]
 //! ```
 //!
 //! Exports, for messages of type `u64` (registered as `u64`):
@@ -106,7 +106,18 @@ fn main() {
             std::process::exit(1);
         }
     };
-    let config = NodeConfig::default();
+    let ms = |flag: &str, default: Duration| {
+        arg(&args, flag)
+            .and_then(|s| s.parse().ok())
+            .map(Duration::from_millis)
+            .unwrap_or(default)
+    };
+    let defaults = NodeConfig::default();
+    let config = NodeConfig {
+        heartbeat_every: ms("--heartbeat-ms", defaults.heartbeat_every),
+        down_after: ms("--down-after-ms", defaults.down_after),
+        ..defaults
+    };
     let mut node = match Node::new(
         &name,
         fresh_incarnation(),
