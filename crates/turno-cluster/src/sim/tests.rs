@@ -126,6 +126,9 @@ struct Ledger {
     sends: BTreeMap<u64, Option<RemoteVerdict>>,
     asks: BTreeMap<u64, (u64, Option<RemoteResponse<u64>>)>,
     watches: BTreeMap<u64, u32>,
+    /// Each watch's watcher, and the incarnation of the watched node it
+    /// believed up when it asked (none: not known up).
+    watch_targets: BTreeMap<u64, (NodeRef, Option<NodeRef>)>,
     errors: Vec<String>,
 }
 
@@ -151,6 +154,7 @@ struct Seen {
     lost: u64,
     stale: u64,
     node_down: u64,
+    watched_ends: u64,
 }
 
 const DROP: usize = 0;
@@ -409,7 +413,15 @@ fn act(
             .expect("registered");
         }
         _ => {
+            let target = node.peer(to).map(|inc| NodeRef {
+                name: to.to_owned(),
+                inc,
+            });
             ledger.borrow_mut().watches.insert(id, 0);
+            ledger
+                .borrow_mut()
+                .watch_targets
+                .insert(id, (node.me().clone(), target));
             let l = ledger.clone();
             node.watch(
                 &RemoteAddr::<Item>::new(to, "/mortal"),
@@ -432,6 +444,26 @@ fn check(books: &[Book], ledger: &Ledger, seen: &mut Seen) -> Result<(), String>
         .iter()
         .filter_map(|b| b.stats.node.as_ref().map(|n| (n, b)))
         .collect();
+    // A watcher that lived to the end learned of every watched node
+    // incarnation that ended (or of a node not known up, at once).
+    for (id, (watcher, target)) in &ledger.watch_targets {
+        if !by_node.get(watcher).is_some_and(|b| b.alive) {
+            continue;
+        }
+        let ended = match target {
+            None => true,
+            Some(t) => !by_node.get(t).is_some_and(|b| b.alive),
+        };
+        let told = ledger.watches.get(id).copied().unwrap_or(0);
+        if ended && target.is_some() {
+            seen.watched_ends += 1;
+        }
+        if ended && told != 1 {
+            errs.push(format!(
+                "watch {id} of {watcher:?} on {target:?}, which ended, notified {told} times"
+            ));
+        }
+    }
     let mut pending_sends = 0;
     let mut outcomes: BTreeMap<String, u64> = BTreeMap::new();
     let (mut tells, mut unsent, mut decided, mut lost, mut tail) = (0, 0, 0, 0, 0);
@@ -596,6 +628,7 @@ fn run_all(seeds: std::ops::Range<u64>, bug: bool) -> (Vec<(u64, String)>, Seen)
                                 total.lost += s.lost;
                                 total.stale += s.stale;
                                 total.node_down += s.node_down;
+                                total.watched_ends += s.watched_ends;
                             }
                             Err(e) => fails.push((seed, e)),
                         }
@@ -624,6 +657,7 @@ fn run_all(seeds: std::ops::Range<u64>, bug: bool) -> (Vec<(u64, String)>, Seen)
         total.lost += s.lost;
         total.stale += s.stale;
         total.node_down += s.node_down;
+        total.watched_ends += s.watched_ends;
     }
     fails.sort_by_key(|f| f.0);
     (fails, total)
@@ -657,6 +691,10 @@ fn a_thousand_seeds_with_every_fault_kind_balance_their_books() {
             ("tell losses", seen.lost),
             ("stale replies", seen.stale),
             ("nodes declared down", seen.node_down),
+            (
+                "watches of a node incarnation that ended",
+                seen.watched_ends,
+            ),
         ] {
             assert!(n > 0, "no {what} over all seeds");
         }
