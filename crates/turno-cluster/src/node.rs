@@ -449,13 +449,14 @@ pub struct Node<S: System, T: Transport> {
     pending: BTreeMap<u64, Pending>,
     peers: BTreeMap<String, Peer>,
     /// Incarnations declared down, and whether the declaration is
-    /// published (false: made while every peer seemed silent at once, which
+    /// published (false: made while this node heard no peer at all, which
     /// says more about this node being cut off than about them).
     down: BTreeMap<NodeRef, bool>,
     streams_in: HashMap<NodeRef, StreamIn>,
     seen_reqs: HashMap<NodeRef, BTreeMap<u64, Option<WireVerdict>>>,
     next_heartbeat: Duration,
     last_pump: Duration,
+    last_heard: Duration,
     next_watch: u64,
     watches_out: BTreeMap<u64, WatchOut>,
     watches_in: Vec<WatchIn>,
@@ -509,6 +510,7 @@ impl<S: System, T: Transport> Node<S, T> {
             seen_reqs: HashMap::new(),
             next_heartbeat: now,
             last_pump: now,
+            last_heard: now,
             next_watch: 1,
             watches_out: BTreeMap::new(),
             watches_in: Vec::new(),
@@ -962,6 +964,7 @@ impl<S: System, T: Transport> Node<S, T> {
             for p in self.peers.values_mut() {
                 p.last_seen = now;
             }
+            self.last_heard = now;
         }
     }
 
@@ -976,10 +979,10 @@ impl<S: System, T: Transport> Node<S, T> {
             .filter(|(_, p)| now.saturating_sub(p.last_seen) > self.config.down_after)
             .map(|(k, _)| k.clone())
             .collect();
-        // Every peer silent at once: more likely this node is cut off than
-        // all of them down. Declared down here all the same (watchers
-        // learn it), but not announced to them.
-        let isolated = !silent.is_empty() && silent.len() == self.peers.len();
+        // No peer heard for two heartbeat intervals: more likely this node
+        // is cut off than all of them down. Declared down here all the
+        // same (watchers learn it), but not announced to them.
+        let isolated = now.saturating_sub(self.last_heard) > self.config.heartbeat_every * 2;
         for name in silent {
             if let Some(p) = self.peers.remove(&name) {
                 self.declare_down(NodeRef { name, inc: p.inc }, !isolated);
@@ -1265,6 +1268,7 @@ impl<S: System, T: Transport> Node<S, T> {
         if from.name == self.me.name {
             return;
         }
+        self.last_heard = self.transport.now();
         if down.contains(&self.me) {
             // Declared down by a peer (a pause, a partition): whatever this
             // incarnation promised is void for the others; a new one starts.
