@@ -98,15 +98,41 @@ impl NodeProc {
 struct Cluster {
     servers: Vec<Option<Proc>>,
     urls: Vec<String>,
-    _dir: PathBuf,
+    dir: PathBuf,
 }
 
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.servers.clear();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Starts the three servers; a port taken by another process between its
+/// choice and the server's bind is a fresh try with other ports.
 fn start_servers(bin: &PathBuf) -> Cluster {
+    for _ in 0..5 {
+        if let Some(c) = try_start_servers(bin) {
+            return c;
+        }
+    }
+    panic!("three nats-servers did not start in five tries");
+}
+
+fn try_start_servers(bin: &PathBuf) -> Option<Cluster> {
     let dir =
         std::env::temp_dir().join(format!("turno-nats-{}-{}", std::process::id(), free_port()));
     std::fs::create_dir_all(&dir).unwrap();
-    let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-    let cports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+    // Six distinct ports: the listeners are held until all are chosen.
+    let held: Vec<TcpListener> = (0..6)
+        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    let all: Vec<u16> = held
+        .iter()
+        .map(|l| l.local_addr().unwrap().port())
+        .collect();
+    drop(held);
+    let (ports, cports) = (all[..3].to_vec(), all[3..].to_vec());
     let routes: Vec<String> = cports
         .iter()
         .map(|p| format!("nats-route://127.0.0.1:{p}"))
@@ -137,19 +163,30 @@ fn start_servers(bin: &PathBuf) -> Cluster {
         while std::net::TcpStream::connect(("127.0.0.1", *p)).is_err() {
             assert!(
                 t0.elapsed() < Duration::from_secs(20),
-                "nats-server on {p} did not start"
+                "nats-server on {p} did not start (its log: {})",
+                dir.display()
             );
+            let exited = servers
+                .iter_mut()
+                .flatten()
+                .any(|s| s.0.try_wait().ok().flatten().is_some());
+            if exited {
+                eprintln!("a nats-server exited at start (a port taken?), trying other ports");
+                drop(servers);
+                let _ = std::fs::remove_dir_all(&dir);
+                return None;
+            }
             std::thread::sleep(Duration::from_millis(50));
         }
     }
-    Cluster {
+    Some(Cluster {
         servers,
         urls: ports
             .iter()
             .map(|p| format!("nats://127.0.0.1:{p}"))
             .collect(),
-        _dir: dir,
-    }
+        dir,
+    })
 }
 
 fn start_node(name: &str, urls: &[String], turn_every_ms: u64) -> NodeProc {
