@@ -2,10 +2,10 @@
 //! or by `--producers` producers (mpsc), through
 //!
 //! - a bounded channel of capacity 1024 whose full buffer makes producers
-//!   wait: turno's [`buffered`] stream with [`Policy::Suspend`]`(1024)`,
+//!   wait: turno's [`buffered()`] stream with [`Policy::Suspend`]`(1024)`,
 //!   against tokio's `mpsc::channel(1024)`, flume, crossbeam-channel, kanal
 //!   and async-channel `bounded(1024)`;
-//! - a rendezvous channel (capacity 0): turno's [`rendezvous`] against
+//! - a rendezvous channel (capacity 0): turno's [`rendezvous()`] against
 //!   flume, crossbeam-channel and kanal `bounded(0)` (tokio mpsc and
 //!   async-channel have no capacity 0).
 //!

@@ -99,7 +99,7 @@ pub enum Phase {
     Close,
 }
 
-/// [[PromiseState]].
+/// `[[PromiseState]]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PromiseState {
@@ -317,18 +317,18 @@ pub enum JsEvent {
     Promise {
         /// The promise.
         promise: PromiseId,
-        /// [[PromiseState]].
+        /// `[[PromiseState]]`.
         state: PromiseState,
-        /// A short rendering of [[PromiseResult]]; `null` while pending.
+        /// A short rendering of `[[PromiseResult]]`; `null` while pending.
         #[serde(default)]
         result: Option<Value>,
-        /// Length of [[PromiseFulfillReactions]]; `null` once settled.
+        /// Length of `[[PromiseFulfillReactions]]`; `null` once settled.
         #[serde(default)]
         fulfill_reactions: Option<u64>,
-        /// Length of [[PromiseRejectReactions]]; `null` once settled.
+        /// Length of `[[PromiseRejectReactions]]`; `null` once settled.
         #[serde(default)]
         reject_reactions: Option<u64>,
-        /// [[PromiseIsHandled]]; `null` if unreadable.
+        /// `[[PromiseIsHandled]]`; `null` if unreadable.
         #[serde(default)]
         is_handled: Option<bool>,
     },

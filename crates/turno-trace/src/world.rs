@@ -303,15 +303,15 @@ pub struct Entry {
 pub struct PromiseView {
     /// How the trace started following it.
     pub via: String,
-    /// [[PromiseState]] (`None` until the first sample).
+    /// `[[PromiseState]]` (`None` until the first sample).
     pub state: Option<PromiseState>,
-    /// [[PromiseResult]], short rendering.
+    /// `[[PromiseResult]]`, short rendering.
     pub result: Option<Value>,
-    /// Length of [[PromiseFulfillReactions]].
+    /// Length of `[[PromiseFulfillReactions]]`.
     pub fulfill_reactions: Option<u64>,
-    /// Length of [[PromiseRejectReactions]].
+    /// Length of `[[PromiseRejectReactions]]`.
     pub reject_reactions: Option<u64>,
-    /// [[PromiseIsHandled]].
+    /// `[[PromiseIsHandled]]`.
     pub is_handled: Option<bool>,
     /// The `seq` of its last sample.
     pub seq: u64,

@@ -1,5 +1,5 @@
 //! A sensor at 100 Hz feeding a consumer that manages 80 Hz, through a
-//! turno [`buffered`] stream, for 60 s of virtual time, once per buffering
+//! turno [`buffered()`] stream, for 60 s of virtual time, once per buffering
 //! policy. The consumer is always 20 % too slow, so every policy has to give
 //! something up; the table and the plot show what each one gives up.
 //!
