@@ -370,7 +370,7 @@ impl Actor for Refiller {
     }
 }
 
-/// Issue 8, bug 2: the receiver takes its muted list while the sender's
+/// The relisting race: the receiver takes its muted list while the sender's
 /// turn is still running; the sender refills it and is listed again, its
 /// mute is recorded, and the receiver's release (from the list it took
 /// before) must not remove that new mute. Invariant after every completed
