@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{call, Client};
+use common::{call, raw, Client};
 use serde_json::json;
 use turno_wizard::load::{self, LoadConfig};
 use turno_wizard::{Config, Wizard};
@@ -218,31 +218,12 @@ async fn the_live_inspector_follows_the_server_and_its_restart() {
 /// A form POST (`application/x-www-form-urlencoded`), as the page sends
 /// "forget me": the status and the page's text.
 async fn post_form(base: &str, path: &str, cookie: &str, form: &str) -> (u16, String) {
-    use http_body_util::{BodyExt, Full};
-    use hyper::body::Bytes;
-    let addr: std::net::SocketAddr = base
-        .trim_start_matches("http://")
-        .trim_end_matches('/')
-        .parse()
-        .unwrap();
-    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let (mut tx, conn) =
-        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
-            .await
-            .unwrap();
-    tokio::spawn(conn);
-    let req = hyper::Request::builder()
-        .method("POST")
-        .uri(path)
-        .header("host", addr.to_string())
-        .header("content-type", "application/x-www-form-urlencoded")
-        .header("cookie", cookie)
-        .body(Full::new(Bytes::from(form.to_string())))
-        .unwrap();
-    let resp = tx.send_request(req).await.unwrap();
-    let status = resp.status().as_u16();
-    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
-    (status, String::from_utf8_lossy(&bytes).into_owned())
+    let headers = [
+        ("content-type", "application/x-www-form-urlencoded"),
+        ("cookie", cookie),
+    ];
+    let (status, _, body) = raw(base, "POST", path, &headers, form.to_string()).await;
+    (status, String::from_utf8_lossy(&body).into_owned())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -277,27 +258,8 @@ async fn forget_me_waits_until_the_payment_is_settled() {
 async fn the_session_cookie_travels_with_links_from_other_sites() {
     let dir = tempfile::tempdir().unwrap();
     let w = Wizard::start(Config::new(dir.path())).await.unwrap();
-    use http_body_util::BodyExt;
-    let addr: std::net::SocketAddr = w
-        .url()
-        .trim_start_matches("http://")
-        .trim_end_matches('/')
-        .parse()
-        .unwrap();
-    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let (mut tx, conn) =
-        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
-            .await
-            .unwrap();
-    tokio::spawn(conn);
-    let req = hyper::Request::builder()
-        .uri("/")
-        .header("host", addr.to_string())
-        .body(http_body_util::Empty::<hyper::body::Bytes>::new())
-        .unwrap();
-    let resp = tx.send_request(req).await.unwrap();
-    let set = resp.headers()["set-cookie"].to_str().unwrap().to_string();
-    let _ = resp.into_body().collect().await;
+    let (_, headers, _) = raw(&w.url(), "GET", "/", &[], String::new()).await;
+    let set = headers["set-cookie"].to_str().unwrap().to_string();
     // `Lax`: browsers send it on a top-level navigation from another site
     // (a draft link in a mail client), never on another site's POST.
     assert!(set.contains("SameSite=Lax"), "{set}");

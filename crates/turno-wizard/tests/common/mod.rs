@@ -13,13 +13,15 @@ pub struct Client {
     pub sid: String,
 }
 
-pub async fn call(
+/// One HTTP/1.1 request on a fresh connection: the status, the headers
+/// and the body.
+pub async fn raw(
     base: &str,
     method: &str,
     path: &str,
-    cookie: &str,
-    body: Option<Value>,
-) -> (u16, Option<String>, Value) {
+    headers: &[(&str, &str)],
+    body: String,
+) -> (u16, hyper::HeaderMap, Vec<u8>) {
     use http_body_util::{BodyExt, Full};
     use hyper::body::Bytes;
     let addr: std::net::SocketAddr = base
@@ -33,23 +35,36 @@ pub async fn call(
             .await
             .unwrap();
     tokio::spawn(conn);
-    let req = hyper::Request::builder()
+    let mut req = hyper::Request::builder()
         .method(method)
         .uri(path)
-        .header("host", addr.to_string())
-        .header("content-type", "application/json")
-        .header("cookie", cookie)
-        .body(Full::new(Bytes::from(
-            body.map(|b| b.to_string()).unwrap_or_default(),
-        )))
+        .header("host", addr.to_string());
+    for (name, value) in headers {
+        req = req.header(*name, *value);
+    }
+    let resp = tx
+        .send_request(req.body(Full::new(Bytes::from(body))).unwrap())
+        .await
         .unwrap();
-    let resp = tx.send_request(req).await.unwrap();
     let status = resp.status().as_u16();
-    let set = resp
-        .headers()
+    let headers = resp.headers().clone();
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    (status, headers, bytes.to_vec())
+}
+
+pub async fn call(
+    base: &str,
+    method: &str,
+    path: &str,
+    cookie: &str,
+    body: Option<Value>,
+) -> (u16, Option<String>, Value) {
+    let headers = [("content-type", "application/json"), ("cookie", cookie)];
+    let body = body.map(|b| b.to_string()).unwrap_or_default();
+    let (status, headers, bytes) = raw(base, method, path, &headers, body).await;
+    let set = headers
         .get("set-cookie")
         .map(|v| v.to_str().unwrap().split(';').next().unwrap().to_string());
-    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
     (
         status,
         set,
