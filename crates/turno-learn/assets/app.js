@@ -753,12 +753,13 @@ function setupGuess(i) {
     const [browser, a] = await Promise.all([runInSandbox(code), runOnExplorer({ code, model: "html" })]);
     last = { browser, explorer: a.stdout || [] };
     show();
+    // The stepper opens on the snippet at once; the button takes the
+    // reader there (the answer stays in view until then).
+    steppers["stepper-main"].load(-1, code, "html");
     open.hidden = false;
     check.disabled = false;
   });
   open.addEventListener("click", () => {
-    const s = steppers["stepper-main"];
-    s.load(-1, code, "html");
     document.getElementById("steppers").scrollIntoView();
   });
   root.append(pre, list, el("p", {}, check, " ", open), result);

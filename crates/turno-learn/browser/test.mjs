@@ -384,15 +384,21 @@ await test("guess: the browser and the explorer agree on both snippets; the righ
         await g.locator("ol.order li").nth(at).locator(".up").click();
       }
     }
+    const runs = await runsOf("stepper-main");
     await g.locator(".check").click();
     await page.waitForFunction((i) => document.getElementById(`guess-${i}`).dataset.right === "true", i, { timeout: 30000 });
+    // The check opened the stepper on the snippet.
+    await waitRun("stepper-main", runs);
+    assert.equal(await page.locator("#stepper-main textarea").inputValue(), await g.locator("pre.code").innerText());
     assert.match(await g.locator(".verdict").innerText(), /Your order is right/);
   }
   assert.deepEqual((await page.locator("#guess-0 pre.browser").innerText()).split("\n"), ["1: script start", "5: script end", "3: promise", "4: microtask", "2: timeout"]);
   await page.locator("#guess").screenshot({ path: join(SHOTS, "guess.png") });
-  const before = await runsOf("stepper-main");
   await page.locator("#guess-1 .open").click();
-  await waitRun("stepper-main", before);
+  await page.waitForFunction(() => {
+    const r = document.getElementById("steppers").getBoundingClientRect();
+    return r.top < window.innerHeight && r.bottom > 0;
+  }, null, { timeout: 10000 });
   assert.match(await page.locator("#stepper-main textarea").inputValue(), /a: before await/);
   await page.locator("#stepper-main .last").click();
   assert.match(await drawn("stepper-main"), /Console\s+a: before await\s+script end\s+a: after await\s+then 1\s+then 2\s+timeout/);
