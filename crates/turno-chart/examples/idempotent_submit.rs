@@ -1,4 +1,4 @@
-//! The idempotent submit against the fake gateway, on virtual time: the
+//! The idempotent submit against the fake gateway (turno-gateway), on virtual time: the
 //! gateway takes the money but the reply is lost; the chart does not charge
 //! again, it asks by key. Then the session crashes while sending and is
 //! restored: it asks again, and still nothing is charged twice.
@@ -10,17 +10,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::Value;
 use turno::{DetSystem, Props, System};
 use turno_chart::interpreter::{ChartActor, ChartMsg, Service};
 use turno_chart::persist::Persist;
 use turno_chart::submit::{self, Submit, CHARGE, LOOKUP};
 use turno_chart::Event;
-
-/// The fake gateway of turno-chart's tests (test support, not the library's API).
-#[path = "../tests/common/gateway.rs"]
-mod gateway;
-use gateway::{Fault, Faults, Gateway, GatewayMsg, Ledger};
+use turno_gateway::{Fault, Faults, GatewayActor, GatewayMsg, Ledger};
+use turno_store::Store;
 
 fn main() {
     let n = Arc::new(AtomicU64::new(0));
@@ -32,33 +28,32 @@ fn main() {
             .expect("the submit machine builds"),
     );
     let mut sys = DetSystem::new(1);
-    let ledger = Ledger::new();
+    let ledger = Ledger::open(Store::memory()).expect("a memory store opens");
     let (l, f) = (
         ledger.clone(),
         Faults::script(vec![Fault::LostReply, Fault::LostReply]),
     );
     let gw = sys
-        .spawn(Props::new(), move || Gateway::new(l.clone(), f.clone()))
+        .spawn(Props::new(), move || {
+            GatewayActor::new(l.clone(), f.clone())
+        })
         .expect("gateway");
     let mut services = HashMap::new();
     services.insert(
         CHARGE.to_string(),
-        Service::ask(gw.clone(), Duration::from_secs(1), |i: Value, reply| {
-            GatewayMsg::Charge {
-                key: i["key"].as_str().unwrap_or_default().into(),
-                amount: i["amount"].as_u64().unwrap_or(0),
-                reply,
-            }
-        }),
+        Service::ask(
+            gw.clone(),
+            Duration::from_secs(1),
+            GatewayMsg::charge_from_input,
+        ),
     );
     services.insert(
         LOOKUP.to_string(),
-        Service::ask(gw, Duration::from_millis(500), |i: Value, reply| {
-            GatewayMsg::Lookup {
-                key: i["key"].as_str().unwrap_or_default().into(),
-                reply,
-            }
-        }),
+        Service::ask(
+            gw,
+            Duration::from_millis(500),
+            GatewayMsg::lookup_from_input,
+        ),
     );
     let services = Arc::new(services);
     let last = Arc::new(Mutex::new(String::new()));
@@ -106,5 +101,9 @@ fn main() {
             None => break,
         }
     }
-    println!("-- charges taken: {:?}", ledger.charges());
+    let charges = ledger.charges().expect("the ledger reads");
+    println!("-- charges taken: {}", charges.len());
+    for receipt in charges {
+        println!("   {receipt}");
+    }
 }

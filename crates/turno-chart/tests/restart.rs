@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
-use turno::{Actor, Addr, Context, DetSystem, Props, ReplyTo, System, ThreadedSystem};
+use turno::{Actor, Addr, Context, DetSystem, Props, System, ThreadedSystem};
 use turno_chart::interpreter::{ChartActor, ChartMsg, Service};
 use turno_chart::persist::{self, Persist};
 use turno_chart::submit;
@@ -31,7 +31,8 @@ mod common {
 }
 use common::det::settle;
 use common::gateway::{
-    charge_via, keyed_submit, services_with, Fault, Faults, Gateway, GatewayMsg, Ledger,
+    charge_via, keyed_submit, memory_ledger, services_with, Fault, Faults, GatewayActor,
+    GatewayMsg, Ledger,
 };
 
 // ---- the charts ------------------------------------------------------------
@@ -106,38 +107,15 @@ fn store(dir: &Path) -> Store {
     Store::sqlite(dir.join("turno.db")).unwrap()
 }
 
-/// The gateway's database: every charge, in the store, written before the
-/// gateway answers.
+/// The gateway's ledger in the test's store: every charge is committed
+/// before the gateway answers, and a new process reads it back.
 fn durable_ledger(store: Store) -> Ledger {
-    let charges: Vec<Value> = store
-        .get_snapshot_json::<Vec<Value>>("gateway", "ledger")
-        .unwrap()
-        .map(|(_, v)| v)
-        .unwrap_or_default();
-    let version = Mutex::new(
-        store
-            .get_snapshot("gateway", "ledger")
-            .unwrap()
-            .map(|s| s.version),
-    );
-    let all = Mutex::new(charges.clone());
-    Ledger::with_charges(charges.iter().map(|c| {
-        (
-            c["key"].as_str().unwrap().to_string(),
-            c["amount"].as_u64().unwrap(),
-            c["receipt"].clone(),
-        )
-    }))
-    .journal(move |key, amount, receipt| {
-        let mut all = all.lock().unwrap();
-        all.push(json!({"key": key, "amount": amount, "receipt": receipt}));
-        let mut v = version.lock().unwrap();
-        *v = Some(
-            store
-                .put_snapshot_json("gateway", "ledger", *v, &*all, None)
-                .unwrap(),
-        );
-    })
+    Ledger::open(store).unwrap()
+}
+
+/// How many charges the ledger in `store` holds.
+fn charges_in(store: &Store) -> usize {
+    durable_ledger(store.clone()).charges().unwrap().len()
 }
 
 /// Writes each snapshot of chart `owner` to the store, synchronously:
@@ -170,17 +148,12 @@ fn persisting(
 
 /// A gateway that takes a charge request and never acts on it (the
 /// request is still on its way when the process dies).
-struct Stuck(Vec<ReplyTo<Result<Value, Value>>>);
+struct Stuck(Vec<GatewayMsg>);
 
 impl Actor for Stuck {
     type Msg = GatewayMsg;
     fn handle(&mut self, _: &mut Context<'_, Self>, msg: GatewayMsg) {
-        match msg {
-            GatewayMsg::Charge { reply, .. } | GatewayMsg::Lookup { reply, .. } => {
-                self.0.push(reply)
-            }
-            GatewayMsg::Answer(..) => {}
-        }
+        self.0.push(msg);
     }
 }
 
@@ -207,7 +180,7 @@ fn child_process() {
     let l = ledger.clone();
     let gw = sys
         .spawn(Props::new(), move || {
-            Gateway::new(l.clone(), faults.clone())
+            GatewayActor::new(l.clone(), faults.clone())
         })
         .unwrap();
     let charge = if first && case == "stuck" {
@@ -277,7 +250,7 @@ fn child_process() {
         std::thread::sleep(Duration::from_millis(10));
     }
     std::thread::sleep(Duration::from_millis(500));
-    println!("LEDGER {}", json!(ledger.charges()));
+    println!("LEDGER {}", json!(ledger.charges().unwrap()));
     sys.shutdown(Duration::from_secs(5)).unwrap();
 }
 
@@ -325,7 +298,7 @@ fn a_chart_killed_mid_flow_resumes_in_a_new_process() {
         // (with the charge taken by the gateway, or not), both timers busy.
         let give_up = Instant::now() + Duration::from_secs(30);
         loop {
-            let charged = st.get_snapshot("gateway", "ledger").unwrap().is_some();
+            let charged = charges_in(&st) > 0;
             if in_state(&stored(&st, "submit"), "submit.sending")
                 && in_state(&stored(&st, "short"), "short.busy")
                 && in_state(&stored(&st, "long"), "long.busy")
@@ -415,19 +388,21 @@ fn a_chart_killed_mid_flow_resumes_in_a_new_process() {
         let end = sub.last().unwrap();
         assert_eq!(end["value"], "completed", "{case}: {sub:?}");
         assert_eq!(end["context"]["key"], key);
-        let ledger: Vec<(String, u64)> = out
+        let ledger: Vec<Value> = out
             .lines()
             .find_map(|l| l.split_once("LEDGER ").map(|(_, r)| r))
             .map(|l| serde_json::from_str(l).unwrap())
             .unwrap();
-        assert_eq!(ledger, vec![(key.clone(), 42)], "{case}: charged once");
-        let stored_ledger: Vec<Value> = st
-            .get_snapshot_json("gateway", "ledger")
-            .unwrap()
-            .unwrap()
-            .1;
+        let taken: Vec<(&Value, &Value)> =
+            ledger.iter().map(|r| (&r["key"], &r["amount"])).collect();
+        assert_eq!(
+            taken,
+            vec![(&json!(key), &json!(42))],
+            "{case}: charged once"
+        );
+        let stored_ledger = durable_ledger(st.clone()).charges().unwrap();
         assert_eq!(stored_ledger.len(), 1, "{case}");
-        assert_eq!(end["context"]["receipt"], stored_ledger[0]["receipt"]);
+        assert_eq!(end["context"]["receipt"], stored_ledger[0]);
         eprintln!(
             "{case}: killed at {killed_ms}; short due {short_due} fired at {}; long due {long_due} fired at {fired} ({:+} ms); one charge",
             s[0]["wall_ms"],
@@ -476,7 +451,9 @@ fn process(
     let sys = DetSystem::new(seed);
     let (l, f) = (ledger.clone(), Faults::script(faults));
     let gw = sys
-        .spawn(Props::new(), move || Gateway::new(l.clone(), f.clone()))
+        .spawn(Props::new(), move || {
+            GatewayActor::new(l.clone(), f.clone())
+        })
         .unwrap();
     let svc = services_with(charge_via(&gw, Duration::from_millis(1000)), &gw);
     let (mut st, mut tt) = match texts {
@@ -510,7 +487,7 @@ fn det_two_processes_many_seeds() {
     let (mut overdue, mut pending, mut before, mut unresolvable) = (0, 0, 0, 0);
     let mut crashed_in: HashMap<String, u64> = HashMap::new();
     for seed in 0..SEEDS {
-        let ledger = Ledger::new();
+        let ledger = memory_ledger();
         let sm = keyed_submit(format!("key-{seed}"));
         let delay = 1000 + (seed * 37) % 4000;
         let tm = timer("timer", delay);
@@ -598,9 +575,12 @@ fn det_two_processes_many_seeds() {
         );
         match end.as_str() {
             "\"completed\"" => {
+                let charges = ledger.charges().unwrap();
+                let taken: Vec<(&Value, &Value)> =
+                    charges.iter().map(|r| (&r["key"], &r["amount"])).collect();
                 assert_eq!(
-                    ledger.charges(),
-                    vec![(key.to_string(), 42)],
+                    taken,
+                    vec![(&json!(key), &json!(42))],
                     "seed {seed}: one charge"
                 );
             }
@@ -608,7 +588,10 @@ fn det_two_processes_many_seeds() {
             // never retries on its own (the user checks their history).
             "\"unresolvable\"" => {
                 unresolvable += 1;
-                assert!(ledger.charges().len() <= 1, "seed {seed}: never two");
+                assert!(
+                    ledger.charges().unwrap().len() <= 1,
+                    "seed {seed}: never two"
+                );
                 assert!(gap >= 3000 - 1000, "seed {seed}: gap {gap}");
             }
             other => panic!("seed {seed}: ended in {other}"),

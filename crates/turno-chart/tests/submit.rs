@@ -19,7 +19,9 @@ mod common {
     pub mod gateway;
 }
 use common::det::{settle, step_until};
-use common::gateway::{services, submit_machine, Fault, Faults, Gateway, Ledger};
+use common::gateway::{
+    memory_ledger, services, submit_machine, Fault, Faults, GatewayActor, Ledger,
+};
 
 const SEEDS: u64 = 200;
 
@@ -39,11 +41,11 @@ struct World {
 impl World {
     fn new(seed: u64, faults: Vec<Fault>) -> World {
         let sys = DetSystem::new(seed);
-        let ledger = Ledger::new();
+        let ledger = memory_ledger();
         let (l, f) = (ledger.clone(), Faults::script(faults));
         let gw = sys
             .spawn(Props::new().name("gateway"), move || {
-                Gateway::new(l.clone(), f.clone())
+                GatewayActor::new(l.clone(), f.clone())
             })
             .unwrap();
         World {
@@ -120,7 +122,11 @@ fn flow(seed: u64, faults: Vec<Fault>, double: bool, then: &str) -> (String, usi
     }
     let (v, c) = w.last();
     let key = c["key"].as_str().unwrap().to_string();
-    (v, w.ledger.charges_for(&key), w.ledger.charges().len())
+    (
+        v,
+        w.ledger.charges_for(&key).unwrap(),
+        w.ledger.charges().unwrap().len(),
+    )
 }
 
 fn check(name: &str, faults: &dyn Fn(u64) -> Vec<Fault>, double: bool, then: &str, want: &str) {
@@ -299,7 +305,10 @@ fn a_crash_and_restore_at_every_step_charges_exactly_once() {
                     "{name} seed {seed} crash after {crash_after} (at {at})"
                 );
                 assert_eq!(
-                    (w.ledger.charges_for(&key), w.ledger.charges().len()),
+                    (
+                        w.ledger.charges_for(&key).unwrap(),
+                        w.ledger.charges().unwrap().len(),
+                    ),
                     (1, 1),
                     "{name} seed {seed} crash after {crash_after} (at {at})"
                 );

@@ -12,7 +12,8 @@
 //!   | `failed` | `uncertain` -> `unresolvable`).
 //! - [`session`]: the actor per session; its snapshot is persisted after
 //!   every macrostep ([`persist`]) and restored after a crash.
-//! - [`gateway`] and [`client`]: the gateway service and the wizard's calls.
+//! - [`client`]: the wizard's calls to the gateway, which is turno-gateway's
+//!   HTTP service ([`turno_gateway::http`]).
 //! - [`web`]: routes, pages, validation ([`validate`]), the forged and
 //!   replayed requests it refuses, drafts, "forget me".
 //!
@@ -33,7 +34,6 @@ use std::time::Duration;
 use turno::trace::{TraceEvent, TraceSink};
 
 pub mod client;
-pub mod gateway;
 pub mod ids;
 pub mod load;
 pub mod machine;
@@ -60,6 +60,9 @@ pub enum Error {
     /// An actor could not be spawned.
     #[error("cannot start an actor: {0}")]
     Spawn(String),
+    /// The payment gateway could not be started.
+    #[error(transparent)]
+    Gateway(#[from] turno_gateway::http::StartError),
 }
 
 /// How to run the wizard.

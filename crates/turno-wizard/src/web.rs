@@ -46,10 +46,10 @@ use serde_json::{json, Value};
 use turno::{Props, System, ThreadedSystem};
 use turno_chart::interpreter::ChartMsg;
 use turno_chart::{Event, Machine};
+use turno_gateway::http::HttpGateway;
 use turno_store::{Store, Sweeper};
 
 use crate::client::Faults;
-use crate::gateway::Gateway;
 use crate::ids;
 use crate::machine;
 use crate::pages;
@@ -161,7 +161,7 @@ async fn crash_and_restart(h: Arc<Holder>) {
 pub struct Wizard {
     addrs: Addrs,
     holder: Arc<Holder>,
-    gateway: Gateway,
+    gateway: HttpGateway,
     server: tokio::task::JoinHandle<()>,
 }
 
@@ -171,7 +171,7 @@ impl Wizard {
         std::fs::create_dir_all(&config.data_dir)
             .map_err(|e| Error::DataDir(config.data_dir.display().to_string(), e))?;
         let gateway =
-            Gateway::start(&config.data_dir.join("gateway.db"), config.gateway_port).await?;
+            HttpGateway::start(&config.data_dir.join("gateway.db"), config.gateway_port).await?;
         let holder = Arc::new_cyclic(|me| Holder {
             current: RwLock::new(None),
             config: config.clone(),
