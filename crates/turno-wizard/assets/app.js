@@ -5,8 +5,10 @@
 //   session, per step; fields marked data-volatile (card number, one-time
 //   code) are never saved. On load, empty fields are refilled from it.
 // - Live: /api/state is polled; the diagram's active states are re-marked,
-//   and the page reloads when the session moves to another step (sending ->
-//   completed, a restart after a crash...).
+//   and the page goes to the new step's URL when the session moves on by
+//   itself (sending -> completed), replacing this history entry: the
+//   browser's history holds the steps the user took, not the transient
+//   ones.
 "use strict";
 (function () {
   const body = document.body;
@@ -19,10 +21,8 @@
   const sid = body.dataset.sid, step = body.dataset.step;
   const banner = document.getElementById("banner");
   if (!sid) {
-    // A refusal or restart page: come back when the server is up.
-    if (document.title.includes("refused") && /restarting/.test(document.body.textContent)) {
-      setTimeout(() => location.reload(), 700);
-    }
+    // A restart page: come back when the server is up.
+    if ("retry" in body.dataset) setTimeout(() => location.reload(), 700);
     return;
   }
   const key = "turno-wizard:" + sid;
@@ -61,7 +61,7 @@
     const legend = document.getElementById("active");
     if (legend) legend.textContent = "active: " + active.join(", ");
   };
-  const busy = step === "submit.sending" || step === "submit.uncertain";
+  const busy = "busy" in body.dataset;
   let down = false;
   // Once a form is submitted the page is leaving: a poll answered
   // meanwhile (410 after "forget me", a new step) must not reload over
@@ -76,14 +76,14 @@
       if (r.status === 503) throw new Error("restarting");
       const v = await r.json();
       if (!r.ok) { if (r.status === 410) location.reload(); return; }
-      if (down || v.step !== step) { location.reload(); return; }
+      if (v.step !== step) { location.replace(v.url); return; }
+      if (down) { location.reload(); return; }
       mark(v.active);
       banner.hidden = true;
     } catch (e) {
       down = true;
       banner.hidden = false;
-      banner.id = "banner";
-      banner.textContent = "The wizard server is not answering (restarting?); retrying…";
+      banner.textContent = body.dataset.down;
     }
   };
   setInterval(poll, busy ? 250 : 1500);

@@ -14,7 +14,9 @@
 //!   every macrostep ([`persist`]) and restored after a crash.
 //! - [`client`]: the wizard's calls to the gateway, which is turno-gateway's
 //!   HTTP service ([`turno_gateway::http`]).
-//! - [`web`]: routes, pages, validation ([`validate`]), the forged and
+//! - [`steps`]: the pages, named once beside the chart (step names,
+//!   URLs, progress).
+//! - [`web`]: routes, pages in English and Spanish, validation ([`validate`]), the forged and
 //!   replayed requests it refuses, drafts, "forget me".
 //!
 //! ```no_run
@@ -40,8 +42,10 @@ pub mod machine;
 mod pages;
 pub mod persist;
 pub mod session;
+pub mod steps;
 pub mod validate;
 pub mod web;
+mod words;
 
 pub use web::Wizard;
 

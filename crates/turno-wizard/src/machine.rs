@@ -23,9 +23,15 @@
 //! - `unresolvable` is not final here: `RECHECK` asks the gateway again
 //!   (`uncertain`), on the user's request only; still nothing is resent.
 //!
-//! Pages are named by [`step_of`]: `submit.review` shows as `review`,
-//! `submit.completed` as `completed`, `submit.uncertain.*` as
-//! `submit.uncertain`.
+//! - Editing from review: `EDIT_PLAN` and `EDIT_PERSONAL` set
+//!   `context.editing`, and that step's `NEXT` (guard `editing`) returns to
+//!   review instead of going on; entering review clears it. The payment's
+//!   history state keeps the sub-step, the context keeps every field.
+//!
+//! Pages are named by [`step_of`], from the table in [`crate::steps`]
+//! (`submit.review` shows as `review`, `submit.uncertain.*` as
+//! `submit.uncertain`); the machine is not built if the table and the chart
+//! disagree.
 
 use std::sync::Arc;
 
@@ -59,8 +65,12 @@ pub fn sanitizer() -> Sanitizer {
 }
 
 fn build() -> Result<Machine<Value>, String> {
+    build_from(SIGNUP_JSON)
+}
+
+fn build_from(source: &str) -> Result<Machine<Value>, String> {
     let mut def =
-        definition_json::<Value>(SIGNUP_JSON, &implementations()).map_err(|e| e.to_string())?;
+        definition_json::<Value>(source, &implementations()).map_err(|e| e.to_string())?;
     let slot = def
         .root
         .states
@@ -80,7 +90,9 @@ fn build() -> Result<Machine<Value>, String> {
             def.context[k] = v.clone();
         }
     }
-    Machine::new(def.root, def.context, def.version).map_err(|e| e.to_string())
+    let m = Machine::new(def.root, def.context, def.version).map_err(|e| e.to_string())?;
+    crate::steps::check(&m)?;
+    Ok(m)
 }
 
 fn child<'a>(s: &'a mut StateSpec<Value>, key: &str) -> &'a mut StateSpec<Value> {
@@ -104,6 +116,14 @@ fn extend(spec: &mut StateSpec<Value>) {
     on(review, "BACK", "#signup.payment.hist");
     on(review, "EDIT_PLAN", "#signup.plan");
     on(review, "EDIT_PERSONAL", "#signup.personal");
+    for (event, transitions) in &mut review.on {
+        if event.starts_with("EDIT_") {
+            for t in transitions.iter_mut() {
+                t.actions.push(set_editing(true));
+            }
+        }
+    }
+    review.entry.push(set_editing(false));
     child(spec, "sending").entry.push(ActionSpec {
         name: "countAttempt".into(),
         params: Value::Null,
@@ -116,6 +136,17 @@ fn extend(spec: &mut StateSpec<Value>) {
     let unresolvable = child(spec, "unresolvable");
     unresolvable.kind = KindSpec::Auto;
     on(unresolvable, "RECHECK", &format!("#{SUBMIT_ID}.uncertain"));
+}
+
+/// Sets `context.editing` (see the [module docs](self)).
+fn set_editing(on: bool) -> ActionSpec<Value> {
+    ActionSpec {
+        name: if on { "startEditing" } else { "stopEditing" }.into(),
+        params: Value::Null,
+        imp: Arc::new(move |scope: &mut ActionScope<'_, Value>| {
+            scope.context_mut()["editing"] = json!(on);
+        }),
+    }
 }
 
 fn take(ctx: &mut Value, key: &str, ev: &turno_chart::Event) {
@@ -132,6 +163,7 @@ pub fn implementations() -> Implementations<Value> {
             c["amount"] = c["plan"]["amount_cents"].clone();
         })
         .assign("savePayment", |c, e, _| take(c, "payment", e))
+        .guard("editing", |c, _, _| c["editing"] == json!(true))
 }
 
 /// The page a configuration shows, as a dotted path (`personal`,
@@ -139,11 +171,9 @@ pub fn implementations() -> Implementations<Value> {
 /// [module docs](self).
 pub fn step_of(value: &Value) -> String {
     let path = path_of(value);
-    match path.as_str() {
-        "submit.review" => "review".into(),
-        "submit.completed" => "completed".into(),
-        p if p.starts_with("submit.uncertain") => "submit.uncertain".into(),
-        _ => path,
+    match crate::steps::Step::at_path(&path) {
+        Some(step) => step.name.to_string(),
+        None => path,
     }
 }
 
@@ -155,22 +185,10 @@ pub fn step_of(value: &Value) -> String {
 pub fn accepts(m: &Machine<Value>, step: &str, event: &str) -> bool {
     (1..m.states().len() as StateIdx).any(|s| {
         let node = m.state(s);
-        node.is_atomic() && step_of(&Value::String(path(m, s))) == step && {
+        node.is_atomic() && step_of(&Value::String(crate::steps::path(m, s))) == step && {
             m.accepted_events(s).contains(&event)
         }
     })
-}
-
-/// The dotted path of keys from the root to `s` (`payment.card`).
-fn path(m: &Machine<Value>, s: StateIdx) -> String {
-    let mut keys = Vec::new();
-    let mut at = Some(s);
-    while let Some(i) = at.filter(|&i| i != 0) {
-        keys.push(&*m.state(i).key);
-        at = m.state(i).parent;
-    }
-    keys.reverse();
-    keys.join(".")
 }
 
 /// Whether the signup is over: the chart reached a final state
@@ -242,6 +260,68 @@ mod tests {
         assert_eq!(s.context["amount"], 900);
         s = transition(&m, &s, ev("BACK", Value::Null)).unwrap().0;
         assert_eq!(step(&m, &s), "payment.bank");
+    }
+
+    #[test]
+    fn editing_from_review_returns_to_review_after_the_one_step() {
+        let m = signup();
+        let s = at_review(&m);
+        let key = s.context["key"].clone();
+        let s = transition(&m, &s, ev("EDIT_PLAN", Value::Null)).unwrap().0;
+        assert_eq!(step(&m, &s), "plan");
+        let s = transition(
+            &m,
+            &s,
+            ev(
+                "NEXT",
+                json!({"plan": {"id": "team", "amount_cents": 7900}}),
+            ),
+        )
+        .unwrap()
+        .0;
+        assert_eq!(step(&m, &s), "review", "back to review, not to payment");
+        assert_eq!(s.context["amount"], 7900);
+        assert_eq!(
+            s.context["payment"]["method"], "card",
+            "the payment is kept"
+        );
+        assert_ne!(s.context["key"], key, "a new review, a new key");
+        let s = transition(&m, &s, ev("EDIT_PERSONAL", Value::Null))
+            .unwrap()
+            .0;
+        assert_eq!(step(&m, &s), "personal");
+        let s = transition(&m, &s, ev("NEXT", json!({"personal": {"name": "B"}})))
+            .unwrap()
+            .0;
+        assert_eq!(step(&m, &s), "review");
+        assert_eq!(s.context["personal"]["name"], "B");
+        assert_eq!(s.context["plan"]["id"], "team");
+        // Review cleared the flag: the first pass goes step by step again.
+        let s = transition(&m, &s, ev("BACK", Value::Null)).unwrap().0;
+        let s = transition(&m, &s, ev("BACK", Value::Null)).unwrap().0;
+        assert_eq!(step(&m, &s), "plan");
+        let s = transition(&m, &s, ev("NEXT", json!({"plan": {"id": "pro"}})))
+            .unwrap()
+            .0;
+        assert_eq!(step(&m, &s), "payment.card");
+    }
+
+    #[test]
+    fn a_step_renamed_in_the_chart_does_not_build() {
+        let renamed = SIGNUP_JSON.replace("\"bank\"", "\"transfer\"");
+        let err = build_from(&renamed)
+            .err()
+            .expect("the table names payment.bank");
+        assert!(err.contains("payment.bank"), "{err}");
+        let extra = SIGNUP_JSON.replace(
+            "\"hist\": { \"type\": \"history\" }",
+            "\"hist\": { \"type\": \"history\" }, \"wallet\": {}",
+        );
+        assert_ne!(extra, SIGNUP_JSON);
+        let err = build_from(&extra)
+            .err()
+            .expect("no page shows payment.wallet");
+        assert!(err.contains("payment.wallet"), "{err}");
     }
 
     #[test]

@@ -1,5 +1,7 @@
-//! The pages, rendered on the server: one per step, each with the live
-//! diagram, the fault panel and the draft tools beside it.
+//! The pages, rendered on the server: one per step (named by
+//! [`crate::steps`], worded by [`crate::words`]), with the draft tools
+//! beside it and, behind one switch, the demo's workings: the live
+//! diagram and the fault panel.
 
 use std::collections::BTreeMap;
 
@@ -7,7 +9,9 @@ use serde_json::{json, Value};
 use turno_chart::{Machine, StateKind};
 
 use crate::session::View;
+use crate::steps::{Page, Step, STAGES};
 use crate::validate::{Errors, PLANS};
+use crate::words::{fill, Lang, Words, LANGS};
 
 /// The page script (drafts in localStorage, live diagram, polling).
 pub const APP_JS: &str = include_str!("../assets/app.js");
@@ -34,64 +38,127 @@ fn money(cents: &Value) -> String {
     format!("€{}.{:02}", c / 100, c % 100)
 }
 
-const STEPS: &[(&str, &str)] = &[
-    ("personal", "You"),
-    ("plan", "Plan"),
-    ("payment", "Payment"),
-    ("review", "Review"),
-    ("submit", "Submit"),
-    ("completed", "Done"),
-];
-
-fn head(title: &str, v: Option<&View>) -> String {
-    let data = match v {
-        Some(v) => format!(
-            r#" data-sid="{}" data-step="{}" data-rev="{}""#,
-            esc(&v.sid),
-            esc(&v.step),
-            v.rev
-        ),
-        None => String::new(),
-    };
-    format!(
-        r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width"><title>turno signup: {}</title><link rel="stylesheet" href="/assets/app.css"></head><body{data}><header><h1>turno signup</h1>"#,
-        esc(title)
-    )
+/// How a page is shown: its language, and whether the demo's workings
+/// (the statechart and the fault panel, for the demo's operator) are on.
+#[derive(Clone, Copy, Debug)]
+pub struct Opts {
+    /// The language.
+    pub lang: Lang,
+    /// The statechart and the fault panel are shown.
+    pub workings: bool,
 }
 
-fn crumbs(step: &str) -> String {
-    let top = step.split('.').next().unwrap_or("");
-    let at = STEPS.iter().position(|s| s.0 == top).unwrap_or(0);
-    let items: String = STEPS
+/// The page's title in the window, its `<head>` and the header with the
+/// language switch. `here`: the URL the language links lead back to.
+fn head(o: Opts, title: &str, attrs: &str, here: &str) -> String {
+    let w = o.lang.words();
+    let langs: String = LANGS
         .iter()
-        .enumerate()
-        .map(|(i, (_, label))| {
-            let class = if i < at {
-                "done"
-            } else if i == at {
-                "here"
+        .map(|(l, code, name)| {
+            let current = if *l == o.lang {
+                r#" aria-current="true""#
             } else {
                 ""
             };
-            format!(r#"<li class="{class}">{label}</li>"#)
+            format!(
+                r#"<a href="{}?lang={code}" lang="{code}" hreflang="{code}" id="lang-{code}"{current}>{name}</a>"#,
+                esc(here)
+            )
         })
         .collect();
-    format!(r#"<ol class="steps">{items}</ol>"#)
+    format!(
+        r#"<!doctype html><html lang="{}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>{} · {}</title><link rel="stylesheet" href="/assets/app.css"></head><body{attrs} data-down="{}"><header><p class="site">{}</p><nav class="langs" aria-label="{}">{langs}</nav></header>"#,
+        o.lang.code(),
+        esc(title),
+        esc(w.site),
+        esc(w.not_answering),
+        esc(w.site),
+        esc(w.language),
+    )
 }
 
-fn input(name: &str, label: &str, value: &str, errors: &Errors, extra: &str) -> String {
-    let err = errors
-        .get(name)
-        .map(|m| format!(r#"<span class="error" id="{name}-error">{}</span>"#, esc(m)))
-        .unwrap_or_default();
-    let invalid = if errors.contains_key(name) {
-        r#" aria-invalid="true""#
-    } else {
-        ""
-    };
+fn crumbs(o: Opts, step: &Step) -> String {
+    let items: String = STAGES
+        .iter()
+        .map(|stage| {
+            let (class, current) = match stage.cmp(&step.stage) {
+                std::cmp::Ordering::Less => ("done", ""),
+                std::cmp::Ordering::Equal => ("here", r#" aria-current="step""#),
+                std::cmp::Ordering::Greater => ("", ""),
+            };
+            format!(
+                r#"<li class="{class}"{current}>{}</li>"#,
+                o.lang.stage(*stage)
+            )
+        })
+        .collect();
     format!(
-        r#"<label>{label}<input name="{name}" id="{name}" value="{}"{invalid} {extra}></label>{err}"#,
-        esc(value)
+        r#"<nav aria-label="{}"><ol class="steps">{items}</ol></nav>"#,
+        esc(o.lang.words().progress)
+    )
+}
+
+fn error_of(errors: &Errors, name: &str) -> String {
+    errors
+        .get(name)
+        .map(|m| format!(r#"<p class="error" id="{name}-error">{}</p>"#, esc(m)))
+        .unwrap_or_default()
+}
+
+/// The form's fields in the order they are shown.
+const FIELD_ORDER: &[&str] = &[
+    "name",
+    "email",
+    "plan",
+    "billing",
+    "card_number",
+    "expiry",
+    "holder",
+    "otp",
+    "iban",
+    "account_holder",
+];
+
+/// The field that takes the focus after a refused form: the first shown
+/// of those with an error.
+fn first_invalid(errors: &Errors) -> Option<&'static str> {
+    FIELD_ORDER
+        .iter()
+        .copied()
+        .find(|f| errors.contains_key(*f))
+}
+
+/// A labelled field; its error (and `hint`, an element's id) are tied to
+/// it, and the first invalid field of the form takes the focus.
+fn input(
+    name: &str,
+    label: &str,
+    value: &str,
+    errors: &Errors,
+    extra: &str,
+    hint: Option<&str>,
+) -> String {
+    let mut described: Vec<String> = Vec::new();
+    if errors.contains_key(name) {
+        described.push(format!("{name}-error"));
+    }
+    if let Some(h) = hint {
+        described.push(h.to_string());
+    }
+    let mut attrs = String::new();
+    if !described.is_empty() {
+        attrs.push_str(&format!(r#" aria-describedby="{}""#, described.join(" ")));
+    }
+    if errors.contains_key(name) {
+        attrs.push_str(r#" aria-invalid="true""#);
+        if first_invalid(errors) == Some(name) {
+            attrs.push_str(" autofocus");
+        }
+    }
+    format!(
+        r#"<div class="field"><label for="{name}">{label}</label><input name="{name}" id="{name}" value="{}"{attrs} {extra}>{}</div>"#,
+        esc(value),
+        error_of(errors, name)
     )
 }
 
@@ -118,179 +185,267 @@ fn val<'a>(values: &'a BTreeMap<String, String>, ctx: &'a Value, name: &str) -> 
     ctx.as_str().map(str::to_string).unwrap_or_default()
 }
 
-fn form_for(v: &View, errors: &Errors, values: &BTreeMap<String, String>) -> String {
+/// The idempotency key and the attempts, for support, folded away.
+fn details(w: &Words, v: &View) -> String {
+    format!(
+        r#"<details id="details"><summary>{}</summary><dl class="summary"><dt>{}</dt><dd><code id="key">{}</code></dd><dt>{}</dt><dd>{}</dd></dl></details>"#,
+        esc(w.details),
+        esc(w.payment_reference),
+        esc(v.key.as_deref().unwrap_or("")),
+        esc(w.attempts),
+        v.context["attempts"],
+    )
+}
+
+fn form_for(
+    o: Opts,
+    v: &View,
+    step: &Step,
+    errors: &Errors,
+    values: &BTreeMap<String, String>,
+) -> String {
+    let w = o.lang.words();
     let c = &v.context;
+    let editing = c["editing"] == json!(true);
+    let next = if editing { w.save_and_review } else { w.next };
+    let editing_hint = if editing {
+        format!(r#"<p class="hint" id="editing">{}</p>"#, esc(w.editing))
+    } else {
+        String::new()
+    };
+    let title = format!(r#"<h1 id="title">{}</h1>"#, esc(o.lang.title(step.page)));
     let open = format!(
         r#"<form method="post" action="/event" id="step-form" novalidate>{}"#,
         hidden(v)
     );
-    let body = match v.step.as_str() {
-        "personal" => format!(
-            "<h2>About you</h2>{}{}<div class=actions>{}</div>",
+    let status = |text: &str| format!(r#"<p class="status" id="status">{}</p>"#, esc(text));
+    let body = match step.page {
+        Page::Personal => format!(
+            "{editing_hint}{}{}<div class=actions>{}</div>",
             input(
                 "name",
-                "Full name",
+                w.name,
                 &val(values, &c["personal"]["name"], "name"),
                 errors,
-                r#"autocomplete="name""#
+                r#"autocomplete="name""#,
+                None,
             ),
             input(
                 "email",
-                "Email",
+                w.email,
                 &val(values, &c["personal"]["email"], "email"),
                 errors,
-                r#"type="email" autocomplete="email""#
+                r#"type="email" autocomplete="email""#,
+                None,
             ),
-            button("NEXT", "Continue", "primary"),
+            button("NEXT", next, "primary"),
         ),
-        "plan" => {
+        Page::Plan => {
             let chosen = val(values, &c["plan"]["id"], "plan");
             let radios: String = PLANS
                 .iter()
                 .map(|(id, label, cents)| {
                     let checked = if *id == chosen { " checked" } else { "" };
+                    let focus = if first_invalid(errors) == Some("plan") && *id == PLANS[0].0 {
+                        " autofocus"
+                    } else {
+                        ""
+                    };
                     format!(
-                        r#"<label class="plan"><input type="radio" name="plan" value="{id}"{checked}> {label} <small>{} / month</small></label>"#,
-                        money(&json!(cents))
+                        r#"<div class="plan"><input type="radio" name="plan" value="{id}" id="plan-{id}"{checked}{focus}><label for="plan-{id}">{label} <span class="price">{} {}</span></label></div>"#,
+                        money(&json!(cents)),
+                        esc(w.per_month),
                     )
                 })
                 .collect();
             let billing = val(values, &c["plan"]["billing"], "billing");
             let opt = |b: &str, l: &str| {
                 let sel = if billing == b { " selected" } else { "" };
-                format!(r#"<option value="{b}"{sel}>{l}</option>"#)
+                format!(r#"<option value="{b}"{sel}>{}</option>"#, esc(l))
             };
-            let err = |k: &str| {
-                errors
-                    .get(k)
-                    .map(|m| format!(r#"<span class="error" id="{k}-error">{}</span>"#, esc(m)))
-                    .unwrap_or_default()
+            let plan_err = if errors.contains_key("plan") {
+                r#" aria-describedby="plan-error""#
+            } else {
+                ""
+            };
+            let billing_err = if errors.contains_key("billing") {
+                r#" aria-describedby="billing-error" aria-invalid="true""#
+            } else {
+                ""
             };
             format!(
-                r#"<h2>Choose a plan</h2><fieldset>{radios}</fieldset>{}<label>Billing<select name="billing" id="billing">{}{}</select></label>{}<div class=actions>{}{}</div>"#,
-                err("plan"),
-                opt("monthly", "Monthly"),
-                opt("yearly", "Yearly (10 months' price)"),
-                err("billing"),
-                button("NEXT", "Continue", "primary"),
-                button("BACK", "Back", ""),
+                r#"{editing_hint}<fieldset id="plans"{plan_err}><legend>{}</legend>{radios}{}</fieldset><div class="field"><label for="billing">{}</label><select name="billing" id="billing"{billing_err}>{}{}</select>{}</div><div class=actions>{}{}</div>"#,
+                esc(w.plan_legend),
+                error_of(errors, "plan"),
+                esc(w.billing),
+                opt("monthly", w.monthly),
+                opt("yearly", w.yearly),
+                error_of(errors, "billing"),
+                button("NEXT", next, "primary"),
+                button("BACK", w.back, ""),
             )
         }
-        "payment.card" => format!(
-            r#"<h2>Payment: card</h2>{}{}{}{}<p class="hint">The card number and the one-time code are never stored: not in this browser, not on the server.</p><div class=actions>{}{}{}</div>"#,
-            input(
-                "card_number",
-                "Card number",
-                "",
-                errors,
-                r#"inputmode="numeric" autocomplete="off" data-volatile"#
-            ),
-            input(
-                "expiry",
-                "Expiry (MM/YY)",
-                &val(values, &c["payment"]["expiry"], "expiry"),
-                errors,
-                r#"placeholder="MM/YY""#
-            ),
-            input(
-                "holder",
-                "Name on card",
-                &val(values, &c["payment"]["holder"], "holder"),
-                errors,
-                ""
-            ),
-            input(
-                "otp",
-                "One-time code from your bank (6 digits)",
-                "",
-                errors,
-                r#"inputmode="numeric" autocomplete="one-time-code" data-volatile"#
-            ),
-            button("NEXT", "Review", "primary"),
-            button("USE_BANK", "Pay from a bank account instead", ""),
-            button("BACK", "Back", ""),
+        Page::Card => {
+            // Why the card number is empty: the form was refused (it is
+            // never echoed back), or the user came back from the review
+            // (it was never kept).
+            let again = if !errors.is_empty() {
+                Some(w.card_cleared)
+            } else if c["payment"]["method"] == "card" {
+                Some(w.card_again)
+            } else {
+                None
+            };
+            let again_hint = again
+                .map(|t| format!(r#"<p class="hint notice" id="card-hint">{}</p>"#, esc(t)))
+                .unwrap_or_default();
+            let hint = again.map(|_| "card-hint");
+            format!(
+                r#"{again_hint}{}{}{}{}<p class="hint" id="never-kept">{}</p><div class=actions>{}{}{}</div>"#,
+                input(
+                    "card_number",
+                    w.card_number,
+                    "",
+                    errors,
+                    r#"inputmode="numeric" autocomplete="off" data-volatile"#,
+                    hint,
+                ),
+                input(
+                    "expiry",
+                    w.expiry,
+                    &val(values, &c["payment"]["expiry"], "expiry"),
+                    errors,
+                    r#"placeholder="MM/YY""#,
+                    None,
+                ),
+                input(
+                    "holder",
+                    w.holder,
+                    &val(values, &c["payment"]["holder"], "holder"),
+                    errors,
+                    r#"autocomplete="cc-name""#,
+                    None,
+                ),
+                input(
+                    "otp",
+                    w.otp,
+                    "",
+                    errors,
+                    r#"inputmode="numeric" autocomplete="one-time-code" data-volatile"#,
+                    hint,
+                ),
+                esc(w.card_never_kept),
+                button("NEXT", w.to_review, "primary"),
+                button("USE_BANK", w.use_bank, ""),
+                button("BACK", w.back, ""),
+            )
+        }
+        Page::Bank => {
+            let iban = val(values, &Value::Null, "iban");
+            let again = errors.is_empty() && iban.is_empty() && c["payment"]["method"] == "bank";
+            let again_hint = if again {
+                format!(
+                    r#"<p class="hint notice" id="iban-hint">{}</p>"#,
+                    esc(w.iban_again)
+                )
+            } else {
+                String::new()
+            };
+            format!(
+                r#"{again_hint}{}{}<div class=actions>{}{}{}</div>"#,
+                input(
+                    "iban",
+                    w.iban,
+                    &iban,
+                    errors,
+                    r#"autocomplete="off""#,
+                    again.then_some("iban-hint"),
+                ),
+                input(
+                    "account_holder",
+                    w.account_holder,
+                    &val(values, &c["payment"]["holder"], "account_holder"),
+                    errors,
+                    r#"autocomplete="name""#,
+                    None,
+                ),
+                button("NEXT", w.to_review, "primary"),
+                button("USE_CARD", w.use_card, ""),
+                button("BACK", w.back, ""),
+            )
+        }
+        Page::Review => format!(
+            r#"{}<p class="hint">{} {}</p><div class=actions>{}{}{}{}</div>"#,
+            summary(o, v),
+            esc(&fill(
+                w.confirm_charges,
+                &[&money(&c["plan"]["amount_cents"])]
+            )),
+            esc(w.last_change),
+            button("CONFIRM", w.confirm, "primary"),
+            button("BACK", w.change_payment, ""),
+            button("EDIT_PLAN", w.change_plan, ""),
+            button("EDIT_PERSONAL", w.change_personal, ""),
         ),
-        "payment.bank" => format!(
-            r#"<h2>Payment: bank account</h2>{}{}<div class=actions>{}{}{}</div>"#,
-            input(
-                "iban",
-                "IBAN",
-                &val(values, &Value::Null, "iban"),
-                errors,
-                r#"autocomplete="off""#
-            ),
-            input(
-                "account_holder",
-                "Account holder",
-                &val(values, &c["payment"]["holder"], "account_holder"),
-                errors,
-                ""
-            ),
-            button("NEXT", "Review", "primary"),
-            button("USE_CARD", "Pay by card instead", ""),
-            button("BACK", "Back", ""),
+        Page::Sending => format!("{}{}", status(w.sending), details(w, v)),
+        Page::Failed => format!(
+            r#"{}{}<div class=actions>{}{}</div>"#,
+            status(w.failed),
+            details(w, v),
+            button("RETRY", w.retry, "primary"),
+            button("CANCEL", w.cancel, ""),
         ),
-        "review" => format!(
-            r#"<h2>Review</h2>{}<p class="hint">Confirming charges {}. This is the last step you can change anything.</p><div class=actions>{}{}{}{}</div>"#,
-            summary(v),
-            money(&c["plan"]["amount_cents"]),
-            button("CONFIRM", "Confirm and pay", "primary"),
-            button("BACK", "Change payment", ""),
-            button("EDIT_PLAN", "Change plan", ""),
-            button("EDIT_PERSONAL", "Change your details", ""),
+        Page::Abandoned => status(w.abandoned),
+        Page::Uncertain => format!("{}{}", status(w.uncertain), details(w, v)),
+        Page::Unresolvable => format!(
+            r#"<p class="status" id="status"><strong>{}</strong></p>{}<div class=actions>{}</div>"#,
+            esc(w.unresolvable),
+            details(w, v),
+            button("RECHECK", w.recheck, "primary"),
         ),
-        "submit.sending" => format!(
-            r#"<h2>Sending your payment…</h2><p class="status" id="status">Attempt {} with key <code>{}</code>. This page updates by itself.</p>"#,
-            c["attempts"],
-            esc(v.key.as_deref().unwrap_or("")),
-        ),
-        "submit.failed" => format!(
-            r#"<h2>The payment failed</h2><p class="status" id="status">The gateway said: {}. Nothing was charged.</p><div class=actions>{}{}</div>"#,
-            esc(c["error"]["message"].as_str().unwrap_or("an error")),
-            button("RETRY", "Try again", "primary"),
-            button("CANCEL", "Cancel the payment", ""),
-        ),
-        "submit.abandoned" => r#"<h2>Payment cancelled</h2><p class="status" id="status">You cancelled after the gateway refused the payment. Nothing was charged.</p>"#.to_string(),
-        "submit.uncertain" => format!(
-            r#"<h2>Checking your payment…</h2><p class="status" id="status">We do not know yet whether the payment went through (no clear answer came back, or the server restarted meanwhile). We are asking the gateway by key <code>{}</code>; nothing is sent again until it answers.</p>"#,
-            esc(v.key.as_deref().unwrap_or("")),
-        ),
-        "submit.unresolvable" => format!(
-            r#"<h2>We could not confirm your payment</h2><p class="status" id="status">The gateway cannot tell us whether key <code>{}</code> was charged. <strong>Check your card or bank statement (your payment history) before you try again</strong>; nothing will be retried automatically.</p><div class=actions>{}</div>"#,
-            esc(v.key.as_deref().unwrap_or("")),
-            button("RECHECK", "Ask the gateway again", "primary"),
-        ),
-        "completed" => format!(
-            r#"<h2>Welcome aboard!</h2><p class="status" id="status">Paid {}: receipt <code id="receipt">{}</code>.</p>{}"#,
-            money(&c["receipt"]["amount_cents"]),
+        Page::Completed => format!(
+            r#"{}<p class="receipt">{}: <strong id="receipt">{}</strong></p>{}<h2>{}</h2><p>{}</p></form><form method="post" action="/new" id="new-form"><button type="submit" id="start-over">{}</button>"#,
+            status(&fill(w.paid, &[&money(&c["receipt"]["amount_cents"])])),
+            esc(w.receipt),
             esc(c["receipt"]["id"].as_str().unwrap_or("")),
-            summary(v),
+            summary(o, v),
+            esc(w.next_steps),
+            esc(w.next_steps_text),
+            esc(w.start_over),
         ),
-        other => format!("<p>Unknown step {}</p>", esc(other)),
     };
-    format!("{open}{body}</form>")
+    format!("{title}{open}{body}</form>")
 }
 
-fn summary(v: &View) -> String {
+fn summary(o: Opts, v: &View) -> String {
+    let w = o.lang.words();
     let c = &v.context;
+    let last4 = c["payment"]["last4"].as_str().unwrap_or("");
     let pay = match c["payment"]["method"].as_str() {
-        Some("card") => format!(
-            "card ending {}",
-            esc(c["payment"]["last4"].as_str().unwrap_or(""))
-        ),
-        Some("bank") => format!(
-            "bank account ending {}",
-            esc(c["payment"]["last4"].as_str().unwrap_or(""))
-        ),
-        _ => "none".into(),
+        Some("card") => fill(w.card_ending, &[last4]),
+        Some("bank") => fill(w.bank_ending, &[last4]),
+        _ => w.none.to_string(),
+    };
+    let plan = PLANS
+        .iter()
+        .find(|p| Some(p.0) == c["plan"]["id"].as_str())
+        .map_or("", |p| p.1);
+    let billing = match c["plan"]["billing"].as_str() {
+        Some("yearly") => w.yearly,
+        _ => w.monthly,
     };
     format!(
-        r#"<dl class="summary"><dt>Name</dt><dd>{}</dd><dt>Email</dt><dd>{}</dd><dt>Plan</dt><dd>{} ({}), {}</dd><dt>Payment</dt><dd id="pay">{pay}</dd></dl>"#,
+        r#"<dl class="summary"><dt>{}</dt><dd>{}</dd><dt>{}</dt><dd>{}</dd><dt>{}</dt><dd>{} ({}), {}</dd><dt>{}</dt><dd id="pay">{}</dd></dl>"#,
+        esc(w.sum_name),
         esc(c["personal"]["name"].as_str().unwrap_or("")),
+        esc(w.sum_email),
         esc(c["personal"]["email"].as_str().unwrap_or("")),
-        esc(c["plan"]["id"].as_str().unwrap_or("")),
-        esc(c["plan"]["billing"].as_str().unwrap_or("")),
+        esc(w.sum_plan),
+        esc(plan),
+        esc(billing),
         money(&c["plan"]["amount_cents"]),
+        esc(w.sum_payment),
+        esc(&pay),
     )
 }
 
@@ -344,7 +499,7 @@ fn fault_panel(v: &View) -> String {
     let f = &v.faults;
     let sel = |k: &str| if f.charge == k { " selected" } else { "" };
     format!(
-        r#"<form method="post" action="/faults" id="fault-form">{}<label>Gateway latency (ms)<input name="latency_ms" id="latency_ms" value="{}" inputmode="numeric"></label><label>Next charge<select name="charge" id="fault-charge"><option value=""{}>answers normally</option><option value="timeout"{}>times out after charging</option><option value="lost"{}>charges, reply lost</option><option value="error"{}>server error (no charge)</option></select></label><label class="check"><input type="checkbox" name="lookup_down" id="lookup_down"{}> lookups by key fail</label><label class="check"><input type="checkbox" name="crash" id="crash"{}> crash the wizard server mid-submit</label><button type="submit" id="arm">Arm faults</button></form>"#,
+        r#"<section lang="en" aria-labelledby="faults-title"><h2 id="faults-title">Fault panel</h2><form method="post" action="/faults" id="fault-form">{}<div class="field"><label for="latency_ms">Gateway latency (ms)</label><input name="latency_ms" id="latency_ms" value="{}" inputmode="numeric"></div><div class="field"><label for="fault-charge">Next charge</label><select name="charge" id="fault-charge"><option value=""{}>answers normally</option><option value="timeout"{}>times out after charging</option><option value="lost"{}>charges, reply lost</option><option value="error"{}>server error (no charge)</option></select></div><div class="check"><input type="checkbox" name="lookup_down" id="lookup_down"{}><label for="lookup_down">lookups by key fail</label></div><div class="check"><input type="checkbox" name="crash" id="crash"{}><label for="crash">crash the wizard server mid-submit</label></div><button type="submit" id="arm">Arm faults</button></form></section>"#,
         hidden(v),
         f.latency_ms,
         sel(""),
@@ -356,58 +511,134 @@ fn fault_panel(v: &View) -> String {
     )
 }
 
-fn drafts(v: &View) -> String {
+fn drafts(o: Opts, v: &View) -> String {
+    let w = o.lang.words();
     format!(
-        r#"<p>Saved on the server at every completed step, in this browser at every change. Continue in another browser with your draft link:</p><p><a id="draft-link" href="/d/{0}">/d/{0}</a></p><form method="post" action="/forget" id="forget-form">{1}<button type="submit" id="forget">Forget me</button></form>"#,
-        esc(&v.link),
+        r#"<section aria-labelledby="draft-title"><h2 id="draft-title">{}</h2><p>{}</p><p class="link"><a id="draft-link" href="/d/{link}">/d/{link}</a></p><form method="post" action="/forget" id="forget-form">{}<button type="submit" id="forget">{}</button></form></section>"#,
+        esc(w.draft),
+        esc(w.draft_text),
         hidden(v),
+        esc(w.forget),
+        link = esc(&v.link),
     )
 }
 
-/// A step's page.
+/// The switch that shows or hides the demo's workings.
+fn workings_switch(o: Opts, here: &str) -> String {
+    let w = o.lang.words();
+    let (label, value) = if o.workings {
+        (w.workings_hide, "off")
+    } else {
+        (w.workings_show, "on")
+    };
+    format!(
+        r#"<form method="post" action="/workings" id="workings-form"><input type="hidden" name="back" value="{}"><input type="hidden" name="show" value="{value}"><button type="submit" id="workings" aria-pressed="{}">{}</button></form>"#,
+        esc(here),
+        o.workings,
+        esc(label),
+    )
+}
+
+/// A step's page. `notice`: a sentence above the form (why the user is
+/// here and not where they went, a refused form).
 pub fn step(
+    o: Opts,
     v: &View,
     errors: &Errors,
     values: &BTreeMap<String, String>,
     notice: Option<&str>,
 ) -> String {
+    let w = o.lang.words();
+    let Some(row) = Step::named(&v.step) else {
+        return refusal(o, w.refused_title, w.not_found, None);
+    };
+    let here = row.url();
     let notice = notice
-        .map(|n| format!(r#"<p class="notice" id="notice">{}</p>"#, esc(n)))
-        .unwrap_or_default();
-    format!(
-        r#"{}{}</header><main><section class="card" id="step">{notice}{}</section><aside><section><h2>Statechart</h2>{}</section><section><h2>Fault panel</h2>{}</section><section><h2>Your draft</h2>{}</section></aside></main><div id="banner" hidden></div><script src="/assets/app.js"></script></body></html>"#,
-        head(&v.step, Some(v)),
-        crumbs(&v.step),
-        form_for(v, errors, values),
-        diagram(v),
-        fault_panel(v),
-        drafts(v),
-    )
-}
-
-/// A refusal page.
-pub fn refusal(status: u16, message: &str, v: Option<&View>) -> String {
-    let at = v
-        .map(|v| {
+        .map(|n| {
             format!(
-                r#"<p>Your signup is at the <strong>{}</strong> step.</p>"#,
-                esc(&v.step)
+                r#"<p class="notice" id="notice" role="alert">{}</p>"#,
+                esc(n)
             )
         })
         .unwrap_or_default();
+    let busy = if row.unresolved {
+        r#" data-busy="""#
+    } else {
+        ""
+    };
+    let attrs = format!(
+        r#" data-sid="{}" data-step="{}" data-rev="{}" data-url="{}"{busy}"#,
+        esc(&v.sid),
+        esc(&v.step),
+        v.rev,
+        esc(&here),
+    );
+    let mut aside = String::new();
+    if !row.finished {
+        aside.push_str(&drafts(o, v));
+    }
+    if o.workings {
+        aside.push_str(&format!(
+            r#"<section aria-labelledby="chart-title"><h2 id="chart-title">{}</h2>{}</section>"#,
+            esc(w.statechart),
+            diagram(v)
+        ));
+        if !row.finished {
+            aside.push_str(&fault_panel(v));
+        }
+    }
+    aside.push_str(&workings_switch(o, &here));
     format!(
-        r#"{}</header><main><section class="card refusal" id="step"><h2>{status}</h2><p id="refusal">{}</p>{at}<p><a href="/" id="home">Go to your signup</a></p></section></main><div id="banner" hidden></div><script src="/assets/app.js"></script></body></html>"#,
-        head("refused", None),
-        esc(message)
+        r#"{}{}<main><section class="card" id="step">{notice}{}</section></main><aside>{aside}</aside><div id="banner" role="alert" hidden></div><script src="/assets/app.js"></script></body></html>"#,
+        head(o, o.lang.title(row.page), &attrs, &here),
+        crumbs(o, row),
+        form_for(o, v, row, errors, values),
+    )
+}
+
+/// A page saying why something was not done, and where the signup is.
+pub fn refusal(o: Opts, title: &str, message: &str, v: Option<&View>) -> String {
+    let w = o.lang.words();
+    let at = v.and_then(|v| Step::named(&v.step));
+    let (where_, home) = match at {
+        Some(row) => (
+            format!(
+                r#"<p id="at">{}</p>"#,
+                esc(&fill(w.your_step, &[o.lang.title(row.page)]))
+            ),
+            row.url(),
+        ),
+        None => (String::new(), "/".to_string()),
+    };
+    let retry = if message == w.restarting {
+        r#" data-retry="""#
+    } else {
+        ""
+    };
+    format!(
+        r#"{}<main><section class="card refusal" id="step"><h1 id="title">{}</h1><p id="refusal">{}</p>{where_}<p><a href="{}" id="home">{}</a></p></section></main><div id="banner" role="alert" hidden></div><script src="/assets/app.js"></script></body></html>"#,
+        head(o, title, retry, "/"),
+        esc(title),
+        esc(message),
+        esc(&home),
+        esc(w.go_to_signup),
     )
 }
 
 /// After "forget me".
-pub fn forgotten(sid: &str) -> String {
+pub fn forgotten(o: Opts, sid: &str) -> String {
+    let w = o.lang.words();
     format!(
-        r#"{}</header><main><section class="card" id="step" data-forget="{}"><h2>Forgotten</h2><p id="forgotten">Your signup, its drafts and its draft link are deleted from the server, and this browser's copy is cleared.</p><p><a href="/" id="home">Start again</a></p></section></main><script src="/assets/app.js"></script></body></html>"#,
-        head("forgotten", None),
-        esc(sid)
+        r#"{}<main><section class="card" id="step"><h1 id="title">{}</h1><p id="forgotten">{}</p><p><a href="/" id="home">{}</a></p></section></main><script src="/assets/app.js"></script></body></html>"#,
+        head(
+            o,
+            w.forgotten_title,
+            &format!(r#" data-forget="{}""#, esc(sid)),
+            "/"
+        ),
+        esc(w.forgotten_title),
+        esc(w.forgotten),
+        esc(w.start_over),
     )
 }
 

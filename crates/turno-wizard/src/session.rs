@@ -43,6 +43,7 @@ use turno_chart::{Event, Machine, Snapshot, StateSet};
 use crate::client::{self, Faults, Lookup};
 use crate::machine::{self, step_of};
 use crate::persist::{Persisted, Persister};
+use crate::steps::{self, Step};
 
 /// What the session shares with the rest of the server.
 pub struct Env {
@@ -69,8 +70,11 @@ pub struct View {
     pub sid: String,
     /// Macrosteps taken.
     pub rev: u64,
-    /// The page to show (`personal`, `payment.card`, `submit.sending`...).
+    /// The page to show (`personal`, `payment.card`, `submit.sending`...;
+    /// the names of [`steps::STEPS`]).
     pub step: String,
+    /// The step's URL (`/payment/card`).
+    pub url: String,
     /// The state value, as XState shows it.
     pub value: Value,
     /// Active state ids (for the diagram).
@@ -97,6 +101,14 @@ pub enum Refusal {
         /// The step the session is at.
         current: String,
     },
+    /// A navigation to a step the chart does not reach from here by one
+    /// move that sends nothing ([`steps::MOVES`]).
+    NotOpen {
+        /// The step asked for.
+        wanted: String,
+        /// The step the session is at.
+        current: String,
+    },
 }
 
 /// A session's own messages (the chart actor's [`ChartMsg::Ext`]).
@@ -113,6 +125,16 @@ pub enum SessionMsg {
     },
     /// The current view.
     View(ReplyTo<View>),
+    /// A navigation to a step (the browser's Back or Forward, a step's
+    /// URL opened): taken when the chart reaches that step from the
+    /// current one by one of [`steps::MOVES`], with the data the context
+    /// already holds for `NEXT`; the view after it, or why not.
+    Goto {
+        /// The step asked for.
+        step: String,
+        /// The view at that step, or why it is not open.
+        reply: ReplyTo<Result<View, Refusal>>,
+    },
     /// Arms faults for the next charge.
     Faults(Faults, ReplyTo<View>),
     /// The session's time to live, counted from the step `rev`, is over:
@@ -162,10 +184,12 @@ impl Session {
 
     fn view(&self, m: &Machine<Value>, s: &Snapshot<Value>) -> View {
         let value = s.value(m).to_json();
+        let step = step_of(&value);
         View {
             sid: self.sid.clone(),
             rev: self.rev,
-            step: step_of(&value),
+            url: Step::named(&step).map_or_else(|| "/".into(), Step::url),
+            step,
             value,
             active: s.active_ids(m).iter().map(|x| x.to_string()).collect(),
             status: if machine::is_done(m, s) {
@@ -226,6 +250,25 @@ impl Extension<Value> for Session {
         match msg {
             SessionMsg::View(reply) => {
                 reply.reply(view(turn));
+            }
+            SessionMsg::Goto { step, reply } => {
+                let current = step_of(&turn.snapshot().value(turn.machine()).to_json());
+                if step == current {
+                    reply.reply(Ok(view(turn)));
+                    return;
+                }
+                match move_to(turn.machine(), turn.snapshot(), &current, &step) {
+                    Some(event) => {
+                        turn.send(event);
+                        reply.reply(Ok(view(turn)));
+                    }
+                    None => {
+                        reply.reply(Err(Refusal::NotOpen {
+                            wanted: step,
+                            current,
+                        }));
+                    }
+                }
             }
             SessionMsg::Faults(f, reply) => {
                 turn.ext_mut().faults = f;
@@ -289,6 +332,33 @@ impl Extension<Value> for Session {
         };
         self.durable = Some(self.env.persister.put(&self.sid, &p, draft));
     }
+}
+
+/// The event of [`steps::MOVES`] that takes the chart from `current` to
+/// `wanted`, found by trying each on a copy of the snapshot. `NEXT`
+/// carries what the context holds for the current step, if it holds it
+/// (a payment only for its own method): forward again after a step back.
+fn move_to(m: &Machine<Value>, s: &Snapshot<Value>, current: &str, wanted: &str) -> Option<Event> {
+    let row = Step::named(current)?;
+    steps::MOVES.iter().find_map(|name| {
+        if !machine::accepts(m, current, name) {
+            return None;
+        }
+        let data = if *name == "NEXT" {
+            let key = row.saves?;
+            let saved = &s.context[key];
+            let method = row.state.rsplit('.').next();
+            if saved.is_null() || (key == "payment" && saved["method"].as_str() != method) {
+                return None;
+            }
+            json!({ key: saved })
+        } else {
+            Value::Null
+        };
+        let event = Event::with_data(*name, data);
+        let (after, _) = turno_chart::transition(m, s, event.clone()).ok()?;
+        (step_of(&after.value(m).to_json()) == wanted).then_some(event)
+    })
 }
 
 /// The invocations the chart names: the charge and the lookup.

@@ -36,7 +36,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
 
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
@@ -52,13 +52,19 @@ use turno_store::{Store, Sweeper};
 use crate::client::Faults;
 use crate::ids;
 use crate::machine;
-use crate::pages;
+use crate::pages::{self, Opts};
 use crate::persist::{self, Persister};
 use crate::session::{self, Env, Refusal, SessionAddr, SessionMsg, View};
+use crate::steps::{Page, Stage, Step, STEPS};
 use crate::validate::{self, Errors};
+use crate::words::{fill, Lang, Words};
 use crate::{Addrs, Config, Error};
 
 const COOKIE: &str = "turno_sid";
+/// The language chosen on the page's switch.
+const LANG_COOKIE: &str = "turno_lang";
+/// The demo's workings shown (`on`).
+const WORKINGS_COOKIE: &str = "turno_workings";
 const ASK: Duration = Duration::from_secs(5);
 
 type Sessions = Arc<Mutex<HashMap<String, SessionAddr>>>;
@@ -246,8 +252,21 @@ impl Drop for Wizard {
 }
 
 fn router(h: Arc<Holder>) -> Router {
-    Router::new()
+    // One route per page, from the table of steps.
+    let pages = STEPS.iter().fold(Router::new(), |r, row| {
+        r.route(
+            &row.url(),
+            get(
+                move |st: State<Arc<Holder>>, headers: HeaderMap, q: Query<PageQuery>| {
+                    step_page(st, headers, q, row)
+                },
+            ),
+        )
+    });
+    pages
         .route("/", get(index))
+        .route("/new", post(new_form))
+        .route("/workings", post(workings_form))
         .route("/event", post(event_form))
         .route("/faults", post(faults_form))
         .route("/forget", post(forget_form))
@@ -268,47 +287,120 @@ fn router(h: Arc<Holder>) -> Router {
         .with_state(h)
 }
 
-/// A refusal, as a status and a message (and field errors).
+/// Why a request was refused, worded per language on the page.
+enum Why {
+    /// A fixed sentence.
+    Word(fn(&'static Words) -> &'static str),
+    /// A sentence made elsewhere (the store's error), in English.
+    Text(String),
+    /// A form for another step.
+    Stale { form: String, current: String },
+    /// A page's forget-me while the payment is unsettled.
+    ForgetWait,
+    /// An event the page does not have.
+    NoAction { step: String, event: String },
+}
+
+/// A refusal, as a status and a reason (and field errors).
 struct Reject {
     status: StatusCode,
-    message: String,
+    why: Why,
     errors: Errors,
     view: Option<Box<View>>,
 }
 
 impl Reject {
-    fn new(status: StatusCode, message: impl Into<String>) -> Self {
+    fn new(status: StatusCode, why: fn(&'static Words) -> &'static str) -> Self {
         Reject {
             status,
-            message: message.into(),
+            why: Why::Word(why),
             errors: Errors::new(),
             view: None,
         }
     }
+
+    fn text(status: StatusCode, message: impl Into<String>) -> Self {
+        Reject {
+            why: Why::Text(message.into()),
+            ..Reject::new(status, |w| w.refused_title)
+        }
+    }
+
+    /// The page's title and sentence.
+    fn words(&self, lang: Lang) -> (&'static str, String) {
+        let w = lang.words();
+        let title = |name: &str| Step::named(name).map_or("", |r| lang.title(r.page));
+        match &self.why {
+            Why::Word(f) => (w.refused_title, f(w).to_string()),
+            Why::Text(t) => (w.refused_title, t.clone()),
+            Why::Stale { form, current } => {
+                (w.stale_title, fill(w.stale, &[title(form), title(current)]))
+            }
+            Why::ForgetWait => (w.forget_wait_title, w.forget_wait.to_string()),
+            Why::NoAction { .. } => (w.refused_title, w.no_action.to_string()),
+        }
+    }
+
     fn json(self) -> Response {
+        let message = match &self.why {
+            Why::NoAction { step, event } => {
+                format!("The {step:?} page has no action {event:?}.")
+            }
+            _ => self.words(Lang::En).1,
+        };
         (
             self.status,
-            Json(json!({"error": self.message, "errors": self.errors, "step": self.view.map(|v| v.step)})),
+            Json(
+                json!({"error": message, "errors": self.errors, "step": self.view.map(|v| v.step)}),
+            ),
         )
             .into_response()
     }
 }
 
 fn restarting() -> Reject {
-    Reject::new(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "The wizard server is restarting after a crash; this page retries by itself.",
-    )
+    Reject::new(StatusCode::SERVICE_UNAVAILABLE, |w| w.restarting)
 }
 
-fn cookie_sid(h: &HeaderMap) -> Option<String> {
+/// What a page's URL may carry: a language chosen on the switch, and the
+/// step a navigation asked for and did not get.
+#[derive(Deserialize, Default)]
+struct PageQuery {
+    lang: Option<String>,
+    from: Option<String>,
+    note: Option<String>,
+}
+
+fn cookie<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
     h.get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|kv| kv.trim().split_once('='))
-        .find(|(k, _)| *k == COOKIE)
-        .map(|(_, v)| v.to_string())
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v)
+}
+
+/// The page options of a request: the language cookie, else the
+/// browser's languages; the workings switch's cookie.
+fn opts(h: &HeaderMap) -> Opts {
+    let lang = cookie(h, LANG_COOKIE)
+        .and_then(Lang::from_code)
+        .or_else(|| {
+            h.get(header::ACCEPT_LANGUAGE)
+                .and_then(|v| v.to_str().ok())
+                .and_then(Lang::from_accept)
+        })
+        .unwrap_or(Lang::En);
+    Opts {
+        lang,
+        workings: cookie(h, WORKINGS_COOKIE) == Some("on"),
+    }
+}
+
+fn cookie_sid(h: &HeaderMap) -> Option<String> {
+    cookie(h, COOKIE)
+        .map(str::to_string)
         .filter(|v| ids::is_hex_id(v, 16))
 }
 
@@ -330,10 +422,8 @@ async fn session(h: &Holder, app: &Arc<App>, sid: &str) -> Result<Option<Session
     let loaded = blocking(move || persist::load(&store, &s))
         .await
         .map_err(|e| {
-            Reject::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                format!("the session store failed: {e}"),
-            )
+            eprintln!("turno demo: the session store failed: {e}");
+            Reject::new(StatusCode::SERVICE_UNAVAILABLE, |w| w.store_failed)
         })?;
     let Some(p) = loaded else { return Ok(None) };
     let mut sessions = app.sessions.lock().expect("lock");
@@ -351,7 +441,7 @@ async fn session(h: &Holder, app: &Arc<App>, sid: &str) -> Result<Option<Session
             let p = p.take().expect("a session actor is not restarted");
             session::restored(s.clone(), p, m.clone(), env.clone())
         })
-        .map_err(|e| Reject::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?;
+        .map_err(|e| Reject::text(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?;
     sessions.insert(sid.to_string(), addr.clone());
     Ok(Some(addr))
 }
@@ -367,7 +457,7 @@ fn new_session(h: &Holder, app: &Arc<App>) -> Result<(String, SessionAddr), Reje
         .spawn(Props::new().name(format!("session-{sid}")), move || {
             session::new_session(s.clone(), link.clone(), m.clone(), env.clone())
         })
-        .map_err(|e| Reject::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?;
+        .map_err(|e| Reject::text(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?;
     app.sessions
         .lock()
         .expect("lock")
@@ -381,7 +471,7 @@ async fn view_of(a: &SessionAddr) -> Result<View, Reject> {
         .map_err(|_| restarting())
 }
 
-fn page(status: StatusCode, html: String, cookie: Option<String>) -> Response {
+fn page(status: StatusCode, html: String, cookies: &[String]) -> Response {
     let mut r = (status, Html(html)).into_response();
     r.headers_mut()
         .insert(header::CACHE_CONTROL, "no-store".parse().expect("header"));
@@ -390,58 +480,206 @@ fn page(status: StatusCode, html: String, cookie: Option<String>) -> Response {
         header::CONTENT_SECURITY_POLICY,
         "default-src 'self'".parse().expect("header"),
     );
-    if let Some(c) = cookie {
+    with_cookies(r, cookies)
+}
+
+fn with_cookies(mut r: Response, cookies: &[String]) -> Response {
+    for c in cookies {
         if let Ok(v) = c.parse() {
-            r.headers_mut().insert(header::SET_COOKIE, v);
+            r.headers_mut().append(header::SET_COOKIE, v);
         }
     }
     r
 }
 
-fn reject_page(r: Reject) -> Response {
-    let status = r.status;
+fn reject_page(o: Opts, r: Reject) -> Response {
+    let (title, message) = r.words(o.lang);
     page(
-        status,
-        pages::refusal(status.as_u16(), &r.message, r.view.as_deref()),
-        None,
+        r.status,
+        pages::refusal(o, title, &message, r.view.as_deref()),
+        &[],
     )
 }
 
-async fn index(State(h): State<Arc<Holder>>, headers: HeaderMap) -> Response {
+fn see(url: &str, cookies: &[String]) -> Response {
+    with_cookies(
+        (StatusCode::SEE_OTHER, [(header::LOCATION, url.to_string())]).into_response(),
+        cookies,
+    )
+}
+
+/// `/`: to the signup's current step, or to a new signup's first.
+async fn index(
+    State(h): State<Arc<Holder>>,
+    headers: HeaderMap,
+    Query(q): Query<PageQuery>,
+) -> Response {
+    let (o, cookies) = chosen(&headers, &q);
     let Some(app) = h.app() else {
-        return reject_page(restarting());
+        return reject_page(o, restarting());
     };
-    let mut notice = None;
-    if let Some(sid) = cookie_sid(&headers) {
-        match session(&h, &app, &sid).await {
-            Err(r) => return reject_page(r),
-            Ok(Some(a)) => {
-                return match view_of(&a).await {
-                    Ok(v) => page(
-                        StatusCode::OK,
-                        pages::step(&v, &Errors::new(), &BTreeMap::new(), None),
-                        None,
-                    ),
-                    Err(r) => reject_page(r),
-                }
-            }
-            Ok(None) => {
-                notice =
-                    Some("Your earlier signup has expired or was forgotten; this is a new one.");
-            }
+    match existing_or_new(&h, &app, &headers).await {
+        Ok((v, mut set, note)) => {
+            set.extend(cookies);
+            let url = match note {
+                Some(n) => format!("{}?note={n}", v.url),
+                None => v.url,
+            };
+            see(&url, &set)
+        }
+        Err(r) => reject_page(o, r),
+    }
+}
+
+/// The page options, with a language chosen on the switch (`?lang=`)
+/// taken and remembered in its cookie.
+fn chosen(headers: &HeaderMap, q: &PageQuery) -> (Opts, Vec<String>) {
+    let mut o = opts(headers);
+    let mut cookies = Vec::new();
+    if let Some(lang) = q.lang.as_deref().and_then(Lang::from_code) {
+        o.lang = lang;
+        cookies.push(format!(
+            "{LANG_COOKIE}={}; Path=/; SameSite=Lax; Max-Age=31536000",
+            lang.code()
+        ));
+    }
+    (o, cookies)
+}
+
+/// The cookie's signup, or a new one (its cookie to set, and the note
+/// that an earlier one expired).
+async fn existing_or_new(
+    h: &Holder,
+    app: &Arc<App>,
+    headers: &HeaderMap,
+) -> Result<(View, Vec<String>, Option<&'static str>), Reject> {
+    let mut note = None;
+    if let Some(sid) = cookie_sid(headers) {
+        match session(h, app, &sid).await? {
+            Some(a) => return Ok((view_of(&a).await?, Vec::new(), None)),
+            None => note = Some("expired"),
         }
     }
-    match new_session(&h, &app) {
-        Err(r) => reject_page(r),
-        Ok((sid, a)) => match view_of(&a).await {
-            Ok(v) => page(
-                StatusCode::OK,
-                pages::step(&v, &Errors::new(), &BTreeMap::new(), notice),
-                Some(set_cookie(&sid)),
-            ),
-            Err(r) => reject_page(r),
+    let (sid, a) = new_session(h, app)?;
+    Ok((view_of(&a).await?, vec![set_cookie(&sid)], note))
+}
+
+/// A step's page. The session moves there when the chart allows it by a
+/// move that sends nothing (the browser's Back and Forward follow the
+/// chart); a step it does not allow leads to the current step, which says
+/// why in words.
+async fn step_page(
+    State(h): State<Arc<Holder>>,
+    headers: HeaderMap,
+    Query(q): Query<PageQuery>,
+    row: &'static Step,
+) -> Response {
+    let (o, cookies) = chosen(&headers, &q);
+    let Some(app) = h.app() else {
+        return reject_page(o, restarting());
+    };
+    let a = match cookie_sid(&headers) {
+        Some(sid) => match session(&h, &app, &sid).await {
+            Ok(Some(a)) => Some(a),
+            Ok(None) => None,
+            Err(r) => return reject_page(o, r),
         },
+        None => None,
+    };
+    let Some(a) = a else {
+        // No signup here: start one, at its first step.
+        return match existing_or_new(&h, &app, &headers).await {
+            Ok((v, mut set, note)) => {
+                set.extend(cookies);
+                let url = match note {
+                    Some(n) => format!("{}?note={n}", v.url),
+                    None => v.url,
+                };
+                see(&url, &set)
+            }
+            Err(r) => reject_page(o, r),
+        };
+    };
+    let asked = turno::bridge::ask(
+        &a,
+        |reply| {
+            ChartMsg::Ext(SessionMsg::Goto {
+                step: row.name.to_string(),
+                reply,
+            })
+        },
+        ASK,
+    )
+    .await;
+    let w = o.lang.words();
+    match asked {
+        Err(_) => reject_page(o, restarting()),
+        Ok(Err(Refusal::NotOpen { current, .. } | Refusal::StaleStep { current, .. })) => {
+            let url = Step::named(&current).map_or_else(|| "/".into(), Step::url);
+            see(&format!("{url}?from={}", row.name), &cookies)
+        }
+        Ok(Ok(v)) => {
+            let here = Step::named(&v.step).unwrap_or(row);
+            let notice = match (q.from.as_deref().and_then(Step::named), q.note.as_deref()) {
+                (Some(from), _) if from.name != v.step => {
+                    let row = here;
+                    let why = if row.finished {
+                        w.not_open_done
+                    } else if row.stage == Stage::Review && row.page != Page::Review {
+                        w.not_open_sent
+                    } else {
+                        w.not_open_ahead
+                    };
+                    Some(fill(w.not_open, &[o.lang.title(from.page), why]))
+                }
+                (_, Some("expired")) => Some(w.expired_new.to_string()),
+                _ => None,
+            };
+            page(
+                StatusCode::OK,
+                pages::step(o, &v, &Errors::new(), &BTreeMap::new(), notice.as_deref()),
+                &cookies,
+            )
+        }
     }
+}
+
+/// "Sign up someone else" (the finished page): a new signup in this
+/// browser, at its first step.
+async fn new_form(State(h): State<Arc<Holder>>, headers: HeaderMap) -> Response {
+    let o = opts(&headers);
+    let Some(app) = h.app() else {
+        return reject_page(o, restarting());
+    };
+    match new_session(&h, &app) {
+        Ok((sid, a)) => match view_of(&a).await {
+            Ok(v) => see(&v.url, &[set_cookie(&sid)]),
+            Err(r) => reject_page(o, r),
+        },
+        Err(r) => reject_page(o, r),
+    }
+}
+
+#[derive(Deserialize)]
+struct WorkingsForm {
+    back: String,
+    show: String,
+}
+
+/// The demo operator's switch: shows or hides the statechart and the
+/// fault panel (a cookie), and goes back to the page it was pressed on.
+async fn workings_form(Form(f): Form<WorkingsForm>) -> Response {
+    let back = if f.back.starts_with('/') && !f.back.starts_with("//") {
+        f.back
+    } else {
+        "/".into()
+    };
+    let cookie = if f.show == "on" {
+        format!("{WORKINGS_COOKIE}=on; Path=/; SameSite=Lax; Max-Age=31536000")
+    } else {
+        format!("{WORKINGS_COOKIE}=; Path=/; SameSite=Lax; Max-Age=0")
+    };
+    see(&back, &[cookie])
 }
 
 /// The events each page may send (the chart's answer,
@@ -452,25 +690,31 @@ fn build_event(
     event: &str,
     form: &BTreeMap<String, String>,
 ) -> Result<Event, Reject> {
-    if !machine::accepts(m, step, event) {
-        return Err(Reject::new(
-            StatusCode::BAD_REQUEST,
-            format!("The {step:?} page has no action {event:?}."),
-        ));
+    let page = Step::named(step).map(|r| r.page);
+    if page.is_none() || !machine::accepts(m, step, event) {
+        return Err(Reject {
+            why: Why::NoAction {
+                step: step.into(),
+                event: event.into(),
+            },
+            ..Reject::new(StatusCode::BAD_REQUEST, |w| w.no_action)
+        });
     }
     let invalid = |errors: Errors| Reject {
-        status: StatusCode::UNPROCESSABLE_ENTITY,
-        message: "Some fields need your attention.".into(),
         errors,
-        view: None,
+        ..Reject::new(StatusCode::UNPROCESSABLE_ENTITY, |w| {
+            w.fields_need_attention
+        })
     };
-    let data = match (step, event) {
-        ("personal", "NEXT") => json!({"personal": validate::personal(form).map_err(invalid)?}),
-        ("plan", "NEXT") => json!({"plan": validate::plan(form).map_err(invalid)?}),
-        ("payment.card", "NEXT") => {
+    let data = match (page, event) {
+        (Some(Page::Personal), "NEXT") => {
+            json!({"personal": validate::personal(form).map_err(invalid)?})
+        }
+        (Some(Page::Plan), "NEXT") => json!({"plan": validate::plan(form).map_err(invalid)?}),
+        (Some(Page::Card), "NEXT") => {
             json!({"payment": validate::card(form, validate::today()).map_err(invalid)?})
         }
-        ("payment.bank", "NEXT") => json!({"payment": validate::bank(form).map_err(invalid)?}),
+        (Some(Page::Bank), "NEXT") => json!({"payment": validate::bank(form).map_err(invalid)?}),
         _ => Value::Null,
     };
     Ok(Event::with_data(event.to_string(), data))
@@ -484,22 +728,13 @@ async fn apply(
 ) -> Result<View, Reject> {
     let app = h.app().ok_or_else(restarting)?;
     let Some(sid) = cookie_sid(headers) else {
-        return Err(Reject::new(
-            StatusCode::FORBIDDEN,
-            "No session: open the wizard's first page.",
-        ));
+        return Err(Reject::new(StatusCode::FORBIDDEN, |w| w.no_session));
     };
     if form.get("sid") != Some(&sid) {
-        return Err(Reject::new(
-            StatusCode::FORBIDDEN,
-            "Refused: this form belongs to another session.",
-        ));
+        return Err(Reject::new(StatusCode::FORBIDDEN, |w| w.other_session));
     }
     let Some(a) = session(h, &app, &sid).await? else {
-        return Err(Reject::new(
-            StatusCode::GONE,
-            "This signup has expired or was forgotten.",
-        ));
+        return Err(Reject::new(StatusCode::GONE, |w| w.gone));
     };
     let step = form.get("step").cloned().unwrap_or_default();
     let event = form.get("event").cloned().unwrap_or_default();
@@ -531,19 +766,18 @@ async fn apply(
     .map_err(|_| restarting())?;
     match answer {
         Ok(v) => Ok(v),
-        Err(Refusal::StaleStep { form, current }) => Err(Reject {
-            status: StatusCode::CONFLICT,
-            message: format!(
-                "Refused: this form is for the {form:?} step, but your signup is at {current:?} (an old tab or a replayed request)."
-            ),
-            errors: Errors::new(),
+        Err(
+            Refusal::StaleStep { form, current }
+            | Refusal::NotOpen {
+                wanted: form,
+                current,
+            },
+        ) => Err(Reject {
+            why: Why::Stale { form, current },
             view: view_of(&a).await.ok().map(Box::new),
+            ..Reject::new(StatusCode::CONFLICT, |w| w.stale_title)
         }),
     }
-}
-
-fn see_other() -> Response {
-    (StatusCode::SEE_OTHER, [(header::LOCATION, "/")]).into_response()
 }
 
 async fn event_form(
@@ -551,26 +785,28 @@ async fn event_form(
     headers: HeaderMap,
     Form(form): Form<BTreeMap<String, String>>,
 ) -> Response {
+    let o = opts(&headers);
     match apply(&h, &headers, &form).await {
-        Ok(_) => see_other(),
+        Ok(v) => see(&v.url, &[]),
         Err(r) if r.status == StatusCode::UNPROCESSABLE_ENTITY => {
             let Some(app) = h.app() else {
-                return reject_page(restarting());
+                return reject_page(o, restarting());
             };
             let sid = cookie_sid(&headers).unwrap_or_default();
+            let (_, message) = r.words(o.lang);
             match session(&h, &app, &sid).await {
                 Ok(Some(a)) => match view_of(&a).await {
                     Ok(v) => page(
                         r.status,
-                        pages::step(&v, &r.errors, &form, Some(&r.message)),
-                        None,
+                        pages::step(o, &v, &r.errors, &form, Some(&message)),
+                        &[],
                     ),
-                    Err(r) => reject_page(r),
+                    Err(r) => reject_page(o, r),
                 },
-                _ => reject_page(r),
+                _ => reject_page(o, r),
             }
         }
-        Err(r) => reject_page(r),
+        Err(r) => reject_page(o, r),
     }
 }
 
@@ -604,13 +840,10 @@ async fn current(
 ) -> Result<(Arc<App>, String, SessionAddr), Reject> {
     let app = h.app().ok_or_else(restarting)?;
     let sid =
-        cookie_sid(headers).ok_or_else(|| Reject::new(StatusCode::FORBIDDEN, "No session."))?;
+        cookie_sid(headers).ok_or_else(|| Reject::new(StatusCode::FORBIDDEN, |w| w.no_session))?;
     match session(h, &app, &sid).await? {
         Some(a) => Ok((app, sid, a)),
-        None => Err(Reject::new(
-            StatusCode::GONE,
-            "This signup has expired or was forgotten.",
-        )),
+        None => Err(Reject::new(StatusCode::GONE, |w| w.gone)),
     }
 }
 
@@ -660,13 +893,10 @@ struct FaultForm {
 async fn set_faults(h: &Holder, headers: &HeaderMap, sid: &str, f: Faults) -> Result<View, Reject> {
     let (_, cookie, a) = current(h, headers).await?;
     if cookie != sid {
-        return Err(Reject::new(
-            StatusCode::FORBIDDEN,
-            "Refused: this form belongs to another session.",
-        ));
+        return Err(Reject::new(StatusCode::FORBIDDEN, |w| w.other_session));
     }
     f.check()
-        .map_err(|m| Reject::new(StatusCode::UNPROCESSABLE_ENTITY, m))?;
+        .map_err(|m| Reject::text(StatusCode::UNPROCESSABLE_ENTITY, m))?;
     turno::bridge::ask(&a, |r| ChartMsg::Ext(SessionMsg::Faults(f, r)), ASK)
         .await
         .map_err(|_| restarting())
@@ -682,14 +912,18 @@ async fn faults_form(
     } else {
         f.latency_ms.trim().parse::<u64>()
     };
+    let o = opts(&headers);
     let Ok(latency_ms) = latency else {
-        return reject_page(Reject::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            format!(
-                "Latency must be a number of milliseconds, not {:?}.",
-                f.latency_ms
+        return reject_page(
+            o,
+            Reject::text(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                format!(
+                    "Latency must be a number of milliseconds, not {:?}.",
+                    f.latency_ms
+                ),
             ),
-        ));
+        );
     };
     let faults = Faults {
         latency_ms,
@@ -698,8 +932,8 @@ async fn faults_form(
         crash: f.crash.is_some(),
     };
     match set_faults(&h, &headers, &f.sid, faults).await {
-        Ok(_) => see_other(),
-        Err(r) => reject_page(r),
+        Ok(v) => see(&v.url, &[]),
+        Err(r) => reject_page(o, r),
     }
 }
 
@@ -712,7 +946,7 @@ async fn api_faults(
     let faults: Faults = match serde_json::from_value(body["faults"].clone()) {
         Ok(f) => f,
         Err(e) => {
-            return Reject::new(StatusCode::UNPROCESSABLE_ENTITY, format!("faults: {e}")).json()
+            return Reject::text(StatusCode::UNPROCESSABLE_ENTITY, format!("faults: {e}")).json()
         }
     };
     match set_faults(&h, &headers, &sid, faults).await {
@@ -726,15 +960,10 @@ struct SidForm {
     sid: String,
 }
 
-/// Why "forget me" waits while a payment is unsettled.
-const UNRESOLVED_FORGET: &str = "Not forgotten yet: your payment is still being settled, and \
-     forgetting now would leave you not knowing whether you were charged. You can forget this \
-     signup once this page says it is paid, failed or could not be confirmed.";
-
 /// Whether a submit is unresolved at `step`: a charge may be in flight
-/// (`sending`) or its outcome is being looked up by its key (`uncertain`).
+/// or its outcome is being looked up by its key ([`Step::unresolved`]).
 fn submit_unresolved(step: &str) -> bool {
-    matches!(step, "submit.sending" | "submit.uncertain")
+    Step::named(step).is_some_and(|r| r.unresolved)
 }
 
 async fn forget_form(
@@ -742,25 +971,27 @@ async fn forget_form(
     headers: HeaderMap,
     Form(f): Form<SidForm>,
 ) -> Response {
+    let o = opts(&headers);
     let (app, sid, a) = match current(&h, &headers).await {
         Ok(x) => x,
-        Err(r) => return reject_page(r),
+        Err(r) => return reject_page(o, r),
     };
     if sid != f.sid {
-        return reject_page(Reject::new(
-            StatusCode::FORBIDDEN,
-            "Refused: this form belongs to another session.",
-        ));
+        return reject_page(o, Reject::new(StatusCode::FORBIDDEN, |w| w.other_session));
     }
     let view = match view_of(&a).await {
         Ok(v) => v,
-        Err(r) => return reject_page(r),
+        Err(r) => return reject_page(o, r),
     };
     if submit_unresolved(&view.step) {
-        return reject_page(Reject {
-            view: Some(Box::new(view)),
-            ..Reject::new(StatusCode::CONFLICT, UNRESOLVED_FORGET)
-        });
+        return reject_page(
+            o,
+            Reject {
+                why: Why::ForgetWait,
+                view: Some(Box::new(view)),
+                ..Reject::new(StatusCode::CONFLICT, |w| w.forget_wait)
+            },
+        );
     }
     let link = view.link;
     app.sessions.lock().expect("lock").remove(&sid);
@@ -770,25 +1001,28 @@ async fn forget_form(
     let done = app.env.persister.forget(&sid, &link).await;
     let cleared = format!("{COOKIE}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0");
     match done {
-        Ok(Ok(())) => page(StatusCode::OK, pages::forgotten(&sid), Some(cleared)),
-        Ok(Err(e)) => reject_page(Reject::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("Could not forget: {e}"),
-        )),
-        Err(_) => reject_page(restarting()),
+        Ok(Ok(())) => page(StatusCode::OK, pages::forgotten(o, &sid), &[cleared]),
+        Ok(Err(e)) => {
+            eprintln!("turno demo: could not forget a session: {e}");
+            reject_page(
+                o,
+                Reject::new(StatusCode::SERVICE_UNAVAILABLE, |w| w.store_failed),
+            )
+        }
+        Err(_) => reject_page(o, restarting()),
     }
 }
 
-async fn draft_link(State(h): State<Arc<Holder>>, Path(token): Path<String>) -> Response {
+async fn draft_link(
+    State(h): State<Arc<Holder>>,
+    headers: HeaderMap,
+    Path(token): Path<String>,
+) -> Response {
+    let o = opts(&headers);
     let Some(app) = h.app() else {
-        return reject_page(restarting());
+        return reject_page(o, restarting());
     };
-    let invalid = || {
-        reject_page(Reject::new(
-            StatusCode::NOT_FOUND,
-            "This draft link is not valid: it was mistyped or altered, it expired, or its signup was forgotten.",
-        ))
-    };
+    let invalid = || reject_page(o, Reject::new(StatusCode::NOT_FOUND, |w| w.bad_link));
     if !ids::is_hex_id(&token, 16) {
         return invalid();
     }
@@ -796,18 +1030,17 @@ async fn draft_link(State(h): State<Arc<Holder>>, Path(token): Path<String>) -> 
     let sid = match blocking(move || persist::resolve_link(&store, &token)).await {
         Ok(Some(sid)) if ids::is_hex_id(&sid, 16) => sid,
         Ok(_) => return invalid(),
-        Err(e) => return reject_page(Reject::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string())),
+        Err(e) => {
+            return reject_page(
+                o,
+                Reject::text(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+            )
+        }
     };
     match session(&h, &app, &sid).await {
-        Ok(Some(_)) => {
-            let mut r = see_other();
-            if let Ok(c) = set_cookie(&sid).parse() {
-                r.headers_mut().insert(header::SET_COOKIE, c);
-            }
-            r
-        }
+        Ok(Some(_)) => see("/", &[set_cookie(&sid)]),
         Ok(None) => invalid(),
-        Err(r) => reject_page(r),
+        Err(r) => reject_page(o, r),
     }
 }
 

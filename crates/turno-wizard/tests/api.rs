@@ -239,10 +239,10 @@ async fn forget_me_waits_until_the_payment_is_settled() {
     let form = format!("sid={}", c.sid);
     let (s, page) = post_form(&c.base, "/forget", &c.cookie, &form).await;
     assert_eq!(s, 409, "{page}");
-    assert!(page.contains("Not forgotten yet"), "{page}");
+    assert!(page.contains("Not deleted yet"), "{page}");
     assert!(
-        page.contains("submit.sending"),
-        "the page names the step: {page}"
+        page.contains("Sending your payment") && !page.contains("submit.sending"),
+        "the page names the step in words: {page}"
     );
     // Nothing was forgotten: the submit goes on and charges once.
     c.wait_for("completed").await;
@@ -250,7 +250,7 @@ async fn forget_me_waits_until_the_payment_is_settled() {
     // Settled, the signup can be forgotten.
     let (s, page) = post_form(&c.base, "/forget", &c.cookie, &form).await;
     assert_eq!(s, 200, "{page}");
-    assert!(page.contains("Forgotten"), "{page}");
+    assert!(page.contains("Your signup is deleted"), "{page}");
     assert_eq!(c.state().await.0, 410);
 }
 
@@ -264,4 +264,76 @@ async fn the_session_cookie_travels_with_links_from_other_sites() {
     // (a draft link in a mail client), never on another site's POST.
     assert!(set.contains("SameSite=Lax"), "{set}");
     assert!(set.contains("HttpOnly"), "{set}");
+}
+
+/// A plain `GET` of a step's URL, as the browser's Back and Forward send
+/// it: the status and the `Location` it is sent on to, if any.
+async fn get_page(base: &str, path: &str, cookie: &str) -> (u16, Option<String>) {
+    let (status, headers, _) = raw(base, "GET", path, &[("cookie", cookie)], String::new()).await;
+    let location = headers
+        .get("location")
+        .map(|v| v.to_str().unwrap().to_string());
+    (status, location)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn step_urls_move_the_session_only_where_the_chart_allows_and_never_charge() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = Wizard::start(Config::new(dir.path())).await.unwrap();
+    let c = Client::new(&w.url()).await;
+    c.to_review().await;
+    let key = c.state().await.1["key"].clone();
+    // Back (review -> the payment sub-step), Back (-> plan), Forward
+    // (-> payment again, with the plan the context holds), Forward
+    // (-> review, with the payment it holds).
+    for (path, step) in [
+        ("/payment/card", "payment.card"),
+        ("/plan", "plan"),
+        ("/payment/card", "payment.card"),
+        ("/review", "review"),
+    ] {
+        assert_eq!(
+            get_page(&c.base, path, &c.cookie).await,
+            (200, None),
+            "{path}"
+        );
+        assert_eq!(c.state().await.1["step"], step, "{path}");
+    }
+    let v = c.state().await.1;
+    assert_eq!(
+        v["context"]["plan"]["id"], "team",
+        "nothing was lost on the way"
+    );
+    assert_ne!(
+        v["key"], key,
+        "review entered anew: a new key, nothing was sent"
+    );
+    // A step the chart does not reach by a move that sends nothing: the
+    // current step, which says why; the sending page is never reached by
+    // a GET (no charge).
+    assert_eq!(
+        get_page(&c.base, "/submit/sending", &c.cookie).await,
+        (303, Some("/review?from=submit.sending".into()))
+    );
+    assert_eq!(
+        get_page(&c.base, "/completed", &c.cookie).await,
+        (303, Some("/review?from=completed".into()))
+    );
+    assert_eq!(c.state().await.1["step"], "review");
+    assert_eq!(w.charges(), 0);
+    let (s, v) = c.event("review", "CONFIRM", json!({})).await;
+    assert_eq!((s, v["step"].as_str()), (200, Some("submit.sending")));
+    c.wait_for("completed").await;
+    for path in ["/review", "/personal", "/payment/card"] {
+        let (s, at) = get_page(&c.base, path, &c.cookie).await;
+        let from = &path[1..].replace('/', ".");
+        assert_eq!((s, at), (303, Some(format!("/completed?from={from}"))));
+    }
+    assert_eq!(c.state().await.1["step"], "completed");
+    assert_eq!(w.charges(), 1);
+    // `/` leads to the current step's URL.
+    assert_eq!(
+        get_page(&c.base, "/", &c.cookie).await,
+        (303, Some("/completed".into()))
+    );
 }
