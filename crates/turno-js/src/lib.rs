@@ -87,8 +87,8 @@
 //!   the order of task sources open, [`Browser::Chromium`] does what
 //!   Chromium does (input first; a zero-delay timer posted at once; a
 //!   delayed timer queued after the task in which it came due; a
-//!   `MessagePort`'s messages one task at a time, the next queued when the
-//!   previous dispatch is over) and
+//!   `MessagePort`'s first message one task, and when its dispatch is over
+//!   one task for each message then waiting, see `docs/js-workers.md`) and
 //!   [`Browser::Spec`] runs tasks in the order they became runnable, with a
 //!   note. Frames are at exactly k/60 s; a real browser's frames
 //!   follow the display, so rAF against timers is noted as timing-dependent.

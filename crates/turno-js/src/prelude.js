@@ -138,9 +138,48 @@
     return `${name}: ${msg}`;
   }
 
+  // boa's TypeError for a call of something that is no function says
+  // `not a callable function` at the call's `(`; Node and Chromium name
+  // the callee (`o.foo is not a function`) and point at its name. The
+  // message is rewritten when the error is first shown (inspected,
+  // reported uncaught, turned into a string), from the source text at the
+  // error's first frame in the program; `calleeColumn` keeps the frame's
+  // corrected position.
+  const namedCallees = new WeakSet();
+  const calleeColumn = new WeakMap();
+  function nameCallee(err) {
+    if (err === null || typeof err !== 'object' || namedCallees.has(err)) return;
+    const own = Object.getOwnPropertyDescriptor(err, 'message');
+    if (!own || !('value' in own) || !(err instanceof TypeError)) return;
+    const isNew = own.value === 'not a constructor';
+    if (own.value !== 'not a callable function' && !isNew) return;
+    namedCallees.add(err);
+    let frames;
+    try { frames = err.stack; } catch (_) { frames = undefined; }
+    const file = h.fileName();
+    let line = 0, col = 0, frame = null;
+    for (const l of typeof frames === 'string' ? frames.split('\n') : []) {
+      const m = /\((.*):(\d+):(\d+)\)\s*$/.exec(l) || /at (.*):(\d+):(\d+)\s*$/.exec(l);
+      if (m && m[1] === file) { line = Number(m[2]); col = Number(m[3]); frame = l; break; }
+    }
+    const r = h.callError(line, col, isNew);
+    err.message = r[0];
+    if (frame !== null && r[1] !== col) {
+      calleeColumn.set(err, [frame, frame.replace(`:${line}:${col}`, `:${line}:${r[1]}`)]);
+    }
+  }
+  {
+    const errorToStringImpl = Error.prototype.toString;
+    Object.defineProperty(Error.prototype, 'toString', {
+      configurable: true, writable: true, enumerable: false,
+      value: { toString() { nameCallee(this); return errorToStringImpl.call(this); } }.toString,
+    });
+  }
+
   // Node's err.stack is "Name: message\n    at frame...". boa's `stack`
   // accessor yields only the frames, so the header is added here.
   function getStackString(err) {
+    nameCallee(err);
     const own = Object.getOwnPropertyDescriptor(err, 'stack');
     if (own && 'value' in own) {
       return own.value ? String(own.value) : errorToString(err);
@@ -149,6 +188,8 @@
     try { frames = err.stack; } catch (_) { frames = undefined; }
     const header = errorToString(err);
     if (typeof frames === 'string' && frames.trim() !== '') {
+      const fix = calleeColumn.get(err);
+      if (fix) frames = frames.replace(fix[0], fix[1]);
       return `${header}\n${frames.replace(/\s+$/, '')}`;
     }
     return header;
@@ -896,16 +937,37 @@
     signalStates.set(sig, { aborted: false, reason: undefined, algorithms: [], dependents: [] });
     return sig;
   }
+  // Node 20 (lib/internal/abort_controller.js) fires a signal's abort
+  // event and only then aborts its dependents, one after the other; the
+  // DOM Standard (which Chromium follows) marks every dependent aborted
+  // first, then runs the abort steps of the signal and of each dependent.
   function signalAbort(sig, reason, fromHost) {
     const s = signalState(sig);
     if (s.aborted) return;
     s.aborted = true;
     s.reason = reason === undefined ? new DOMExceptionCtor(abortMessage, 'AbortError') : reason;
+    if (model === 'node') {
+      runAbortSteps(sig, fromHost);
+      for (const d of s.dependents) signalAbort(d, s.reason, fromHost);
+      return;
+    }
+    const toAbort = [];
+    for (const d of s.dependents) {
+      const ds = signalState(d);
+      if (ds.aborted) continue;
+      ds.aborted = true;
+      ds.reason = s.reason;
+      toAbort.push(d);
+    }
+    runAbortSteps(sig, fromHost);
+    for (const d of toAbort) runAbortSteps(d, fromHost);
+  }
+  function runAbortSteps(sig, fromHost) {
+    const s = signalState(sig);
     const algorithms = s.algorithms;
     s.algorithms = [];
     for (const a of algorithms) a();
     dispatch(sig, new Event('abort'), fromHost);
-    for (const d of s.dependents) signalAbort(d, s.reason, fromHost);
   }
   class AbortSignal extends EventTarget {
     constructor() { super(); throw new TypeError('Illegal constructor'); }
@@ -926,7 +988,17 @@
       for (const other of signals) {
         if (other.aborted) { signalAbort(sig, other.reason, false); return sig; }
       }
-      for (const other of signals) signalState(other).dependents.push(sig);
+      const mine = signalState(sig);
+      // The DOM Standard's "create a dependent abort signal": a dependent
+      // signal among the inputs contributes its own sources instead.
+      const sources = [];
+      for (const other of signals) {
+        const os = signalState(other);
+        const from = model !== 'node' && os.sources ? os.sources : [other];
+        for (const src of from) if (!sources.includes(src)) sources.push(src);
+      }
+      mine.sources = sources;
+      for (const src of sources) signalState(src).dependents.push(sig);
       return sig;
     }
   }
@@ -1308,7 +1380,7 @@
     class MessagePort extends EventTarget {
       constructor() {
         super();
-        portState.set(this, { other: null, started: false, closed: false, queue: [], inbox: [], delivering: false });
+        portState.set(this, { other: null, started: false, closed: false, queue: [], inbox: [], delivering: false, pending: 0 });
       }
       start() {
         const s = portState.get(this);
@@ -1329,11 +1401,15 @@
     }
     const portState = new WeakMap();
     // The spec profile: a task per message, queued when it is posted.
-    // Chromium (checked against it by h19 and h22): a port's messages
-    // reach it one task at a time; the first to an idle port gets a task at
-    // once, and the task for the next one is queued only when a message's
-    // dispatch (listeners and their microtasks) is over, so tasks queued
-    // meanwhile (a zero-delay timer) run before the port's later messages.
+    // Chromium (a Mojo pipe per port, checked against it by h19, h22 and
+    // h23): a message that reaches an idle port queues a task that
+    // dispatches it; when that dispatch (listeners and their microtasks)
+    // is over, one task is queued for each message then waiting, and only
+    // when the last of those has run does the port look for more. So tasks
+    // queued meanwhile (a zero-delay timer, the first message to the other
+    // port) run before the port's later messages, while messages that were
+    // already waiting run before anything a handler posts to the other port
+    // afterwards.
     function postTo(port, data) {
       const s = portState.get(port);
       if (browser !== 'chromium') {
@@ -1343,18 +1419,37 @@
       s.inbox.push(data);
       if (!s.delivering) {
         s.delivering = true;
-        h.postTask(function deliverMessage() { deliverNext(port); }, [], 'posted-message');
+        h.postTask(function deliverMessage() { deliverFirst(port); }, [], 'posted-message');
       }
     }
-    function deliverNext(port) {
+    function deliverFirst(port) {
       const s = portState.get(port);
       const data = s.inbox.shift();
       if (!s.closed) fireMessage(port, data);
-      if (s.inbox.length > 0 && !s.closed) {
-        h.postTask(function deliverMessage() { deliverNext(port); }, [], 'posted-message');
+      s.pending = s.closed ? 0 : s.inbox.length;
+      if (s.pending === 0) { watch(port); return; }
+      for (let i = 0; i < s.pending; i++) {
+        h.postTask(function deliverMessage() { deliverPending(port); }, [], 'posted-message');
+      }
+    }
+    function deliverPending(port) {
+      const s = portState.get(port);
+      if (s.inbox.length > 0) {
+        const data = s.inbox.shift();
+        if (!s.closed) fireMessage(port, data);
+      }
+      if (--s.pending <= 0) watch(port);
+    }
+    // The port looks at its pipe again: a message waiting there gets a
+    // task at once, otherwise the next message to arrive does.
+    function watch(port) {
+      const s = portState.get(port);
+      s.pending = 0;
+      if (s.closed) s.inbox = [];
+      if (s.inbox.length > 0) {
+        h.postTask(function deliverMessage() { deliverFirst(port); }, [], 'posted-message');
       } else {
         s.delivering = false;
-        if (s.closed) s.inbox = [];
       }
     }
     function fireMessage(port, data) {

@@ -211,7 +211,7 @@ fn uncaught_exception_exits_1_with_its_location() {
     assert!(
         report
             .stderr
-            .starts_with("u.js:3\n  throw new TypeError('bad');\n        ^\n\nTypeError: bad\n"),
+            .starts_with("u.js:3\n  throw new TypeError('bad');\n  ^\n\nTypeError: bad\n"),
         "{}",
         report.stderr
     );

@@ -112,6 +112,22 @@ fn node_corpus_matches_node() {
                     ));
                 }
             }
+            // The excerpt above the error: the line's number and the
+            // caret under the column Node points at.
+            let lines: Vec<&str> = real_err.lines().collect();
+            if let [at, src, caret, ..] = lines.as_slice() {
+                let caret_only = !caret.is_empty() && caret.trim() == "^";
+                if let (true, Some((_, n))) = (caret_only, at.rsplit_once(':')) {
+                    let excerpt = format!(":{n}\n{src}\n{caret}\n");
+                    if !report.stderr.contains(&excerpt) {
+                        failures.push(format!(
+                            "{}: node points at\n{excerpt}ours is:\n{}",
+                            f.display(),
+                            report.stderr
+                        ));
+                    }
+                }
+            }
         }
     }
     assert!(
@@ -257,7 +273,21 @@ fn html_corpus_matches_chromium() {
         if real != mine {
             failures.push(format!("{}:\n{}", f.display(), diff(&real, &mine)));
         }
-        if real_err.len() != report.uncaught.len() {
+        // The capture records an `error` event's message and only the
+        // fact of an unhandled rejection.
+        let ours_err: Vec<String> = report
+            .uncaught
+            .iter()
+            .zip(&real_err)
+            .map(|(u, r)| {
+                if r == "unhandled rejection" {
+                    r.clone()
+                } else {
+                    format!("Uncaught {}", u.message)
+                }
+            })
+            .collect();
+        if real_err.len() != report.uncaught.len() || real_err != ours_err {
             failures.push(format!(
                 "{}: chromium reported errors {real_err:?}, ours {:?}",
                 f.display(),

@@ -29,6 +29,9 @@
 //! Each file imports only files above it in this list (and this file only
 //! declares them), so the module graph has no cycle:
 //!
+//! * `callee.rs`: a leaf that reads a failed call's callee back from the
+//!   source text (`o.foo is not a function`, V8's column), since boa says
+//!   only `not a callable function`.
 //! * `entries.rs`, `shared.rs`: plain data, leaves. What each queue holds
 //!   (tasks, scripted input, microtasks, timers, followed promises,
 //!   animations), and what the loops of one run share (step budget, record
@@ -69,6 +72,7 @@
 //! The JavaScript half of the host (console, `util.inspect`, the Node and web
 //! API shapes) is `../prelude.js`.
 
+mod callee;
 mod clock;
 mod compositor;
 mod entries;

@@ -13,6 +13,7 @@ use boa_engine::object::builtins::{JsArray, JsPromise};
 use boa_engine::object::FunctionObjectBuilder;
 use boa_engine::{js_string, Context, JsObject, JsResult, JsString, JsValue, NativeFunction};
 
+use super::callee::{describe, Callee};
 use super::compositor::{n_animation, n_cancel_animation};
 use super::events::n_invoke_listener;
 use super::html::{n_cancel_raf, n_post_task, n_raf};
@@ -21,6 +22,7 @@ use super::node::{n_clear_immediate, n_next_tick, n_set_immediate};
 use super::state::{Host, MS};
 use super::support::{arg_u32, host_of, JsStackScope, Ret, Scoped};
 use super::timers::{n_clear_timer, n_has_ref, n_ref_timer, n_set_timer};
+use super::uncaught::SOURCE;
 use super::workers::{n_worker_create, n_worker_end, n_worker_post};
 
 fn n_write(host: &Rc<Host>, args: &[JsValue], ctx: &mut Context) -> Ret {
@@ -57,6 +59,43 @@ fn n_file_name(_: &JsValue, _: &[JsValue], ctx: &mut Context) -> JsResult<JsValu
     let host = host_of(ctx)?;
     let f = host.st.borrow().file.clone();
     Ok(JsValue::from(JsString::from(f.as_str())))
+}
+
+/// `h.callError(line, column, isNew)`: what V8 would say about the failed
+/// call whose `(` (or `new`) boa reports at `line`:`column` of the main
+/// script: `[message, column]`, `(intermediate value)` when the source
+/// there names no callee. A worker's source is not kept, so its calls
+/// keep boa's position and get the generic name.
+fn n_call_error(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
+    let host = host_of(ctx)?;
+    let line = arg_u32(args, 0, ctx)?;
+    let column = arg_u32(args, 1, ctx)?;
+    let constructor = args.get(2).is_some_and(JsValue::to_boolean);
+    let main = host.st.borrow().loop_id == 0;
+    let found = if main {
+        SOURCE.with(|s| describe(&s.borrow(), line, column, constructor))
+    } else {
+        None
+    };
+    let Callee { message, column } = found.unwrap_or_else(|| Callee {
+        message: format!(
+            "(intermediate value) is not a {}",
+            if constructor {
+                "constructor"
+            } else {
+                "function"
+            }
+        ),
+        column,
+    });
+    let arr = JsArray::from_iter(
+        [
+            JsValue::from(JsString::from(message)),
+            JsValue::from(column),
+        ],
+        ctx,
+    );
+    Ok(arr.into())
 }
 
 fn n_exit(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
@@ -108,7 +147,7 @@ impl Native {
 
 pub(super) fn build_natives(ctx: &mut Context) -> JsResult<JsObject> {
     use Native::{Plain, WithHost};
-    let list: [(&str, Native, usize); 23] = [
+    let list: [(&str, Native, usize); 24] = [
         ("workerCreate", WithHost(n_worker_create), 2),
         ("workerPost", WithHost(n_worker_post), 3),
         ("workerEnd", WithHost(n_worker_end), 2),
@@ -131,6 +170,7 @@ pub(super) fn build_natives(ctx: &mut Context) -> JsResult<JsObject> {
         ("nowNs", Plain(n_now_ns), 0),
         ("fileName", Plain(n_file_name), 0),
         ("exit", Plain(n_exit), 1),
+        ("callError", Plain(n_call_error), 3),
         ("promiseState", Plain(n_promise_state), 1),
     ];
     let obj = JsObject::with_null_proto();

@@ -4,7 +4,8 @@
 //! `processTicksAndRejections` drains the nextTick queue, then the
 //! microtasks, until both are empty. Each loop iteration goes through the
 //! phases timers → pending → poll → check → close; with no I/O, pending and
-//! poll only wait (virtual time jumps to the next referenced timer) and the
+//! poll only wait (virtual time jumps to the next timer, referenced or not, while a
+//! referenced one or an immediate keeps the loop alive) and the
 //! check phase runs the immediates queued before it started.
 
 use std::rc::Rc;
@@ -147,15 +148,19 @@ impl Host {
             self.phase("timers", iteration);
             loop {
                 let now = self.st.borrow().now_ns;
-                match self.next_timer(false) {
+                match self.next_timer() {
                     Some(key) if key.0 <= now => self.run_node_timer(ctx, key)?,
                     _ => break,
                 }
             }
             self.phase("pending", iteration);
             self.phase("poll", iteration);
+            // The poll phase waits for the earliest timer, referenced or
+            // not (libuv's timeout counts every timer handle; Node's one
+            // handle is due at its earliest list): an unref'd timer fires at
+            // its own time while anything else keeps the loop alive.
             if self.st.borrow().immediates.is_empty() {
-                if let Some((due, _, _)) = self.next_timer(true) {
+                if let Some((due, _, _)) = self.next_timer() {
                     self.advance_to(due)?;
                 }
             }

@@ -1,8 +1,8 @@
 //! Timers: `setTimeout` / `setInterval` and their heap.
 //!
 //! Owns the delay coercion of each model (Node: anything outside
-//! 1..=TIMEOUT_MAX ms is 1 ms; HTML: WebIDL `long`, clamped to 4 ms beyond
-//! nesting level 5), the heap ordered by (due, sequence), cancellation and
+//! 1..=TIMEOUT_MAX ms is 1 ms; HTML: WebIDL `long`, i.e. ToInt32 with a
+//! negative result meaning 0, clamped to 4 ms beyond nesting level 5), the heap ordered by (due, sequence), cancellation and
 //! `ref`/`unref`. When a due timer runs is each loop's business: `node.rs`
 //! runs it in the timers phase, `html.rs` turns it into a task.
 
@@ -67,6 +67,20 @@ pub(super) fn n_has_ref(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsR
     Ok(JsValue::from(r))
 }
 
+/// ECMAScript ToInt32 of a number: NaN and infinities are 0, the rest is
+/// truncated and wrapped modulo 2^32 into the signed range.
+fn to_int32(n: f64) -> i32 {
+    if !n.is_finite() {
+        return 0;
+    }
+    let m = n.trunc().rem_euclid(4_294_967_296.0);
+    if m >= 2_147_483_648.0 {
+        (m - 4_294_967_296.0) as i32
+    } else {
+        m as i32
+    }
+}
+
 impl Host {
     fn set_timer(
         &self,
@@ -94,12 +108,10 @@ impl Host {
                 delay_ns = (after * MS as f64) as u64;
             }
             Model::Html => {
-                // WebIDL `long`: NaN -> 0, truncate; negative -> 0.
-                let ms = if delay.is_finite() && delay > 0.0 {
-                    delay.trunc().min(TIMEOUT_MAX_MS)
-                } else {
-                    0.0
-                };
+                // WebIDL `long` (ToInt32: 2^32 + 30 is 30, 2^31 wraps
+                // negative); the timer initialization steps make a
+                // negative timeout 0.
+                let ms = to_int32(delay).max(0);
                 requested_ns = ms as u64 * MS;
                 delay_ns = requested_ns;
                 // HTML timer initialization steps: nesting level of the
@@ -161,11 +173,12 @@ impl Host {
         }
     }
 
-    pub(super) fn next_timer(&self, only_refed: bool) -> Option<(u64, u64, u32)> {
+    /// The earliest timer in the heap, referenced or not.
+    pub(super) fn next_timer(&self) -> Option<(u64, u64, u32)> {
         let st = self.st.borrow();
         st.timer_heap
             .iter()
-            .find(|(_, _, id)| !only_refed || st.timers.get(id).is_some_and(|t| t.refed))
+            .find(|(_, _, id)| st.timers.contains_key(id))
             .copied()
     }
 }

@@ -127,8 +127,10 @@ impl Host {
         let mut text = String::new();
         if st.model == Model::Node {
             if let Some((file, line, col)) = &loc {
+                let src = st_source_line(&st, *line);
+                let col = src.as_deref().map_or(*col, |s| throw_column(s, *col));
                 text.push_str(&format!("{file}:{line}\n"));
-                if let Some(src) = st_source_line(&st, *line) {
+                if let Some(src) = src {
                     text.push_str(&src);
                     text.push('\n');
                     text.push_str(&" ".repeat(col.saturating_sub(1) as usize));
@@ -182,6 +184,22 @@ impl Host {
             self.after_uncaught()?;
         }
         Ok(())
+    }
+}
+
+/// The column Node's excerpt points at for an error created at `col` of
+/// `line`: V8 marks the `throw` of `throw new Error(..)`, where the stack
+/// (what boa gives) has the `new`.
+fn throw_column(line: &str, col: u32) -> u32 {
+    let chars: Vec<char> = line.chars().collect();
+    let at = (col.saturating_sub(1) as usize).min(chars.len());
+    let before: String = chars[..at].iter().collect();
+    let trimmed = before.trim_end();
+    match trimmed.strip_suffix("throw") {
+        Some(rest) if !rest.ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == '$') => {
+            rest.chars().count() as u32 + 1
+        }
+        _ => col,
     }
 }
 

@@ -1,0 +1,298 @@
+//! Naming the callee of a failed call, as V8 does.
+//!
+//! boa throws `TypeError: not a callable function` (or `not a
+//! constructor`) at the position of a call's `(` without naming what was
+//! called. Node and Chromium say `o.foo is not a function` and point at
+//! `foo`. This file reads the callee back from the program's source text
+//! at boa's position and prints it the way V8's call printer does
+//! (`o['a']` as `o.a`, spaces dropped), with the column V8 reports. A leaf:
+//! it imports nothing from the host.
+
+/// What a call's failure says: the callee (`o.a.b`) and the 1-based
+/// column V8 points at.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct Callee {
+    /// The message, e.g. `o.a.b is not a function`.
+    pub(super) message: String,
+    /// The 1-based column on the same line as boa's position.
+    pub(super) column: u32,
+}
+
+/// One piece of a member chain, read right to left.
+enum Part {
+    /// `.name` or `?.name`, with the name's byte offset.
+    Name {
+        name: String,
+        optional: bool,
+        at: usize,
+    },
+    /// `[expr]` or `?.[expr]`.
+    Key { expr: String, optional: bool },
+}
+
+fn is_ident(c: char) -> bool {
+    c.is_alphanumeric() || c == '_' || c == '$'
+}
+
+/// The callee of the call whose `(` boa reports at `line`:`column`
+/// (1-based, columns in characters), for a call (`constructor` false) or
+/// a `new` (`constructor` true). `None` when the text there is no call.
+pub(super) fn describe(source: &str, line: u32, column: u32, constructor: bool) -> Option<Callee> {
+    let chars: Vec<char> = source.chars().collect();
+    // Character offset of the reported position.
+    let mut pos = 0usize;
+    let mut l = 1u32;
+    while l < line {
+        let nl = chars[pos..].iter().position(|&c| c == '\n')?;
+        pos += nl + 1;
+        l += 1;
+    }
+    let line_start = pos;
+    pos += column.checked_sub(1)? as usize;
+    let mut paren = pos;
+    if constructor {
+        // boa reports a `new` at the `new` keyword: the callee follows it.
+        if chars.get(pos..pos + 3)? != ['n', 'e', 'w'] {
+            return None;
+        }
+        let mut i = pos + 3;
+        while chars.get(i).is_some_and(|c| c.is_whitespace()) {
+            i += 1;
+        }
+        let mut depth = 0i32;
+        while let Some(&c) = chars.get(i) {
+            match c {
+                '[' => depth += 1,
+                ']' => depth -= 1,
+                '(' | ';' | ',' | ')' | '\n' if depth == 0 => break,
+                _ => {}
+            }
+            i += 1;
+        }
+        paren = i;
+    } else if chars.get(pos) != Some(&'(') {
+        return None;
+    }
+    let (text, last_name) = chain_before(&chars, paren)?;
+    let col_of = |offset: usize| -> Option<u32> {
+        // The column counts from the start of the reported line.
+        let start = chars[..=offset]
+            .iter()
+            .rposition(|&c| c == '\n')
+            .map(|i| i + 1)
+            .unwrap_or(0);
+        (start == line_start).then(|| (offset - start + 1) as u32)
+    };
+    if constructor {
+        return Some(Callee {
+            message: format!("{text} is not a constructor"),
+            column,
+        });
+    }
+    let column = match last_name {
+        Some(at) => col_of(at).unwrap_or(column),
+        None => column,
+    };
+    Some(Callee {
+        message: format!("{text} is not a function"),
+        column,
+    })
+}
+
+/// Reads the member chain that ends just before `end` (skipping spaces):
+/// its printed form and, when it ends in a name, that name's offset.
+fn chain_before(chars: &[char], end: usize) -> Option<(String, Option<usize>)> {
+    let skip_ws = |mut i: usize| {
+        while i > 0 && chars[i - 1].is_whitespace() {
+            i -= 1;
+        }
+        i
+    };
+    let mut parts = Vec::new();
+    let mut i = skip_ws(end);
+    loop {
+        if i == 0 {
+            return None;
+        }
+        let c = chars[i - 1];
+        let (part_start, part) = if c == ']' {
+            let mut depth = 0;
+            let mut j = i;
+            loop {
+                if j == 0 {
+                    return None;
+                }
+                j -= 1;
+                match chars[j] {
+                    ']' => depth += 1,
+                    '[' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            let expr: String = chars[j + 1..i - 1].iter().collect();
+            (
+                j,
+                Some(Part::Key {
+                    expr: expr.trim().to_string(),
+                    optional: false,
+                }),
+            )
+        } else if is_ident(c) {
+            let mut j = i;
+            while j > 0 && is_ident(chars[j - 1]) {
+                j -= 1;
+            }
+            let name: String = chars[j..i].iter().collect();
+            if name.chars().next().is_some_and(|c| c.is_ascii_digit()) {
+                return None;
+            }
+            (
+                j,
+                Some(Part::Name {
+                    name,
+                    optional: false,
+                    at: j,
+                }),
+            )
+        } else {
+            return None;
+        };
+        let mut part = part?;
+        // What joins this part to the one before: `.`, `?.`, or nothing.
+        let k = skip_ws(part_start);
+        let dot = k > 0 && chars[k - 1] == '.';
+        let optional = dot && k > 1 && chars[k - 2] == '?';
+        let (Part::Key { optional: o, .. } | Part::Name { optional: o, .. }) = &mut part;
+        *o = optional;
+        match (&part, dot) {
+            (Part::Name { name, .. }, false) => {
+                if name == "new" || name == "return" || name == "typeof" {
+                    return None;
+                }
+                parts.push(part);
+                break;
+            }
+            (Part::Key { .. }, false) => {
+                // `a[k]` continues with `a`; a bare `[..]` is an array.
+                let prev = skip_ws(part_start);
+                if prev == 0 || !(is_ident(chars[prev - 1]) || chars[prev - 1] == ']') {
+                    return None;
+                }
+                parts.push(part);
+                i = prev;
+            }
+            (_, true) => {
+                parts.push(part);
+                i = skip_ws(if optional { k - 2 } else { k - 1 });
+            }
+        }
+    }
+    parts.reverse();
+    let mut text = String::new();
+    let mut last_name = None;
+    for (n, p) in parts.iter().enumerate() {
+        match p {
+            Part::Name { name, optional, at } => {
+                if n > 0 {
+                    text.push_str(if *optional { "?." } else { "." });
+                }
+                text.push_str(name);
+                last_name = Some(*at);
+            }
+            Part::Key { expr, optional } => {
+                let quoted = expr.len() >= 2
+                    && (expr.starts_with('\'') && expr.ends_with('\'')
+                        || expr.starts_with('"') && expr.ends_with('"'));
+                let inner = &expr[1..expr.len().saturating_sub(1).max(1)];
+                if quoted && !inner.is_empty() && inner.chars().all(is_ident) {
+                    text.push_str(if *optional { "?." } else { "." });
+                    text.push_str(inner);
+                } else {
+                    if *optional {
+                        text.push_str("?.");
+                    }
+                    text.push('[');
+                    text.push_str(expr);
+                    text.push(']');
+                }
+                last_name = None;
+            }
+        }
+    }
+    // V8 points at the name of a named call, at the `(` of a keyed one.
+    Some((text, last_name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(src: &str, line: u32) -> Option<(String, u32)> {
+        let l = src.lines().nth(line as usize - 1).unwrap();
+        let col = l.rfind('(').unwrap() + 1;
+        describe(src, line, col as u32, false).map(|c| (c.message, c.column))
+    }
+
+    #[test]
+    fn names_the_callee_as_v8_prints_it() {
+        assert_eq!(
+            call("o.a.b();", 1),
+            Some(("o.a.b is not a function".into(), 5))
+        );
+        assert_eq!(call("x();", 1), Some(("x is not a function".into(), 1)));
+        assert_eq!(
+            call("o[k]();", 1),
+            Some(("o[k] is not a function".into(), 5))
+        );
+        assert_eq!(
+            call("o['a'][\"c\"](1);", 1).unwrap().0,
+            "o.a.c is not a function"
+        );
+        assert_eq!(
+            call("o.a?.b();", 1),
+            Some(("o.a?.b is not a function".into(), 6))
+        );
+        assert_eq!(
+            call("  o . a  ( );", 1),
+            Some(("o.a is not a function".into(), 7))
+        );
+        assert_eq!(
+            call("let x = 1;\nwindow.postMessage('x', '*');", 2)
+                .unwrap()
+                .0,
+            "window.postMessage is not a function"
+        );
+    }
+
+    #[test]
+    fn a_chain_across_lines_points_at_the_name() {
+        let src = "o.a\n  .b();";
+        assert_eq!(
+            describe(src, 2, 5, false),
+            Some(Callee {
+                message: "o.a.b is not a function".into(),
+                column: 4
+            })
+        );
+    }
+
+    #[test]
+    fn new_names_the_constructor() {
+        let c = describe("const v = new o.a();", 1, 11, true).unwrap();
+        assert_eq!(c.message, "o.a is not a constructor");
+        assert_eq!(c.column, 11);
+    }
+
+    #[test]
+    fn anything_else_is_none() {
+        assert_eq!(call("(0, o.q)();", 1), None);
+        assert_eq!(describe("abc", 1, 2, false), None);
+        assert_eq!(describe("abc", 9, 2, false), None);
+        assert_eq!(describe("f()", 1, 0, false), None);
+    }
+}
