@@ -121,6 +121,13 @@ pub(crate) struct Run<'m, 's, C> {
     /// The event id under which the microstep about to run is kept in the
     /// machine's step table (its selection read no guard and no history).
     capture: Option<u32>,
+    /// XState: why an action failed (a send with no target). The rest of
+    /// the macrostep does not run, and the chart fails.
+    failed: Option<String>,
+    /// The state whose entry actions are running: a send to one of its own
+    /// invocations reaches the child once it has started (XState resolves
+    /// those ids after the entry actions).
+    entering: Option<StateIdx>,
 }
 
 impl<'m, 's, C: Clone> Run<'m, 's, C> {
@@ -145,7 +152,44 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
             guard_read: false,
             history_written: false,
             capture: None,
+            failed: None,
+            entering: None,
         }
+    }
+
+    /// The snapshot a macrostep starts from, kept when an action may fail
+    /// it (the machine sends, under XState's rules), with how many actions
+    /// were recorded before.
+    fn keep_start(&self) -> Option<(Snapshot<C>, usize)> {
+        (self.m.sends && !self.scxml()).then(|| (self.snap.clone(), self.actions.len()))
+    }
+
+    /// XState fails an actor whose action throws: the snapshot stays the
+    /// one before the macrostep (when it was kept), with status `error`
+    /// and the error's message; nothing the macrostep asked for happens.
+    fn fail_if_failed(&mut self, start: Option<(Snapshot<C>, usize)>) {
+        let Some(message) = self.failed.take() else {
+            return;
+        };
+        if let Some((snap, mark)) = start {
+            *self.snap = snap;
+            self.actions.truncate(mark);
+        }
+        self.snap.status = Status::Error;
+        self.snap.error = Some(Box::new(Value::String(message)));
+    }
+
+    /// The start a send to `to` is bound to: an invocation in flight (its
+    /// generation), a spawned child or an invocation of the state being
+    /// entered (`Some(None)`: bound by id); `None`: no such actor.
+    fn send_target(&self, to: &str) -> Option<Option<u64>> {
+        if let Some(i) = self.snap.invocations.iter().find(|i| i.id == to) {
+            return Some(Some(i.generation));
+        }
+        let entering = self
+            .entering
+            .is_some_and(|s| self.m.state(s).invoke.iter().any(|i| &*i.id == to));
+        (entering || self.snap.children.iter().any(|c| c == to)).then_some(None)
     }
 
     pub(crate) fn inspected<'i: 's>(mut self, inspect: Option<Inspector<'i>>) -> Self {
@@ -251,7 +295,9 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
             internal: false,
         });
         self.microstep_refs(&[init], &event, true);
-        self.settle(event)
+        let r = self.settle(event);
+        self.fail_if_failed(None);
+        r
     }
 
     /// Processes one external event: the spec's `mainEventLoop` body for
@@ -277,8 +323,11 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
             self.stop_everything();
             return Ok(());
         }
+        let start = self.keep_start();
         self.microstep_for(plan, &enabled, &event);
-        self.settle(event)
+        let r = self.settle(event);
+        self.fail_if_failed(start);
+        r
     }
 
     /// The spec's `selectTransitions` for `event`, through the machine's
@@ -361,8 +410,11 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
             targets,
             reenter: true,
         };
+        let start = self.keep_start();
         self.microstep_refs(&[t], &event, false);
-        self.settle(event)
+        let r = self.settle(event);
+        self.fail_if_failed(start);
+        r
     }
 
     /// Puts `events` on the internal queue and runs them (and what they
@@ -374,8 +426,11 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
         let Some(first) = events.first().cloned() else {
             return Ok(());
         };
+        let start = self.keep_start();
         self.internal_queue().extend(events);
-        self.settle(first)
+        let r = self.settle(first);
+        self.fail_if_failed(start);
+        r
     }
 
     /// Eventless transitions after every microstep, then the internal queue,
@@ -386,7 +441,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
         let mut select_eventless = true;
         let mut steps = 0usize;
         let mut enabled = Trans::new();
-        while self.snap.status == Status::Active {
+        while self.snap.status == Status::Active && self.failed.is_none() {
             enabled.clear();
             self.capture = None;
             let mut plan = None;
@@ -415,7 +470,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
             self.microstep_for(plan, &enabled, &event);
             select_eventless = !eventless || self.changed || self.scxml();
         }
-        if self.snap.status != Status::Active {
+        if self.snap.status != Status::Active && self.failed.is_none() {
             self.stop_everything();
         }
         Ok(())
@@ -1163,7 +1218,10 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
             self.changed = true;
             self.note(Inspect::Enter(s));
             let node = m.state(s);
+            let entry_seq = self.snap.next_seq;
+            self.entering = Some(s);
             self.execute_content(&node.entry, event);
+            self.entering = None;
             for a in &node.after {
                 let delay = match &a.delay {
                     Delay::Ms(ms) => *ms,
@@ -1196,6 +1254,16 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
                     input,
                     generation,
                 });
+                // Delayed sends the entry actions addressed to this child
+                // are bound to this start.
+                for d in self.snap.scheduled.iter_mut() {
+                    if d.seq >= entry_seq
+                        && d.generation.is_none()
+                        && matches!(&d.to, SendTarget::Actor(a) if *a == *inv.id)
+                    {
+                        d.generation = Some(generation);
+                    }
+                }
             }
             if default_entry.contains(s) || (initial && s == 0) {
                 self.execute_content(&node.initial_actions, event);
@@ -1709,6 +1777,9 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
     /// everything else becomes an [`Action`] for the interpreter.
     fn execute_content(&mut self, actions: &[ActionDef<C>], event: &Event) {
         for a in actions {
+            if self.failed.is_some() {
+                return;
+            }
             let mut assigned = false;
             {
                 let mut scope = ActionScope {
@@ -1726,7 +1797,9 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
             if !self.effects.is_empty() {
                 let effects = std::mem::take(&mut self.effects);
                 for e in effects {
-                    self.apply_effect(e);
+                    if self.failed.is_none() {
+                        self.apply_effect(e);
+                    }
                 }
             }
         }
@@ -1751,21 +1824,35 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
             Effect::Send {
                 to,
                 event,
-                delay_ms: None,
-                ..
-            } => match to {
-                SendTarget::Own => self.internal_queue().push_back(event),
-                SendTarget::Actor(to) => self.actions.push(Action::SendTo { to, event }),
-                SendTarget::Parent => self.actions.push(Action::SendParent { event }),
-            },
-            Effect::Send {
-                to,
-                event,
-                delay_ms: Some(d),
+                delay_ms,
                 id,
             } => {
-                let id = id.unwrap_or_else(|| format!("send:{}", self.snap.next_seq));
-                self.schedule(id, event, d, to);
+                // XState resolves the target when the action runs: no such
+                // actor (or no parent) is an error of the action.
+                let generation = match &to {
+                    SendTarget::Actor(a) if !self.scxml() => match self.send_target(a) {
+                        Some(g) => g,
+                        None => return self.fail_send(a),
+                    },
+                    SendTarget::Parent if !self.scxml() && !self.snap.has_parent => {
+                        return self.fail_send("#_parent");
+                    }
+                    _ => None,
+                };
+                match (delay_ms, to) {
+                    (None, SendTarget::Own) => self.internal_queue().push_back(event),
+                    (None, SendTarget::Actor(to)) => {
+                        self.actions.push(Action::SendTo { to, event })
+                    }
+                    (None, SendTarget::Parent) => self.actions.push(Action::SendParent { event }),
+                    (Some(d), to) => {
+                        let id = id.unwrap_or_else(|| format!("send:{}", self.snap.next_seq));
+                        self.schedule(id, event, d, to);
+                        if let Some(last) = self.snap.scheduled.last_mut() {
+                            last.generation = generation;
+                        }
+                    }
+                }
             }
             Effect::Plain(a) => {
                 match &a {
@@ -1776,6 +1863,13 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
                 self.actions.push(a);
             }
         }
+    }
+
+    fn fail_send(&mut self, to: &str) {
+        self.failed = Some(format!(
+            "Unable to send event to actor '{to}' from machine '{}'.",
+            self.m.id()
+        ));
     }
 
     fn seq(&mut self) -> u64 {
@@ -1801,6 +1895,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
             delay_ms,
             event,
             to,
+            generation: None,
         });
     }
 

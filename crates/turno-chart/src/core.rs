@@ -29,6 +29,7 @@ fn pre_initial<C: Clone>(m: &Machine<C>, now_ms: u64) -> Snapshot<C> {
         next_seq: 0,
         machine_version: m.version().map(str::to_string),
         epoch_ms: None,
+        has_parent: false,
     }
 }
 
@@ -106,7 +107,21 @@ pub fn initial_transition_inspected<C: Clone>(
     actions: &mut Vec<Action>,
     inspect: Option<Inspector<'_>>,
 ) -> Result<Snapshot<C>, ChartError> {
+    initial_transition_for(m, now_ms, false, actions, inspect)
+}
+
+/// [`initial_transition_inspected`] for a chart that has a parent or not
+/// ([`Snapshot::has_parent`]): a child chart may `sendParent` from its
+/// first entry actions.
+pub(crate) fn initial_transition_for<C: Clone>(
+    m: &Machine<C>,
+    now_ms: u64,
+    has_parent: bool,
+    actions: &mut Vec<Action>,
+    inspect: Option<Inspector<'_>>,
+) -> Result<Snapshot<C>, ChartError> {
     let mut snap = pre_initial(m, now_ms);
+    snap.has_parent = has_parent;
     Run::new(m, &mut snap, actions)
         .inspected(inspect)
         .initial()?;
@@ -211,6 +226,18 @@ pub fn fire_scheduled_inspected<C: Clone>(
     snapshot.now_ms = snapshot.now_ms.max(s.due_ms);
     match s.to {
         SendTarget::Own => transition_inspected(m, snapshot, s.event, actions, inspect)?,
+        // Bound to a start that is no longer in flight: the actor it was
+        // sent to has stopped, and the event reaches nobody.
+        SendTarget::Actor(to)
+            if s.generation.is_some_and(|g| {
+                !snapshot
+                    .invocations
+                    .iter()
+                    .any(|i| i.id == to && i.generation == g)
+            }) =>
+        {
+            return Ok(Delivery::Stale)
+        }
         SendTarget::Actor(to) => actions.push(Action::SendTo { to, event: s.event }),
         SendTarget::Parent => actions.push(Action::SendParent { event: s.event }),
     }

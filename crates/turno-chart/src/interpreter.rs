@@ -104,7 +104,7 @@ use turno::{Actor, Addr, Context, ReplyTo, RequestId, Response, TimerId};
 use crate::actions::Action;
 use crate::algorithm::{ChartError, Inspect};
 use crate::core::{
-    fire_scheduled_inspected, initial_transition_inspected, invocation_done_inspected,
+    fire_scheduled_inspected, initial_transition_for, invocation_done_inspected,
     transition_inspected, Delivery,
 };
 use crate::event::Event;
@@ -1168,15 +1168,17 @@ impl<C: Clone + Send + Sync + 'static, X: Extension<C>> Actor for ChartActor<C, 
         // A restarted instance starts from the initial state again.
         let now = ctx.now().since_start().as_millis() as u64;
         let m = self.machine.clone();
-        let (epoch_ms, charts) = match &self.rare {
-            Some(r) => (r.epoch_ms, r.charts.clone()),
-            None => (None, None),
+        let (epoch_ms, charts, has_parent) = match &self.rare {
+            Some(r) => (r.epoch_ms, r.charts.clone(), r.parent.is_some()),
+            None => (None, None, false),
         };
         if let Some(restore) = self.rare.as_mut().and_then(|r| r.restore.take()) {
             let charts = charts.unwrap_or_else(|| Arc::new(Charts::new()));
             let r = restore(Clock::new(now, epoch_ms), charts)
                 .unwrap_or_else(|e| panic!("chart {:?}: restore: {e}", m.id()));
-            self.tree = Some(r.tree);
+            let mut tree = r.tree;
+            tree.root_mut().has_parent = has_parent;
+            self.tree = Some(tree);
             let mut out = r.actions;
             self.persist();
             self.stepped(ctx, &out);
@@ -1188,9 +1190,9 @@ impl<C: Clone + Send + Sync + 'static, X: Extension<C>> Actor for ChartActor<C, 
         let snap = if ctx.tracing() {
             let cx = &*ctx;
             let mut record = |step: Inspect<'_>| trace_step(cx, &m, step);
-            initial_transition_inspected(&m, now, &mut actions, Some(&mut record))
+            initial_transition_for(&m, now, has_parent, &mut actions, Some(&mut record))
         } else {
-            initial_transition_inspected(&m, now, &mut actions, None)
+            initial_transition_for(&m, now, has_parent, &mut actions, None)
         };
         let mut snap = snap.unwrap_or_else(|e| panic!("chart {:?}: {e}", m.id()));
         snap.epoch_ms = epoch_ms;

@@ -299,6 +299,10 @@ pub struct Machine<C> {
     pub(crate) post: Vec<u16>,
     /// Some state has a history child (else exits record no history).
     pub(crate) has_history: bool,
+    /// Some action is the standard `sendTo` or `sendParent`: a macrostep
+    /// keeps the snapshot it started from, to return to when a send finds
+    /// no target (XState fails the actor and the transition never happens).
+    pub(crate) sends: bool,
     pub(crate) context: C,
     pub(crate) version: Option<String>,
     /// Microsteps one macrostep may take before it is a runaway loop.
@@ -811,6 +815,14 @@ impl Builder {
             })
             .collect();
         let has_history = states.iter().any(|s| s.is_history());
+        let is_send = |a: &ActionDef<C>| matches!(&*a.name, "sendTo" | "sendParent");
+        let sends = transitions.iter().any(|t| t.actions.iter().any(is_send))
+            || states.iter().any(|s| {
+                s.entry.iter().any(is_send)
+                    || s.exit.iter().any(is_send)
+                    || s.initial_actions.iter().any(is_send)
+                    || s.history_actions.iter().any(is_send)
+            });
         let post = post_order(&states);
         let atomic = states.iter().map(|s| s.is_atomic()).collect();
         let plans = transitions.iter().map(|_| OnceLock::new()).collect();
@@ -838,6 +850,7 @@ impl Builder {
             handlers,
             post,
             has_history,
+            sends,
             context,
             version,
             max_microsteps: DEFAULT_MAX_MICROSTEPS,

@@ -552,7 +552,10 @@ impl<C: Clone + Serialize> Persist<'_, C> {
                 let to = match &s.to {
                     SendTarget::Own => json!("own"),
                     SendTarget::Parent => json!("parent"),
-                    SendTarget::Actor(a) => json!({"actor": a}),
+                    SendTarget::Actor(a) => match s.generation {
+                        Some(g) => json!({"actor": a, "generation": g}),
+                        None => json!({"actor": a}),
+                    },
                 };
                 json!({"id": s.id, "seq": s.seq, "due_ms": s.due_ms, "delay_ms": s.delay_ms,
                        "event": s.event.to_json(), "to": to})
@@ -1045,18 +1048,32 @@ impl<C: Clone + DeserializeOwned> Persist<'_, C> {
                     SnapshotProblem::Inconsistent(e.to_string()),
                 )
             })?;
-            let to = match d.to {
-                Value::String(s) if s == "own" => SendTarget::Own,
-                Value::String(s) if s == "parent" => SendTarget::Parent,
+            // A send to an actor may carry the invocation start it is
+            // bound to: `{"actor": ID, "generation": G}`.
+            let bound = |t: &serde_json::Map<String, Value>| match t.get("generation") {
+                None => Some(None),
+                Some(g) => g.as_u64().map(Some),
+            };
+            let (to, generation) = match d.to {
+                Value::String(s) if s == "own" => (SendTarget::Own, None),
+                Value::String(s) if s == "parent" => (SendTarget::Parent, None),
                 Value::Object(t)
-                    if t.len() == 1 && t.get("actor").is_some_and(Value::is_string) =>
+                    if t.get("actor").is_some_and(Value::is_string)
+                        && t.keys().all(|k| k == "actor" || k == "generation")
+                        && bound(&t).is_some() =>
                 {
-                    SendTarget::Actor(t["actor"].as_str().unwrap_or_default().to_string())
+                    let g = bound(&t).flatten();
+                    (
+                        SendTarget::Actor(t["actor"].as_str().unwrap_or_default().to_string()),
+                        g,
+                    )
                 }
                 _ => {
                     return Err(err(
                         format!("{path}.to"),
-                        SnapshotProblem::WrongType("\"own\", \"parent\" or {\"actor\": ID}"),
+                        SnapshotProblem::WrongType(
+                            "\"own\", \"parent\" or {\"actor\": ID, \"generation\"?: N}",
+                        ),
                     ))
                 }
             };
@@ -1078,6 +1095,7 @@ impl<C: Clone + DeserializeOwned> Persist<'_, C> {
                 delay_ms: d.delay_ms,
                 event,
                 to,
+                generation,
             });
         }
 
@@ -1158,6 +1176,7 @@ impl<C: Clone + DeserializeOwned> Persist<'_, C> {
             next_seq,
             machine_version: m.version().map(str::to_string),
             epoch_ms: doc.epoch_ms,
+            has_parent: false,
         };
         Ok((snap, doc.volatile.unwrap_or_default(), charts))
     }
@@ -1459,6 +1478,7 @@ mod tests {
             delay_ms: 5,
             event: Event::with_data("E", json!({"card": "4111111111111111"})),
             to: SendTarget::Own,
+            generation: None,
         });
         assert_eq!(
             p.to_string(&s).unwrap_err(),

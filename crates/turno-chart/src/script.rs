@@ -17,7 +17,7 @@
 //! next event): `echo` with its input as output, `reject` with its input as
 //! error, `never` not at all.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -27,10 +27,11 @@ use crate::actions::Action;
 use crate::algorithm::ChartError;
 use crate::machine::Machine;
 use crate::persist::{Clock, Persist, PersistError, RestoreError, Sanitizer};
-use crate::snapshot::StateValue;
+use crate::snapshot::{StateValue, Status};
 use crate::tree::{Charts, Path, Tagged, Tree};
 
-/// One output line.
+/// One output line: `{"step", "value", "status"}`, then `error` when the
+/// status is `error`, then the fields [`Show`] asks for, in this order.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Line {
     /// 0 for the initial state, then one per item.
@@ -39,6 +40,87 @@ pub struct Line {
     pub value: StateValue,
     /// `active`, `done` (or `error`, `stopped`).
     pub status: &'static str,
+    /// Why the chart failed (status `error`): the failed action's message
+    /// (`Unable to send event to actor 'kid' from machine 'parent'.`) or
+    /// the error of an invocation nobody handled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<Value>,
+    /// `--show context`: the root chart's context after the item.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context: Option<Value>,
+    /// `--show emitted`: the events the root chart emitted during the item
+    /// (`emit`), in order, as XState event objects.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub emitted: Option<Vec<Value>>,
+    /// `--show log`: the root chart's log messages during the item.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log: Option<Vec<String>>,
+    /// `--show children`: the root's running children by id (see
+    /// [`Child`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub children: Option<BTreeMap<String, Child>>,
+}
+
+/// A running child as `--show children` prints it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Child {
+    /// The actor logic's name (`invoke.src`).
+    pub src: String,
+    /// `active` (a finished child is no longer a child).
+    pub status: &'static str,
+    /// A child chart's state value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<StateValue>,
+    /// A child chart's context.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context: Option<Value>,
+    /// A child chart's own running children, when it has any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub children: Option<BTreeMap<String, Child>>,
+}
+
+/// Which fields each [`Line`] shows beyond step, value and status
+/// (`turno chart run --show context,emitted,log,children`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Show {
+    /// The context.
+    pub context: bool,
+    /// The events emitted during the item.
+    pub emitted: bool,
+    /// The log messages of the item.
+    pub log: bool,
+    /// The running children.
+    pub children: bool,
+}
+
+impl Show {
+    /// Every field.
+    pub const ALL: Show = Show {
+        context: true,
+        emitted: true,
+        log: true,
+        children: true,
+    };
+
+    /// Parses a comma-separated list of `context`, `emitted`, `log`,
+    /// `children` (the `--show` argument).
+    pub fn parse(list: &str) -> Result<Show, String> {
+        let mut show = Show::default();
+        for field in list.split(',').map(str::trim).filter(|f| !f.is_empty()) {
+            match field {
+                "context" => show.context = true,
+                "emitted" => show.emitted = true,
+                "log" => show.log = true,
+                "children" => show.children = true,
+                other => {
+                    return Err(format!(
+                        "unknown field {other:?} (expected context, emitted, log or children)"
+                    ))
+                }
+            }
+        }
+        Ok(show)
+    }
 }
 
 /// One item of a script: an external event, or virtual time passing
@@ -82,13 +164,28 @@ struct Runner<'m> {
     m: &'m Machine<Value>,
     tree: Tree<Value>,
     settling: Settling,
+    seen: Seen,
 }
 
-/// Takes note of the standard actors started (and stopped) by `actions`;
-/// the rest is of no interest to a script.
-fn note(settling: &mut Settling, actions: Vec<Tagged>) {
+/// What the root emitted and logged since the last line (as far as
+/// [`Show`] asks for them).
+#[derive(Default)]
+struct Seen {
+    show: Show,
+    emitted: Vec<Value>,
+    log: Vec<String>,
+}
+
+/// Takes note of the standard actors started (and stopped) by `actions`,
+/// and of what the root emitted and logged; the rest is of no interest to
+/// a script.
+fn note(settling: &mut Settling, seen: &mut Seen, actions: Vec<Tagged>) {
     for t in actions {
         match t.action {
+            Action::Emit { event } if t.path.is_empty() && seen.show.emitted => {
+                seen.emitted.push(event.to_json())
+            }
+            Action::Log { message } if t.path.is_empty() && seen.show.log => seen.log.push(message),
             Action::StartInvoke {
                 id,
                 src,
@@ -111,6 +208,7 @@ fn settle(
     m: &Machine<Value>,
     tree: &mut Tree<Value>,
     settling: &mut Settling,
+    seen: &mut Seen,
 ) -> Result<(), ChartError> {
     while let Some((path, id, src, input, generation)) = settling.pop_front() {
         let result = if src == "reject" {
@@ -119,28 +217,74 @@ fn settle(
             Ok(input)
         };
         let (_, actions) = tree.done(m, &path, &id, generation, result)?;
-        note(settling, actions);
+        note(settling, seen, actions);
     }
     Ok(())
 }
 
 impl Runner<'_> {
     fn absorb(&mut self, actions: Vec<Tagged>) {
-        note(&mut self.settling, actions);
+        note(&mut self.settling, &mut self.seen, actions);
     }
 
     fn settle(&mut self) -> Result<(), ChartError> {
-        settle(self.m, &mut self.tree, &mut self.settling)
+        settle(self.m, &mut self.tree, &mut self.settling, &mut self.seen)
     }
 
-    fn line(&self, step: usize) -> Line {
+    fn line(&mut self, step: usize) -> Line {
         let snap = self.tree.root();
+        let show = self.seen.show;
         Line {
             step,
             value: snap.value(self.m),
             status: snap.status.as_str(),
+            error: (snap.status == Status::Error)
+                .then(|| snap.error.as_deref().cloned().unwrap_or(Value::Null)),
+            context: show.context.then(|| snap.context.clone()),
+            emitted: show.emitted.then(|| std::mem::take(&mut self.seen.emitted)),
+            log: show.log.then(|| std::mem::take(&mut self.seen.log)),
+            children: show.children.then(|| children(&self.tree, &[])),
         }
     }
+}
+
+/// The running children of the chart at `path`: its invocations in flight
+/// (a child chart with its value, context and own children) and the
+/// children it spawned.
+fn children(tree: &Tree<Value>, path: &[String]) -> BTreeMap<String, Child> {
+    let mut out = BTreeMap::new();
+    let Some(snap) = (if path.is_empty() {
+        Some(tree.root())
+    } else {
+        tree.child(path)
+    }) else {
+        return out;
+    };
+    for inv in &snap.invocations {
+        let mut at = path.to_vec();
+        at.push(inv.id.clone());
+        let child = match (tree.child(&at), tree.child_machine(&at)) {
+            (Some(s), Some(m)) => {
+                let kids = children(tree, &at);
+                Child {
+                    src: inv.src.clone(),
+                    status: s.status.as_str(),
+                    value: Some(s.value(m)),
+                    context: Some(s.context.clone()),
+                    children: (!kids.is_empty()).then_some(kids),
+                }
+            }
+            _ => Child {
+                src: inv.src.clone(),
+                status: "active",
+                value: None,
+                context: None,
+                children: None,
+            },
+        };
+        out.insert(inv.id.clone(), child);
+    }
+    out
 }
 
 /// Runs `items` (the parsed EVENTS file) against `m`; one line per item
@@ -209,6 +353,19 @@ pub fn run_persisted_with(
     items: &[Item],
     at: Option<PersistAt>,
 ) -> Result<Persisted, ScriptError> {
+    run_shown(m, charts, items, at, Show::default())
+}
+
+/// [`run_persisted_with`], each line showing what `show` asks for
+/// (`turno chart run --show`). Across a persist the emitted events and log
+/// messages of the restore (overdue events firing) belong to its line.
+pub fn run_shown(
+    m: &Machine<Value>,
+    charts: Arc<Charts<Value>>,
+    items: &[Item],
+    at: Option<PersistAt>,
+    show: Show,
+) -> Result<Persisted, ScriptError> {
     let parsed = items;
     if let Some(at) = at {
         if at.after_items > parsed.len() {
@@ -223,6 +380,10 @@ pub fn run_persisted_with(
         m,
         tree,
         settling: VecDeque::new(),
+        seen: Seen {
+            show,
+            ..Seen::default()
+        },
     };
     r.absorb(actions);
     r.settle().map_err(ScriptError::Initial)?;
@@ -282,11 +443,11 @@ impl<'m> Runner<'m> {
         let text = p.tree_to_string(&self.tree).map_err(ScriptError::Persist)?;
         let now = self.tree.now_ms().saturating_add(after_ms);
         let (m, charts) = (self.m, self.tree.charts());
-        drop(self);
+        let mut seen = self.seen;
         let mut settle_overdue = |tree: &mut Tree<Value>, m: &Machine<Value>, actions| {
             let mut settling = VecDeque::new();
-            note(&mut settling, actions);
-            settle(m, tree, &mut settling).map(|()| Vec::new())
+            note(&mut settling, &mut seen, actions);
+            settle(m, tree, &mut settling, &mut seen).map(|()| Vec::new())
         };
         let restored = p
             .restore_tree_with(&text, charts, Clock::from(now), &mut settle_overdue)
@@ -295,6 +456,7 @@ impl<'m> Runner<'m> {
             m,
             tree: restored.tree,
             settling: VecDeque::new(),
+            seen,
         };
         r.absorb(restored.actions);
         r.settle()

@@ -271,6 +271,12 @@ pub struct Scheduled {
     pub event: Event,
     /// Where it goes.
     pub to: SendTarget,
+    /// For a send to an invocation: the start it was bound to when it was
+    /// scheduled (XState binds a delayed `sendTo` to the actor, not to its
+    /// id). If that start is no longer in flight when the event fires, the
+    /// event reaches nobody. `None`: bound by id (a spawned child).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<u64>,
 }
 
 /// An invocation in flight: started on entry, not yet finished or stopped.
@@ -340,6 +346,12 @@ pub struct Snapshot<C> {
     /// [`persist::Clock`](crate::persist::Clock).
     #[serde(default)]
     pub epoch_ms: Option<u64>,
+    /// The chart has a parent to `sendParent` to: a child chart of a
+    /// [`Tree`](crate::tree::Tree), or a chart actor given one. Not
+    /// persisted: whoever drives the chart sets it. Under XState's rules a
+    /// `sendParent` without a parent fails the chart.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub has_parent: bool,
 }
 
 /// XState's `snapshot.value`: a key, or an object of keys to values.

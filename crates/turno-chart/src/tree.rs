@@ -65,7 +65,8 @@ use serde_json::Value;
 use crate::actions::Action;
 use crate::algorithm::ChartError;
 use crate::core::{
-    fire_scheduled, initial_transition_inspected, invocation_done, transition_in_place, Delivery,
+    fire_scheduled, initial_transition_for, initial_transition_inspected, invocation_done,
+    transition_in_place, Delivery,
 };
 use crate::event::Event;
 use crate::implementations::Implementations;
@@ -128,7 +129,7 @@ pub struct TreeLoadError {
 /// given as `(name, JSON config)`: every name is declared as actor logic
 /// (`invoke.src`) for all of them, so a child chart can invoke another.
 /// What `turno chart run --chart NAME=FILE` does.
-pub fn load_json_tree<C: Clone + serde::de::DeserializeOwned>(
+pub fn load_json_tree<C: Clone + serde::de::DeserializeOwned + 'static>(
     machine: &str,
     charts: &[(String, String)],
     imp: &Implementations<C>,
@@ -189,6 +190,18 @@ enum Work {
         path: Path,
         id: String,
         src: String,
+        generation: u64,
+        /// Events sent to the child before it started (by the entry
+        /// actions of the state that invokes it): it takes them right
+        /// after its initial macrostep, as an XState actor drains its
+        /// mailbox when it starts.
+        mailbox: Vec<Event>,
+    },
+    /// A child chart whose invoking state was exited: it stops after
+    /// the events sent to it before (the exit actions' sends reach it).
+    Stop {
+        path: Path,
+        id: String,
         generation: u64,
     },
     Event {
@@ -407,6 +420,7 @@ impl<C: Clone> Tree<C> {
                     id,
                     src,
                     generation,
+                    mailbox,
                 } => {
                     // Started and stopped in one macrostep: nothing to do.
                     let in_flight = self.snapshot_at(&path).is_some_and(|s| {
@@ -420,7 +434,7 @@ impl<C: Clone> Tree<C> {
                         continue;
                     };
                     let mut actions = Vec::new();
-                    let mut snap = initial_transition_inspected(&machine, now, &mut actions, None)?;
+                    let mut snap = initial_transition_for(&machine, now, true, &mut actions, None)?;
                     snap.epoch_ms = self.root.epoch_ms;
                     let child = Child {
                         id: id.clone(),
@@ -438,6 +452,29 @@ impl<C: Clone> Tree<C> {
                     at.push(id);
                     self.route(&at, actions, &mut work, &mut out);
                     self.check_done(&at, &mut work);
+                    for event in mailbox.into_iter().rev() {
+                        work.push_front(Work::Event {
+                            path: at.clone(),
+                            event,
+                        });
+                    }
+                }
+                Work::Stop {
+                    path,
+                    id,
+                    generation,
+                } => {
+                    let removed = self.children_at(&path).and_then(|sib| {
+                        let pos = sib
+                            .iter()
+                            .position(|c| c.id == id && c.generation == generation)?;
+                        Some(sib.remove(pos))
+                    });
+                    if let Some(gone) = removed {
+                        let mut at = path;
+                        at.push(id);
+                        teardown(&gone, &mut at, &mut out);
+                    }
                 }
                 Work::Event { path, event } => {
                     let mut actions = Vec::new();
@@ -491,6 +528,12 @@ impl<C: Clone> Tree<C> {
 
     /// What the tree does itself with the actions of the chart at `from`;
     /// the rest goes to `out`.
+    ///
+    /// A `sendTo` reaches the actor its id named when the action ran: the
+    /// child started last before it in these actions, else the running
+    /// child (unless these actions stopped it), else the child these
+    /// actions start next (a send from the entry actions of the invoking
+    /// state, which the child takes once started).
     fn route(
         &mut self,
         from: &[String],
@@ -498,46 +541,103 @@ impl<C: Clone> Tree<C> {
         work: &mut VecDeque<Work>,
         out: &mut Vec<Tagged>,
     ) {
-        for a in actions {
+        // Sends waiting for a start later in these actions: (id, event).
+        let mut early: Vec<(String, Event)> = Vec::new();
+        // Ids stopped and started so far in these actions.
+        let mut stopped: Vec<String> = Vec::new();
+        let mut started: Vec<String> = Vec::new();
+        let mut rest = actions.into_iter();
+        while let Some(a) = rest.next() {
             match a {
                 Action::StartInvoke {
                     id,
                     src,
+                    input,
                     generation,
-                    ..
-                } if self.chart(&src).is_some() => work.push_back(Work::Start {
-                    path: from.to_vec(),
-                    id,
-                    src,
-                    generation,
-                }),
-                Action::StopInvoke { id, generation } => {
-                    let removed = self.children_at(from).and_then(|sib| {
-                        let pos = sib
-                            .iter()
-                            .position(|c| c.id == id && c.generation == generation)?;
-                        Some(sib.remove(pos))
-                    });
-                    match removed {
-                        Some(gone) => {
-                            let mut at = from.to_vec();
-                            at.push(id);
-                            teardown(&gone, &mut at, out);
-                        }
-                        None => out.push(Tagged {
+                } => {
+                    let mine: Vec<Event> = take_early(&mut early, &id);
+                    started.push(id.clone());
+                    if self.chart(&src).is_some() {
+                        work.push_back(Work::Start {
                             path: from.to_vec(),
-                            action: Action::StopInvoke { id, generation },
-                        }),
+                            id,
+                            src,
+                            generation,
+                            mailbox: mine,
+                        });
+                    } else {
+                        out.push(Tagged {
+                            path: from.to_vec(),
+                            action: Action::StartInvoke {
+                                id: id.clone(),
+                                src,
+                                input,
+                                generation,
+                            },
+                        });
+                        out.extend(mine.into_iter().map(|event| Tagged {
+                            path: from.to_vec(),
+                            action: Action::SendTo {
+                                to: id.clone(),
+                                event,
+                            },
+                        }));
                     }
                 }
-                Action::SendTo { to, event }
-                    if self
-                        .children_at(from)
-                        .is_some_and(|sib| sib.iter().any(|c| c.id == to)) =>
-                {
-                    let mut path = from.to_vec();
-                    path.push(to);
-                    work.push_back(Work::Event { path, event });
+                Action::StopInvoke { id, generation } => {
+                    stopped.push(id.clone());
+                    let running = self.children_at(from).is_some_and(|sib| {
+                        sib.iter().any(|c| c.id == id && c.generation == generation)
+                    });
+                    if running {
+                        work.push_back(Work::Stop {
+                            path: from.to_vec(),
+                            id,
+                            generation,
+                        });
+                    } else {
+                        out.push(Tagged {
+                            path: from.to_vec(),
+                            action: Action::StopInvoke { id, generation },
+                        });
+                    }
+                }
+                Action::SendTo { to, event } => {
+                    let pending_start = started.contains(&to)
+                        && work.iter().rev().any(|w| {
+                            matches!(w, Work::Start { path, id, .. } if path == from && *id == to)
+                        });
+                    let running = !stopped.contains(&to)
+                        && self
+                            .children_at(from)
+                            .is_some_and(|sib| sib.iter().any(|c| c.id == to));
+                    let starts_later = || {
+                        rest.as_slice()
+                            .iter()
+                            .any(|a| matches!(a, Action::StartInvoke { id, .. } if *id == to))
+                    };
+                    if pending_start {
+                        let mailbox = work.iter_mut().rev().find_map(|w| match w {
+                            Work::Start {
+                                path, id, mailbox, ..
+                            } if path == from && *id == to => Some(mailbox),
+                            _ => None,
+                        });
+                        if let Some(mailbox) = mailbox {
+                            mailbox.push(event);
+                        }
+                    } else if running {
+                        let mut path = from.to_vec();
+                        path.push(to);
+                        work.push_back(Work::Event { path, event });
+                    } else if !started.contains(&to) && starts_later() {
+                        early.push((to, event));
+                    } else {
+                        out.push(Tagged {
+                            path: from.to_vec(),
+                            action: Action::SendTo { to, event },
+                        });
+                    }
                 }
                 Action::SendParent { event } if !from.is_empty() => {
                     work.push_back(Work::Event {
@@ -604,6 +704,20 @@ impl<C: Clone> Tree<C> {
         }
         find_mut(&mut self.children, path).map(|c| &mut c.children)
     }
+}
+
+/// The events of `early` sent to `id`, in order.
+fn take_early(early: &mut Vec<(String, Event)>, id: &str) -> Vec<Event> {
+    let mut mine = Vec::new();
+    early.retain(|(to, event)| {
+        if to == id {
+            mine.push(event.clone());
+            false
+        } else {
+            true
+        }
+    });
+    mine
 }
 
 /// Disarms a removed chart's timers and stops its own invocations, all the

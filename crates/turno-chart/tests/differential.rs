@@ -6,7 +6,10 @@
 //! (`tests/xstate/record.sh`, never written by hand). turno's output must
 //! equal it line for line: the same step, status and state value (values
 //! compared as JSON, where object key order carries no meaning; XState
-//! orders keys by its internal insertion order, turno by document order).
+//! orders keys by its internal insertion order, turno by document order),
+//! the error of a failed chart, and for a case with `show.json` the fields
+//! it names (`--show`: context, emitted events, log messages, children)
+//! after every item.
 //!
 //! When Node and the pinned XState are installed (`npm ci` in
 //! `tests/xstate`, which `scripts/test.sh` does), the recording itself is
@@ -22,7 +25,7 @@ use turno_chart::script;
 mod common {
     pub mod corpus;
 }
-use common::corpus::{cases, load_case};
+use common::corpus::{case_show, cases, load_case};
 
 fn parse_lines(text: &str) -> Vec<Value> {
     text.lines()
@@ -32,8 +35,9 @@ fn parse_lines(text: &str) -> Vec<Value> {
 
 fn turno_lines(case: &Path) -> Vec<Value> {
     let (m, charts, events) = load_case(case);
-    let lines =
-        script::run_with(&m, charts, &events).unwrap_or_else(|e| panic!("{}: {e}", case.display()));
+    let lines = script::run_shown(&m, charts, &events, None, case_show(case))
+        .unwrap_or_else(|e| panic!("{}: {e}", case.display()))
+        .lines;
     lines
         .iter()
         .map(|l| serde_json::from_str(&serde_json::to_string(l).unwrap()).unwrap())

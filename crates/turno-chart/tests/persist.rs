@@ -4,7 +4,7 @@
 mod common {
     pub mod corpus;
 }
-use common::corpus::{cases, load_case};
+use common::corpus::{case_show, cases, load_case};
 
 use serde_json::{json, Value};
 use turno_chart::persist::{
@@ -15,18 +15,23 @@ use turno_chart::{initial_transition, load_json, stdlib, transition, Action, Eve
 
 /// The contract: persisting after K items and restoring D ms later prints
 /// exactly what the plain run prints with `{"advance_ms": D}` inserted
-/// after K items, for every corpus case, every K and three D.
+/// after K items, for every corpus case, every K and three D (and for a
+/// case with `show.json`, its context, emitted events, log and children
+/// too).
 #[test]
 fn persist_at_equals_an_inserted_advance_over_the_corpus() {
     let mut runs = 0;
     for case in cases() {
         let (m, charts, items) = load_case(&case);
+        let show = case_show(&case);
         for k in 0..=items.len() {
             for d in [0u64, 1500, 10_000] {
                 let mut inserted = items.clone();
                 inserted.insert(k, script::Item::Advance(d));
-                let want = script::run_with(&m, charts.clone(), &inserted).unwrap();
-                let got = script::run_persisted_with(
+                let want = script::run_shown(&m, charts.clone(), &inserted, None, show)
+                    .unwrap()
+                    .lines;
+                let got = script::run_shown(
                     &m,
                     charts.clone(),
                     &items,
@@ -34,6 +39,7 @@ fn persist_at_equals_an_inserted_advance_over_the_corpus() {
                         after_items: k,
                         restore_after_ms: d,
                     }),
+                    show,
                 )
                 .unwrap_or_else(|e| panic!("{}: K={k} D={d}: {e}", case.display()));
                 assert_eq!(got.lines, want, "{}: K={k} D={d}", case.display());

@@ -206,6 +206,8 @@ fn read_children<C: Clone + DeserializeOwned>(
         volatile_missing.extend(vol.into_iter().map(|v| (path.clone(), v)));
         let children = read_children(&cp, charts, &snap, sub, &here, volatile_missing, path)?;
         path.pop();
+        let mut snap = snap;
+        snap.has_parent = true;
         out.push(Child {
             id: inv.id.clone(),
             generation: inv.generation,

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::Value;
-use turno_chart::script::Item;
+use turno_chart::script::{Item, Show};
 use turno_chart::tree::{load_json_tree, Charts};
 use turno_chart::{stdlib, Event, Machine};
 
@@ -40,6 +40,17 @@ pub fn case_charts(case: &Path) -> Vec<(String, String)> {
         .collect();
     v.sort();
     v
+}
+
+/// The fields a case's lines show beyond step, value and status: its
+/// `show.json` (a list such as `["context", "emitted", "log", "children"]`,
+/// what `turno chart run --show` takes), none when it has no such file.
+pub fn case_show(case: &Path) -> Show {
+    let Ok(text) = std::fs::read_to_string(case.join("show.json")) else {
+        return Show::default();
+    };
+    let list: Vec<String> = serde_json::from_str(&text).expect("show.json is a list of names");
+    Show::parse(&list.join(",")).unwrap_or_else(|e| panic!("{}: {e}", case.display()))
 }
 
 /// The items of an `events.json` (the format of `turno chart run`'s

@@ -1,6 +1,10 @@
 // Runs an XState v5 JSON machine against a list of events and time
 // advances, printing the same JSON lines as `turno chart run`:
-//   {"step": i, "value": <snapshot.value>, "status": "active"|"done"}
+//   {"step": i, "value": <snapshot.value>, "status": "active"|"done"|"error"}
+// with "error" (the error's message, or the rejected value) when the status
+// is "error". A case folder with show.json (a list such as
+// ["context", "emitted", "log", "children"]) prints those fields too, as
+// `turno chart run --show context,emitted,log,children` does.
 //
 // Usage: node run.js MACHINE.json EVENTS.json
 //        node run.js --batch < CASES
@@ -48,15 +52,52 @@ class StepClock {
 
 const settle = () => new Promise((resolve) => setImmediate(resolve));
 
-function line(step, snap) {
-  return JSON.stringify({ step, value: snap.value, status: snap.status });
+const errorOf = (e) => (e instanceof Error ? e.message : e === undefined ? null : e);
+
+// A child actor as `--show children` prints it: its logic's name, status,
+// and for a machine its value, context and own children.
+function childView(ref) {
+  const s = ref.getSnapshot();
+  const out = { src: typeof ref.src === 'string' ? ref.src : null, status: s.status };
+  if (s.value !== undefined) {
+    out.value = s.value;
+    out.context = s.context === undefined ? null : s.context;
+  }
+  const kids = childrenView(s.children);
+  if (Object.keys(kids).length > 0) out.children = kids;
+  return out;
+}
+
+function childrenView(children) {
+  const out = {};
+  for (const [id, ref] of Object.entries(children || {})) {
+    if (ref) out[id] = childView(ref);
+  }
+  return out;
+}
+
+function line(step, snap, show, seen) {
+  const out = { step, value: snap.value, status: snap.status };
+  if (snap.status === 'error') out.error = errorOf(snap.error);
+  for (const field of show) {
+    if (field === 'context') out.context = snap.context === undefined ? null : snap.context;
+    if (field === 'emitted') out.emitted = seen.emitted;
+    if (field === 'log') out.log = seen.log;
+    if (field === 'children') out.children = childrenView(snap.children);
+  }
+  seen.emitted = [];
+  seen.log = [];
+  return JSON.stringify(out);
 }
 
 async function runCase(machinePath, eventsPath) {
   const config = JSON.parse(fs.readFileSync(machinePath, 'utf8'));
   const items = JSON.parse(fs.readFileSync(eventsPath, 'utf8'));
+  const showPath = path.join(path.dirname(machinePath), 'show.json');
+  const show = fs.existsSync(showPath) ? JSON.parse(fs.readFileSync(showPath, 'utf8')) : [];
+  const seen = { emitted: [], log: [] };
   const actors = { ...lib.actors };
-  const impl = { guards: lib.guards, actions: lib.actions, delays: lib.delays, actors };
+  const impl = { guards: lib.guards, actions: lib.actions(seen), delays: lib.delays, actors };
   const chartsDir = path.join(path.dirname(machinePath), 'charts');
   if (fs.existsSync(chartsDir)) {
     for (const f of fs.readdirSync(chartsDir).sort()) {
@@ -68,11 +109,14 @@ async function runCase(machinePath, eventsPath) {
   const machine = setup(impl).createMachine(lib.convertState(config));
   const clock = new StepClock();
   const actor = createActor(machine, { clock });
-  let failure = null;
-  actor.subscribe({ error: (e) => (failure = e) });
+  // A failed actor (an action that throws, an unhandled actor error) shows
+  // as status "error" with its error; later items reach no one.
+  actor.subscribe({ error: () => {} });
+  actor.on('*', (e) => seen.emitted.push(e));
+  seen.root = actor;
   actor.start();
   await settle();
-  const out = [line(0, actor.getSnapshot())];
+  const out = [line(0, actor.getSnapshot(), show, seen)];
   for (let i = 0; i < items.length; i++) {
     const item = items[i];
     if (typeof item.advance_ms === 'number') {
@@ -90,8 +134,7 @@ async function runCase(machinePath, eventsPath) {
       actor.send(item);
       await settle();
     }
-    if (failure) throw failure;
-    out.push(line(i + 1, actor.getSnapshot()));
+    out.push(line(i + 1, actor.getSnapshot(), show, seen));
   }
   actor.stop();
   return out.join('\n') + '\n';

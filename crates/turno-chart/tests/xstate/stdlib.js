@@ -7,6 +7,27 @@ const { assign, enqueueActions, fromPromise, and, or, not, stateIn } = require('
 
 const get = (obj, key) => (obj == null ? undefined : obj[key]);
 const lt = (a, b) => typeof a === 'number' && typeof b === 'number' && a < b;
+const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+const both = (a, b) => typeof a === 'number' && typeof b === 'number';
+// `ctxCompare` and `calc`: the other side is context[otherKey], else value.
+const operand = (context, p) => ('otherKey' in p ? get(context, p.otherKey) : p.value);
+const compare = {
+  '==': same,
+  '!=': (a, b) => !same(a, b),
+  '<': (a, b) => both(a, b) && a < b,
+  '<=': (a, b) => both(a, b) && a <= b,
+  '>': (a, b) => both(a, b) && a > b,
+  '>=': (a, b) => both(a, b) && a >= b,
+};
+const arithmetic = {
+  add: (a, b) => a + b,
+  sub: (a, b) => a - b,
+  mul: (a, b) => a * b,
+  div: (a, b) => a / b,
+  mod: (a, b) => a % b,
+  min: (a, b) => Math.min(a, b),
+  max: (a, b) => Math.max(a, b),
+};
 
 const guards = {
   pass: () => true,
@@ -16,17 +37,36 @@ const guards = {
   ctxGte: ({ context }, p) => typeof get(context, p.key) === 'number' && !lt(get(context, p.key), p.value),
   eventEq: ({ event }, p) => JSON.stringify(get(event, p.key)) === JSON.stringify(p.value),
   eventGt: ({ event }, p) => lt(p.value, get(event, p.key)),
+  ctxCompare: ({ context }, p) =>
+    p.op in compare ? compare[p.op](get(context, p.key), operand(context, p)) : false,
 };
 
 const num = (v) => (typeof v === 'number' ? v : 0);
 
-const actions = {
+// `seen.log` collects the root actor's log lines (`seen.root`) for
+// `--show log`; a child's lines are its own.
+const actions = (seen) => ({
   inc: assign(({ context }, p) => ({ [p.key]: num(get(context, p.key)) + (p.by ?? 1) })),
   set: assign((_, p) => ({ [p.key]: p.value })),
   setFromEvent: assign(({ event }, p) => ({ [p.key]: get(event, p.from) ?? null })),
   append: assign(({ context }, p) => ({
     [p.key]: (typeof get(context, p.key) === 'string' ? get(context, p.key) : '') + p.value,
   })),
+  calc: assign(({ context }, p) => {
+    const f = arithmetic[p.op];
+    const r = f ? f(num(get(context, p.key)), num(operand(context, p))) : NaN;
+    return { [p.key]: Number.isFinite(r) ? r : null };
+  }),
+  copy: assign(({ context }, p) => ({ [p.key]: get(context, p.from) ?? null })),
+  // The first branch whose guard passes: its actions, in order.
+  choose: enqueueActions(({ enqueue, check }, p) => {
+    for (const b of p.branches) {
+      if (b.guard === undefined || check(convertGuard(b.guard))) {
+        for (const a of b.actions === undefined ? [] : [].concat(b.actions)) enqueue(a);
+        break;
+      }
+    }
+  }),
   raise: enqueueActions(({ enqueue }, p) => {
     const opts = {};
     if (p.delay !== undefined) opts.delay = p.delay;
@@ -41,8 +81,12 @@ const actions = {
     enqueue.sendTo(p.to, p.event, opts);
   }),
   sendParent: enqueueActions(({ enqueue }, p) => enqueue.sendParent(p.event)),
-  log: () => {},
-};
+  log: ({ event, self }, p) => {
+    if (!seen || self !== seen.root) return;
+    const m = p && p.message;
+    seen.log.push(m === undefined ? event.type : typeof m === 'string' ? m : JSON.stringify(m));
+  },
+});
 
 const delays = {
   short: 50,
@@ -90,8 +134,37 @@ function convertTransitionMap(m) {
 }
 
 // Rewrites a JSON machine config into the form XState's createMachine takes.
+// `input` and `output` templates: {"$context": KEY} and {"$event": KEY}
+// objects anywhere become the context's or the event's field (null when
+// absent), computed as XState computes input and output.
+function isTemplate(v) {
+  if (Array.isArray(v)) return v.some(isTemplate);
+  if (v && typeof v === 'object') {
+    const keys = Object.keys(v);
+    if (keys.length === 1 && (keys[0] === '$context' || keys[0] === '$event')) return true;
+    return Object.values(v).some(isTemplate);
+  }
+  return false;
+}
+
+function resolve(t, context, event) {
+  if (Array.isArray(t)) return t.map((x) => resolve(x, context, event));
+  if (t && typeof t === 'object') {
+    const keys = Object.keys(t);
+    if (keys.length === 1 && keys[0] === '$context') return get(context, t.$context) ?? null;
+    if (keys.length === 1 && keys[0] === '$event') return get(event, t.$event) ?? null;
+    const out = {};
+    for (const k of keys) out[k] = resolve(t[k], context, event);
+    return out;
+  }
+  return t;
+}
+
+const template = (t) => (isTemplate(t) ? ({ context, event }) => resolve(t, context, event) : t);
+
 function convertState(s) {
   const out = { ...s };
+  if (s.output !== undefined) out.output = template(s.output);
   if (s.on) out.on = convertTransitionMap(s.on);
   if (s.after) out.after = convertTransitionMap(s.after);
   if (s.always !== undefined) out.always = convertTransitions(s.always);
@@ -100,6 +173,7 @@ function convertState(s) {
     const inv = Array.isArray(s.invoke) ? s.invoke : [s.invoke];
     out.invoke = inv.map((i) => ({
       ...i,
+      ...(i.input !== undefined ? { input: template(i.input) } : {}),
       ...(i.onDone !== undefined ? { onDone: convertTransitions(i.onDone) } : {}),
       ...(i.onError !== undefined ? { onError: convertTransitions(i.onError) } : {}),
     }));
