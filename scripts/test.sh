@@ -68,9 +68,11 @@ TURNO_BIN="$target_dir/debug/turno" node crates/turno-learn/browser/test.mjs
 
 # The signup wizard's browser tests (crates/turno-wizard/browser): Playwright
 # drives Debian's chromium through `turno demo` (the binary built above):
-# full signup, double click, timeout, lost reply, crash, drafts, refusals;
+# full signup, double click, timeout, lost reply, crash, drafts, refusals,
+# step URLs and Back/Forward, editing, languages, axe-core (npm ci);
 # they rewrite the screenshots of docs/wizard.md.
-if [ ! -d crates/turno-wizard/browser/node_modules/playwright-core ]; then
+if [ ! -d crates/turno-wizard/browser/node_modules/playwright-core ] ||
+  [ ! -d crates/turno-wizard/browser/node_modules/axe-core ]; then
   (cd crates/turno-wizard/browser && npm ci --no-audit --no-fund)
 fi
 TURNO_BIN="$target_dir/debug/turno" node crates/turno-wizard/browser/test.mjs
