@@ -13,7 +13,12 @@ import { tmpdir } from "node:os";
 import { join, resolve, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import assert from "node:assert/strict";
+import { createRequire } from "node:module";
 import { chromium } from "playwright-core";
+
+// axe-core, from this folder's node_modules (npm ci), evaluated in the page
+// (evaluation is not subject to the page's Content-Security-Policy).
+const AXE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = resolve(here, "../../..");
@@ -113,8 +118,35 @@ async function arm(page, { latency = "", charge = "", lookupDown = false, crash 
   await page.setChecked("#crash", crash);
   await Promise.all([page.waitForNavigation(), page.click("#arm")]);
 }
-async function fresh() {
-  const ctx = await browser.newContext({ viewport });
+// No accessibility violations on the page as it is now (axe-core's
+// WCAG 2 A/AA rules and its best practices).
+async function axe(page, what) {
+  await page.evaluate(AXE);
+  const found = await page.evaluate(async () => (await window.axe.run(document, {
+    runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"] },
+  })).violations.map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`));
+  assert.deepEqual(found, [], `axe on ${what}`);
+}
+// What the user reads: no state names, no HTTP status codes, no
+// idempotency key outside the folded "details". The demo's workings (the
+// statechart, the fault panel: the operator's, behind their switch) are
+// left out.
+async function plain(page, what) {
+  const text = await page.evaluate(() => {
+    const operator = [...document.querySelectorAll(".workings")];
+    for (const el of operator) el.style.display = "none";
+    const t = document.body.innerText; // a closed <details> shows its summary only
+    for (const el of operator) el.style.display = "";
+    return t;
+  });
+  assert.doesNotMatch(text, /\b(personal|plan|payment|review|submit|signup)\.[a-z]/, `a state name on ${what}`);
+  assert.doesNotMatch(text, /\b(400|403|404|409|410|422|500|503)\b/, `a status code on ${what}`);
+  const key = await page.evaluate(async () => (await (await fetch("/api/state", { cache: "no-store" })).json()).key);
+  if (key) assert.ok(!text.includes(key), `the key in plain sight on ${what}`);
+}
+const path = (page) => new URL(page.url()).pathname;
+async function fresh(options = {}) {
+  const ctx = await browser.newContext({ viewport, ...options });
   const page = await ctx.newPage();
   page.on("pageerror", (e) => console.log("page error:", e.message));
   return { ctx, page };
@@ -449,6 +481,270 @@ await test("forget me: server copy, draft link and localStorage gone", async () 
   assert.equal(r.status(), 404);
   await page.goto(server.url);
   assert.equal(await step(page), "personal");
+  await ctx.close();
+});
+
+await test("every step has its own URL; Back and Forward follow the chart; reload keeps the step; a step no longer open is explained", async () => {
+  const { ctx, page } = await fresh();
+  await toPayment(page);
+  assert.equal(path(page), "/payment/card");
+  await page.goBack();
+  await waitStep(page, "plan");
+  assert.equal(path(page), "/plan");
+  assert.ok(await page.isChecked("#plan-pro"), "the plan chosen is kept");
+  await page.goBack();
+  await waitStep(page, "personal");
+  assert.equal(await page.inputValue("#name"), "Ada Lovelace");
+  await page.goForward();
+  await waitStep(page, "plan");
+  await page.goForward();
+  await waitStep(page, "payment.card");
+  await page.reload();
+  await waitStep(page, "payment.card");
+  assert.equal(path(page), "/payment/card");
+  await fillCard(page);
+  await click(page, "NEXT");
+  await waitStep(page, "review");
+  assert.equal(path(page), "/review");
+  await arm(page, { latency: 1500 });
+  const before = await stats();
+  await click(page, "CONFIRM");
+  // Back while the payment is on its way: the review is not open any
+  // more, and the page says so in words (no conflict page, no resend).
+  const r = await page.goBack();
+  assert.equal(r.status(), 200);
+  await waitStep(page, "submit.sending");
+  assert.match(await page.textContent("#notice"), /You went to “Check and pay”, but your payment has already been sent/);
+  await plain(page, "the sending page");
+  await waitStep(page, "completed", 15000);
+  assert.equal(path(page), "/completed", "the page followed the session to its URL");
+  await page.goBack();
+  await waitStep(page, "completed");
+  assert.match(await page.textContent("#notice"), /your signup is finished/);
+  await page.reload();
+  await waitStep(page, "completed");
+  const after = await stats();
+  assert.equal(after.charges - before.charges, 1);
+  assert.equal(after.charge_requests - before.charge_requests, 1);
+  await ctx.close();
+});
+
+await test("editing from review: change plan and details come back to review; the card number is asked again, with the reason", async () => {
+  const { ctx, page } = await fresh();
+  await toReview(page);
+  await click(page, "EDIT_PLAN");
+  await waitStep(page, "plan");
+  assert.ok(await page.isChecked("#plan-pro"));
+  assert.match(await page.textContent("#ev-NEXT"), /back to the review/);
+  await page.check("#plan-team");
+  await click(page, "NEXT");
+  await waitStep(page, "review");
+  assert.match(await page.textContent(".summary"), /Team/);
+  assert.match(await page.textContent("#pay"), /card ending in 5556/, "the payment is kept");
+  await click(page, "EDIT_PERSONAL");
+  await waitStep(page, "personal");
+  assert.equal(await page.inputValue("#email"), "ada@example.org");
+  await page.fill("#name", "Ada King");
+  await click(page, "NEXT");
+  await waitStep(page, "review");
+  assert.match(await page.textContent(".summary"), /Ada King/);
+  await click(page, "BACK");
+  await waitStep(page, "payment.card");
+  assert.equal(await page.inputValue("#expiry"), "12/39");
+  assert.equal(await page.inputValue("#holder"), "Ada Lovelace");
+  assert.equal(await page.inputValue("#card_number"), "");
+  assert.match(await page.textContent("#card-hint"), /type the card number .* again/);
+  await page.screenshot({ path: join(SHOTS, "13-card-again.png") });
+  assert.match(await page.getAttribute("#card_number", "aria-describedby"), /card-hint/);
+  // A refused card form: the number is gone, and the page says why.
+  await page.fill("#card_number", "4000 0566 5566 5557");
+  await page.fill("#otp", OTP);
+  await click(page, "NEXT");
+  await waitStep(page, "payment.card");
+  assert.equal(await page.inputValue("#card_number"), "");
+  assert.match(await page.textContent("#card-hint"), /cleared because they are never stored/);
+  assert.equal(await page.evaluate(() => document.activeElement.id), "card_number", "the focus is on the first field to fix");
+  await axe(page, "a refused card form");
+  await fillCard(page);
+  await click(page, "NEXT");
+  await waitStep(page, "review");
+  await click(page, "CONFIRM");
+  await waitStep(page, "completed");
+  assert.match(await page.textContent("#status"), /€79\.00/);
+  await ctx.close();
+});
+
+await test("the finished page: receipt and what next; no draft link, fault panel or forget me; a new signup from it", async () => {
+  const { ctx, page } = await fresh();
+  await toReview(page);
+  await workings(page, true);
+  assert.equal(await page.locator("#fault-form").count(), 1);
+  await click(page, "CONFIRM");
+  await waitStep(page, "completed");
+  await plain(page, "the finished page");
+  assert.match(await page.textContent("#receipt"), /^ch_\d+$/);
+  assert.match(await page.textContent("#step"), /What happens next/);
+  for (const gone of ["#draft-link", "#forget", "#fault-form", "#step-form button"]) {
+    assert.equal(await page.locator(gone).count(), 0, `${gone} on the finished page`);
+  }
+  const sid = await page.getAttribute("body", "data-sid");
+  await Promise.all([page.waitForNavigation(), page.click("#start-over")]);
+  await waitStep(page, "personal");
+  assert.notEqual(await page.getAttribute("body", "data-sid"), sid);
+  await ctx.close();
+});
+
+await test("the demo's workings (statechart, fault panel) behind one switch, off by default, kept across pages", async () => {
+  const { ctx, page } = await fresh();
+  await page.goto(server.url);
+  await waitStep(page, "personal");
+  assert.equal(await page.locator("#chart").count(), 0);
+  assert.equal(await page.locator("#fault-form").count(), 0);
+  await workings(page, true);
+  assert.equal(path(page), "/personal");
+  assert.equal(await page.locator("#chart .state.active").count() > 0, true);
+  assert.equal(await page.locator("#fault-form").count(), 1);
+  await page.fill("#name", "Ada Lovelace");
+  await page.fill("#email", "ada@example.org");
+  await click(page, "NEXT");
+  assert.equal(await page.locator("#fault-form").count(), 1, "the switch holds on the next page");
+  await workings(page, false);
+  assert.equal(await page.locator("#chart").count(), 0);
+  await ctx.close();
+});
+
+await test("Spanish from the browser's language; the switch changes it and it is kept", async () => {
+  const { ctx, page } = await fresh({ locale: "es-ES" });
+  await page.goto(server.url);
+  await waitStep(page, "personal");
+  assert.equal(await page.getAttribute("html", "lang"), "es");
+  assert.equal(await page.textContent("#title"), "Sobre ti");
+  assert.equal(await page.textContent("label[for=name]"), "Nombre completo");
+  await axe(page, "the first page in Spanish");
+  await page.fill("#name", "José Núñez");
+  await page.fill("#email", "jose@example.org");
+  await click(page, "NEXT");
+  await waitStep(page, "plan");
+  assert.equal(await page.textContent("#title"), "Elige un plan");
+  await page.screenshot({ path: join(SHOTS, "12-spanish.png") });
+  await Promise.all([page.waitForNavigation(), page.click("#lang-en")]);
+  await waitStep(page, "plan");
+  assert.equal(await page.getAttribute("html", "lang"), "en");
+  assert.equal(await page.textContent("#title"), "Choose a plan");
+  await page.reload();
+  assert.equal(await page.textContent("#title"), "Choose a plan", "the choice is kept over the browser's language");
+  await Promise.all([page.waitForNavigation(), page.click("#lang-es")]);
+  assert.equal(await page.textContent("#title"), "Elige un plan");
+  await ctx.close();
+});
+
+await test("keyboard only, 360 px wide: the whole signup; every page axe-clean and without sideways scrolling", async () => {
+  const { ctx, page } = await fresh({ viewport: { width: 360, height: 740 } });
+  const fits = async (what) => {
+    const w = await page.evaluate(() => document.documentElement.scrollWidth);
+    assert.ok(w <= 360, `${what} is ${w} px wide`);
+  };
+  // Tab until `sel` has the focus: it is reachable in the focus order.
+  const tabTo = async (sel) => {
+    for (let i = 0; i < 40; i++) {
+      if (await page.evaluate((sel) => document.activeElement?.matches(sel), sel)) return;
+      await page.keyboard.press("Tab");
+    }
+    assert.fail(`${sel} is not reachable with Tab`);
+  };
+  const enter = async () => Promise.all([page.waitForNavigation(), page.keyboard.press("Enter")]);
+  await page.goto(server.url);
+  await waitStep(page, "personal");
+  await fits("the first page");
+  await axe(page, "the first page");
+  await tabTo("#name");
+  await page.keyboard.type("Maximiliana Wolfeschlegelsteinhausenbergerdorff");
+  await tabTo("#email");
+  await page.keyboard.type("not-an-address");
+  await enter();
+  await waitStep(page, "personal");
+  assert.equal(await page.evaluate(() => document.activeElement.id), "email", "the focus is on the field to fix");
+  assert.equal(await page.getAttribute("#email", "aria-describedby"), "email-error");
+  await fits("a refused form");
+  await axe(page, "a refused form");
+  await plain(page, "a refused form");
+  await page.keyboard.press("Control+A");
+  await page.keyboard.type("maximiliana.wolfeschlegelsteinhausenbergerdorff@a-very-long-domain-name.example.org");
+  await enter();
+  await waitStep(page, "plan");
+  await fits("the plan page");
+  await axe(page, "the plan page");
+  await tabTo("input[name=plan]");
+  await page.keyboard.press("ArrowDown");
+  assert.ok(await page.isChecked("#plan-pro"), "arrow keys choose a plan");
+  await tabTo("#ev-NEXT");
+  await enter();
+  await waitStep(page, "payment.card");
+  await fits("the card page");
+  await axe(page, "the card page");
+  for (const [sel, text] of [["#card_number", CARD], ["#expiry", "12/39"], ["#holder", "Maximiliana"], ["#otp", OTP]]) {
+    await tabTo(sel);
+    await page.keyboard.type(text);
+  }
+  await enter();
+  await waitStep(page, "review");
+  await fits("the review page");
+  await page.screenshot({ path: join(SHOTS, "11-narrow.png"), fullPage: true });
+  await axe(page, "the review page");
+  await plain(page, "the review page");
+  await tabTo("#ev-CONFIRM");
+  await enter();
+  await waitStep(page, "completed");
+  await fits("the finished page");
+  await axe(page, "the finished page");
+  await ctx.close();
+});
+
+await test("the other pages are axe-clean and plain too: failed, unresolvable, out of date, forget-me refused, a bad link", async () => {
+  const { ctx, page } = await fresh();
+  await toPayment(page);
+  await click(page, "USE_BANK");
+  await waitStep(page, "payment.bank");
+  await axe(page, "the bank page");
+  await page.fill("#iban", "DE89 3704 0044 0532 0130 00");
+  await page.fill("#account_holder", "Ada Lovelace");
+  await click(page, "NEXT");
+  await waitStep(page, "review");
+  await arm(page, { charge: "error" });
+  await axe(page, "the review page with the demo's workings");
+  await click(page, "CONFIRM");
+  await waitStep(page, "submit.failed", 10000);
+  await axe(page, "the failed page");
+  await plain(page, "the failed page");
+  await page.click("#details summary");
+  assert.match(await page.textContent("#key"), /^[0-9a-f]{32}$/, "the key is in the details");
+  // A form of an earlier step, replayed: out of date, said in words.
+  const sid = await page.getAttribute("body", "data-sid");
+  const r = await page.evaluate(async (sid) => {
+    const res = await fetch("/event", { method: "POST", body: new URLSearchParams({ sid, step: "plan", event: "BACK" }) });
+    return { status: res.status, html: await res.text() };
+  }, sid);
+  assert.equal(r.status, 409);
+  await page.setContent(r.html);
+  assert.match(await page.textContent("#refusal"), /That form was for “Choose a plan”, but your signup has moved on to “The payment did not go through”/);
+  await page.goto(server.url);
+  await waitStep(page, "submit.failed");
+  await arm(page, { charge: "timeout", lookupDown: true });
+  await click(page, "RETRY");
+  await waitStep(page, "submit.uncertain", 10000);
+  await Promise.all([page.waitForNavigation(), page.click("#forget")]);
+  assert.match(await page.textContent("#title"), /Not deleted yet/);
+  assert.match(await page.textContent("#at"), /Your signup is at “Checking your payment”/);
+  await axe(page, "the forget-me refusal");
+  await plain(page, "the forget-me refusal");
+  await page.goto(server.url);
+  await waitStep(page, "submit.unresolvable", 15000);
+  await axe(page, "the unresolvable page");
+  await plain(page, "the unresolvable page");
+  const bad = await page.goto(new URL("/d/" + "0".repeat(32), server.url).href);
+  assert.equal(bad.status(), 404);
+  await axe(page, "a bad draft link");
+  await plain(page, "a bad draft link");
   await ctx.close();
 });
 

@@ -20,6 +20,7 @@ use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 use tokio::sync::Semaphore;
 
+use crate::steps::{Page, Step};
 use crate::{Config, Error, Wizard};
 
 /// The load to put on.
@@ -142,14 +143,18 @@ async fn user(http: Arc<Http>, n: usize, fault_every: usize) -> Result<Outcome, 
     timed(t, &mut lat);
     let cookie = cookie.ok_or("no session cookie")?;
     let sid = v["sid"].as_str().ok_or("no sid")?.to_string();
+    let name = |page| Step::of(page).name;
     let steps = [
         (
-            "personal",
+            name(Page::Personal),
             json!({"name": "Load Tester", "email": format!("user{n}@example.org")}),
         ),
-        ("plan", json!({"plan": "pro", "billing": "monthly"})),
         (
-            "payment.card",
+            name(Page::Plan),
+            json!({"plan": "pro", "billing": "monthly"}),
+        ),
+        (
+            name(Page::Card),
             json!({"card_number": "4242 4242 4242 4242", "expiry": "12/39", "holder": "Load Tester", "otp": "123456"}),
         ),
     ];
@@ -193,7 +198,7 @@ async fn user(http: Arc<Http>, n: usize, fault_every: usize) -> Result<Outcome, 
             "POST",
             "/api/event",
             &cookie,
-            Some(json!({"sid": sid, "step": "review", "event": "CONFIRM"})),
+            Some(json!({"sid": sid, "step": name(Page::Review), "event": "CONFIRM"})),
         )
         .await?;
     timed(t, &mut lat);
@@ -206,8 +211,8 @@ async fn user(http: Arc<Http>, n: usize, fault_every: usize) -> Result<Outcome, 
         let t = Instant::now();
         let (_, _, v) = http.call("GET", "/api/state", &cookie, None).await?;
         timed(t, &mut lat);
-        match v["step"].as_str().unwrap_or("") {
-            "completed" => {
+        match v["step"].as_str().and_then(Step::named).map(|r| r.page) {
+            Some(Page::Completed) => {
                 return Ok(Outcome {
                     completed: true,
                     faulted,
@@ -216,18 +221,18 @@ async fn user(http: Arc<Http>, n: usize, fault_every: usize) -> Result<Outcome, 
                     confirm_ms: confirmed.elapsed().as_secs_f64() * 1e3,
                 })
             }
-            "submit.failed" => {
+            Some(Page::Failed) => {
                 let t = Instant::now();
                 http.call(
                     "POST",
                     "/api/event",
                     &cookie,
-                    Some(json!({"sid": sid, "step": "submit.failed", "event": "RETRY"})),
+                    Some(json!({"sid": sid, "step": name(Page::Failed), "event": "RETRY"})),
                 )
                 .await?;
                 timed(t, &mut lat);
             }
-            "submit.unresolvable" => break,
+            Some(Page::Unresolvable) => break,
             _ => {}
         }
         if Instant::now() > deadline {

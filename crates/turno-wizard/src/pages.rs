@@ -499,7 +499,7 @@ fn fault_panel(v: &View) -> String {
     let f = &v.faults;
     let sel = |k: &str| if f.charge == k { " selected" } else { "" };
     format!(
-        r#"<section lang="en" aria-labelledby="faults-title"><h2 id="faults-title">Fault panel</h2><form method="post" action="/faults" id="fault-form">{}<div class="field"><label for="latency_ms">Gateway latency (ms)</label><input name="latency_ms" id="latency_ms" value="{}" inputmode="numeric"></div><div class="field"><label for="fault-charge">Next charge</label><select name="charge" id="fault-charge"><option value=""{}>answers normally</option><option value="timeout"{}>times out after charging</option><option value="lost"{}>charges, reply lost</option><option value="error"{}>server error (no charge)</option></select></div><div class="check"><input type="checkbox" name="lookup_down" id="lookup_down"{}><label for="lookup_down">lookups by key fail</label></div><div class="check"><input type="checkbox" name="crash" id="crash"{}><label for="crash">crash the wizard server mid-submit</label></div><button type="submit" id="arm">Arm faults</button></form></section>"#,
+        r#"<section class="workings" lang="en" aria-labelledby="faults-title"><h2 id="faults-title">Fault panel</h2><form method="post" action="/faults" id="fault-form">{}<div class="field"><label for="latency_ms">Gateway latency (ms)</label><input name="latency_ms" id="latency_ms" value="{}" inputmode="numeric"></div><div class="field"><label for="fault-charge">Next charge</label><select name="charge" id="fault-charge"><option value=""{}>answers normally</option><option value="timeout"{}>times out after charging</option><option value="lost"{}>charges, reply lost</option><option value="error"{}>server error (no charge)</option></select></div><div class="check"><input type="checkbox" name="lookup_down" id="lookup_down"{}><label for="lookup_down">lookups by key fail</label></div><div class="check"><input type="checkbox" name="crash" id="crash"{}><label for="crash">crash the wizard server mid-submit</label></div><button type="submit" id="arm">Arm faults</button></form></section>"#,
         hidden(v),
         f.latency_ms,
         sel(""),
@@ -579,7 +579,7 @@ pub fn step(
     }
     if o.workings {
         aside.push_str(&format!(
-            r#"<section aria-labelledby="chart-title"><h2 id="chart-title">{}</h2>{}</section>"#,
+            r#"<section class="workings" aria-labelledby="chart-title"><h2 id="chart-title">{}</h2>{}</section>"#,
             esc(w.statechart),
             diagram(v)
         ));

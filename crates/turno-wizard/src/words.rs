@@ -35,12 +35,12 @@ impl Lang {
     }
 
     /// The first offered language of an `Accept-Language` header, by its
-    /// weights.
+    /// weights; a regional tag counts as its language (`es-ES`: `es`).
     pub fn from_accept(header: &str) -> Option<Lang> {
-        let codes: Vec<&str> = LANGS.iter().map(|l| l.1).collect();
-        accept_language::intersection(header, &codes)
-            .first()
-            .and_then(|c| Lang::from_code(c))
+        accept_language::parse(header).iter().find_map(|tag| {
+            let primary = tag.split('-').next().unwrap_or("");
+            Lang::from_code(&primary.to_ascii_lowercase())
+        })
     }
 
     /// The words of this language.
@@ -397,3 +397,24 @@ pub static ES: Words = Words {
     your_step: "Tu registro está en «{}».",
     go_to_signup: "Ir a tu registro",
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_browsers_languages_pick_by_weight_and_region_counts_as_language() {
+        assert_eq!(Lang::from_accept("es-ES,es;q=0.9,en;q=0.8"), Some(Lang::Es));
+        assert_eq!(
+            Lang::from_accept("de-DE, en-GB;q=0.7, es;q=0.9"),
+            Some(Lang::Es)
+        );
+        assert_eq!(Lang::from_accept("fr, de"), None);
+        assert_eq!(Lang::from_accept("EN-us"), Some(Lang::En));
+    }
+
+    #[test]
+    fn fill_puts_values_in_order() {
+        assert_eq!(fill("a {} b {}.", &["1", "2"]), "a 1 b 2.");
+    }
+}
