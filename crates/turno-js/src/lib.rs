@@ -200,12 +200,18 @@ pub struct RunOptions {
     pub max_loop_iterations: u64,
     /// Record a [`Trace`].
     pub trace: bool,
+    /// Keep every built-in the engine has, even those the modelled runtime
+    /// lacks. By default (`false`) the run follows the runtime profile of
+    /// `docs/js-runtime.md`: under the node model, for instance,
+    /// `Promise.withResolvers` and `Object.groupBy` are `undefined`, as in
+    /// Node 20, so feature-detecting code takes Node's branch.
+    pub all_builtins: bool,
 }
 
 impl RunOptions {
     /// Defaults for `model`: the Chromium profile, [`Cost::DEFAULT`], no
     /// input, 100 000 steps, 1 hour of virtual time, 5 000 000 iterations
-    /// of any one loop, no trace.
+    /// of any one loop, no trace, the runtime's built-ins only.
     pub fn new(model: Model) -> Self {
         RunOptions {
             model,
@@ -217,6 +223,7 @@ impl RunOptions {
             max_virtual_time: Duration::from_secs(3600),
             max_loop_iterations: 5_000_000,
             trace: false,
+            all_builtins: false,
         }
     }
 }

@@ -5,12 +5,13 @@
 // functions, `model` ("node" or "html"), `scope` ("main" for the program's
 // own loop, "worker" for a dedicated worker's), the loop's id, its parent
 // loop's id and (workers) the name given to `new Worker`, and the html
-// model's browser profile ("chromium" or "spec"). Everything it defines is reached through the globals it
+// model's browser profile ("chromium" or "spec"), and whether to keep the
+// engine's built-ins that the modelled runtime lacks. Everything it defines is reached through the globals it
 // installs (console, timers, process, MessageChannel, ...); `h` itself is never
 // made global. Scheduling decisions (which queue, which time) are all made on
 // the Rust side; this file only adapts the web/Node API shapes to them and
 // implements Node's `util.inspect` formatting for console.log.
-(function (h, model, scope, loopId, parentLoop, workerName, browser) {
+(function (h, model, scope, loopId, parentLoop, workerName, browser, allBuiltins) {
   'use strict';
 
   // ---------------------------------------------------------------------
@@ -689,6 +690,7 @@
 
   let deliverInput = null;
   let deliverMessage = null;
+  let finishParsing = null;
   def('queueMicrotask', function queueMicrotask(cb) { checkCallback(cb); h.queueMicrotask(cb); });
 
   // ---------------------------------------------------------------------
@@ -1191,7 +1193,77 @@
     def('process', process);
     def('global', globalThis);
     const util = { inspect, format };
-    const modules = { util, timers, process };
+    // node:timers/promises, after lib/timers/promises.js: the timer's
+    // callback is the promise's `resolve`, so the reactions run in the
+    // microtasks after that callback; setInterval is an async generator
+    // that yields once per run of its interval.
+    const abortError = (signal) => {
+      const e = new Error('The operation was aborted');
+      e.name = 'AbortError';
+      e.code = 'ABORT_ERR';
+      e.cause = signal.reason;
+      return e;
+    };
+    const promiseOptions = (options) => {
+      if (options === null || typeof options !== 'object') {
+        throw Object.assign(new TypeError(`The "options" argument must be of type object.`), { code: 'ERR_INVALID_ARG_TYPE' });
+      }
+      return { signal: options.signal, ref: options.ref !== false };
+    };
+    const timersPromises = {
+      setTimeout(after, value, options = {}) {
+        let o;
+        try { o = promiseOptions(options); } catch (e) { return Promise.reject(e); }
+        const { signal, ref } = o;
+        if (signal && signal.aborted) return Promise.reject(abortError(signal));
+        return new Promise((resolve, reject) => {
+          const id = h.setTimer(function resolveTimeout(v) { if (signal) signal.removeEventListener('abort', onAbort); resolve(v); }, [value], after, false);
+          if (!ref) h.refTimer(id, false);
+          function onAbort() { h.clearTimer(id); reject(abortError(signal)); }
+          if (signal) signal.addEventListener('abort', onAbort, { once: true });
+        });
+      },
+      setImmediate(value, options = {}) {
+        let o;
+        try { o = promiseOptions(options); } catch (e) { return Promise.reject(e); }
+        const { signal } = o;
+        if (signal && signal.aborted) return Promise.reject(abortError(signal));
+        return new Promise((resolve, reject) => {
+          const id = h.setImmediate(function resolveImmediate(v) { if (signal) signal.removeEventListener('abort', onAbort); resolve(v); }, [value]);
+          function onAbort() { h.clearImmediate(id); reject(abortError(signal)); }
+          if (signal) signal.addEventListener('abort', onAbort, { once: true });
+        });
+      },
+      setInterval: async function* setInterval(after, value, options = {}) {
+        const { signal, ref } = promiseOptions(options);
+        if (signal && signal.aborted) throw abortError(signal);
+        let notYielded = 0;
+        let callback;
+        const id = h.setTimer(function intervalTick() {
+          notYielded++;
+          if (callback) { callback(); callback = undefined; }
+        }, [], after, true);
+        if (!ref) h.refTimer(id, false);
+        const onAbort = () => { if (callback) { callback(); callback = undefined; } };
+        if (signal) signal.addEventListener('abort', onAbort, { once: true });
+        try {
+          while (!(signal && signal.aborted)) {
+            if (notYielded === 0) await new Promise((resolve) => { callback = resolve; });
+            for (; notYielded > 0; notYielded--) yield value;
+          }
+          throw abortError(signal);
+        } finally {
+          h.clearTimer(id);
+          if (signal) signal.removeEventListener('abort', onAbort);
+        }
+      },
+      scheduler: {
+        wait(delay, options) { return timersPromises.setTimeout(delay, undefined, options); },
+        yield() { return timersPromises.setImmediate(); },
+      },
+    };
+    timers.promises = timersPromises;
+    const modules = { util, timers, process, 'timers/promises': timersPromises };
     const module = { exports: {} };
     def('module', module);
     def('exports', module.exports);
@@ -1295,9 +1367,23 @@
       defineEventHandler(Node.prototype, name);
     }
     let nextAnimationId = 0;
+    const clicking = new WeakSet();
     class Element extends Node {
       constructor(tag) { super(); this.tagName = String(tag).toUpperCase(); this.id = ''; this.style = {}; this.textContent = ''; }
       remove() { const p = this.parentNode; if (p) p.removeChild(this); }
+      // HTMLElement.click(): a synthetic click (not trusted, detail 0) that
+      // bubbles, dispatched from script, so the listeners' microtasks wait
+      // for the script's stack to empty; a click already in progress on
+      // the element is ignored.
+      click() {
+        if (clicking.has(this)) return;
+        clicking.add(this);
+        try {
+          dispatch(this, new MouseEvent('click', { bubbles: true, cancelable: true, composed: true, view: globalThis, detail: 0 }), false);
+        } finally {
+          clicking.delete(this);
+        }
+      }
       // Web Animations, as far as the compositor lane needs: an animation
       // of only `transform` and `opacity` runs on the compositor, which
       // produces its frames even while the main thread is blocked; any
@@ -1337,6 +1423,7 @@
       }
       get hidden() { return false; }
       get visibilityState() { return 'visible'; }
+      get readyState() { return readyState; }
       createElement(tag) { return new Element(tag); }
       getElementById(id) {
         const walk = (n) => { for (const c of childrenOf(n)) { if (c.id === String(id)) return c; const r = walk(c); if (r) return r; } return null; };
@@ -1479,6 +1566,50 @@
     def('MessageChannel', MessageChannel);
     def('MessagePort', MessagePort);
 
+    // The document's readiness: `loading` while the script runs; when the
+    // parser finishes (right after the script's microtask checkpoint, the
+    // script being the page's last), `interactive` with `readystatechange`
+    // and `DOMContentLoaded` at the document, then (nothing else to load)
+    // `complete` with `readystatechange` and `load` at the window, all
+    // before any task the script queued, as Chromium does. The host calls
+    // this once; each listener gets a microtask checkpoint.
+    let readyState = 'loading';
+    finishParsing = isWorker ? null : function finishParsing() {
+      const fire = (target, type, bubbles) => {
+        const ev = new Event(type, { bubbles, cancelable: false });
+        evState(ev).trusted = true;
+        dispatch(target, ev, true);
+      };
+      readyState = 'interactive';
+      fire(document, 'readystatechange', false);
+      fire(document, 'DOMContentLoaded', true);
+      readyState = 'complete';
+      fire(document, 'readystatechange', false);
+      // `load` is fired at the window (its target is the document, which
+      // is not in the window's path: listeners on the document miss it).
+      fire(globalThis, 'load', false);
+    };
+    defineEventHandler(globalThis, 'load');
+    defineEventHandler(globalThis, 'DOMContentLoaded');
+    defineEventHandler(Node.prototype, 'readystatechange');
+
+    // window.postMessage to the page itself: a task on the posted-message
+    // source that dispatches a MessageEvent at the window (origin "null",
+    // as a file page's; `source` the window), the data a structured clone
+    // made when it is posted.
+    if (!isWorker) {
+      def('postMessage', function postMessage(message, options) {
+        if (arguments.length === 0) throw new TypeError("Failed to execute 'postMessage' on 'Window': 1 argument required, but only 0 present.");
+        void options;
+        const text = structuredSerialize(message, "Failed to execute 'postMessage' on 'Window': ");
+        h.postTask(function windowMessage() {
+          const ev = new MessageEvent('message', { data: structuredDeserialize(text), origin: 'null', source: globalThis });
+          evState(ev).trusted = true;
+          dispatch(globalThis, ev, true);
+        }, [], 'posted-message');
+      });
+    }
+
     // Dedicated workers (host/workers.rs): each runs its own event loop on
     // its own virtual clock; `postMessage` serializes the data here (a
     // DataCloneError is thrown to the caller) and the receiving loop
@@ -1551,5 +1682,28 @@
       };
     }
   }
-  return { inspect, format, deliverInput, deliverMessage };
+
+  // The runtime profile: boa has built-ins that the modelled runtime does
+  // not (Node 20 is V8 11.3; a file page in Chromium is not cross-origin
+  // isolated), and code that feature-detects must take the branch it takes
+  // there. `docs/js-runtime.md` has the table; `allBuiltins` keeps them.
+  if (!allBuiltins) {
+    const iteratorPrototype = Object.getPrototypeOf(Object.getPrototypeOf([][Symbol.iterator]()));
+    const hidden = model === 'node' ? [
+      [globalThis, ['Iterator']],
+      [iteratorPrototype, ['drop', 'every', 'filter', 'find', 'flatMap', 'forEach', 'map', 'reduce', 'some', 'take', 'toArray', 'constructor', Symbol.toStringTag]],
+      [Object, ['groupBy']],
+      [Map, ['groupBy']],
+      [Promise, ['withResolvers', 'try']],
+      [Set.prototype, ['union', 'intersection', 'difference', 'symmetricDifference', 'isSubsetOf', 'isSupersetOf', 'isDisjointFrom']],
+      [Map.prototype, ['getOrInsert', 'getOrInsertComputed']],
+      [WeakMap.prototype, ['getOrInsert', 'getOrInsertComputed']],
+      [JSON, ['rawJSON', 'isRawJSON']],
+      [RegExp, ['escape']],
+    ] : [
+      [globalThis, ['SharedArrayBuffer']],
+    ];
+    for (const [o, keys] of hidden) for (const k of keys) delete o[k];
+  }
+  return { inspect, format, deliverInput, deliverMessage, finishParsing };
 })

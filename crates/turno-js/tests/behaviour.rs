@@ -411,3 +411,29 @@ fn html_interval_is_clamped_after_five_repeats() {
     // on is clamped to 4 ms.
     assert_eq!(report.stdout_lines(), ["0 0 0 0 0 0 4 4 4"]);
 }
+
+#[test]
+fn all_builtins_keeps_what_the_runtime_profile_hides() {
+    let src = "console.log(typeof Promise.withResolvers, typeof Object.groupBy, typeof new Set().union, typeof globalThis.Iterator, typeof SharedArrayBuffer);";
+    let node = run(src, "p.js", &opts(Model::Node)).unwrap();
+    assert_eq!(
+        node.stdout_lines(),
+        ["undefined undefined undefined undefined function"]
+    );
+    let page = run(src, "p.js", &opts(Model::Html)).unwrap();
+    assert_eq!(
+        page.stdout_lines(),
+        ["function function function function undefined"]
+    );
+    for model in [Model::Node, Model::Html] {
+        let all = RunOptions {
+            all_builtins: true,
+            ..opts(model)
+        };
+        let r = run(src, "p.js", &all).unwrap();
+        assert_eq!(
+            r.stdout_lines(),
+            ["function function function function function"]
+        );
+    }
+}

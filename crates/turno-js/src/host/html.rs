@@ -323,9 +323,23 @@ impl Host {
         st.tasks.pop_front()
     }
 
-    /// After the script (the first task): its microtask checkpoint.
+    /// After the script (the first task): its microtask checkpoint, then
+    /// (the page) the parser finishes: the document's readiness events,
+    /// before any task the script queued.
     pub(super) fn html_start(&self, ctx: &mut Context) -> Result<(), Stop> {
-        self.checkpoint(ctx)
+        self.checkpoint(ctx)?;
+        let finish = self.st.borrow_mut().finish_parsing.take();
+        if let Some(f) = finish {
+            self.call_in_step(
+                ctx,
+                "parser finished: DOMContentLoaded, load".into(),
+                &f,
+                &JsValue::undefined(),
+                &[],
+            )?;
+            self.checkpoint(ctx)?;
+        }
+        Ok(())
     }
 
     /// One turn of the loop at the current time (the caller has moved the

@@ -77,6 +77,7 @@ fn new_loop(
             },
             deliver_input: None,
             deliver_message: None,
+            finish_parsing: None,
             animations: Vec::new(),
             compositor_frame_count: 0,
             cost_picos: opts.cost.picos(),
@@ -165,6 +166,7 @@ fn new_loop(
                     crate::Browser::Chromium => "chromium",
                     crate::Browser::Spec => "spec",
                 })),
+                JsValue::from(opts.all_builtins),
             ],
             &mut ctx,
         )
@@ -178,11 +180,13 @@ fn new_loop(
     let inspect = export("inspect");
     let deliver_input = export("deliverInput").filter(|o| o.is_callable());
     let deliver_message = export("deliverMessage").filter(|o| o.is_callable());
+    let finish_parsing = export("finishParsing").filter(|o| o.is_callable());
     {
         let mut st = host.st.borrow_mut();
         st.inspect = inspect;
         st.deliver_input = deliver_input;
         st.deliver_message = deliver_message;
+        st.finish_parsing = finish_parsing;
     }
     if opts.trace {
         install_promise_taps(&mut ctx).map_err(|e| JsRunError::Engine(e.to_string()))?;

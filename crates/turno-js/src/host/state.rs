@@ -53,6 +53,9 @@ pub(crate) struct State {
     pub(super) deliver_input: Option<JsObject>,
     /// The prelude's `deliverMessage` (messages from other loops).
     pub(super) deliver_message: Option<JsObject>,
+    /// The prelude's `finishParsing` (html page: the document's readiness
+    /// events after the script), taken when called.
+    pub(super) finish_parsing: Option<JsObject>,
     pub(super) animations: Vec<Animation>,
     pub(super) compositor_frame_count: u64,
     /// Picoseconds of virtual time per boa instruction (the cost model).

@@ -28,6 +28,19 @@ impl Host {
         args: &[JsValue],
     ) -> Result<(), Stop> {
         self.step()?;
+        self.call_in_step(ctx, label, f, this, args)
+    }
+
+    /// [`Host::call`] as part of the step already under way (no step of
+    /// its own): the page's readiness events belong to the script's task.
+    pub(super) fn call_in_step(
+        &self,
+        ctx: &mut Context,
+        label: String,
+        f: &JsObject,
+        this: &JsValue,
+        args: &[JsValue],
+    ) -> Result<(), Stop> {
         self.push_frame(label);
         let r = f.call(this, args, ctx);
         self.sync_clock(ctx);
