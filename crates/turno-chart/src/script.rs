@@ -15,7 +15,10 @@
 //! The standard actors settle right after the step that started them, in
 //! the order they were started (as XState's promise actors do before the
 //! next event): `echo` with its input as output, `reject` with its input as
-//! error, `never` not at all.
+//! error, `never` not at all. The callback actor `mirror` sends every event
+//! it receives back to the chart that invoked it, its type suffixed with
+//! `.mirrored`, before promises settle (XState's `sendBack` is
+//! synchronous).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -25,6 +28,7 @@ use serde_json::Value;
 
 use crate::actions::Action;
 use crate::algorithm::ChartError;
+use crate::event::Event;
 use crate::machine::Machine;
 use crate::persist::{Clock, Persist, PersistError, RestoreError, Sanitizer};
 use crate::snapshot::{StateValue, Status};
@@ -168,12 +172,18 @@ struct Runner<'m> {
 }
 
 /// What the root emitted and logged since the last line (as far as
-/// [`Show`] asks for them).
+/// [`Show`] asks for them), and the callback actors (`mirror`) running
+/// with the events they sent back and the chart has not yet taken.
 #[derive(Default)]
 struct Seen {
     show: Show,
     emitted: Vec<Value>,
     log: Vec<String>,
+    /// Running `mirror` invocations: the chart that invoked each, its id
+    /// and generation.
+    mirrors: Vec<(Path, String, u64)>,
+    /// Events a callback actor sent back, for the chart at each path.
+    mailbox: VecDeque<(Path, Event)>,
 }
 
 /// Takes note of the standard actors started (and stopped) by `actions`,
@@ -189,6 +199,14 @@ fn note(settling: &mut Settling, seen: &mut Seen, actions: Vec<Tagged>) {
             Action::StartInvoke {
                 id,
                 src,
+                generation,
+                ..
+            } if src == "mirror" => {
+                seen.mirrors.push((t.path, id, generation));
+            }
+            Action::StartInvoke {
+                id,
+                src,
                 input,
                 generation,
             } if src != "never" => {
@@ -196,6 +214,17 @@ fn note(settling: &mut Settling, seen: &mut Seen, actions: Vec<Tagged>) {
             }
             Action::StopInvoke { id, generation } => {
                 settling.retain(|s| !(s.0 == t.path && s.1 == id && s.4 == generation));
+                seen.mirrors
+                    .retain(|s| !(s.0 == t.path && s.1 == id && s.2 == generation));
+            }
+            // A callback actor's `receive`: `mirror` sends the event back
+            // at once, its type suffixed, to the chart's mailbox.
+            Action::SendTo { to, event }
+                if seen.mirrors.iter().any(|s| s.0 == t.path && s.1 == to) =>
+            {
+                let back =
+                    Event::with_data(format!("{}.mirrored", event.name()), event.data().clone());
+                seen.mailbox.push_back((t.path, back));
             }
             _ => {}
         }
@@ -210,7 +239,17 @@ fn settle(
     settling: &mut Settling,
     seen: &mut Seen,
 ) -> Result<(), ChartError> {
-    while let Some((path, id, src, input, generation)) = settling.pop_front() {
+    loop {
+        // What callback actors sent back is queued for the chart before
+        // promises settle (XState's `sendBack` is synchronous).
+        if let Some((path, event)) = seen.mailbox.pop_front() {
+            let actions = tree.event(m, &path, event)?;
+            note(settling, seen, actions);
+            continue;
+        }
+        let Some((path, id, src, input, generation)) = settling.pop_front() else {
+            break;
+        };
         let result = if src == "reject" {
             Err(input)
         } else {
@@ -328,6 +367,7 @@ pub fn sanitizer() -> Sanitizer {
         .idempotent("echo")
         .idempotent("reject")
         .idempotent("never")
+        .idempotent("mirror")
 }
 
 /// [`run`], optionally persisting after `at.after_items` items: the chart
@@ -444,6 +484,8 @@ impl<'m> Runner<'m> {
         let now = self.tree.now_ms().saturating_add(after_ms);
         let (m, charts) = (self.m, self.tree.charts());
         let mut seen = self.seen;
+        // The restore starts the callback actors again.
+        seen.mirrors.clear();
         let mut settle_overdue = |tree: &mut Tree<Value>, m: &Machine<Value>, actions| {
             let mut settling = VecDeque::new();
             note(&mut settling, &mut seen, actions);

@@ -4,7 +4,8 @@
 //! turno-chart's one algorithm; `export-scxml` and `scxml-suite`.
 //!
 //! `run` reads EVENTS and prints its lines as [`crate::events`] says (the
-//! contract, the same for both formats). `--persist-at K
+//! contract, the same for both formats); `--show context,emitted,log,children`
+//! (JSON machines) adds those fields to every line. `--persist-at K
 //! --restore-after-ms D [--snapshot-out FILE]` (JSON machines) persists
 //! the chart after K items, lets D virtual ms pass with no chart alive and
 //! goes on with a restored one: the output is exactly that of the same run
@@ -39,8 +40,9 @@ pub enum ChartCommand {
     /// Runs a statechart (an XState v5 JSON machine, or an SCXML document:
     /// a file ending in .scxml) against a JSON array of events
     /// (`{"type": "NAME", ...}`) and time advances (`{"advance_ms": N}`);
-    /// prints one JSON line per item, `{"step", "value", "status"}`, step 0
-    /// being the state after start.
+    /// prints one JSON line per item, `{"step", "value", "status"}` (and
+    /// `"error"` once the chart failed), step 0 being the state after
+    /// start; `--show` adds more.
     Run {
         /// The machine: XState v5 JSON (turno's standard implementations)
         /// or SCXML (.scxml).
@@ -64,6 +66,14 @@ pub enum ChartCommand {
         /// child chart under `charts.<invocation id>`.
         #[arg(long = "chart", value_name = "NAME=FILE")]
         charts: Vec<String>,
+        /// Also print these fields on every line (XState JSON machines), a
+        /// comma-separated list: `context` (the context after the item),
+        /// `emitted` (the events `emit` sent during the item), `log` (the
+        /// `log` messages of the item), `children` (the running children
+        /// by id: `{"src", "status"}`, and a child chart's `value`,
+        /// `context` and its own `children`).
+        #[arg(long, value_name = "FIELDS", value_parser = parse_show)]
+        show: Option<script::Show>,
     },
     /// Prints every reachable state of a statechart (an XState v5 JSON
     /// machine, or an SCXML document: a file ending in .scxml) with a
@@ -96,6 +106,10 @@ pub enum ChartCommand {
         /// The machine: XState v5 JSON or SCXML (.scxml).
         machine: PathBuf,
     },
+}
+
+fn parse_show(list: &str) -> Result<script::Show, String> {
+    script::Show::parse(list)
 }
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
@@ -173,6 +187,14 @@ pub fn main(cmd: ChartCommand) -> ExitCode {
     match cmd {
         ChartCommand::Run {
             machine: mp,
+            show: Some(_),
+            ..
+        } if crate::scxml::is_scxml(&mp) => fail(format!(
+            "{}: --show is for XState JSON machines",
+            mp.display()
+        )),
+        ChartCommand::Run {
+            machine: mp,
             events,
             persist_at: None,
             ..
@@ -201,6 +223,7 @@ pub fn main(cmd: ChartCommand) -> ExitCode {
             restore_after_ms,
             snapshot_out,
             charts,
+            show,
         } => {
             let (m, charts) = match machine_tree(&mp, &charts) {
                 Ok(t) => t,
@@ -214,7 +237,8 @@ pub fn main(cmd: ChartCommand) -> ExitCode {
                 after_items,
                 restore_after_ms,
             });
-            let run = match script::run_persisted_with(&m, charts, &items, at) {
+            let show = show.unwrap_or_default();
+            let run = match script::run_shown(&m, charts, &items, at, show) {
                 Ok(r) => r,
                 Err(e) => return fail(format!("{}: {e}", events.display())),
             };

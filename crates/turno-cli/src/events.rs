@@ -11,8 +11,19 @@
 //!   `events.json:3:5: events[1]: "advance_ms" must be a non-negative
 //!   integer`.
 //! - Output: one JSON line per item, `{"step": i, "value": V, "status":
-//!   "active"|"done"}`, step 0 being the state after start, `V` the state
-//!   value as XState shows `snapshot.value`.
+//!   "active"|"done"|"error"}`, step 0 being the state after start, `V` the
+//!   state value as XState shows `snapshot.value`; a chart that failed
+//!   (status `error`) adds `"error"`: the failed action's message or the
+//!   error nobody handled.
+//! - `--show context,emitted,log,children` (XState JSON machines) adds
+//!   those fields, in that order, whichever are asked for: `"context"`
+//!   (the context after the item), `"emitted"` (the events the chart
+//!   emitted during the item, a list of XState event objects), `"log"`
+//!   (the messages it logged during the item), `"children"` (its running
+//!   children by id, each `{"src", "status"}`, and for a child chart
+//!   `"value"`, `"context"` and, when it has any, its own `"children"`).
+//!   Emitted events and log lines are the machine's own, not its
+//!   children's.
 //!
 //! `turno chart paths` prints its steps as items of this format, so a path
 //! can be fed back to `turno chart run`.
