@@ -239,6 +239,19 @@ impl<'a, C> ActionScope<'a, C> {
             .push(Effect::Plain(Action::StopChild { id: id.into() }));
     }
 
+    /// Runs another action implementation with `params`, in this scope
+    /// (its assigns and effects are this action's).
+    pub(crate) fn run(&mut self, f: &ActionFn<C>, params: &Value) {
+        let mut inner = ActionScope {
+            context: &mut *self.context,
+            assigned: &mut *self.assigned,
+            event: self.event,
+            params,
+            effects: &mut *self.effects,
+        };
+        f(&mut inner);
+    }
+
     /// Records a custom action for the interpreter to execute.
     pub fn custom(&mut self, name: impl Into<String>) {
         let event = self.event.clone();

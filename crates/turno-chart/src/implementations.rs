@@ -8,6 +8,10 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::actions::{ActionFn, ActionScope, DelayFn, GuardFn};
+
+/// Resolves a JSON `input` or `output` template against the context and
+/// the event (see [`Implementations::templates`]).
+pub type TemplateFn<C> = Arc<dyn Fn(&C, &Event, &Value) -> Value + Send + Sync>;
 use crate::event::Event;
 
 /// Named implementations for machines with context `C`.
@@ -26,6 +30,11 @@ pub struct Implementations<C> {
     pub(crate) guards: BTreeMap<String, GuardFn<C>>,
     pub(crate) delays: BTreeMap<String, DelayFn<C>>,
     pub(crate) actors: BTreeSet<String>,
+    /// Actions whose `branches` the loader compiles (see
+    /// [`choose`](Implementations::choose)).
+    pub(crate) choose: BTreeSet<String>,
+    /// How `input` and `output` templates read the context and the event.
+    pub(crate) templates: Option<TemplateFn<C>>,
 }
 
 impl<C> Clone for Implementations<C> {
@@ -35,6 +44,8 @@ impl<C> Clone for Implementations<C> {
             guards: self.guards.clone(),
             delays: self.delays.clone(),
             actors: self.actors.clone(),
+            choose: self.choose.clone(),
+            templates: self.templates.clone(),
         }
     }
 }
@@ -46,6 +57,8 @@ impl<C> Default for Implementations<C> {
             guards: BTreeMap::new(),
             delays: BTreeMap::new(),
             actors: BTreeSet::new(),
+            choose: BTreeSet::new(),
+            templates: None,
         }
     }
 }
@@ -115,6 +128,34 @@ impl<C> Implementations<C> {
         self
     }
 
+    /// Registers `name` as a conditional action list, as XState's
+    /// `enqueueActions` with `check` and `enqueue` writes one: its params
+    /// are `{"branches": [{"guard": G, "actions": A}, ...]}` (the last
+    /// branch's `guard` may be left out), and the actions of the first
+    /// branch whose guard passes run, in order, where the action runs.
+    /// The loader compiles the branches, so their guards and actions are
+    /// registered names (or `and`/`or`/`not` of them) checked at load,
+    /// each error naming its JSON path.
+    pub fn choose(mut self, name: impl Into<String>) -> Self {
+        let name = name.into();
+        self.actions.remove(&name);
+        self.choose.insert(name);
+        self
+    }
+
+    /// Lets `input` (of an invocation) and `output` (of a final state or
+    /// the machine) be templates: `f(context, event, template)` gives the
+    /// value. The JSON loader calls it for a value that holds a
+    /// `{"$context": KEY}` or `{"$event": KEY}` object anywhere (what
+    /// [`stdlib`](crate::stdlib) resolves); other values stay constants.
+    pub fn templates(
+        mut self,
+        f: impl Fn(&C, &Event, &Value) -> Value + Send + Sync + 'static,
+    ) -> Self {
+        self.templates = Some(Arc::new(f));
+        self
+    }
+
     /// Is this guard registered?
     pub fn has_guard(&self, name: &str) -> bool {
         self.guards.contains_key(name)
@@ -122,7 +163,7 @@ impl<C> Implementations<C> {
 
     /// Is this action registered?
     pub fn has_action(&self, name: &str) -> bool {
-        self.actions.contains_key(name)
+        self.actions.contains_key(name) || self.choose.contains(name)
     }
 
     /// Is this actor logic declared?

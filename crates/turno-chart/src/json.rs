@@ -25,6 +25,7 @@ use std::fmt;
 use serde::de::{self, Deserialize, DeserializeOwned, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
+use crate::actions::ActionFn;
 use crate::implementations::Implementations;
 use crate::machine::{BuildError, Machine, Problem};
 use crate::spec::{
@@ -183,7 +184,7 @@ fn get<'a>(o: &'a [(String, J)], key: &str) -> Option<&'a J> {
 
 /// Loads an XState v5 JSON machine config with context type `C` (the
 /// config's `context`, or `{}` when absent, deserialised into `C`).
-pub fn load_json<C: Clone + DeserializeOwned>(
+pub fn load_json<C: Clone + DeserializeOwned + 'static>(
     json: &str,
     imp: &Implementations<C>,
 ) -> Result<Machine<C>, LoadError> {
@@ -206,7 +207,7 @@ pub struct Definition<C> {
 
 /// Reads an XState v5 JSON config into its [`Definition`] (what
 /// [`load_json`] then compiles).
-pub fn definition_json<C: Clone + DeserializeOwned>(
+pub fn definition_json<C: Clone + DeserializeOwned + 'static>(
     json: &str,
     imp: &Implementations<C>,
 ) -> Result<Definition<C>, LoadError> {
@@ -217,7 +218,7 @@ pub fn definition_json<C: Clone + DeserializeOwned>(
 /// Loads a config already parsed as a `serde_json::Value`. Key order is then
 /// the value's (sorted unless serde_json's `preserve_order` is on): prefer
 /// [`load_json`] for text.
-pub fn load_value<C: Clone + DeserializeOwned>(
+pub fn load_value<C: Clone + DeserializeOwned + 'static>(
     value: &Value,
     imp: &Implementations<C>,
 ) -> Result<Machine<C>, LoadError> {
@@ -257,7 +258,7 @@ const TRANSITION_KEYS: &[&str] = &[
 ];
 const INVOKE_KEYS: &[&str] = &["src", "id", "input", "onDone", "onError", "systemId"];
 
-fn load<C: Clone + DeserializeOwned>(
+fn load<C: Clone + DeserializeOwned + 'static>(
     j: &J,
     imp: &Implementations<C>,
 ) -> Result<Machine<C>, BuildError> {
@@ -265,7 +266,7 @@ fn load<C: Clone + DeserializeOwned>(
     Machine::new(d.root, d.context, d.version)
 }
 
-fn definition<C: Clone + DeserializeOwned>(
+fn definition<C: Clone + DeserializeOwned + 'static>(
     j: &J,
     imp: &Implementations<C>,
 ) -> Result<Definition<C>, BuildError> {
@@ -297,7 +298,7 @@ fn definition<C: Clone + DeserializeOwned>(
     })
 }
 
-fn state<C>(
+fn state<C: 'static>(
     j: &J,
     key: String,
     path: &str,
@@ -429,7 +430,7 @@ fn state<C>(
             "tags" => s.tags = one_or_many(v, &p, "a tag or a list of tags")?,
             "meta" => s.meta = Some(v.to_value()),
             "description" => s.description = Some(string(v, &p)?.to_string()),
-            "output" => s.output = Some(OutputSpec::Value(v.to_value())),
+            "output" => s.output = Some(value_spec(v.to_value(), imp)),
             "target" => s.history_target = Some(one_or_many(v, &p, "a target")?),
             // Root-only keys, read by `load`.
             "context" | "version" => {}
@@ -487,7 +488,7 @@ fn parse_ms(d: &str) -> Option<u64> {
     d.parse().ok()
 }
 
-fn transitions<C>(
+fn transitions<C: 'static>(
     j: &J,
     path: &str,
     imp: &Implementations<C>,
@@ -502,7 +503,7 @@ fn transitions<C>(
     }
 }
 
-fn transition<C>(
+fn transition<C: 'static>(
     j: &J,
     path: &str,
     imp: &Implementations<C>,
@@ -554,7 +555,11 @@ fn transition<C>(
     }
 }
 
-fn guard<C>(j: &J, path: &str, imp: &Implementations<C>) -> Result<GuardSpec<C>, BuildError> {
+fn guard<C: 'static>(
+    j: &J,
+    path: &str,
+    imp: &Implementations<C>,
+) -> Result<GuardSpec<C>, BuildError> {
     let (name, o) = match j {
         J::Str(n) => (n.as_str(), &[][..]),
         J::Obj(o) => {
@@ -626,7 +631,7 @@ fn guard<C>(j: &J, path: &str, imp: &Implementations<C>) -> Result<GuardSpec<C>,
     })
 }
 
-fn actions<C>(
+fn actions<C: 'static>(
     j: &J,
     path: &str,
     imp: &Implementations<C>,
@@ -641,7 +646,11 @@ fn actions<C>(
     }
 }
 
-fn action<C>(j: &J, path: &str, imp: &Implementations<C>) -> Result<ActionSpec<C>, BuildError> {
+fn action<C: 'static>(
+    j: &J,
+    path: &str,
+    imp: &Implementations<C>,
+) -> Result<ActionSpec<C>, BuildError> {
     let (name, params) = match j {
         J::Str(n) => (n.as_str(), Value::Null),
         J::Obj(o) => {
@@ -664,6 +673,18 @@ fn action<C>(j: &J, path: &str, imp: &Implementations<C>) -> Result<ActionSpec<C
             ))
         }
     };
+    if imp.choose.contains(name) {
+        let params_j = match j {
+            J::Obj(o) => get(o, "params"),
+            _ => None,
+        };
+        let f = choose(params_j, &format!("{path}.params"), imp)?;
+        return Ok(ActionSpec {
+            name: name.to_string(),
+            params,
+            imp: f,
+        });
+    }
     let f = imp.actions.get(name).ok_or_else(|| {
         fail(
             path,
@@ -680,7 +701,137 @@ fn action<C>(j: &J, path: &str, imp: &Implementations<C>) -> Result<ActionSpec<C
     })
 }
 
-fn invoke<C>(j: &J, path: &str, imp: &Implementations<C>) -> Result<InvokeSpec<C>, BuildError> {
+/// A branch of a conditional action list: its guard (none: always) and
+/// its actions.
+type Branch<C> = (Option<GuardSpec<C>>, Vec<ActionSpec<C>>);
+
+/// A conditional action list (see [`Implementations::choose`]): its
+/// branches compiled into one action.
+fn choose<C: 'static>(
+    params: Option<&J>,
+    path: &str,
+    imp: &Implementations<C>,
+) -> Result<ActionFn<C>, BuildError> {
+    let o = match params {
+        Some(p) => obj(p, path)?,
+        None => {
+            return Err(fail(
+                path,
+                Problem::Invalid("a conditional action list needs params.branches".into()),
+            ))
+        }
+    };
+    check_keys(o, &["branches"], path)?;
+    let bp = format!("{path}.branches");
+    let list = match get(o, "branches") {
+        Some(J::Arr(a)) => a,
+        _ => return Err(fail(&bp, Problem::WrongType("a list of branches"))),
+    };
+    let mut branches: Vec<Branch<C>> = Vec::new();
+    for (i, b) in list.iter().enumerate() {
+        let p = format!("{bp}[{i}]");
+        let bo = obj(b, &p)?;
+        check_keys(bo, &["guard", "actions"], &p)?;
+        let g = match get(bo, "guard") {
+            Some(g) => {
+                let gp = format!("{p}.guard");
+                let g = guard(g, &gp, imp)?;
+                if reads_state(&g) {
+                    return Err(fail(
+                        &gp,
+                        Problem::Invalid(
+                            "stateIn cannot be checked inside an action: guard the transition"
+                                .into(),
+                        ),
+                    ));
+                }
+                Some(g)
+            }
+            None if i + 1 < list.len() => {
+                return Err(fail(
+                    &format!("{p}.guard"),
+                    Problem::Invalid("only the last branch may leave out its guard".into()),
+                ))
+            }
+            None => None,
+        };
+        let a = match get(bo, "actions") {
+            Some(a) => actions(a, &format!("{p}.actions"), imp)?,
+            None => Vec::new(),
+        };
+        branches.push((g, a));
+    }
+    Ok(std::sync::Arc::new(
+        move |scope: &mut crate::actions::ActionScope<'_, C>| {
+            let chosen = branches.iter().find(|(g, _)| {
+                g.as_ref()
+                    .is_none_or(|g| passes(g, scope.context(), scope.event()))
+            });
+            if let Some((_, list)) = chosen {
+                for a in list {
+                    scope.run(&a.imp, &a.params);
+                }
+            }
+        },
+    ))
+}
+
+fn reads_state<C>(g: &GuardSpec<C>) -> bool {
+    match g {
+        GuardSpec::StateIn(_) => true,
+        GuardSpec::And(v) | GuardSpec::Or(v) => v.iter().any(reads_state),
+        GuardSpec::Not(g) => reads_state(g),
+        GuardSpec::Named { .. } | GuardSpec::Try { .. } => false,
+    }
+}
+
+/// A guard of a conditional action list, on the context as it is when the
+/// action runs (no `stateIn`: the loader refuses it there).
+fn passes<C>(g: &GuardSpec<C>, ctx: &C, event: &crate::event::Event) -> bool {
+    match g {
+        GuardSpec::Named { params, imp, .. } => imp(ctx, event, params),
+        GuardSpec::And(v) => v.iter().all(|g| passes(g, ctx, event)),
+        GuardSpec::Or(v) => v.iter().any(|g| passes(g, ctx, event)),
+        GuardSpec::Not(g) => !passes(g, ctx, event),
+        GuardSpec::Try { imp, .. } => imp(ctx, event).unwrap_or(false),
+        GuardSpec::StateIn(_) => false,
+    }
+}
+
+/// `input` or `output`: a template when the implementations resolve
+/// templates and the value refers to the context or the event, else a
+/// constant.
+fn value_spec<C: 'static>(v: Value, imp: &Implementations<C>) -> OutputSpec<C> {
+    match &imp.templates {
+        Some(f) if is_template(&v) => {
+            let f = f.clone();
+            OutputSpec::Fn(std::sync::Arc::new(
+                move |ctx: &C, e: &crate::event::Event| f(ctx, e, &v),
+            ))
+        }
+        _ => OutputSpec::Value(v),
+    }
+}
+
+/// Holds a `{"$context": KEY}` or `{"$event": KEY}` object anywhere.
+fn is_template(v: &Value) -> bool {
+    match v {
+        Value::Object(m)
+            if m.len() == 1 && (m.contains_key("$context") || m.contains_key("$event")) =>
+        {
+            true
+        }
+        Value::Object(m) => m.values().any(is_template),
+        Value::Array(a) => a.iter().any(is_template),
+        _ => false,
+    }
+}
+
+fn invoke<C: 'static>(
+    j: &J,
+    path: &str,
+    imp: &Implementations<C>,
+) -> Result<InvokeSpec<C>, BuildError> {
     let o = obj(j, path)?;
     check_keys(o, INVOKE_KEYS, path)?;
     let src_j = get(o, "src")
@@ -701,7 +852,7 @@ fn invoke<C>(j: &J, path: &str, imp: &Implementations<C>) -> Result<InvokeSpec<C
             None => None,
         },
         src,
-        input: get(o, "input").map(|v| OutputSpec::Value(v.to_value())),
+        input: get(o, "input").map(|v| value_spec(v.to_value(), imp)),
         on_done: match get(o, "onDone") {
             Some(t) => transitions(t, &format!("{path}.onDone"), imp)?,
             None => Vec::new(),

@@ -10,10 +10,14 @@
 //! | guard | `ctxLt`, `ctxGte` | `key`, `value` | numeric comparison of `context[key]` |
 //! | guard | `eventEq` | `key`, `value` | `event[key]` equals `value` |
 //! | guard | `eventGt` | `key`, `value` | `event[key] > value` |
+//! | guard | `ctxCompare` | `key`, `op`, `otherKey` or `value` | `context[key] op context[otherKey]` (or `value`); `op` is `==`, `!=`, `<`, `<=`, `>`, `>=` (the order ones compare numbers only) |
 //! | action | `inc` | `key`, `by` (1) | `context[key] += by` |
 //! | action | `set` | `key`, `value` | `context[key] = value` |
 //! | action | `setFromEvent` | `key`, `from` | `context[key] = event[from]` |
 //! | action | `append` | `key`, `value` | string append (records action order) |
+//! | action | `calc` | `key`, `op`, `otherKey` or `value` | `context[key] = context[key] op operand`; `op` is `add`, `sub`, `mul`, `div`, `mod`, `min`, `max`; a missing or non-number side counts as 0, a result that is no finite number is `null` |
+//! | action | `copy` | `key`, `from` | `context[key] = context[from]` (`null` if absent) |
+//! | action | `choose` | `branches`: `[{"guard"?, "actions"}]` | the actions of the first branch whose guard passes (XState's `enqueueActions` with `check`); see [`Implementations::choose`] |
 //! | action | `raise` | `event`, `delay`?, `id`? | raise, or a delayed raise (ms or a named delay) |
 //! | action | `cancel` | `id` | cancel a delayed event |
 //! | action | `emit` | `event` | emit to subscribers |
@@ -22,12 +26,89 @@
 //! | action | `log` | `message`? | a log line |
 //! | delay | `short` 50, `medium` 200, `long` 1000, `ctxDelay` | | `ctxDelay` = `context.delay` |
 //! | actor | `echo`, `reject`, `never` | | resolves with its input, rejects with it, never settles |
+//! | actor | `mirror` | | a callback actor: sends every event it receives back to its parent, its type suffixed with `.mirrored` |
+//!
+//! `input` (of an invocation) and `output` (of a final state or the
+//! machine) may be templates: every `{"$context": KEY}` object in them is
+//! replaced by `context[KEY]` and every `{"$event": KEY}` by `event[KEY]`
+//! (`null` when absent), as XState's `input: ({context}) => ...` computes
+//! them when the child starts (and `output` when the state is reached).
 
 use serde_json::{Number, Value};
 
 use crate::actions::ActionScope;
 use crate::event::Event;
 use crate::implementations::Implementations;
+
+/// The operand of `ctxCompare` and `calc`: `context[otherKey]`, else
+/// `value`.
+fn operand<'a>(c: &'a Value, p: &'a Value) -> Option<&'a Value> {
+    match p.get("otherKey") {
+        Some(k) => field(c, k),
+        None => p.get("value"),
+    }
+}
+
+/// `ctxCompare`, as JavaScript compares: `==`/`!=` as JSON, the order
+/// operators on numbers only (anything else is false).
+fn compare(a: Option<&Value>, op: &str, b: Option<&Value>) -> bool {
+    let nums = (number(a), number(b));
+    match (op, nums) {
+        ("==", _) => js_eq(a, b),
+        ("!=", _) => !js_eq(a, b),
+        ("<", (Some(x), Some(y))) => x < y,
+        ("<=", (Some(x), Some(y))) => x <= y,
+        (">", (Some(x), Some(y))) => x > y,
+        (">=", (Some(x), Some(y))) => x >= y,
+        _ => false,
+    }
+}
+
+/// `calc`: JavaScript's arithmetic on two numbers; `None` for an unknown
+/// operator, NaN or an infinity.
+fn calc(a: f64, op: &str, b: f64) -> Option<f64> {
+    let r = match op {
+        "add" => a + b,
+        "sub" => a - b,
+        "mul" => a * b,
+        "div" => a / b,
+        "mod" => a % b,
+        "min" => a.min(b),
+        "max" => a.max(b),
+        _ => return None,
+    };
+    r.is_finite().then_some(r)
+}
+
+/// Resolves an `input`/`output` template (see the [module docs](self)).
+fn template(ctx: &Value, e: &Event, t: &Value) -> Value {
+    match t {
+        Value::Object(m) if m.len() == 1 => {
+            if let Some(k) = m.get("$context") {
+                return field(ctx, k).cloned().unwrap_or(Value::Null);
+            }
+            if let Some(k) = m.get("$event") {
+                return match k {
+                    Value::String(k) if k == "type" => Value::String(e.name().to_string()),
+                    Value::String(k) => e.get(k).cloned().unwrap_or(Value::Null),
+                    _ => Value::Null,
+                };
+            }
+            Value::Object(
+                m.iter()
+                    .map(|(k, v)| (k.clone(), template(ctx, e, v)))
+                    .collect(),
+            )
+        }
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| (k.clone(), template(ctx, e, v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(|v| template(ctx, e, v)).collect()),
+        other => other.clone(),
+    }
+}
 
 fn field<'a>(v: &'a Value, key: &Value) -> Option<&'a Value> {
     match key {
@@ -121,6 +202,23 @@ pub fn implementations() -> Implementations<Value> {
                 _ => false,
             }
         })
+        .guard("ctxCompare", |c, _, p| {
+            let op = p.get("op").and_then(Value::as_str).unwrap_or("");
+            compare(field(c, &p["key"]), op, operand(c, p))
+        })
+        .assign("calc", |c, _, p| {
+            let a = number(field(c, &p["key"])).unwrap_or(0.0);
+            let b = number(operand(c, p)).unwrap_or(0.0);
+            let op = p.get("op").and_then(Value::as_str).unwrap_or("");
+            let v = calc(a, op, b).map_or(Value::Null, to_number);
+            set_key(c, &p["key"], v);
+        })
+        .assign("copy", |c, _, p| {
+            let v = field(c, &p["from"]).cloned().unwrap_or(Value::Null);
+            set_key(c, &p["key"], v);
+        })
+        .choose("choose")
+        .templates(template)
         .assign("inc", |c, _, p| {
             let now = number(field(c, &p["key"])).unwrap_or(0.0);
             let by = number(p.get("by")).unwrap_or(1.0);
@@ -215,4 +313,5 @@ pub fn implementations() -> Implementations<Value> {
         .actor("echo")
         .actor("reject")
         .actor("never")
+        .actor("mirror")
 }

@@ -163,3 +163,58 @@ fn wrong_types_and_syntax() {
         Err(LoadError::Invalid(_))
     ));
 }
+
+#[test]
+fn a_conditional_action_lists_branches_are_checked_at_load() {
+    let (p, e) = problem(
+        r#"{"initial":"a","states":{"a":{"entry":{"type":"choose","params":{"branches":[
+            {"guard":"pass","actions":["inc"]},{"guard":{"type":"maybe"},"actions":[]}]}}}}}"#,
+    );
+    assert_eq!(p, "$.states.a.entry.params.branches[1].guard");
+    assert_eq!(
+        e,
+        Problem::UnknownImplementation {
+            kind: "guard",
+            name: "maybe".into()
+        }
+    );
+
+    let (p, e) = problem(
+        r#"{"initial":"a","states":{"a":{"on":{"E":{"actions":[{"type":"choose","params":{"branches":[
+            {"actions":["inc",{"type":"shout"}]}]}}]}}}}}"#,
+    );
+    assert_eq!(
+        p,
+        "$.states.a.on.E[0].actions[0].params.branches[0].actions[1]"
+    );
+    assert_eq!(
+        e,
+        Problem::UnknownImplementation {
+            kind: "action",
+            name: "shout".into()
+        }
+    );
+
+    let (p, e) = problem(
+        r#"{"initial":"a","states":{"a":{"entry":{"type":"choose","params":{"branches":[
+            {"actions":["inc"]},{"guard":"pass","actions":["inc"]}]}}}}}"#,
+    );
+    assert_eq!(p, "$.states.a.entry.params.branches[0].guard");
+    assert!(matches!(e, Problem::Invalid(m) if m.contains("only the last branch")));
+
+    let (p, e) = problem(
+        r##"{"initial":"a","states":{"a":{"entry":{"type":"choose","params":{"branches":[
+            {"guard":{"type":"not","guard":{"type":"stateIn","state":"#x"}},"actions":["inc"]}]}}}}}"##,
+    );
+    assert_eq!(p, "$.states.a.entry.params.branches[0].guard");
+    assert!(matches!(e, Problem::Invalid(m) if m.contains("stateIn")));
+
+    let (p, e) = problem(r#"{"initial":"a","states":{"a":{"entry":"choose"}}}"#);
+    assert_eq!(p, "$.states.a.entry.params");
+    assert!(matches!(e, Problem::Invalid(m) if m.contains("branches")));
+
+    let (p, _) = problem(
+        r#"{"initial":"a","states":{"a":{"entry":{"type":"choose","params":{"branches":{"actions":[]}}}}}}"#,
+    );
+    assert_eq!(p, "$.states.a.entry.params.branches");
+}

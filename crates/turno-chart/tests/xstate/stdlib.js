@@ -3,7 +3,7 @@
 // XState so that both sides run the same JSON machines. Keep the two in step:
 // docs/statecharts.md lists them.
 'use strict';
-const { assign, enqueueActions, fromPromise, and, or, not, stateIn } = require('xstate');
+const { assign, enqueueActions, fromCallback, fromPromise, and, or, not, stateIn } = require('xstate');
 
 const get = (obj, key) => (obj == null ? undefined : obj[key]);
 const lt = (a, b) => typeof a === 'number' && typeof b === 'number' && a < b;
@@ -104,6 +104,11 @@ const actors = {
   }),
   // Never settles: the state that invoked it must be left by other means.
   never: fromPromise(() => new Promise(() => {})),
+  // A callback actor: every event it receives goes back to its parent,
+  // its type suffixed with ".mirrored".
+  mirror: fromCallback(({ sendBack, receive }) => {
+    receive((e) => sendBack({ ...e, type: `${e.type}.mirrored` }));
+  }),
 };
 
 // Guards written as JSON data ({"type": "and", "guards": [...]}, "or",
