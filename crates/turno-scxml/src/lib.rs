@@ -9,9 +9,11 @@
 //!   [`Semantics::Scxml`](turno_chart::Semantics)), with executable
 //!   content, `<send>`, `<invoke>` and the `_event` fields.
 //! - [`Processor`]: the SCXML processor, a root session and the sessions
-//!   it invokes, on one thread and virtual time (why not turno actors: its
+//!   it invokes, on one thread and virtual time (why one thread: its
 //!   module docs). It was called `System`; the old name is a deprecated
 //!   alias.
+//! - `actor` (feature `actor`): a document with the null data model as a
+//!   turno actor, on any scheduler and the system's clock.
 //! - [`suite`]: the W3C conformance suite runner.
 //! - [`script`]: what `turno chart run` runs for SCXML; [`paths`]: what
 //!   `turno chart paths` finds; [`mermaid`]: diagrams;
@@ -39,6 +41,8 @@
 //! assert_eq!(sys.atomic_states(s), ["done"]);
 //! ```
 
+#[cfg(feature = "actor")]
+pub mod actor;
 mod compile;
 pub mod datamodel;
 mod error;

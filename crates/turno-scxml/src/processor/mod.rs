@@ -8,9 +8,11 @@
 //! on the caller's thread, with the same discipline as actors on a
 //! deterministic scheduler: one macrostep is one turn, each session's
 //! external queue is its mailbox, and the order is a FIFO of ready
-//! sessions. To use a document from actors, run a `Processor` inside one
-//! actor's turns (`script::run` is the whole loop), or use turno-chart's
-//! `ChartActor` on the same algorithm where no ECMAScript is needed.
+//! sessions. A document tree with the null data model holds no such
+//! context: `ScxmlActor` (feature `actor`) runs it as a turno actor on any
+//! scheduler, in a processor made by [`Processor::null_only`]. An
+//! ECMAScript document runs here, on one thread (`script::run` is the whole
+//! loop), or as turno-chart's `ChartActor` where its logic needs no script.
 //!
 //! Each session has its own external queue, in the [`PostOffice`] its
 //! executable content reaches through its context while a macrostep runs
@@ -77,14 +79,18 @@ pub fn data_model_for(doc: &Document) -> Result<Box<dyn DataModel>, EvalError> {
 
 /// The SCXML processor: sessions, their queues and the clock, on the
 /// caller's thread (a session's ECMAScript data model is a boa `Context`,
-/// which cannot move between threads, so these sessions are not turno
-/// actors; one macrostep is one turn, in the same discipline).
+/// which cannot move between threads; one macrostep is one turn, in the
+/// same discipline as actors). Null-data-model documents also run as turno
+/// actors: `ScxmlActor`, feature `actor`.
 pub struct Processor {
     post: Rc<RefCell<PostOffice>>,
     sessions: Vec<Option<Session>>,
     /// Compiled documents by address (each invoked child document once).
     compiled: HashMap<usize, Compiled>,
     step_budget: usize,
+    /// Sessions may only have the null data model (see
+    /// [`Processor::null_only`]).
+    null_only: bool,
 }
 
 impl Default for Processor {
@@ -120,7 +126,32 @@ impl Processor {
             sessions: Vec::new(),
             compiled: HashMap::new(),
             step_budget: 10_000,
+            null_only: false,
         }
+    }
+
+    /// An empty processor whose sessions may only have the null data model:
+    /// a root document with another is refused by [`Processor::start`], and
+    /// an invoked child with another cannot run (it ends at once, as a child
+    /// whose data model fails to start). Such a processor holds no
+    /// ECMAScript context, which is what lets `ScxmlActor` (feature
+    /// `actor`) move it between threads.
+    pub fn null_only() -> Self {
+        Processor {
+            null_only: true,
+            ..Processor::new()
+        }
+    }
+
+    /// The data model for a session of `doc`, under this processor's rule.
+    fn data_model(&self, doc: &Document) -> Result<Box<dyn DataModel>, EvalError> {
+        if self.null_only && doc.datamodel != DataModelKind::Null {
+            return Err(EvalError::new(
+                "this processor runs the null data model only (an ECMAScript context cannot \
+                 move between threads)",
+            ));
+        }
+        data_model_for(doc)
     }
 
     /// Virtual time in milliseconds.
@@ -130,7 +161,7 @@ impl Processor {
 
     /// Starts a root session of `doc` (its initial macrostep runs now).
     pub fn start(&mut self, doc: Arc<Document>) -> Result<SessionHandle, EvalError> {
-        let dm = data_model_for(&doc)?;
+        let dm = self.data_model(&doc)?;
         let slot = self.post.borrow_mut().add(None);
         self.create(slot, doc, dm, Vec::new())?;
         self.start_session(slot);
@@ -197,7 +228,8 @@ impl Processor {
                 if !self.post.borrow().boxes[st.slot].alive {
                     continue;
                 }
-                let made = data_model_for(&st.document)
+                let made = self
+                    .data_model(&st.document)
                     .and_then(|dm| self.create(st.slot, st.document, dm, st.params));
                 match made {
                     Ok(()) => self.start_session(st.slot),
