@@ -10,6 +10,7 @@ use serde::Serialize;
 use crate::actor::ActorEvent;
 use crate::event::{Event, Header, Kind};
 use crate::js::JsEvent;
+use crate::queues::Queues;
 use crate::reader::{Position, ReadError, Reader};
 use crate::world::World;
 
@@ -68,6 +69,8 @@ pub struct Index {
     unknown_kinds: u64,
     /// (step, t_ns) at every checkpoint and the end: the timeline's axis.
     times: Vec<(u64, u64)>,
+    /// Every actor's mailbox over time.
+    queues: Queues,
 }
 
 impl Index {
@@ -94,6 +97,7 @@ impl Index {
         let mut marks = Marks::default();
         let mut error = None;
         let mut since = 0u64;
+        let mut queues = Queues::default();
         loop {
             let pos = reader.position();
             // `weight` walks the world: only once the interval is reached.
@@ -115,6 +119,7 @@ impl Index {
                 }
             };
             world.apply(&event);
+            queues.observe(&event, &world);
             since += 1;
             mark(&mut marks, &event, world.step);
         }
@@ -128,6 +133,7 @@ impl Index {
             error,
             unknown_kinds: reader.unknown_kinds(),
             times,
+            queues,
         })
     }
 
@@ -169,6 +175,12 @@ impl Index {
     /// (step, t_ns) samples for a timeline.
     pub fn times(&self) -> &[(u64, u64)] {
         &self.times
+    }
+
+    /// Every actor's mailbox depth, losses and sojourn times over time,
+    /// folded into plots on demand.
+    pub fn queues(&self) -> &Queues {
+        &self.queues
     }
 
     /// How many checkpoints are kept.

@@ -41,6 +41,7 @@ mod ids;
 pub mod index;
 pub mod js;
 mod policy;
+pub mod queues;
 pub mod reader;
 pub mod world;
 
@@ -50,5 +51,6 @@ pub use ids::{ActorId, AnimationId, EntryId, PromiseId, RequestId, TimerId};
 pub use index::Index;
 pub use js::{JsEvent, Model, Queue};
 pub use policy::{DropPolicy, Policy, PolicyParseError};
+pub use queues::{Plot, Queues};
 pub use reader::{read_all, Position, Problem, ReadError, Reader};
 pub use world::{WaitFor, World};
