@@ -621,6 +621,11 @@ await test("Spanish from the browser's language; the switch changes it and it is
   assert.equal(await page.textContent("#title"), "Sobre ti");
   assert.equal(await page.textContent("label[for=name]"), "Nombre completo");
   await axe(page, "the first page in Spanish");
+  await page.fill("#email", "jose@example");
+  await click(page, "NEXT");
+  assert.equal(await page.textContent("#name-error"), "Nombre completo: es obligatorio.");
+  assert.match(await page.textContent("#email-error"), /no es un nombre de dominio/);
+  assert.equal(await page.textContent("#notice"), "Algunos campos necesitan tu atención.");
   await page.fill("#name", "José Núñez");
   await page.fill("#email", "jose@example.org");
   await click(page, "NEXT");

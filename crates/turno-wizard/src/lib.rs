@@ -48,6 +48,7 @@ pub mod web;
 mod words;
 
 pub use web::Wizard;
+pub use words::Lang;
 
 /// What went wrong starting the wizard.
 #[derive(Debug, thiserror::Error)]

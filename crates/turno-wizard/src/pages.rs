@@ -657,3 +657,131 @@ pub fn chart_json(m: &Machine<Value>) -> Value {
         .collect();
     json!({"machine": m.id(), "states": states, "source": crate::machine::SIGNUP_JSON})
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::steps::STEPS;
+
+    fn view(row: &Step) -> View {
+        View {
+            sid: "a".repeat(32),
+            rev: 3,
+            step: row.name.into(),
+            url: row.url(),
+            value: Value::Null,
+            active: Vec::new(),
+            status: "active",
+            context: json!({
+                "personal": {"name": "Ada", "email": "ada@example.org"},
+                "plan": {"id": "pro", "billing": "monthly", "amount_cents": 2900},
+                "payment": {"method": "card", "last4": "4242", "expiry": "12/39", "holder": "Ada"},
+                "key": "f".repeat(32),
+                "attempts": 1,
+                "receipt": {"id": "ch_1", "amount_cents": 2900},
+                "error": {"message": "injected server error: nothing was charged"},
+            }),
+            key: Some("f".repeat(32)),
+            faults: Default::default(),
+            link: "b".repeat(32),
+        }
+    }
+
+    /// The text a person reads: the tags out, and the folded details.
+    fn visible(html: &str) -> String {
+        let mut html = html.to_string();
+        while let (Some(a), Some(b)) = (html.find("<details"), html.find("</details>")) {
+            html.replace_range(a..b + "</details>".len(), "");
+        }
+        let (mut out, mut tag) = (String::new(), false);
+        for c in html.chars() {
+            match c {
+                '<' => {
+                    tag = true;
+                    out.push(' ');
+                }
+                '>' => tag = false,
+                c if !tag => out.push(c),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn every_page_in_both_languages_says_it_in_plain_words_once() {
+        for row in STEPS {
+            for lang in [Lang::En, Lang::Es] {
+                let o = Opts {
+                    lang,
+                    workings: false,
+                };
+                let html = step(o, &view(row), &Errors::new(), &BTreeMap::new(), None);
+                assert!(html.contains(&format!(r#"<html lang="{}">"#, lang.code())));
+                let title = lang.title(row.page);
+                assert!(
+                    html.contains(&format!(r#"<h1 id="title">{}</h1>"#, esc(title))),
+                    "{} in {lang:?}",
+                    row.name
+                );
+                let text = visible(&html);
+                for state in STEPS.iter().map(|r| r.state).filter(|s| s.contains('.')) {
+                    assert!(!text.contains(state), "{state} on {} in {lang:?}", row.name);
+                }
+                assert!(!text.contains(&"f".repeat(32)), "the key on {}", row.name);
+                assert!(
+                    !text.contains("injected"),
+                    "the gateway's words on {}",
+                    row.name
+                );
+                let sentences: Vec<&str> = text
+                    .split(['.', '!', '?'])
+                    .map(str::trim)
+                    .filter(|s| s.len() > 20)
+                    .collect();
+                for (i, s) in sentences.iter().enumerate() {
+                    assert!(
+                        !sentences[..i].contains(s),
+                        "{s:?} twice on {} in {lang:?}",
+                        row.name
+                    );
+                }
+                // The finished pages have no draft tools; the others do.
+                assert_eq!(
+                    html.contains("id=\"forget\""),
+                    !row.finished,
+                    "{}",
+                    row.name
+                );
+                assert!(
+                    !html.contains("fault-form"),
+                    "no fault panel unless switched on"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_switch_shows_the_workings_and_the_finished_page_has_no_fault_panel() {
+        let o = Opts {
+            lang: Lang::En,
+            workings: true,
+        };
+        let review = step(
+            o,
+            &view(Step::of(Page::Review)),
+            &Errors::new(),
+            &BTreeMap::new(),
+            None,
+        );
+        assert!(review.contains("fault-form") && review.contains(r#"id="chart""#));
+        let done = step(
+            o,
+            &view(Step::of(Page::Completed)),
+            &Errors::new(),
+            &BTreeMap::new(),
+            None,
+        );
+        assert!(done.contains(r#"id="chart""#) && !done.contains("fault-form"));
+    }
+}

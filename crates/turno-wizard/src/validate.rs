@@ -2,6 +2,8 @@
 //! the field and says what is wrong.
 //!
 //! The browser may check too (for comfort); the server never trusts it.
+//! Every check has its messages in English (`personal`, ...) and in the
+//! page's language (`personal_in`, ...).
 //! Volatile fields (the card number, the one-time code) are checked here
 //! and then dropped: what comes out is what the chart may keep.
 
@@ -10,6 +12,16 @@ use std::collections::BTreeMap;
 use serde_json::{json, Value};
 use unicode_normalization::UnicodeNormalization;
 use unicode_properties::{GeneralCategoryGroup, UnicodeGeneralCategory};
+
+use crate::words::{fill, Lang};
+
+/// The English or the Spanish of a message.
+fn tr<'a>(lang: Lang, en: &'a str, es: &'a str) -> &'a str {
+    match lang {
+        Lang::En => en,
+        Lang::Es => es,
+    }
+}
 
 /// Field name -> message, for the page to show next to each field.
 pub type Errors = BTreeMap<String, String>;
@@ -32,7 +44,7 @@ fn field<'a>(form: &'a BTreeMap<String, String>, name: &str) -> &'a str {
 /// hyphens, apostrophes (`'` and `’`) and dots; a zero-width (non-)joiner
 /// after a letter. A mark must follow a letter or another mark. The name as stored, or `None` with the message in
 /// `errors`; a refused character is named as the user sees it.
-fn check_name(errors: &mut Errors, key: &str, label: &str, v: &str) -> Option<String> {
+fn check_name(errors: &mut Errors, lang: Lang, key: &str, label: &str, v: &str) -> Option<String> {
     let name: String = v.nfc().collect();
     let n = name.chars().count();
     let refuse = |errors: &mut Errors, why: String| {
@@ -40,12 +52,22 @@ fn check_name(errors: &mut Errors, key: &str, label: &str, v: &str) -> Option<St
         None
     };
     if n == 0 {
-        return refuse(errors, format!("{label} is required."));
+        return refuse(
+            errors,
+            fill(tr(lang, "{} is required.", "{}: es obligatorio."), &[label]),
+        );
     }
     if n > 80 {
         return refuse(
             errors,
-            format!("{label} must be at most 80 characters (it has {n})."),
+            fill(
+                tr(
+                    lang,
+                    "{} must be at most 80 characters (it has {}).",
+                    "{}: como mucho 80 caracteres (tiene {}).",
+                ),
+                &[label, &n.to_string()],
+            ),
         );
     }
     let mut after_letter = false;
@@ -60,14 +82,22 @@ fn check_name(errors: &mut Errors, key: &str, label: &str, v: &str) -> Option<St
         };
         if !ok {
             let why = if c.general_category_group() == GeneralCategoryGroup::Mark {
-                format!(
-                    "{label} has a mark that belongs on a letter, {}, with no letter before it.",
-                    shown(c)
+                fill(
+                    tr(
+                        lang,
+                        "{} has a mark that belongs on a letter, {}, with no letter before it.",
+                        "{}: tiene un signo que va sobre una letra, {}, sin letra delante.",
+                    ),
+                    &[label, &shown(c)],
                 )
             } else {
-                format!(
-                    "{label} may contain letters, spaces, hyphens, apostrophes and dots, not {}.",
-                    shown(c)
+                fill(
+                    tr(
+                        lang,
+                        "{} may contain letters, spaces, hyphens, apostrophes and dots, not {}.",
+                        "{}: puede llevar letras, espacios, guiones, apóstrofos y puntos, no {}.",
+                    ),
+                    &[label, &shown(c)],
                 )
             };
             return refuse(errors, why);
@@ -93,12 +123,18 @@ fn shown(c: char) -> String {
     }
 }
 
-/// The personal-data step: `name`, `email`.
+/// The personal-data step: `name`, `email`; messages in English.
 pub fn personal(form: &BTreeMap<String, String>) -> Result<Value, Errors> {
+    personal_in(form, Lang::En)
+}
+
+/// [`personal`], with messages in `lang`.
+pub fn personal_in(form: &BTreeMap<String, String>, lang: Lang) -> Result<Value, Errors> {
     let mut e = Errors::new();
-    let name = check_name(&mut e, "name", "Full name", field(form, "name"));
+    let label = tr(lang, "Full name", "Nombre completo");
+    let name = check_name(&mut e, lang, "name", label, field(form, "name"));
     let email = field(form, "email");
-    if let Err(m) = check_email(email) {
+    if let Err(m) = check_email(email, lang) {
         e.insert("email".into(), m);
     }
     if e.is_empty() {
@@ -108,18 +144,28 @@ pub fn personal(form: &BTreeMap<String, String>) -> Result<Value, Errors> {
     }
 }
 
-fn check_email(email: &str) -> Result<(), String> {
+fn check_email(email: &str, lang: Lang) -> Result<(), String> {
+    let no = |en: &str, es: &str| Err(tr(lang, en, es).to_string());
     if email.is_empty() {
-        return Err("Email is required.".into());
+        return no("Email is required.", "El correo es obligatorio.");
     }
     if email.len() > 254 {
-        return Err("Email must be at most 254 characters.".into());
+        return no(
+            "Email must be at most 254 characters.",
+            "El correo tiene como mucho 254 caracteres.",
+        );
     }
     let Some((local, domain)) = email.split_once('@') else {
-        return Err("Email must contain an @, as in name@example.com.".into());
+        return no(
+            "Email must contain an @, as in name@example.com.",
+            "El correo lleva una @, como en nombre@example.com.",
+        );
     };
     if local.is_empty() || domain.contains('@') {
-        return Err("Email must have exactly one @ with a name before it.".into());
+        return no(
+            "Email must have exactly one @ with a name before it.",
+            "El correo lleva una sola @ con un nombre delante.",
+        );
     }
     let labels: Vec<&str> = domain.split('.').collect();
     if labels.len() < 2
@@ -127,18 +173,32 @@ fn check_email(email: &str) -> Result<(), String> {
             .iter()
             .any(|l| l.is_empty() || !l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'))
     {
-        return Err(format!(
-            "Email domain {domain:?} is not a domain name like example.com."
+        return Err(fill(
+            tr(
+                lang,
+                "Email domain {} is not a domain name like example.com.",
+                "El dominio del correo, {}, no es un nombre de dominio como example.com.",
+            ),
+            &[&format!("{domain:?}")],
         ));
     }
     if email.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err("Email must not contain spaces.".into());
+        return no(
+            "Email must not contain spaces.",
+            "El correo no puede llevar espacios.",
+        );
     }
     Ok(())
 }
 
-/// The plan step: `plan` (one of [`PLANS`]), `billing` (monthly | yearly).
+/// The plan step: `plan` (one of [`PLANS`]), `billing` (monthly | yearly);
+/// messages in English.
 pub fn plan(form: &BTreeMap<String, String>) -> Result<Value, Errors> {
+    plan_in(form, Lang::En)
+}
+
+/// [`plan`], with messages in `lang`.
+pub fn plan_in(form: &BTreeMap<String, String>, lang: Lang) -> Result<Value, Errors> {
     let mut e = Errors::new();
     let plan = field(form, "plan");
     let price = PLANS.iter().find(|p| p.0 == plan).map(|p| p.2);
@@ -146,9 +206,16 @@ pub fn plan(form: &BTreeMap<String, String>) -> Result<Value, Errors> {
         e.insert(
             "plan".into(),
             if plan.is_empty() {
-                "Choose a plan.".into()
+                tr(lang, "Choose a plan.", "Elige un plan.").into()
             } else {
-                format!("There is no plan {plan:?}; choose Basic, Pro or Team.")
+                fill(
+                    tr(
+                        lang,
+                        "There is no plan {}; choose Basic, Pro or Team.",
+                        "No hay ningún plan {}; elige Basic, Pro o Team.",
+                    ),
+                    &[&format!("{plan:?}")],
+                )
             },
         );
     }
@@ -156,7 +223,12 @@ pub fn plan(form: &BTreeMap<String, String>) -> Result<Value, Errors> {
     if !matches!(billing, "monthly" | "yearly") {
         e.insert(
             "billing".into(),
-            "Billing must be monthly or yearly.".into(),
+            tr(
+                lang,
+                "Billing must be monthly or yearly.",
+                "La facturación es mensual o anual.",
+            )
+            .into(),
         );
     }
     match (e.is_empty(), price) {
@@ -170,43 +242,74 @@ pub fn plan(form: &BTreeMap<String, String>) -> Result<Value, Errors> {
 
 /// The card sub-step: `card_number` and `otp` are volatile (checked, never
 /// kept); `expiry` (MM/YY, not past), `holder`. `today` is (year, month).
+/// Messages in English.
 pub fn card(form: &BTreeMap<String, String>, today: (u32, u32)) -> Result<Value, Errors> {
+    card_in(form, today, Lang::En)
+}
+
+/// [`card`], with messages in `lang`.
+pub fn card_in(
+    form: &BTreeMap<String, String>,
+    today: (u32, u32),
+    lang: Lang,
+) -> Result<Value, Errors> {
     let mut e = Errors::new();
+    let t = |en, es| tr(lang, en, es).to_string();
     let number: String = field(form, "card_number")
         .chars()
         .filter(|c| *c != ' ' && *c != '-')
         .collect();
     if number.is_empty() {
-        e.insert("card_number".into(), "Card number is required.".into());
+        e.insert(
+            "card_number".into(),
+            t(
+                "Card number is required.",
+                "El número de tarjeta es obligatorio.",
+            ),
+        );
     } else if !number.chars().all(|c| c.is_ascii_digit()) {
         e.insert(
             "card_number".into(),
-            "Card number may contain only digits and spaces.".into(),
+            t(
+                "Card number may contain only digits and spaces.",
+                "El número de tarjeta lleva solo cifras y espacios.",
+            ),
         );
     } else if !(12..=19).contains(&number.len()) {
         e.insert(
             "card_number".into(),
-            format!(
-                "Card number must have 12 to 19 digits (it has {}).",
-                number.len()
+            fill(
+                tr(
+                    lang,
+                    "Card number must have 12 to 19 digits (it has {}).",
+                    "El número de tarjeta tiene de 12 a 19 cifras (este tiene {}).",
+                ),
+                &[&number.len().to_string()],
             ),
         );
     } else if !luhn(&number) {
         e.insert(
             "card_number".into(),
-            "Card number is mistyped (its check digit is wrong).".into(),
+            t(
+                "Card number is mistyped (its check digit is wrong).",
+                "El número de tarjeta está mal escrito (su dígito de control no cuadra).",
+            ),
         );
     }
     let expiry = field(form, "expiry");
-    if let Err(m) = check_expiry(expiry, today) {
+    if let Err(m) = check_expiry(expiry, today, lang) {
         e.insert("expiry".into(), m);
     }
-    let holder = check_name(&mut e, "holder", "Name on card", field(form, "holder"));
+    let label = tr(lang, "Name on card", "Nombre en la tarjeta");
+    let holder = check_name(&mut e, lang, "holder", label, field(form, "holder"));
     let otp = field(form, "otp");
     if otp.len() != 6 || !otp.chars().all(|c| c.is_ascii_digit()) {
         e.insert(
             "otp".into(),
-            "The one-time code is the 6 digits your bank sent you.".into(),
+            t(
+                "The one-time code is the 6 digits your bank sent you.",
+                "El código de un solo uso son las 6 cifras que te ha enviado tu banco.",
+            ),
         );
     }
     if !e.is_empty() {
@@ -222,8 +325,17 @@ pub fn card(form: &BTreeMap<String, String>, today: (u32, u32)) -> Result<Value,
     }))
 }
 
-fn check_expiry(v: &str, (year, month): (u32, u32)) -> Result<(), String> {
-    let bad = || format!("Expiry must be MM/YY, as in 04/29 (got {v:?}).");
+fn check_expiry(v: &str, (year, month): (u32, u32), lang: Lang) -> Result<(), String> {
+    let bad = || {
+        fill(
+            tr(
+                lang,
+                "Expiry must be MM/YY, as in 04/29 (got {}).",
+                "La caducidad se escribe MM/AA, como 04/29 (no {}).",
+            ),
+            &[&format!("{v:?}")],
+        )
+    };
     let (m, y) = v.split_once('/').ok_or_else(bad)?;
     let (m, y): (u32, u32) = (
         m.trim().parse().map_err(|_| bad())?,
@@ -234,10 +346,22 @@ fn check_expiry(v: &str, (year, month): (u32, u32)) -> Result<(), String> {
     }
     let y = 2000 + y;
     if (y, m) < (year, month) {
-        return Err(format!("This card expired in {m:02}/{:02}.", y % 100));
+        return Err(fill(
+            tr(
+                lang,
+                "This card expired in {}.",
+                "Esta tarjeta caducó en {}.",
+            ),
+            &[&format!("{m:02}/{:02}", y % 100)],
+        ));
     }
     if y > year + 20 {
-        return Err("Expiry is more than 20 years away; check the year.".into());
+        return Err(tr(
+            lang,
+            "Expiry is more than 20 years away; check the year.",
+            "La caducidad está a más de 20 años; revisa el año.",
+        )
+        .into());
     }
     Ok(())
 }
@@ -258,21 +382,28 @@ pub fn luhn(digits: &str) -> bool {
     sum % 10 == 0
 }
 
-/// The bank-account sub-step: `iban` (ISO 13616, mod 97), `account_holder`.
+/// The bank-account sub-step: `iban` (ISO 13616, mod 97), `account_holder`;
+/// messages in English.
 pub fn bank(form: &BTreeMap<String, String>) -> Result<Value, Errors> {
+    bank_in(form, Lang::En)
+}
+
+/// [`bank`], with messages in `lang`.
+pub fn bank_in(form: &BTreeMap<String, String>, lang: Lang) -> Result<Value, Errors> {
     let mut e = Errors::new();
     let iban: String = field(form, "iban")
         .chars()
         .filter(|c| !c.is_whitespace())
         .collect::<String>()
         .to_ascii_uppercase();
-    if let Err(m) = check_iban(&iban) {
+    if let Err(m) = check_iban(&iban, lang) {
         e.insert("iban".into(), m);
     }
     let holder = check_name(
         &mut e,
+        lang,
         "account_holder",
-        "Account holder",
+        tr(lang, "Account holder", "Titular de la cuenta"),
         field(form, "account_holder"),
     );
     if !e.is_empty() {
@@ -287,13 +418,15 @@ pub fn bank(form: &BTreeMap<String, String>) -> Result<Value, Errors> {
     }))
 }
 
-fn check_iban(iban: &str) -> Result<(), String> {
+fn check_iban(iban: &str, lang: Lang) -> Result<(), String> {
+    let no = |en: &str, es: &str| Err(tr(lang, en, es).to_string());
     if iban.is_empty() {
-        return Err("IBAN is required.".into());
+        return no("IBAN is required.", "El IBAN es obligatorio.");
     }
     if !(15..=34).contains(&iban.len()) || !iban.chars().all(|c| c.is_ascii_alphanumeric()) {
-        return Err(
-            "An IBAN has 15 to 34 letters and digits, as in DE89 3704 0044 0532 0130 00.".into(),
+        return no(
+            "An IBAN has 15 to 34 letters and digits, as in DE89 3704 0044 0532 0130 00.",
+            "Un IBAN tiene de 15 a 34 letras y cifras, como DE89 3704 0044 0532 0130 00.",
         );
     }
     let b = iban.as_bytes();
@@ -302,7 +435,10 @@ fn check_iban(iban: &str) -> Result<(), String> {
         || !b[2].is_ascii_digit()
         || !b[3].is_ascii_digit()
     {
-        return Err("An IBAN starts with a country code and two check digits, as in DE89.".into());
+        return no(
+            "An IBAN starts with a country code and two check digits, as in DE89.",
+            "Un IBAN empieza por el código del país y dos dígitos de control, como DE89.",
+        );
     }
     let mut rem: u32 = 0;
     for c in iban[4..].chars().chain(iban[..4].chars()) {
@@ -314,7 +450,10 @@ fn check_iban(iban: &str) -> Result<(), String> {
         };
     }
     if rem != 1 {
-        return Err("This IBAN is mistyped (its check digits do not match).".into());
+        return no(
+            "This IBAN is mistyped (its check digits do not match).",
+            "Este IBAN está mal escrito (sus dígitos de control no cuadran).",
+        );
     }
     Ok(())
 }
@@ -430,12 +569,35 @@ mod tests {
     }
 
     #[test]
+    fn messages_in_spanish_name_the_field_and_the_character() {
+        let e = personal_in(&form(&[("name", "Ana ☺"), ("email", "ana")]), Lang::Es).unwrap_err();
+        assert_eq!(
+            e["name"],
+            "Nombre completo: puede llevar letras, espacios, guiones, apóstrofos y puntos, no \u{201c}☺\u{201d} (U+263A)."
+        );
+        assert!(
+            e["email"].starts_with("El correo lleva una @"),
+            "{}",
+            e["email"]
+        );
+        let e = card_in(&form(&[("expiry", "01/20")]), (2030, 1), Lang::Es).unwrap_err();
+        assert_eq!(e["expiry"], "Esta tarjeta caducó en 01/20.");
+        assert_eq!(e["card_number"], "El número de tarjeta es obligatorio.");
+        let e = bank_in(&form(&[("iban", "DE89 3704 0044 0532 0130 01")]), Lang::Es).unwrap_err();
+        assert!(e["iban"].contains("mal escrito"), "{}", e["iban"]);
+        assert_eq!(
+            plan_in(&form(&[]), Lang::Es).unwrap_err()["plan"],
+            "Elige un plan."
+        );
+    }
+
+    #[test]
     fn iban_mod_97() {
-        assert!(check_iban("DE89370400440532013000").is_ok());
-        assert!(check_iban("DE89370400440532013001")
+        assert!(check_iban("DE89370400440532013000", Lang::En).is_ok());
+        assert!(check_iban("DE89370400440532013001", Lang::En)
             .unwrap_err()
             .contains("mistyped"));
-        assert!(check_iban("GB82WEST12345698765432").is_ok());
+        assert!(check_iban("GB82WEST12345698765432", Lang::En).is_ok());
     }
 
     #[test]

@@ -689,6 +689,7 @@ fn build_event(
     step: &str,
     event: &str,
     form: &BTreeMap<String, String>,
+    lang: Lang,
 ) -> Result<Event, Reject> {
     let page = Step::named(step).map(|r| r.page);
     if page.is_none() || !machine::accepts(m, step, event) {
@@ -708,13 +709,17 @@ fn build_event(
     };
     let data = match (page, event) {
         (Some(Page::Personal), "NEXT") => {
-            json!({"personal": validate::personal(form).map_err(invalid)?})
+            json!({"personal": validate::personal_in(form, lang).map_err(invalid)?})
         }
-        (Some(Page::Plan), "NEXT") => json!({"plan": validate::plan(form).map_err(invalid)?}),
+        (Some(Page::Plan), "NEXT") => {
+            json!({"plan": validate::plan_in(form, lang).map_err(invalid)?})
+        }
         (Some(Page::Card), "NEXT") => {
-            json!({"payment": validate::card(form, validate::today()).map_err(invalid)?})
+            json!({"payment": validate::card_in(form, validate::today(), lang).map_err(invalid)?})
         }
-        (Some(Page::Bank), "NEXT") => json!({"payment": validate::bank(form).map_err(invalid)?}),
+        (Some(Page::Bank), "NEXT") => {
+            json!({"payment": validate::bank_in(form, lang).map_err(invalid)?})
+        }
         _ => Value::Null,
     };
     Ok(Event::with_data(event.to_string(), data))
@@ -738,7 +743,8 @@ async fn apply(
     };
     let step = form.get("step").cloned().unwrap_or_default();
     let event = form.get("event").cloned().unwrap_or_default();
-    let ev = build_event(&h.machine, &step, &event, form).map_err(|mut r| {
+    let lang = opts(headers).lang;
+    let ev = build_event(&h.machine, &step, &event, form, lang).map_err(|mut r| {
         r.view = None;
         r
     });

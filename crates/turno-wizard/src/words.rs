@@ -5,8 +5,8 @@
 //! Every sentence a user reads is here, written for a person: no state
 //! names, no status codes, no idempotency keys outside a "details"
 //! disclosure. The fault panel is the demo operator's and stays English
-//! (marked `lang="en"`). Field messages from [`crate::validate`] are
-//! English.
+//! (marked `lang="en"`). Field messages come from [`crate::validate`], in
+//! the page's language too.
 
 use crate::steps::{Page, Stage};
 
