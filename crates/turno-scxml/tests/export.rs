@@ -36,9 +36,25 @@ const REFUSED: &[(&str, &str)] = &[
     ("invoke_never_left_state", INVOKE),
     ("invoke_output_guard", INVOKE),
     ("invoke_reject_on_error", INVOKE),
+    ("send_parent_without_parent_fails", SEND),
+    ("send_to_delayed_bound_to_replaced_child", INVOKE),
+    ("send_to_in_entry_of_invoking_state", INVOKE),
+    ("send_to_in_exit_of_invoking_state", INVOKE),
+    ("send_to_missing_child_fails", SEND),
+    ("send_to_missing_child_in_entry_fails", SEND),
+    ("std_callback_mirror", INVOKE),
+    ("std_choose_branches", STDLIB),
+    ("std_ctx_compare_and_calc", STDLIB),
+    ("std_input_output_from_context", INVOKE),
 ];
 
 const INVOKE: &str = "XState actor logic (echo, reject, never) is not an SCXML document";
+
+const SEND: &str = "sendTo and sendParent address XState actors, which the export does not write \
+as SCXML targets";
+
+const STDLIB: &str = "the export writes only the standard implementations that have an SCXML \
+equivalent";
 
 const FINAL_IN_PARALLEL: &str = "SCXML allows only <state>, <parallel> and <history> inside a \
 <parallel>; XState takes a final state there as a region";
