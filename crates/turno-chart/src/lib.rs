@@ -59,6 +59,8 @@ pub mod spec;
 pub mod stdlib;
 mod step_table;
 pub mod submit;
+#[cfg(feature = "svg")]
+pub mod svg;
 pub mod tree;
 pub mod volatile;
 

@@ -60,6 +60,13 @@ fn guard_label<C>(g: &Guard<C>) -> String {
 }
 
 fn label<C>(m: &Machine<C>, t: &Transition<C>) -> String {
+    quote(&transition_label(m, t)).replace(':', "\\:")
+}
+
+/// A transition's label as text: the event (or `after 100ms`, `always`,
+/// `done`, `error`), the guard in brackets, the actions after a slash. The
+/// SVG diagrams label their arrows with it too.
+pub(crate) fn transition_label<C>(m: &Machine<C>, t: &Transition<C>) -> String {
     let mut l = match (&t.event, &t.delay_label) {
         (_, Some(d)) if d.bytes().all(|b| b.is_ascii_digit()) => format!("after {d}ms"),
         (_, Some(d)) => format!("after {d}"),
@@ -88,7 +95,7 @@ fn label<C>(m: &Machine<C>, t: &Transition<C>) -> String {
         let names: Vec<&str> = t.actions.iter().map(|a| &*a.name).collect();
         let _ = write!(l, " / {}", names.join(", "));
     }
-    quote(&l).replace(':', "\\:")
+    l
 }
 
 fn body<C>(m: &Machine<C>, node: StateIdx, depth: usize, out: &mut String) {
