@@ -704,7 +704,7 @@ impl Builder {
             for (k, inv) in spec.invoke.iter().enumerate() {
                 let id: Arc<str> = match &inv.id {
                     Some(id) => id.as_str().into(),
-                    None => format!("{}:invocation[{k}]", id_of[i]).into(),
+                    None => format!("{k}.{}", id_of[i]).into(),
                 };
                 if !inv.on_done.is_empty() {
                     let d: Arc<str> = names::done_actor(&id).into();

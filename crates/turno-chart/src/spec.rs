@@ -193,7 +193,7 @@ pub enum DelaySpec<C> {
 
 /// An invocation of a definition.
 pub struct InvokeSpec<C> {
-    /// The invocation id (default `<state id>:invocation[<i>]`).
+    /// The invocation id (default XState's `<i>.<state id>`).
     pub id: Option<String>,
     /// The registered actor logic.
     pub src: String,
