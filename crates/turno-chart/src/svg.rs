@@ -703,13 +703,8 @@ fn engine() -> Result<mpsc::Sender<Job>, SvgError> {
             .spawn(move || {
                 let mut elk = Elk::load();
                 for (graph, reply) in rx {
-                    let t0 = std::time::Instant::now();
                     let out = match &mut elk {
-                        Ok(e) => {
-                            let r = e.layout(&graph);
-                            eprintln!("ELKDEBUG layout {:?} {:?}", t0.elapsed(), r.as_ref().err());
-                            r
-                        }
+                        Ok(e) => e.layout(&graph),
                         Err(e) => Err(e.clone()),
                     };
                     let _ = reply.send(out);
