@@ -207,6 +207,19 @@ impl std::fmt::Debug for EntityExt {
 }
 
 impl EntityExt {
+    /// The entity's key.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// False once the activation ended (a write was fenced or failed): a
+    /// service started by [`Service::custom`](turno_chart::interpreter::Service::custom)
+    /// checks it before acting, since the interpreter carries out a
+    /// macrostep's effects after its write, landed or not.
+    pub fn live(&self) -> bool {
+        self.shared.end().is_none()
+    }
+
     /// A copy that writes nothing: its activation is ended from the start.
     pub(crate) fn inert(&self) -> EntityExt {
         let shared = Arc::new(ActShared::default());

@@ -269,3 +269,37 @@ fn a_clean_shutdown_hands_the_shards_over_at_once() {
     assert_eq!(send(&mut b, "k1", 2, false), Ok(Ack::Applied));
     assert_eq!(list(&stored_context(&store, "k1").unwrap(), "seqs"), [1, 2]);
 }
+
+#[test]
+fn a_message_for_a_done_entity_advances_its_sequence_and_changes_nothing() {
+    let (_clock, store) = setup();
+    let machine = std::sync::Arc::new(
+        turno_chart::load_json::<serde_json::Value>(
+            r#"{"id": "once", "initial": "open",
+                "states": {"open": {"on": {"MSG": "closed"}}, "closed": {"type": "final"}}}"#,
+            &turno_chart::stdlib::implementations(),
+        )
+        .unwrap(),
+    );
+    let mut a: Host = turno_entity::EntityHost::new(
+        turno::DetSystem::new(1),
+        store.clone(),
+        "a/1",
+        machine,
+        config(),
+    );
+    a.tick().unwrap();
+    assert_eq!(send(&mut a, "k1", 1, false), Ok(Ack::Applied));
+    let done = store.get_entity("once", "k1").unwrap().unwrap();
+    // The chart is done: its actor stopped.
+    assert_eq!(a.system().actor_count(), 0);
+    assert_eq!(send(&mut a, "k1", 2, false), Ok(Ack::Applied));
+    let after = store.get_entity("once", "k1").unwrap().unwrap();
+    assert_eq!(after.applied, 2);
+    assert_eq!(after.data, done.data);
+    assert_eq!(
+        send(&mut a, "k1", 2, false),
+        Ok(Ack::Duplicate { applied: 2 })
+    );
+    assert_eq!(a.system().actor_count(), 0);
+}
