@@ -8,7 +8,7 @@
 // default docs/wizard/). Every test counts charges in the gateway's ledger
 // (GET /stats of the gateway, which reads its SQLite file).
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -30,7 +30,10 @@ mkdirSync(SHOTS, { recursive: true });
 const data = mkdtempSync(join(tmpdir(), "turno-wizard-"));
 
 const children = [];
-process.on("exit", () => children.forEach((c) => c.kill("SIGKILL")));
+process.on("exit", () => {
+  children.forEach((c) => c.kill("SIGKILL"));
+  rmSync(data, { recursive: true, force: true });
+});
 
 // Starts `turno demo` on the run's data directory: on fresh ports, or on
 // the ports of a server that was killed (a restart after a crash).
@@ -440,6 +443,26 @@ await test("real names: typed decomposed or in other scripts, accepted and shown
   const message = await page.textContent("body");
   assert.match(message, /not “☺” \(U\+263A\)/);
   assert.doesNotMatch(message, /\\u\{/);
+  await ctx.close();
+});
+
+await test("a name in each script is accepted and kept as typed (composed): Devanagari, Thai, Arabic, Persian, Chinese, Greek, Cyrillic, Vietnamese", async () => {
+  const { ctx, page } = await fresh();
+  await page.goto(server.url);
+  await waitStep(page, "personal");
+  for (const name of ["अर्जुन शर्मा", "สมศักดิ์ ใจดี", "محمد الأمين", "نیک\u200cنام", "王小明", "Σωκράτης", "Пётр Ильич", "Nguye\u0302\u0303n Văn A"]) {
+    await page.fill("#name", name);
+    await page.fill("#email", "someone@example.org");
+    await click(page, "NEXT");
+    await waitStep(page, "plan");
+    const kept = await page.evaluate(async () => (await (await fetch("/api/state", { cache: "no-store" })).json()).context.personal.name);
+    assert.equal(kept, name.normalize("NFC"), name);
+    await page.goBack();
+    await waitStep(page, "personal");
+    // The field holds the name again (as the server keeps it, or as the
+    // browser restores what was typed on Back).
+    assert.equal((await page.inputValue("#name")).normalize("NFC"), name.normalize("NFC"));
+  }
   await ctx.close();
 });
 

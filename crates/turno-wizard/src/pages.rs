@@ -404,13 +404,14 @@ fn form_for(
             button("RECHECK", w.recheck, "primary"),
         ),
         Page::Completed => format!(
-            r#"{}<p class="receipt">{}: <strong id="receipt">{}</strong></p>{}<h2>{}</h2><p>{}</p></form><form method="post" action="/new" id="new-form"><button type="submit" id="start-over">{}</button>"#,
+            r#"{}<p class="receipt">{}: <strong id="receipt">{}</strong></p>{}<h2>{}</h2><p>{}</p></form><form method="post" action="/new" id="new-form">{}<button type="submit" id="start-over">{}</button>"#,
             status(&fill(w.paid, &[&money(&c["receipt"]["amount_cents"])])),
             esc(w.receipt),
             esc(c["receipt"]["id"].as_str().unwrap_or("")),
             summary(o, v),
             esc(w.next_steps),
             esc(w.next_steps_text),
+            hidden(v),
             esc(w.start_over),
         ),
     };

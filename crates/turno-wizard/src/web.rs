@@ -645,9 +645,22 @@ async fn step_page(
 }
 
 /// "Sign up someone else" (the finished page): a new signup in this
-/// browser, at its first step.
-async fn new_form(State(h): State<Arc<Holder>>, headers: HeaderMap) -> Response {
+/// browser, at its first step. Like every form, it must carry the
+/// cookie's session id: another site cannot make the browser drop its
+/// signup for a new one.
+async fn new_form(
+    State(h): State<Arc<Holder>>,
+    headers: HeaderMap,
+    Form(f): Form<SidForm>,
+) -> Response {
     let o = opts(&headers);
+    match cookie_sid(&headers) {
+        None => return reject_page(o, Reject::new(StatusCode::FORBIDDEN, |w| w.no_session)),
+        Some(sid) if sid != f.sid => {
+            return reject_page(o, Reject::new(StatusCode::FORBIDDEN, |w| w.other_session))
+        }
+        Some(_) => {}
+    }
     let Some(app) = h.app() else {
         return reject_page(o, restarting());
     };
@@ -669,7 +682,8 @@ struct WorkingsForm {
 /// The demo operator's switch: shows or hides the statechart and the
 /// fault panel (a cookie), and goes back to the page it was pressed on.
 async fn workings_form(Form(f): Form<WorkingsForm>) -> Response {
-    let back = if f.back.starts_with('/') && !f.back.starts_with("//") {
+    // Back to a page of the wizard only, never to another site.
+    let back = if STEPS.iter().any(|r| r.url() == f.back) {
         f.back
     } else {
         "/".into()

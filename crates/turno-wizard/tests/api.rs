@@ -337,3 +337,48 @@ async fn step_urls_move_the_session_only_where_the_chart_allows_and_never_charge
         (303, Some("/completed".into()))
     );
 }
+
+fn form(cookie: &str) -> [(&str, &str); 2] {
+    [
+        ("content-type", "application/x-www-form-urlencoded"),
+        ("cookie", cookie),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_signup_and_the_workings_switch_cannot_be_forced_from_another_site() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = Wizard::start(Config::new(dir.path())).await.unwrap();
+    let c = Client::new(&w.url()).await;
+    let sid = format!("sid={}", c.sid);
+    // A cross-site POST carries no `Lax` cookie: no new signup replaces
+    // the user's.
+    let (s, h, _) = raw(&c.base, "POST", "/new", &form(""), sid.clone()).await;
+    assert_eq!((s, h.get("set-cookie")), (403, None));
+    let cookie = c.cookie.as_str();
+    let other = format!("sid={}", "0".repeat(32));
+    let (s, h, _) = raw(&c.base, "POST", "/new", &form(cookie), other).await;
+    assert_eq!((s, h.get("set-cookie")), (403, None));
+    let (s, h, _) = raw(&c.base, "POST", "/new", &form(cookie), sid).await;
+    assert_eq!((s, h["location"].to_str().unwrap()), (303, "/personal"));
+    let set = h["set-cookie"].to_str().unwrap();
+    assert!(
+        set.starts_with("turno_sid=") && !set.contains(&c.sid),
+        "{set}"
+    );
+    // The switch leads back to a page of the wizard only.
+    for (back, to) in [
+        ("%2Fpayment%2Fcard", "/payment/card"),
+        ("%2F%2Fevil.example", "/"),
+        ("%2F%5Cevil.example", "/"),
+        ("https%3A%2F%2Fevil.example%2F", "/"),
+    ] {
+        let body = format!("back={back}&show=on");
+        let (s, h, _) = raw(&c.base, "POST", "/workings", &form(""), body).await;
+        assert_eq!((s, h["location"].to_str().unwrap()), (303, to), "{back}");
+        assert!(h["set-cookie"]
+            .to_str()
+            .unwrap()
+            .starts_with("turno_workings=on"));
+    }
+}
