@@ -1,5 +1,5 @@
-//! `turno chart run MACHINE EVENTS.json`, `turno chart paths MACHINE` and
-//! `turno chart mermaid MACHINE`, where MACHINE is an XState v5 JSON
+//! `turno chart run MACHINE EVENTS.json`, `turno chart paths MACHINE`,
+//! `turno chart mermaid MACHINE` and `turno chart svg MACHINE`, where MACHINE is an XState v5 JSON
 //! machine or an SCXML document (a file ending in `.scxml`), both on
 //! turno-chart's one algorithm; `export-scxml` and `scxml-suite`.
 //!
@@ -97,6 +97,15 @@ pub enum ChartCommand {
         /// The machine: XState v5 JSON or SCXML (.scxml).
         machine: PathBuf,
     },
+    /// Prints a statechart (an XState v5 JSON machine, or an SCXML
+    /// document: a file ending in .scxml) as an SVG picture: states nested
+    /// in their parents, parallel regions side by side, every transition a
+    /// labelled arrow, history and final states marked (the inspector's and
+    /// the wizard's drawing).
+    Svg {
+        /// The machine: XState v5 JSON or SCXML (.scxml).
+        machine: PathBuf,
+    },
     /// Runs the W3C SCXML conformance suite: one line per test
     /// (`ID pass` or `ID fail WHY`), the run time, then `N passed, M failed`.
     ScxmlSuite(crate::scxml::SuiteArgs),
@@ -182,6 +191,17 @@ pub fn read_items(path: &Path) -> Result<Vec<Item>, String> {
     events::parse(&text).map_err(|e| e.in_file(&path.display().to_string()))
 }
 
+/// Prints the drawing of `d` (the diagram of the machine in `path`).
+pub fn print_svg(path: &Path, d: &turno_chart::svg::Diagram) -> ExitCode {
+    match turno_chart::svg::layout(d) {
+        Ok(l) => {
+            println!("{}", l.svg(&turno_chart::svg::Highlight::default()));
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(format!("{}: {e}", path.display())),
+    }
+}
+
 /// Runs one `turno chart` command.
 pub fn main(cmd: ChartCommand) -> ExitCode {
     match cmd {
@@ -206,6 +226,7 @@ pub fn main(cmd: ChartCommand) -> ExitCode {
             "{}: --persist-at is for XState JSON machines; SCXML sessions are not persisted",
             mp.display()
         )),
+        ChartCommand::Svg { machine: mp } if crate::scxml::is_scxml(&mp) => crate::scxml::svg(&mp),
         ChartCommand::Mermaid { machine: mp } if crate::scxml::is_scxml(&mp) => {
             crate::scxml::mermaid(&mp)
         }
@@ -296,6 +317,10 @@ pub fn main(cmd: ChartCommand) -> ExitCode {
                 print!("{}", mermaid::to_mermaid(&m));
                 ExitCode::SUCCESS
             }
+            Err(e) => fail(e),
+        },
+        ChartCommand::Svg { machine: mp } => match machine(&mp) {
+            Ok(m) => print_svg(&mp, &turno_chart::svg::Diagram::from_machine(&m)),
             Err(e) => fail(e),
         },
     }

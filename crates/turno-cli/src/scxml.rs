@@ -157,6 +157,77 @@ pub fn mermaid(machine: &Path) -> ExitCode {
     }
 }
 
+/// `turno chart svg FILE.scxml`: the document's states and the transitions
+/// it writes (not the synthetic initial ones, drawn as initial arrows).
+pub fn svg(machine: &Path) -> ExitCode {
+    match load(machine) {
+        Ok(doc) => crate::chart::print_svg(machine, &diagram(&doc)),
+        Err(e) => fail(e),
+    }
+}
+
+fn diagram(doc: &turno_scxml::Document) -> turno_chart::svg::Diagram {
+    use turno_chart::svg::{Arrow, Diagram, Node, NodeKind};
+    use turno_scxml::model::{HistoryKind, StateKind};
+    let initial_child = |s: usize| {
+        let t = doc.states[s].initial?;
+        match doc.transitions[t].targets[..] {
+            [c] if doc.states[c].parent == Some(s) => Some(c),
+            _ => None,
+        }
+    };
+    let states = doc
+        .states
+        .iter()
+        .enumerate()
+        .map(|(i, s)| Node {
+            id: s.id.clone(),
+            label: match (i, &doc.name) {
+                (0, Some(n)) => n.clone(),
+                (0, None) => "scxml".into(),
+                _ => s.id.clone(),
+            },
+            parent: s.parent,
+            kind: match s.kind {
+                StateKind::Parallel => NodeKind::Parallel,
+                StateKind::Final => NodeKind::Final,
+                StateKind::History(h) => NodeKind::History {
+                    deep: h == HistoryKind::Deep,
+                },
+                StateKind::Scxml | StateKind::State if !s.children.is_empty() => NodeKind::Compound,
+                StateKind::Scxml | StateKind::State => NodeKind::Atomic,
+            },
+            initial: initial_child(i),
+        })
+        .collect();
+    let transitions = doc
+        .states
+        .iter()
+        .flat_map(|s| s.transitions.iter())
+        .map(|&t| {
+            let tr = &doc.transitions[t];
+            let mut label = if tr.events.is_empty() {
+                "always".to_string()
+            } else {
+                tr.events.join(" ")
+            };
+            if let Some(c) = &tr.cond {
+                label.push_str(&format!(" [{c}]"));
+            }
+            Arrow {
+                source: tr.source,
+                targets: tr.targets.clone(),
+                label,
+            }
+        })
+        .collect();
+    Diagram {
+        states,
+        transitions,
+        initial: None,
+    }
+}
+
 /// `turno chart export-scxml MACHINE`: an XState v5 JSON machine (with
 /// turno-chart's standard implementations) as an SCXML document; an SCXML
 /// document is checked and printed as it is.
