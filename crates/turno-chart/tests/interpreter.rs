@@ -388,3 +388,102 @@ fn fastrand_like(seed: u64) -> impl FnMut() -> u64 {
         x
     }
 }
+
+/// The send rules of XState in a chart actor: a `sendTo` from the entry
+/// actions of the invoking state reaches the child service once it has
+/// started, and a `sendParent` from a chart actor given no parent fails the
+/// chart with XState's message (the actor stops, reporting it).
+#[test]
+fn a_chart_actor_keeps_xstates_send_rules() {
+    let m = machine(
+        r#"{"id": "m", "initial": "idle", "states": {
+        "idle": {"on": {"GO": "talking"}},
+        "talking": {"entry": {"type": "sendTo", "params": {"to": "kid", "event": {"type": "HELLO"}}},
+                    "invoke": {"id": "kid", "src": "child"},
+                    "on": {"TELL": {"actions": {"type": "sendParent", "params": {"event": {"type": "NEWS"}}}}}}}}"#,
+    );
+    let heard: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
+    let h = heard.clone();
+    let mut services = HashMap::new();
+    services.insert(
+        "child".to_string(),
+        Service::child(move |ctx, _started, _reporter| {
+            struct Kid;
+            impl Actor for Kid {
+                type Msg = ();
+                fn handle(&mut self, _ctx: &mut Context<'_, Self>, _: ()) {}
+            }
+            let kid = ctx.spawn(Props::new(), || Kid).ok()?;
+            let h = h.clone();
+            let sender: turno_chart::interpreter::Sender = Arc::new(move |e: Event| {
+                h.lock().unwrap().push(e.name().to_string());
+                true
+            });
+            Some((kid.id(), Some(sender)))
+        }),
+    );
+    let services = Arc::new(services);
+    let done = Arc::new(Mutex::new(None));
+    let d = done.clone();
+    let mut sys = DetSystem::new(4);
+    let chart = sys
+        .spawn(Props::new(), move || {
+            let d = d.clone();
+            ChartActor::new(m.clone())
+                .with_services(services.clone())
+                .on_done(move |st, out| *d.lock().unwrap() = Some((st, out.cloned())))
+        })
+        .unwrap();
+    sys.run_until_idle().unwrap();
+    let _ = chart.try_send(ChartMsg::Event(Event::new("GO")));
+    sys.run_until_idle().unwrap();
+    assert_eq!(*heard.lock().unwrap(), ["HELLO"]);
+    assert!(done.lock().unwrap().is_none());
+    let _ = chart.try_send(ChartMsg::Event(Event::new("TELL")));
+    sys.run_until_idle().unwrap();
+    assert_eq!(
+        *done.lock().unwrap(),
+        Some((
+            Status::Error,
+            Some(json!(
+                "Unable to send event to actor '#_parent' from machine 'm'."
+            ))
+        ))
+    );
+    assert!(!sys.is_alive(chart.id()));
+}
+
+/// A chart actor given a parent (`with_parent`) sends to it: no failure.
+#[test]
+fn a_chart_actor_with_a_parent_sends_to_it() {
+    let m = machine(
+        r#"{"id": "m", "initial": "a", "states": {"a": {
+        "entry": {"type": "sendParent", "params": {"event": {"type": "READY"}}},
+        "on": {"TELL": {"actions": {"type": "sendParent", "params": {"event": {"type": "NEWS"}}}}}}}}"#,
+    );
+    let heard: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
+    let h = heard.clone();
+    let parent: turno_chart::interpreter::Sender = Arc::new(move |e: Event| {
+        h.lock().unwrap().push(e.name().to_string());
+        true
+    });
+    let (seen, rec) = recorder();
+    let mut sys = DetSystem::new(5);
+    let chart = sys
+        .spawn(Props::new(), move || {
+            ChartActor::new(m.clone())
+                .with_parent(parent.clone())
+                .on_snapshot(rec.clone())
+        })
+        .unwrap();
+    sys.run_until_idle().unwrap();
+    let _ = chart.try_send(ChartMsg::Event(Event::new("TELL")));
+    sys.run_until_idle().unwrap();
+    assert_eq!(*heard.lock().unwrap(), ["READY", "NEWS"]);
+    assert!(seen
+        .lock()
+        .unwrap()
+        .iter()
+        .all(|(_, st)| *st == Status::Active));
+    assert!(sys.is_alive(chart.id()));
+}
