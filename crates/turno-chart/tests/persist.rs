@@ -307,6 +307,29 @@ fn corrupt_foreign_and_hand_edited_snapshots_are_typed_errors_with_paths() {
             json!([{"id": "x", "seq": 0, "due_ms": 1, "event": {"type": "E"}, "to": 7}])
     });
     assert_eq!(p, "$.scheduled[0].to");
+    // A send bound to an invocation's start names it by its generation.
+    for to in [
+        json!({"actor": "job", "generation": "first"}),
+        json!({"actor": "job", "start": 1}),
+    ] {
+        let (p, _) = edit(&|d| {
+            d["next_seq"] = json!(5);
+            d["scheduled"] =
+                json!([{"id": "x", "seq": 0, "due_ms": 1, "event": {"type": "E"}, "to": to}])
+        });
+        assert_eq!(p, "$.scheduled[0].to");
+    }
+    let mut d = base.clone();
+    d["next_seq"] = json!(5);
+    d["scheduled"] = json!([{"id": "x", "seq": 0, "due_ms": 1, "event": {"type": "E"},
+                             "to": {"actor": "job", "generation": 3}}]);
+    let snap = Persist::new(&m).read(&d.to_string()).unwrap();
+    assert_eq!(snap.scheduled[0].generation, Some(3));
+    let again = Persist::new(&m).to_value(&snap).unwrap();
+    assert_eq!(
+        again["scheduled"][0]["to"],
+        json!({"actor": "job", "generation": 3})
+    );
     let (p, _) = edit(&|d| {
         d["next_seq"] = json!(5);
         d["scheduled"] =
