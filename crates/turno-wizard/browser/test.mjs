@@ -757,7 +757,7 @@ await test("the other pages are axe-clean and plain too: failed, unresolvable, o
   assert.match(await page.textContent("#refusal"), /That form was for “Choose a plan”, but your signup has moved on to “The payment did not go through”/);
   await page.goto(server.url);
   await waitStep(page, "submit.failed");
-  await arm(page, { charge: "timeout", lookupDown: true });
+  await arm(page, { charge: "lost", latency: 300, lookupDown: true });
   await click(page, "RETRY");
   await waitStep(page, "submit.uncertain", 10000);
   await Promise.all([page.waitForNavigation(), page.click("#forget")]);

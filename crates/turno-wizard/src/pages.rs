@@ -300,8 +300,17 @@ fn form_for(
                 .map(|t| format!(r#"<p class="hint notice" id="card-hint">{}</p>"#, esc(t)))
                 .unwrap_or_default();
             let hint = again.map(|_| "card-hint");
+            // The notice says it already: the general hint would repeat it.
+            let never_kept = if again.is_some() {
+                String::new()
+            } else {
+                format!(
+                    r#"<p class="hint" id="never-kept">{}</p>"#,
+                    esc(w.card_never_kept)
+                )
+            };
             format!(
-                r#"{again_hint}{}{}{}{}<p class="hint" id="never-kept">{}</p><div class=actions>{}{}{}</div>"#,
+                r#"{again_hint}{}{}{}{}{never_kept}<div class=actions>{}{}{}</div>"#,
                 input(
                     "card_number",
                     w.card_number,
@@ -334,7 +343,6 @@ fn form_for(
                     r#"inputmode="numeric" autocomplete="one-time-code" data-volatile"#,
                     hint,
                 ),
-                esc(w.card_never_kept),
                 button("NEXT", w.to_review, "primary"),
                 button("USE_BANK", w.use_bank, ""),
                 button("BACK", w.back, ""),
