@@ -40,7 +40,7 @@ use std::fmt::Write;
 use std::sync::mpsc;
 use std::sync::{Mutex, OnceLock};
 
-use serde_json::{Value, json};
+use serde_json::{json, Value};
 
 use crate::machine::{Machine, StateKind};
 
@@ -576,7 +576,11 @@ impl Layout {
             } else {
                 (IDLE_FILL, LINE, 1.0)
             };
-            let fill = if compound && !on { "#fafafa" } else { fill };
+            let fill = match (compound, on) {
+                (true, false) => "#fafafa",
+                (true, true) => "#f3f8ff",
+                _ => fill,
+            };
             let _ = write!(
                 o,
                 r#"<g class="state {kind}{}" data-state="{}">"#,

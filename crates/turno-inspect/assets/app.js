@@ -568,6 +568,36 @@ function renderActors(view, prev) {
 }
 
 let chartsDrawn = null, waitForDrawn = null;
+// Each chart's picture, by actor: the definition it was drawn for and the
+// drawing (made by the server's renderer, the one of `turno chart svg`).
+const chartPictures = new Map();
+
+// The index of the transition the chart took last, in its definition's
+// order (the picture's data-transition): same source and targets, and the
+// same event when several match.
+function takenIndex(c) {
+  if (!c.last_transition) return -1;
+  const [src, targets] = c.last_transition;
+  const same = (t) => t.source === src && t.targets.length === targets.length && t.targets.every((x, i) => x === targets[i]);
+  const all = c.transitions.map((t, i) => [t, i]).filter(([t]) => same(t));
+  if (!all.length) return -1;
+  const byEvent = all.find(([t]) => (t.event ?? null) === (c.event ?? null));
+  return (byEvent || all[0])[1];
+}
+
+function markChart(box, c) {
+  const pic = box.querySelector("svg");
+  if (!pic) return;
+  const active = new Set(c.active);
+  for (const g of pic.querySelectorAll("[data-state]")) g.classList.toggle("active", active.has(g.dataset.state));
+  const taken = String(takenIndex(c));
+  for (const g of pic.querySelectorAll("[data-transition]")) {
+    const on = g.dataset.transition === taken;
+    g.classList.toggle("taken", on);
+    for (const p of g.querySelectorAll("path")) p.setAttribute("marker-end", on ? "url(#sc-arrow-taken)" : "url(#sc-arrow)");
+  }
+  box.dataset.taken = taken;
+}
 
 function renderCharts(w, view) {
   // Redrawn only when a chart changed (a step rarely touches one).
@@ -575,25 +605,31 @@ function renderCharts(w, view) {
   if (key === chartsDrawn) return;
   chartsDrawn = key;
   const charts = Object.entries(w.charts);
-  if (!charts.length) { fill("charts", el("div", { class: "empty", text: "no statechart in this trace" })); return; }
+  if (!charts.length) { fill("charts", el("div", { class: "empty", text: "no statechart in this trace" })); chartPictures.clear(); return; }
   const out = [];
   for (const [id, c] of charts) {
-    const active = new Set(c.active);
-    const known = new Set(c.states.map((s) => s.id));
-    const children = (parent) => c.states.filter((s) => (s.parent ?? null) === parent);
-    const draw = (s) => el("div", { class: `state ${s.kind}` + (active.has(s.id) ? " active" : ""), "data-state": s.id },
-      el("div", { class: "state-name", text: s.id }), ...children(s.id).map(draw));
-    // A state entered but not defined is the machine's root (charts define
-    // their states below it): it frames the whole diagram.
-    let diagram = children(null).map(draw);
-    for (const r of [...active].filter((s) => !known.has(s))) {
-      diagram = [el("div", { class: "state compound active root", "data-state": r }, el("div", { class: "state-name", text: r }), ...diagram)];
+    const def = JSON.stringify([c.machine, c.states, c.transitions]);
+    let p = chartPictures.get(id);
+    if (!p || p.def !== def) {
+      p = { def, box: el("div", { class: "chart-picture", "data-chart-picture": id }) };
+      chartPictures.set(id, p);
+      const token = new URLSearchParams(location.search).get("token");
+      fetch(`/api/chart.svg?k=${view.step ?? 0}&actor=${id}` + (token ? "&token=" + encodeURIComponent(token) : "")).then(async (r) => {
+        if (!r.ok) throw new Error(await r.text());
+        const doc = new DOMParser().parseFromString(await r.text(), "image/svg+xml");
+        const pic = doc.documentElement;
+        if (pic.nodeName !== "svg" || chartPictures.get(id) !== p) return;
+        p.box.replaceChildren(document.importNode(pic, true));
+        markChart(p.box, p.chart);
+        p.box.dataset.drawn = "1";
+      }).catch((e) => { p.box.replaceChildren(el("div", { class: "drops", text: "cannot draw the chart: " + e.message })); });
     }
+    p.chart = c;
+    markChart(p.box, c);
     out.push(el("div", { class: "chart", "data-chart": id },
       el("div", { text: `#${id} ${c.machine ?? "(no definition recorded)"} \u2014 event: ${c.event ?? "none"}` }),
-      el("div", {}, ...diagram),
-      el("div", { class: "legend", text: "active: " + [...active].join(", ") }),
-      el("div", { class: "transitions" }, ...c.transitions.map((t) => el("div", { text: `${t.source} \u2192 ${t.targets.join(", ") || "(targetless)"}${t.event ? " on " + t.event : " (always)"}` })))));
+      p.box,
+      el("div", { class: "legend", text: "active: " + [...c.active].join(", ") })));
   }
   fill("charts", ...out);
 }

@@ -400,7 +400,7 @@ await test("wait-for graph: an ask cycle is drawn in red", async () => {
 });
 
 // ------------------------------------------------------------------ statecharts
-await test("chart trace: the active configuration is highlighted", async () => {
+await test("chart trace: the chart drawn with its arrows, the active configuration and the transition taken highlighted", async () => {
   // A real run of turno-chart's interpreter; the chart's own snapshot
   // values (printed by the example) are what the page must highlight.
   const p = join(tmp, "chart.jsonl");
@@ -408,25 +408,48 @@ await test("chart trace: the active configuration is highlighted", async () => {
   const leaves = (v) => typeof v === "string" ? [v] : Object.values(v).flatMap(leaves);
   const want = values.map((v) => leaves(v).sort());
   const lines = readFileSync(p, "utf8").trim().split("\n").slice(1).map((l) => JSON.parse(l));
-  const chartActor = lines.find((e) => e.kind === "chart_define").actor;
+  const define = lines.find((e) => e.kind === "chart_define");
+  const chartActor = define.actor;
   const ends = lines.filter((e) => e.kind === "turn_end" && e.actor === chartActor).map((e) => e.seq + 1);
+  // The transition the chart took last before step k, as an index into
+  // the definition's transitions.
+  const takenAt = (k) => {
+    const t = lines.slice(0, k).filter((e) => e.kind === "chart_transition" && e.actor === chartActor).pop();
+    if (!t) return "-1";
+    const same = define.transitions.map((d, i) => [d, i]).filter(([d]) => d.source === t.source && JSON.stringify(d.targets ?? []) === JSON.stringify(t.targets ?? []));
+    return String(((same.find(([d]) => (d.event ?? null) === (t.event ?? null)) || same[0]))[1]);
+  };
   const s = await serve(TURNO, ["inspect", p]);
   try {
     await open(s.url);
     const seen = [];
+    let sawTaken = 0;
     for (const k of ends) {
       await goto(k);
+      await page.waitForSelector("#charts [data-drawn='1'] svg");
+      // An arrow for every transition of the definition, in its order.
+      assert.deepEqual(await attrs("#charts g.transition", "data-transition"), define.transitions.map((_, i) => String(i)));
+      assert.equal(await page.locator("#charts g.state").count(), define.states.length + 1);
       // The highlighted leaves: active states with no active state inside.
-      const active = await page.$$eval("#charts .state.active", (els) => els.filter((e) => !e.querySelector(".state.active")).map((e) => e.dataset.state.split(".").pop()));
+      const ids = await attrs("#charts g.state.active", "data-state");
+      const active = ids.filter((a) => !ids.some((b) => b.startsWith(a + "."))).map((a) => a.split(".").pop());
       active.sort();
       if (JSON.stringify(seen[seen.length - 1]) !== JSON.stringify(active)) seen.push(active);
+      // The transition just taken, and only it.
+      const taken = await attrs("#charts g.transition.taken", "data-transition");
+      const expect = takenAt(k);
+      assert.deepEqual(taken, expect === "-1" ? [] : [expect], `step ${k}`);
+      if (taken.length) sawTaken++;
       if (JSON.stringify(active) === JSON.stringify(["go", "halt"])) {
-        assert.equal(await page.locator("#charts .state.parallel.active .state.active").count(), 4);
+        const par = await attrs("#charts g.state.parallel.active", "data-state");
+        assert.equal(par.length, 1);
+        assert.equal(ids.filter((a) => a.startsWith(par[0] + ".")).length, 4);
         await page.locator("#pane-charts").screenshot({ path: join(SHOTS, "charts.png") });
       }
     }
     assert.deepEqual(seen, want);
     assert.deepEqual(want[want.length - 1], ["off"]);
+    assert.ok(sawTaken > 0);
   } finally { stop(s); }
 });
 
@@ -490,8 +513,11 @@ await test("live mode follows a running demo", async () => {
     }
     assert.ok(stashSizes.size >= 3 && [...stashSizes].every((n) => n >= 0 && n <= 5), [...stashSizes].join(","));
     // Current chart states: the light's active state follows the ticker's TIMER.
-    await page.waitForSelector("#charts .chart .state.active", { timeout: 20000 });
-    const leaves = () => page.$$eval("#charts .state.active", (els) => els.filter((e) => !e.querySelector(".state.active")).map((e) => e.dataset.state.split(".").pop()).join(","));
+    await page.waitForSelector("#charts .chart g.state.active", { timeout: 20000 });
+    const leaves = () => page.$$eval("#charts g.state.active", (els) => {
+      const ids = els.map((e) => e.dataset.state);
+      return ids.filter((a) => !ids.some((b) => b.startsWith(a + "."))).map((a) => a.split(".").pop()).join(",");
+    });
     const seenStates = new Set();
     for (let i = 0; i < 200 && seenStates.size < 3; i++) {
       seenStates.add(await leaves());

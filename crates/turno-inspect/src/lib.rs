@@ -15,6 +15,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+mod chart;
 pub mod cpu;
 #[cfg(feature = "live")]
 pub mod live;

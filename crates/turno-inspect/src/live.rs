@@ -158,6 +158,7 @@ pub fn start(opts: LiveOptions) -> Result<(Live, LiveSink), Error> {
         shared: shared.clone(),
         token: opts.token.clone(),
         interval: opts.interval,
+        layouts: Default::default(),
     });
     let thread = std::thread::Builder::new()
         .name("turno-inspect-live".into())
@@ -168,6 +169,7 @@ pub fn start(opts: LiveOptions) -> Result<(Live, LiveSink), Error> {
                 };
                 let router = Router::new()
                     .route("/api/live", get(ws))
+                    .route("/api/chart.svg", get(chart_svg))
                     .with_state(app)
                     .merge(asset_routes());
                 let _ = axum::serve(listener, router)
@@ -193,11 +195,53 @@ struct LiveApp {
     shared: Arc<Shared>,
     token: Option<String>,
     interval: Duration,
+    /// The statechart pictures laid out so far.
+    layouts: crate::chart::Layouts,
 }
 
 #[derive(Deserialize)]
 struct TokenQuery {
     token: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ChartQuery {
+    token: Option<String>,
+    actor: u64,
+}
+
+/// The statechart of `actor` as it stands now, as SVG (the page marks the
+/// configuration of each snapshot on it).
+async fn chart_svg(State(app): State<Arc<LiveApp>>, Query(q): Query<ChartQuery>) -> Response {
+    if let Some(want) = &app.token {
+        if !q.token.as_deref().is_some_and(|t| same(t, want)) {
+            return (StatusCode::UNAUTHORIZED, "live mode needs ?token=").into_response();
+        }
+    }
+    let chart = lock(&app.shared.world)
+        .charts
+        .get(&turno_trace::ActorId(q.actor))
+        .cloned();
+    let Some(chart) = chart else {
+        return (
+            StatusCode::NOT_FOUND,
+            format!("no statechart on actor {}", q.actor),
+        )
+            .into_response();
+    };
+    let app2 = app.clone();
+    match tokio::task::spawn_blocking(move || app2.layouts.svg(&chart)).await {
+        Ok(Ok(svg)) => {
+            let mut r = svg.into_response();
+            r.headers_mut().insert(
+                axum::http::header::CONTENT_TYPE,
+                axum::http::HeaderValue::from_static("image/svg+xml"),
+            );
+            r
+        }
+        Ok(Err(e)) => (StatusCode::INTERNAL_SERVER_ERROR, e).into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
 }
 
 /// Compares without stopping at the first difference, so the time taken

@@ -39,6 +39,8 @@ pub struct Loaded {
     worker_sources: Vec<(u32, Source)>,
     index_ms: f64,
     index_times: Option<ThreadTimes>,
+    /// The statechart pictures laid out so far.
+    layouts: crate::chart::Layouts,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -67,6 +69,7 @@ impl Loaded {
             worker_sources,
             index_ms,
             index_times,
+            layouts: Default::default(),
         })
     }
 
@@ -359,6 +362,42 @@ async fn jump(State(app): State<App>, Query(q): Query<JumpQuery>) -> Result<Json
 }
 
 #[derive(Deserialize)]
+struct ChartQuery {
+    k: u64,
+    actor: u64,
+}
+
+/// The statechart of `actor` as it stands after step `k`, as SVG.
+async fn chart_svg(
+    State(app): State<App>,
+    Query(q): Query<ChartQuery>,
+) -> Result<Response, ApiError> {
+    let svg = tokio::task::spawn_blocking(move || -> Result<String, ApiError> {
+        let world = app.index.world_at(app.file()?, q.k)?;
+        let c = world
+            .charts
+            .get(&turno_trace::ActorId(q.actor))
+            .ok_or_else(|| {
+                ApiError(
+                    StatusCode::NOT_FOUND,
+                    format!("no statechart on actor {} at step {}", q.actor, q.k),
+                )
+            })?;
+        app.layouts
+            .svg(c)
+            .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e))
+    })
+    .await
+    .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))??;
+    let mut r = svg.into_response();
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("image/svg+xml"),
+    );
+    Ok(r)
+}
+
+#[derive(Deserialize)]
 struct EventsQuery {
     from: u64,
     count: u64,
@@ -419,6 +458,7 @@ pub fn router(loaded: Arc<Loaded>) -> Router {
         .route("/api/step", get(step))
         .route("/api/jump", get(jump))
         .route("/api/events", get(events))
+        .route("/api/chart.svg", get(chart_svg))
         .with_state(loaded)
         .merge(asset_routes())
 }
