@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::*;
 use turno::System;
 use turno_entity::{Ack, HostConfig, Routed};
-use turno_store::{shard_for, ManualClock, Store};
+use turno_store::{shard_for, Clock, ManualClock, Store};
 
 const SHARDS: u32 = 4;
 
@@ -302,4 +302,28 @@ fn a_message_for_a_done_entity_advances_its_sequence_and_changes_nothing() {
         Ok(Ack::Duplicate { applied: 2 })
     );
     assert_eq!(a.system().actor_count(), 0);
+}
+
+#[test]
+fn a_timer_whose_owner_died_fires_in_the_tick_at_which_its_lease_ends() {
+    let (clock, store) = setup();
+    let mut a = host(&store, "a/1", config());
+    a.tick().unwrap();
+    assert_eq!(send(&mut a, "k1", 1, true), Ok(Ack::Applied));
+    let deadline = T0 + TIMER_MS as i64;
+    drop(a); // killed, its lease held until T0 + 1 s
+    let mut b = host(&store, "b/1", config());
+    let tick = Duration::from_millis(100);
+    let lateness = loop {
+        advance(&mut b, &clock, tick);
+        b.tick().unwrap();
+        b.system_mut().run_until_idle().unwrap();
+        if !list(&stored_context(&store, "k1").unwrap(), "fired").is_empty() {
+            break clock.now_ms() - deadline;
+        }
+        assert!(clock.now_ms() < T0 + 10_000, "the timer never fired");
+    };
+    // b takes the shard in the tick at which a's lease ends and fires the
+    // timer in that tick: late by the rest of the lease.
+    assert_eq!(lateness, 1_000 - TIMER_MS as i64);
 }
