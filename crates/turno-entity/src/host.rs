@@ -143,6 +143,9 @@ pub struct HostTick {
     pub passivated: usize,
     /// Entities woken because a timer of theirs was due.
     pub woken: usize,
+    /// Due entities whose stored state could not be restored (key, why):
+    /// skipped, and listed again at every tick until their state is fixed.
+    pub unrestorable: Vec<(String, String)>,
 }
 
 /// What [`EntityHost::ensure_active`] found.
@@ -611,9 +614,18 @@ where
                 if d.kind != *self.kind || self.active.contains_key(&d.key) {
                     continue;
                 }
-                if let Activated::Actor(_) = self.ensure_active(&d.key, shard, epoch, None)? {
-                    bump(&self.counters.timer_wakes);
-                    report.woken += 1;
+                match self.ensure_active(&d.key, shard, epoch, None) {
+                    Ok(Activated::Actor(_)) => {
+                        bump(&self.counters.timer_wakes);
+                        report.woken += 1;
+                    }
+                    Ok(Activated::Done(_)) => {}
+                    // One entity that cannot be restored must not keep the
+                    // shard's other timers from firing: reported, skipped.
+                    Err(e @ (EntityError::Restore { .. } | EntityError::NotText { .. })) => {
+                        report.unrestorable.push((d.key.clone(), e.to_string()));
+                    }
+                    Err(e) => return Err(e),
                 }
             }
         }

@@ -327,3 +327,48 @@ fn a_timer_whose_owner_died_fires_in_the_tick_at_which_its_lease_ends() {
     // timer in that tick: late by the rest of the lease.
     assert_eq!(lateness, 1_000 - TIMER_MS as i64);
 }
+
+#[test]
+fn a_due_entity_that_cannot_be_restored_is_reported_and_does_not_stop_the_others() {
+    let (clock, store) = setup();
+    let mut a = host(&store, "a/1", config());
+    a.tick().unwrap();
+    // Two entities on one shard, each with a timer; one's state is then
+    // corrupted in the store.
+    let shard = shard_for("k1", SHARDS);
+    let other = (2..)
+        .map(|i| format!("k{i}"))
+        .find(|k| shard_for(k, SHARDS) == shard)
+        .unwrap();
+    assert_eq!(send(&mut a, "k1", 1, true), Ok(Ack::Applied));
+    assert_eq!(send(&mut a, &other, 1, true), Ok(Ack::Applied));
+    a.shutdown(Duration::from_secs(1)).unwrap();
+    let lease = match store
+        .acquire_shard(shard, "fixer/1", Duration::from_secs(1))
+        .unwrap()
+    {
+        turno_store::LeaseOutcome::Acquired(l) => l,
+        other => panic!("{other:?}"),
+    };
+    let write = turno_store::EntityWrite {
+        kind: "log",
+        key: "k1",
+        shard,
+        epoch: lease.epoch,
+        seq: None,
+        data: b"{not a snapshot",
+        wake_at: Some(T0),
+    };
+    store.commit_entity(&write).unwrap();
+    store.release_shard(&lease).unwrap();
+
+    clock.advance(Duration::from_millis(500));
+    let mut b = host(&store, "b/1", config());
+    let t = b.tick().unwrap();
+    assert_eq!(t.woken, 1);
+    assert_eq!(t.unrestorable.len(), 1);
+    assert_eq!(t.unrestorable[0].0, "k1");
+    assert!(t.unrestorable[0].1.contains("restore"), "{t:?}");
+    b.system_mut().run_until_idle().unwrap();
+    assert_eq!(list(&stored_context(&store, &other).unwrap(), "fired"), [1]);
+}
