@@ -130,6 +130,10 @@ pub(crate) struct Run<'m, 's, C> {
     entering: Option<StateIdx>,
 }
 
+/// The generation a send to a finished invocation is bound to: no start
+/// has it, so the send reaches nobody.
+const FINISHED: u64 = u64::MAX;
+
 impl<'m, 's, C: Clone> Run<'m, 's, C> {
     pub(crate) fn new(
         m: &'m Machine<C>,
@@ -180,8 +184,12 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
     }
 
     /// The start a send to `to` is bound to: an invocation in flight (its
-    /// generation), a spawned child or an invocation of the state being
-    /// entered (`Some(None)`: bound by id); `None`: no such actor.
+    /// generation); a spawned child or an invocation of the state being
+    /// entered (`Some(None)`: bound by id, the entered state's fixed up once
+    /// it starts); an invocation that finished while its state is still
+    /// active (`Some(Some(FINISHED))`: XState keeps the finished actor as a
+    /// child until the state is left, so the send is no error, and reaches
+    /// nobody). `None`: no such actor.
     fn send_target(&self, to: &str) -> Option<Option<u64>> {
         if let Some(i) = self.snap.invocations.iter().find(|i| i.id == to) {
             return Some(Some(i.generation));
@@ -189,7 +197,14 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
         let entering = self
             .entering
             .is_some_and(|s| self.m.state(s).invoke.iter().any(|i| &*i.id == to));
-        (entering || self.snap.children.iter().any(|c| c == to)).then_some(None)
+        if entering || self.snap.children.iter().any(|c| c == to) {
+            return Some(None);
+        }
+        let mut finished = false;
+        self.snap.config.for_each(|s| {
+            finished |= self.m.state(s).invoke.iter().any(|i| &*i.id == to);
+        });
+        finished.then_some(Some(FINISHED))
     }
 
     pub(crate) fn inspected<'i: 's>(mut self, inspect: Option<Inspector<'i>>) -> Self {

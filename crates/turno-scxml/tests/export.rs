@@ -38,6 +38,7 @@ const REFUSED: &[(&str, &str)] = &[
     ("invoke_reject_on_error", INVOKE),
     ("send_parent_without_parent_fails", SEND),
     ("send_to_delayed_bound_to_replaced_child", INVOKE),
+    ("send_to_finished_child_is_no_error", INVOKE),
     ("send_to_in_entry_of_invoking_state", INVOKE),
     ("send_to_in_exit_of_invoking_state", INVOKE),
     ("send_to_missing_child_fails", SEND),
