@@ -36,6 +36,7 @@ const REFUSED: &[(&str, &str)] = &[
     ("invoke_never_left_state", INVOKE),
     ("invoke_output_guard", INVOKE),
     ("invoke_reject_on_error", INVOKE),
+    ("send_from_a_child_to_nobody_fails_the_child", INVOKE),
     ("send_parent_without_parent_fails", SEND),
     ("send_to_delayed_bound_to_replaced_child", INVOKE),
     ("send_to_finished_child_is_no_error", INVOKE),
