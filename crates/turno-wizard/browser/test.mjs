@@ -498,6 +498,7 @@ await test("forget me: server copy, draft link and localStorage gone", async () 
   const href = await page.getAttribute("#draft-link", "href");
   await Promise.all([page.waitForNavigation(), page.click("#forget")]);
   assert.match(await page.textContent("#forgotten"), /deleted/);
+  await axe(page, "the forgotten page");
   const keys = await page.evaluate(() => Object.keys(localStorage).filter((k) => k.startsWith("turno-wizard:")));
   assert.deepEqual(keys, []);
   const r = await page.goto(new URL(href, server.url).href);
@@ -539,6 +540,7 @@ await test("every step has its own URL; Back and Forward follow the chart; reloa
   await waitStep(page, "submit.sending");
   assert.match(await page.textContent("#notice"), /You went to “Check and pay”, but your payment has already been sent/);
   await plain(page, "the sending page");
+  await axe(page, "the sending page");
   await waitStep(page, "completed", 15000);
   assert.equal(path(page), "/completed", "the page followed the session to its URL");
   await page.goBack();
@@ -760,6 +762,7 @@ await test("the other pages are axe-clean and plain too: failed, unresolvable, o
   await arm(page, { charge: "lost", latency: 300, lookupDown: true });
   await click(page, "RETRY");
   await waitStep(page, "submit.uncertain", 10000);
+  await axe(page, "the checking page");
   await Promise.all([page.waitForNavigation(), page.click("#forget")]);
   assert.match(await page.textContent("#title"), /Not deleted yet/);
   assert.match(await page.textContent("#at"), /Your signup is at “Checking your payment”/);
