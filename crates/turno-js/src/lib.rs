@@ -70,20 +70,29 @@
 //! * **console.log** follows Node's `util.inspect` defaults (depth 2,
 //!   breakLength 80, compact 3, array grouping, `%s %d %i %f %j %o %O %c`),
 //!   in both models. Error stacks carry boa's frames, not V8's.
+//! * **What each model provides.** `docs/js-runtime.md` has the table of
+//!   APIs per model (checked by `tests/runtime_table.rs`), the runtime
+//!   profile (built-ins boa has and the modelled runtime lacks are hidden
+//!   unless [`RunOptions::all_builtins`]), and how a call of a non-function
+//!   or an undefined name is reported (`o.foo is not a function` with V8's
+//!   line and column).
 //! * **Node model.** The entry file runs as a script with `require` (`util`,
-//!   `timers`, `process`), `module`, `exports`, `__filename`, `__dirname` as
+//!   `timers`, `timers/promises`, `process`), `module`, `exports`, `__filename`, `__dirname` as
 //!   globals instead of inside Node's module wrapper, so positions are exact
 //!   but top-level `var` and `this` are global. There is no I/O, so the
 //!   pending and poll phases never have callbacks; `process.exit`,
-//!   `process.exitCode`, unref'd timers and unhandled-rejection crashes
-//!   behave as in Node 20.
+//!   `process.exitCode`, unref'd timers, unhandled-rejection crashes and
+//!   `process.on` (`beforeExit`, `exit`, `uncaughtException`,
+//!   `unhandledRejection`, `rejectionHandled`) behave as in Node 20.
 //! * **Events.** `EventTarget`, `Event`, `CustomEvent`, `AbortController`,
 //!   `AbortSignal` (`abort`, `timeout`, `any`, `reason`), `DOMException` and
 //!   `structuredClone` in both models, with the DOM Standard's dispatch
 //!   (Node 20 ignores `passive`, and so does the node model).
 //! * **HTML model.** A minimal `window`/`document` (an element tree without
-//!   layout, `KeyboardEvent`/`MouseEvent` for scripted input, `animate()`
-//!   for the compositor lane), dedicated workers (below). Where the standard leaves
+//!   layout, `click()`, `KeyboardEvent`/`MouseEvent` for scripted input,
+//!   `animate()` for the compositor lane, `readyState` with
+//!   `DOMContentLoaded` and `load` right after the script),
+//!   `window.postMessage`, dedicated workers (below). Where the standard leaves
 //!   the order of task sources open, [`Browser::Chromium`] does what
 //!   Chromium does (input first; a zero-delay timer posted at once; a
 //!   delayed timer queued after the task in which it came due; a
@@ -380,7 +389,7 @@ impl JsRunError {
 /// runs out.
 ///
 /// The node model runs the file as a CommonJS entry point would run, with
-/// `require` (for `util`, `timers`, `process`), `module`, `exports`,
+/// `require` (for `util`, `timers`, `timers/promises`, `process`), `module`, `exports`,
 /// `__filename` and `__dirname` provided as globals rather than through
 /// Node's module wrapper function, so that line and column numbers are
 /// exact. A syntax error is reported like an uncaught exception.

@@ -150,6 +150,7 @@
   const calleeColumn = new WeakMap();
   function nameCallee(err) {
     if (err === null || typeof err !== 'object' || namedCallees.has(err)) return;
+    if (err instanceof ReferenceError) { placeReference(err); return; }
     const own = Object.getOwnPropertyDescriptor(err, 'message');
     if (!own || !('value' in own) || !(err instanceof TypeError)) return;
     const isNew = own.value === 'not a constructor';
@@ -167,6 +168,30 @@
     err.message = r[0];
     if (frame !== null && r[1] !== col) {
       calleeColumn.set(err, [frame, frame.replace(`:${line}:${col}`, `:${line}:${r[1]}`)]);
+    }
+  }
+  // boa's frame for `ReferenceError: x is not defined` holds a stale
+  // position (the function's start or the previous call), or there is no
+  // frame at all; the host finds the name in the source from there on.
+  function placeReference(err) {
+    namedCallees.add(err);
+    const own = Object.getOwnPropertyDescriptor(err, 'message');
+    const m = own && 'value' in own ? /^(\S+) is not defined$/.exec(String(own.value)) : null;
+    if (!m) return;
+    let frames;
+    try { frames = err.stack; } catch (_) { frames = undefined; }
+    const file = h.fileName();
+    let line = 0, col = 0, frame = null;
+    for (const l of typeof frames === 'string' ? frames.split('\n') : []) {
+      const f = /\((.*):(\d+|\?):(\d+|\?)\)\s*$/.exec(l) || /at (.*):(\d+|\?):(\d+|\?)\s*$/.exec(l);
+      if (f && f[1] === file) { line = Number(f[2]) || 0; col = Number(f[3]) || 0; frame = [l, `:${f[2]}:${f[3]}`]; break; }
+    }
+    const r = h.nameAt(line, col, m[1]);
+    if (r === null) return;
+    if (frame !== null) {
+      calleeColumn.set(err, [frame[0], frame[0].replace(frame[1], `:${r[0]}:${r[1]}`)]);
+    } else if (typeof frames !== 'string' || frames.trim() === '') {
+      calleeColumn.set(err, ['', `    at <main> (${file}:${r[0]}:${r[1]})`]);
     }
   }
   {
@@ -188,6 +213,8 @@
     let frames;
     try { frames = err.stack; } catch (_) { frames = undefined; }
     const header = errorToString(err);
+    const made = calleeColumn.get(err);
+    if (made && made[0] === '') frames = made[1];
     if (typeof frames === 'string' && frames.trim() !== '') {
       const fix = calleeColumn.get(err);
       if (fix) frames = frames.replace(fix[0], fix[1]);
@@ -691,6 +718,7 @@
   let deliverInput = null;
   let deliverMessage = null;
   let finishParsing = null;
+  let processEvent = null;
   def('queueMicrotask', function queueMicrotask(cb) { checkCallback(cb); h.queueMicrotask(cb); });
 
   // ---------------------------------------------------------------------
@@ -1175,7 +1203,13 @@
     const timers = { setTimeout, setInterval, clearTimeout, clearInterval: clearTimeout, setImmediate, clearImmediate };
     const process = {
       nextTick(cb, ...args) { checkCallback(cb); h.nextTick(cb, args); },
-      exit(code) { h.exit(code === undefined ? (process.exitCode || 0) : Number(code)); },
+      // Node's process.exit: the code becomes process.exitCode, 'exit'
+      // listeners run (once), then the process ends with process.exitCode.
+      exit(code) {
+        if (code !== undefined) process.exitCode = Number(code);
+        emitExit(process.exitCode || 0);
+        h.exit(process.exitCode || 0);
+      },
       exitCode: undefined,
       argv: ['node', h.fileName()],
       env: {},
@@ -1187,8 +1221,73 @@
       uptime() { return h.now() / 1000; },
       stdout: { write(s) { h.write(1, String(s)); return true; } },
       stderr: { write(s) { h.write(2, String(s)); return true; } },
-      on() { return process; },
-      once() { return process; },
+    };
+    // process is an EventEmitter for the events the host emits:
+    // beforeExit, exit, uncaughtException, unhandledRejection,
+    // rejectionHandled (others may be listened for and emitted by hand).
+    const processListeners = new Map();
+    const addProcessListener = (name, fn, once) => {
+      if (typeof fn !== 'function') {
+        throw Object.assign(new TypeError(`The "listener" argument must be of type function. Received ${fn === null ? 'null' : typeof fn === 'object' ? 'an instance of ' + ((fn.constructor && fn.constructor.name) || 'Object') : 'type ' + typeof fn + ' (' + inspect(fn) + ')'}`), { code: 'ERR_INVALID_ARG_TYPE' });
+      }
+      let list = processListeners.get(name);
+      if (!list) processListeners.set(name, list = []);
+      list.push({ fn, once });
+      return process;
+    };
+    const removeProcessListener = (name, fn) => {
+      const list = processListeners.get(name) || [];
+      for (let i = list.length - 1; i >= 0; i--) {
+        if (list[i].fn === fn) { list.splice(i, 1); break; }
+      }
+      return process;
+    };
+    Object.assign(process, {
+      on(name, fn) { return addProcessListener(name, fn, false); },
+      addListener(name, fn) { return addProcessListener(name, fn, false); },
+      once(name, fn) { return addProcessListener(name, fn, true); },
+      off(name, fn) { return removeProcessListener(name, fn); },
+      removeListener(name, fn) { return removeProcessListener(name, fn); },
+      removeAllListeners(name) { if (name === undefined) processListeners.clear(); else processListeners.delete(name); return process; },
+      listenerCount(name) { return (processListeners.get(name) || []).length; },
+      listeners(name) { return (processListeners.get(name) || []).map((l) => l.fn); },
+      emit(name, ...args) {
+        const list = processListeners.get(name);
+        if (!list || list.length === 0) return false;
+        for (const l of list.slice()) {
+          if (l.once) removeProcessListener(name, l.fn);
+          l.fn.apply(process, args);
+        }
+        return true;
+      },
+    });
+    let exiting = false;
+    function emitExit(code) {
+      if (exiting) return;
+      exiting = true;
+      process.emit('exit', code);
+    }
+    // What the host asks of process (host/node.rs, host/uncaught.rs):
+    // whether a listener took an uncaught error or an unhandled rejection
+    // (Node 20 hands a rejection nobody listens for to uncaughtException
+    // listeners, origin 'unhandledRejection'), and the exit events. A
+    // fatal error makes process.exitCode 1 before 'exit' listeners run.
+    processEvent = function processEvent(kind, a, b) {
+      switch (kind) {
+        case 'beforeExit': process.emit('beforeExit', process.exitCode || 0); return true;
+        case 'exit': emitExit(process.exitCode || 0); return true;
+        case 'fatal': process.exitCode = 1; emitExit(1); return true;
+        case 'uncaughtException':
+          if (process.listenerCount('uncaughtException') === 0) return false;
+          process.emit('uncaughtException', a, 'uncaughtException');
+          return true;
+        case 'unhandledRejection':
+          if (process.listenerCount('unhandledRejection') > 0) { process.emit('unhandledRejection', a, b); return true; }
+          if (process.listenerCount('uncaughtException') > 0) { process.emit('uncaughtException', a, 'unhandledRejection'); return true; }
+          return false;
+        case 'rejectionHandled': process.emit('rejectionHandled', a); return true;
+        default: return false;
+      }
     };
     def('process', process);
     def('global', globalThis);
@@ -1705,5 +1804,5 @@
     ];
     for (const [o, keys] of hidden) for (const k of keys) delete o[k];
   }
-  return { inspect, format, deliverInput, deliverMessage, finishParsing };
+  return { inspect, format, deliverInput, deliverMessage, finishParsing, processEvent };
 })

@@ -6,7 +6,8 @@
 //! `foo`. This file reads the callee back from the program's source text
 //! at boa's position and prints it the way V8's call printer does
 //! (`o['a']` as `o.a`, spaces dropped), with the column V8 reports. A leaf:
-//! it imports nothing from the host.
+//! it imports nothing from the host. The same for the name of a
+//! `ReferenceError`, whose position boa does not track.
 
 /// What a call's failure says: the callee (`o.a.b`) and the 1-based
 /// column V8 points at.
@@ -228,6 +229,92 @@ fn chain_before(chars: &[char], end: usize) -> Option<(String, Option<usize>)> {
     Some((text, last_name))
 }
 
+/// Where `name` of a `ReferenceError: name is not defined` is, for the
+/// 1-based `(line, column)` V8 reports: boa's frame for it holds the last
+/// position the engine recorded (the function's start, or the previous
+/// call), which lies before the reference in straight-line code, so the
+/// first whole-word use of `name` at or after it (else the first in the
+/// source); V8 points at the use, or at the start of its statement when the
+/// use is the statement's first step (`new Name()`, `return Name`, `if
+/// (Name)`). Strings and comments are not told apart from code.
+pub(super) fn find_name(source: &str, line: u32, column: u32, name: &str) -> Option<(u32, u32)> {
+    if name.is_empty() || !name.chars().all(is_ident) {
+        return None;
+    }
+    let chars: Vec<char> = source.chars().collect();
+    let target: Vec<char> = name.chars().collect();
+    let mut uses = Vec::new();
+    let (mut l, mut c) = (1u32, 1u32);
+    let mut i = 0;
+    while i < chars.len() {
+        let whole = chars[i..].starts_with(&target)
+            && (i == 0 || !is_ident(chars[i - 1]) && chars[i - 1] != '.')
+            && chars.get(i + target.len()).is_none_or(|&n| !is_ident(n));
+        if whole {
+            uses.push((i, l, c));
+        }
+        if chars[i] == '\n' {
+            l += 1;
+            c = 1;
+        } else {
+            c += 1;
+        }
+        i += 1;
+    }
+    let after = uses
+        .iter()
+        .find(|&&(_, ul, uc)| (ul, uc) >= (line, column))
+        .or(uses.first())?;
+    let (at, ul, uc) = *after;
+    // When loading the name is the first thing its statement does (`new
+    // Name()`, `return Name`, `if (Name)`), V8 reports the statement's
+    // position instead: walk back over such prefixes to a statement
+    // boundary.
+    let mut j = at;
+    let mut first = at;
+    loop {
+        while j > 0 && chars[j - 1].is_whitespace() {
+            j -= 1;
+        }
+        if j == 0 || matches!(chars[j - 1], ';' | '{' | '}') {
+            break;
+        }
+        if matches!(chars[j - 1], '(' | '!' | '-' | '+' | '~') {
+            j -= 1;
+            first = j;
+            continue;
+        }
+        let mut k = j;
+        while k > 0 && is_ident(chars[k - 1]) {
+            k -= 1;
+        }
+        let word: String = chars[k..j].iter().collect();
+        let prefix = [
+            "new", "return", "throw", "await", "void", "if", "while", "switch", "else", "do",
+        ];
+        if k < j && prefix.contains(&word.as_str()) {
+            j = k;
+            first = k;
+            continue;
+        }
+        // Anything else comes first: the name's own position.
+        first = at;
+        break;
+    }
+    if first == at {
+        return Some((ul, uc));
+    }
+    let line_of = |p: usize| chars[..p].iter().filter(|&&c| c == '\n').count() as u32 + 1;
+    let col_of = |p: usize| {
+        let start = chars[..p]
+            .iter()
+            .rposition(|&c| c == '\n')
+            .map_or(0, |n| n + 1);
+        (p - start + 1) as u32
+    };
+    Some((line_of(first), col_of(first)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -286,6 +373,24 @@ mod tests {
         let c = describe("const v = new o.a();", 1, 11, true).unwrap();
         assert_eq!(c.message, "o.a is not a constructor");
         assert_eq!(c.column, 11);
+    }
+
+    #[test]
+    fn an_undefined_name_is_found_after_the_stale_position() {
+        let src = "console.log(1);\nnew MutationObserver(() => {});\nMutationObserver;";
+        assert_eq!(find_name(src, 1, 12, "MutationObserver"), Some((2, 1)));
+        assert_eq!(find_name(src, 2, 30, "MutationObserver"), Some((3, 1)));
+        assert_eq!(find_name(src, 9, 1, "MutationObserver"), Some((2, 1)));
+        assert_eq!(find_name("a.fetch; fetch()", 0, 0, "fetch"), Some((1, 10)));
+        let g = |body: &str| find_name(body, 1, 1, "Foo").unwrap().1;
+        // Node 20's carets for the same lines.
+        assert_eq!(g("const a = 1 + Foo;"), 15);
+        assert_eq!(g("console.log(Foo);"), 13);
+        assert_eq!(g("  let v = [1, Foo];"), 15);
+        assert_eq!(g("x = { a: Foo.b };"), 10);
+        assert_eq!(g("if (Foo) {}"), 1);
+        assert_eq!(g("  return new Foo();"), 3);
+        assert_eq!(find_name("x", 1, 1, "fetch"), None);
     }
 
     #[test]

@@ -88,7 +88,13 @@ impl HostHooks for Hooks {
             match operation {
                 OperationType::Reject => st.pending_rejections.push(obj.clone()),
                 OperationType::Handle => {
-                    st.pending_rejections.retain(|p| !JsObject::equals(p, &obj))
+                    st.pending_rejections.retain(|p| !JsObject::equals(p, &obj));
+                    let before = st.reported_rejections.len();
+                    st.reported_rejections
+                        .retain(|p| !JsObject::equals(p, &obj));
+                    if st.reported_rejections.len() != before {
+                        st.handled_late.push(obj.clone());
+                    }
                 }
             }
         }
@@ -134,7 +140,13 @@ impl Host {
                 }
                 Micro::Callback(f, args) => {
                     let label = format!("queueMicrotask: {}", fn_name(&f, ctx));
-                    self.call(ctx, label, &f, &JsValue::undefined(), &args)?;
+                    // Node catches what a queueMicrotask callback throws and
+                    // reports it from the error object: its excerpt points
+                    // where the error was made, not at the `throw`.
+                    self.st.borrow_mut().caught_by_host = true;
+                    let r = self.call(ctx, label, &f, &JsValue::undefined(), &args);
+                    self.st.borrow_mut().caught_by_host = false;
+                    r?;
                 }
             }
         }

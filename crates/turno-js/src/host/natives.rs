@@ -13,7 +13,7 @@ use boa_engine::object::builtins::{JsArray, JsPromise};
 use boa_engine::object::FunctionObjectBuilder;
 use boa_engine::{js_string, Context, JsObject, JsResult, JsString, JsValue, NativeFunction};
 
-use super::callee::{describe, Callee};
+use super::callee::{describe, find_name, Callee};
 use super::compositor::{n_animation, n_cancel_animation};
 use super::events::n_invoke_listener;
 use super::html::{n_cancel_raf, n_post_task, n_raf};
@@ -98,6 +98,28 @@ fn n_call_error(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<Js
     Ok(arr.into())
 }
 
+/// `h.nameAt(line, column, name)`: where the main script uses `name`
+/// (an undefined name) at or after `line`:`column`, as `[line, column]`,
+/// or `null`.
+fn n_name_at(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
+    let host = host_of(ctx)?;
+    let line = arg_u32(args, 0, ctx)?;
+    let column = arg_u32(args, 1, ctx)?;
+    let name = args
+        .get(2)
+        .cloned()
+        .unwrap_or_default()
+        .to_string(ctx)?
+        .to_std_string_escaped();
+    if host.st.borrow().loop_id != 0 {
+        return Ok(JsValue::null());
+    }
+    match SOURCE.with(|s| find_name(&s.borrow(), line, column, &name)) {
+        Some((l, c)) => Ok(JsArray::from_iter([JsValue::from(l), JsValue::from(c)], ctx).into()),
+        None => Ok(JsValue::null()),
+    }
+}
+
 fn n_exit(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
     let host = host_of(ctx)?;
     let n = args.first().cloned().unwrap_or_default().to_number(ctx)?;
@@ -147,7 +169,7 @@ impl Native {
 
 pub(super) fn build_natives(ctx: &mut Context) -> JsResult<JsObject> {
     use Native::{Plain, WithHost};
-    let list: [(&str, Native, usize); 24] = [
+    let list: [(&str, Native, usize); 25] = [
         ("workerCreate", WithHost(n_worker_create), 2),
         ("workerPost", WithHost(n_worker_post), 3),
         ("workerEnd", WithHost(n_worker_end), 2),
@@ -171,6 +193,7 @@ pub(super) fn build_natives(ctx: &mut Context) -> JsResult<JsObject> {
         ("fileName", Plain(n_file_name), 0),
         ("exit", Plain(n_exit), 1),
         ("callError", Plain(n_call_error), 3),
+        ("nameAt", Plain(n_name_at), 3),
         ("promiseState", Plain(n_promise_state), 1),
     ];
     let obj = JsObject::with_null_proto();

@@ -141,6 +141,20 @@ impl Host {
                 !st.immediates.is_empty() || st.timers.values().any(|t| t.refed)
             };
             if !alive {
+                // Node emits 'beforeExit' when the loop empties; what its
+                // listeners queue keeps the loop going. Then 'exit', whose
+                // listeners' microtasks still run, but nothing else.
+                self.process_event(ctx, "beforeExit", &[])?;
+                self.process_ticks(ctx)?;
+                let alive = {
+                    let st = self.st.borrow();
+                    !st.immediates.is_empty() || st.timers.values().any(|t| t.refed)
+                };
+                if alive {
+                    continue;
+                }
+                self.process_event(ctx, "exit", &[])?;
+                self.process_ticks(ctx)?;
                 return Ok(());
             }
             iteration += 1;

@@ -78,6 +78,10 @@ fn new_loop(
             deliver_input: None,
             deliver_message: None,
             finish_parsing: None,
+            process_event: None,
+            reported_rejections: Vec::new(),
+            handled_late: Vec::new(),
+            caught_by_host: false,
             animations: Vec::new(),
             compositor_frame_count: 0,
             cost_picos: opts.cost.picos(),
@@ -181,12 +185,14 @@ fn new_loop(
     let deliver_input = export("deliverInput").filter(|o| o.is_callable());
     let deliver_message = export("deliverMessage").filter(|o| o.is_callable());
     let finish_parsing = export("finishParsing").filter(|o| o.is_callable());
+    let process_event = export("processEvent").filter(|o| o.is_callable());
     {
         let mut st = host.st.borrow_mut();
         st.inspect = inspect;
         st.deliver_input = deliver_input;
         st.deliver_message = deliver_message;
         st.finish_parsing = finish_parsing;
+        st.process_event = process_event;
     }
     if opts.trace {
         install_promise_taps(&mut ctx).map_err(|e| JsRunError::Engine(e.to_string()))?;
@@ -282,6 +288,18 @@ pub(crate) fn run(
             }
         }
         Err(Stop::Exit(c)) => *c,
+        // Node: 'exit' listeners run after a fatal error, and may set
+        // process.exitCode.
+        Err(Stop::Fatal) if opts.model == Model::Node => {
+            drop(st);
+            let code = match host.process_event(&mut ctx, "fatal", &[]) {
+                Ok(_) => exit_code_property(&mut ctx),
+                Err(Stop::Exit(c)) => c,
+                Err(_) => 1,
+            };
+            st = host.st.borrow_mut();
+            code
+        }
         Err(Stop::Fatal) => 1,
         Err(Stop::Budget(_)) => 1,
     };

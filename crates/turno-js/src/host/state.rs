@@ -56,6 +56,15 @@ pub(crate) struct State {
     /// The prelude's `finishParsing` (html page: the document's readiness
     /// events after the script), taken when called.
     pub(super) finish_parsing: Option<JsObject>,
+    /// The prelude's `processEvent` (node: process's events from the host).
+    pub(super) process_event: Option<JsObject>,
+    /// Rejections handed to `unhandledRejection` listeners (node), and
+    /// those of them that got a handler since: `rejectionHandled` is due.
+    pub(super) reported_rejections: Vec<JsObject>,
+    pub(super) handled_late: Vec<JsObject>,
+    /// A queueMicrotask callback runs: an uncaught error's excerpt points
+    /// where it was made (Node reports it from the error object).
+    pub(super) caught_by_host: bool,
     pub(super) animations: Vec<Animation>,
     pub(super) compositor_frame_count: u64,
     /// Picoseconds of virtual time per boa instruction (the cost model).

@@ -75,8 +75,45 @@ impl Host {
             return self.after_uncaught();
         }
         let value = e.into_opaque(ctx).unwrap_or_default();
+        if self.st.borrow().model == Model::Node
+            && self.process_event(ctx, "uncaughtException", std::slice::from_ref(&value))?
+        {
+            return Ok(());
+        }
         self.report_value(ctx, &value, false);
         self.after_uncaught()
+    }
+
+    /// Hands one of process's events to the prelude (node; `false`
+    /// elsewhere): whether a listener took it. An error thrown by a
+    /// listener is fatal, as in Node, and reported without another event.
+    pub(super) fn process_event(
+        &self,
+        ctx: &mut Context,
+        kind: &str,
+        args: &[JsValue],
+    ) -> Result<bool, Stop> {
+        let Some(f) = self.st.borrow().process_event.clone() else {
+            return Ok(false);
+        };
+        let mut all = vec![JsValue::from(boa_engine::JsString::from(kind))];
+        all.extend_from_slice(args);
+        self.push_frame(format!("process event: {kind}"));
+        let r = f.call(&JsValue::undefined(), &all, ctx);
+        self.sync_clock(ctx);
+        self.pop_frame();
+        self.check_exit()?;
+        match r {
+            Ok(v) => Ok(v.to_boolean()),
+            Err(e) => {
+                if let Some(stop) = self.st.borrow_mut().pending_stop.take() {
+                    return Err(stop);
+                }
+                let value = e.into_opaque(ctx).unwrap_or_default();
+                self.report_value(ctx, &value, false);
+                Err(Stop::Fatal)
+            }
+        }
     }
 
     pub(super) fn after_uncaught(&self) -> Result<(), Stop> {
@@ -141,7 +178,10 @@ impl Host {
         if st.model == Model::Node {
             if let Some((file, line, col)) = &loc {
                 let src = st_source_line(&st, *line);
-                let col = src.as_deref().map_or(*col, |s| throw_column(s, *col));
+                let col = match src.as_deref() {
+                    Some(s) if !st.caught_by_host => throw_column(s, *col),
+                    _ => *col,
+                };
                 text.push_str(&format!("{file}:{line}\n"));
                 if let Some(src) = src {
                     text.push_str(&src);
@@ -185,6 +225,10 @@ impl Host {
 
     /// Unhandled rejections still unhandled after the microtasks drained.
     pub(super) fn report_rejections(&self, ctx: &mut Context) -> Result<(), Stop> {
+        let handled = std::mem::take(&mut self.st.borrow_mut().handled_late);
+        for p in handled {
+            self.process_event(ctx, "rejectionHandled", &[p.into()])?;
+        }
         let pending = std::mem::take(&mut self.st.borrow_mut().pending_rejections);
         for p in pending {
             let Ok(jp) = JsPromise::from_object(p.clone()) else {
@@ -193,6 +237,11 @@ impl Host {
             let PromiseState::Rejected(reason) = jp.state() else {
                 continue;
             };
+            let promise = JsValue::from(p.clone());
+            if self.process_event(ctx, "unhandledRejection", &[reason.clone(), promise])? {
+                self.st.borrow_mut().reported_rejections.push(p);
+                continue;
+            }
             self.report_value(ctx, &reason, true);
             self.after_uncaught()?;
         }
