@@ -19,8 +19,9 @@
 //!
 //! The SVG marks what a page re-marks as the chart moves: every state is a
 //! `<g class="state KIND" data-state="ID">`, every transition one `<g
-//! class="transition" data-transition="INDEX">` (one path per target) in
-//! the order of [`Diagram::transitions`]; [`Highlight`] adds `active` and
+//! class="transition" data-transition="INDEX" data-source="ID"
+//! data-targets="ID ID">` (one path per target) in the order of
+//! [`Diagram::transitions`]; [`Highlight`] adds `active` and
 //! `taken` to those classes and colours them with presentation attributes
 //! (so a page's CSS may restyle them, and the file looks right alone).
 //!
@@ -530,7 +531,7 @@ const IDLE_FILL: &str = "#ffffff";
 const ACTIVE_FILL: &str = "#dbeafe";
 const ACTIVE_STROKE: &str = "#1d4ed8";
 const LINE: &str = "#55555c";
-const TAKEN: &str = "#d97706";
+const TAKEN: &str = "#b45309";
 
 impl Layout {
     /// The diagram laid out.
@@ -549,7 +550,7 @@ impl Layout {
         let mut o = String::new();
         let _ = write!(
             o,
-            r#"<svg xmlns="http://www.w3.org/2000/svg" class="statechart" viewBox="0 0 {w:.0} {h:.0}" width="{w:.0}" height="{h:.0}" font-family="sans-serif" font-size="{FONT}">"#,
+            r#"<svg xmlns="http://www.w3.org/2000/svg" class="statechart" role="img" aria-label="statechart" viewBox="0 0 {w:.0} {h:.0}" width="{w:.0}" height="{h:.0}" font-family="sans-serif" font-size="{FONT}">"#,
             w = self.width.ceil(),
             h = self.height.ceil()
         );
@@ -661,9 +662,15 @@ impl Layout {
             let t = &d.transitions[i];
             let _ = write!(
                 o,
-                r#"<g class="transition{}" data-transition="{i}" data-source="{}">"#,
+                r#"<g class="transition{}" data-transition="{i}" data-source="{}" data-targets="{}">"#,
                 if taken { " taken" } else { "" },
-                esc(&d.states[t.source].id)
+                esc(&d.states[t.source].id),
+                esc(&t
+                    .targets
+                    .iter()
+                    .map(|&x| d.states[x].id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" "))
             );
             let _ = write!(o, "<title>{}</title>", esc(&t.label));
             for line in lines {

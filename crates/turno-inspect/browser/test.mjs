@@ -453,6 +453,58 @@ await test("chart trace: the chart drawn with its arrows, the active configurati
   } finally { stop(s); }
 });
 
+// ------------------------------------------------------------------ the wizard's diagram
+await test("the signup wizard's diagram: an arrow for every transition, the one just taken highlighted", async () => {
+  // The demo draws its chart with the inspector's renderer.
+  const data = mkdtempSync(join(tmp, "wizard-"));
+  const s = await serve(TURNO, ["demo", "--port", "0", "--gateway-port", "0", "--data-dir", data]);
+  const p = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  try {
+    const click = (sel) => Promise.all([p.waitForNavigation(), p.click(sel)]);
+    await p.goto(s.url);
+    await p.waitForFunction(() => document.body.dataset.step === "personal");
+    if ((await p.getAttribute("#workings", "aria-pressed")) !== "true") await click("#workings");
+    await p.waitForSelector("#chart svg.statechart");
+    // The transitions signup.json writes, by source state (the submit
+    // step is turno-chart's submit machine, put in its place).
+    const def = JSON.parse(readFileSync(join(root, "crates/turno-wizard/assets/signup.json"), "utf8"));
+    const want = new Map();
+    const walk = (s, id) => {
+      if (id === "signup.submit") return;
+      let n = 0;
+      for (const t of Object.values(s.on || {})) n += Array.isArray(t) ? t.length : 1;
+      want.set(id, n);
+      for (const [k, c] of Object.entries(s.states || {})) walk(c, id + "." + k);
+    };
+    walk(def, def.id);
+    const arrows = await p.$$eval("#chart g.transition", (gs) => gs.map((g) => [g.dataset.transition, g.dataset.source, g.querySelectorAll("path").length]));
+    assert.deepEqual(arrows.map((a) => a[0]), arrows.map((_, i) => String(i)));
+    assert.ok(arrows.every((a) => a[2] >= 1));
+    for (const [id, n] of want) assert.equal(arrows.filter((a) => a[1] === id).length, n, `arrows from ${id}`);
+    assert.ok(arrows.length > [...want.values()].reduce((a, b) => a + b, 0), "the submit machine's arrows too");
+    assert.equal(await p.locator("#chart g.transition.taken").count(), 0);
+    // A step: the NEXT arrow from personal is the one taken.
+    await p.fill("#name", "Ada Lovelace");
+    await p.fill("#email", "ada@example.org");
+    await click("#ev-NEXT");
+    await p.waitForFunction(() => document.body.dataset.step === "plan");
+    const taken = async () => p.$$eval("#chart g.transition.taken", (gs) => gs.map((g) => [g.dataset.source, g.querySelector("title").textContent]));
+    let t = await taken();
+    assert.equal(t.length, 1);
+    assert.equal(t[0][0], "signup.personal");
+    assert.match(t[0][1], /^NEXT\b/);
+    assert.deepEqual(await p.$$eval("#chart g.state.active", (gs) => gs.map((g) => g.dataset.state)), ["signup", "signup.plan"]);
+    await p.check("input[name=plan][value=pro]");
+    await p.selectOption("#billing", "monthly");
+    await click("#ev-NEXT");
+    await p.waitForFunction(() => document.body.dataset.step === "payment.card");
+    t = await taken();
+    assert.equal(t.length, 1);
+    assert.equal(t[0][0], "signup.plan");
+    await p.locator("#chart").screenshot({ path: join(SHOTS, "wizard-chart.png") });
+  } finally { await p.close(); stop(s); }
+});
+
 // ------------------------------------------------------------------ hostile
 await test("a hostile trace renders as text, never as markup", async () => {
   const evil = "<script>window.__pwned=1</script><img src=x onerror=\"window.__pwned=2\">";

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
-use turno_chart::{Machine, StateKind};
+use turno_chart::Machine;
 
 use crate::session::View;
 use crate::steps::{Page, Step, STAGES};
@@ -458,48 +458,28 @@ fn summary(o: Opts, v: &View) -> String {
     )
 }
 
-/// The statechart as nested boxes, the active states highlighted (the
-/// inspector's chart pane, drawn on the server; the script re-marks the
-/// active ones as the session moves).
+/// The statechart as `turno chart svg` draws it (turno-chart's renderer,
+/// the inspector's too): nested states, every transition an arrow, the
+/// active states highlighted; the script re-marks the active ones as the
+/// session moves and marks the transition just taken. The layout is made
+/// once, on the first page that shows the chart.
 fn diagram(v: &View) -> String {
-    static MACHINE: std::sync::OnceLock<std::sync::Arc<Machine<Value>>> =
-        std::sync::OnceLock::new();
-    let m = MACHINE.get_or_init(crate::machine::signup);
-    fn draw(m: &Machine<Value>, idx: usize, active: &[String], out: &mut String) {
-        let s = &m.states()[idx];
-        let kind = match s.kind {
-            StateKind::Atomic => "atomic",
-            StateKind::Compound => "compound",
-            StateKind::Parallel => "parallel",
-            StateKind::Final => "final",
-            StateKind::History { .. } => "history",
-        };
-        let on = if active.iter().any(|a| **a == *s.id) {
-            " active"
-        } else {
-            ""
-        };
-        let name = s.id.rsplit('.').next().unwrap_or(&s.id);
-        out.push_str(&format!(
-            r#"<div class="state {kind}{on}" data-state="{}"><div class="state-name">{}</div>"#,
-            esc(&s.id),
-            esc(name)
-        ));
-        for (i, c) in m.states().iter().enumerate() {
-            if c.parent.map(usize::from) == Some(idx) && i != idx {
-                draw(m, i, active, out);
-            }
-        }
-        out.push_str("</div>");
-    }
-    let mut out = String::new();
-    for (i, s) in m.states().iter().enumerate().skip(1) {
-        if s.parent.map(usize::from) == Some(0) {
-            draw(m, i, &v.active, &mut out);
-        }
-    }
+    use turno_chart::svg::{layout, Diagram, Highlight, Layout};
+    static LAYOUT: std::sync::OnceLock<Result<Layout, String>> = std::sync::OnceLock::new();
+    let picture = match LAYOUT.get_or_init(|| {
+        layout(&Diagram::from_machine(&crate::machine::signup())).map_err(|e| e.to_string())
+    }) {
+        Ok(l) => l.svg(&Highlight {
+            active: v.active.iter().cloned().collect(),
+            taken: None,
+        }),
+        Err(e) => format!(
+            r#"<p class="legend">The chart cannot be drawn: {}</p>"#,
+            esc(e)
+        ),
+    };
     format!(
-        r#"<div class="chart" id="chart">{out}</div><div class="legend" id="active">active: {}</div>"#,
+        r#"<div class="chart" id="chart">{picture}</div><div class="legend" id="active">active: {}</div>"#,
         esc(&v.active.join(", "))
     )
 }
@@ -792,5 +772,34 @@ mod tests {
             None,
         );
         assert!(done.contains(r#"id="chart""#) && !done.contains("fault-form"));
+    }
+
+    #[test]
+    fn the_diagram_has_an_arrow_for_every_transition_and_marks_the_active_states() {
+        let m = crate::machine::signup();
+        let mut v = view(&STEPS[0]);
+        v.active = vec!["signup".into(), "signup.personal".into()];
+        let d = diagram(&v);
+        let arrows = d.matches("data-transition=\"").count();
+        assert_eq!(arrows, m.transitions().len());
+        assert!(arrows > 10, "{arrows}");
+        let states = d.matches("data-state=\"").count();
+        assert_eq!(states, m.states().len());
+        let active: Vec<&str> = d
+            .match_indices("class=\"state ")
+            .filter(|(i, _)| {
+                d[*i..]
+                    .split('>')
+                    .next()
+                    .unwrap_or("")
+                    .contains(" active\"")
+            })
+            .map(|(i, _)| {
+                let rest = &d[i..];
+                let at = rest.find("data-state=\"").unwrap() + 12;
+                &rest[at..at + rest[at..].find('"').unwrap()]
+            })
+            .collect();
+        assert_eq!(active, ["signup", "signup.personal"]);
     }
 }
