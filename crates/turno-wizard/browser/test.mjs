@@ -779,6 +779,25 @@ await test("the other pages are axe-clean and plain too: failed, unresolvable, o
   await ctx.close();
 });
 
+await test("a refused payment cancelled: the cancelled page says nothing was charged, plainly and axe-clean, without draft tools", async () => {
+  const { ctx, page } = await fresh();
+  await toReview(page);
+  await arm(page, { charge: "error" });
+  const before = await stats();
+  await click(page, "CONFIRM");
+  await waitStep(page, "submit.failed", 10000);
+  await click(page, "CANCEL");
+  await waitStep(page, "submit.abandoned");
+  assert.equal(path(page), "/submit/abandoned");
+  assert.match(await page.textContent("#status"), /You cancelled the payment\. Nothing was charged\./);
+  assert.equal(await page.locator("#forget, #draft-link, #fault-form").count(), 0);
+  await axe(page, "the cancelled page");
+  await plain(page, "the cancelled page");
+  const after = await stats();
+  assert.equal(after.charges - before.charges, 0);
+  await ctx.close();
+});
+
 await test("the card number and one-time code are in no database file", async () => {
   const files = readdirSync(data).map((f) => join(data, f));
   assert.ok(files.some((f) => f.endsWith("wizard.db")) && files.some((f) => f.endsWith("gateway.db")), files.join());
