@@ -656,6 +656,7 @@ await test("Spanish from the browser's language; the switch changes it and it is
   await click(page, "NEXT");
   await waitStep(page, "plan");
   assert.equal(await page.textContent("#title"), "Elige un plan");
+  assert.match(await page.textContent("#plans"), /Pro 29,00\u00a0€ al mes/);
   await page.screenshot({ path: join(SHOTS, "12-spanish.png") });
   await Promise.all([page.waitForNavigation(), page.click("#lang-en")]);
   await waitStep(page, "plan");

@@ -33,9 +33,13 @@ fn esc(s: &str) -> String {
     out
 }
 
-fn money(cents: &Value) -> String {
+/// An amount in euros as the language writes it (`€29.00`, `29,00 €`).
+fn money(lang: Lang, cents: &Value) -> String {
     let c = cents.as_u64().unwrap_or(0);
-    format!("€{}.{:02}", c / 100, c % 100)
+    match lang {
+        Lang::En => format!("€{}.{:02}", c / 100, c % 100),
+        Lang::Es => format!("{},{:02}\u{a0}€", c / 100, c % 100),
+    }
 }
 
 /// How a page is shown: its language, and whether the demo's workings
@@ -253,7 +257,7 @@ fn form_for(
                     };
                     format!(
                         r#"<div class="plan"><input type="radio" name="plan" value="{id}" id="plan-{id}"{checked}{focus}><label for="plan-{id}">{label} <span class="price">{} {}</span></label></div>"#,
-                        money(&json!(cents)),
+                        money(o.lang, &json!(cents)),
                         esc(w.per_month),
                     )
                 })
@@ -387,7 +391,7 @@ fn form_for(
             summary(o, v),
             esc(&fill(
                 w.confirm_charges,
-                &[&money(&c["plan"]["amount_cents"])]
+                &[&money(o.lang, &c["plan"]["amount_cents"])]
             )),
             esc(w.last_change),
             button("CONFIRM", w.confirm, "primary"),
@@ -413,7 +417,10 @@ fn form_for(
         ),
         Page::Completed => format!(
             r#"{}<p class="receipt">{}: <strong id="receipt">{}</strong></p>{}<h2>{}</h2><p>{}</p></form><form method="post" action="/new" id="new-form">{}<button type="submit" id="start-over">{}</button>"#,
-            status(&fill(w.paid, &[&money(&c["receipt"]["amount_cents"])])),
+            status(&fill(
+                w.paid,
+                &[&money(o.lang, &c["receipt"]["amount_cents"])]
+            )),
             esc(w.receipt),
             esc(c["receipt"]["id"].as_str().unwrap_or("")),
             summary(o, v),
@@ -452,7 +459,7 @@ fn summary(o: Opts, v: &View) -> String {
         esc(w.sum_plan),
         esc(plan),
         esc(billing),
-        money(&c["plan"]["amount_cents"]),
+        money(o.lang, &c["plan"]["amount_cents"]),
         esc(w.sum_payment),
         esc(&pay),
     )
@@ -748,6 +755,27 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn amounts_are_written_as_each_language_writes_them() {
+        assert_eq!(money(Lang::En, &json!(2900)), "€29.00");
+        assert_eq!(money(Lang::Es, &json!(7905)), "79,05\u{a0}€");
+        let o = Opts {
+            lang: Lang::Es,
+            workings: false,
+        };
+        let html = step(
+            o,
+            &view(Step::of(Page::Review)),
+            &Errors::new(),
+            &BTreeMap::new(),
+            None,
+        );
+        assert!(
+            html.contains("Al confirmar, cobramos 29,00\u{a0}€."),
+            "{html}"
+        );
     }
 
     #[test]
