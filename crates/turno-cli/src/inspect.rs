@@ -124,12 +124,13 @@ pub fn demo(scenario: &demo::Scenario, policy: &str) -> ExitCode {
     let sink = turno::trace::JsonLinesSink::new(std::io::BufWriter::new(file));
     let outcome = demo::run_on(scenario, policy, turno::DetSystem::builder().trace(sink));
     eprintln!(
-        "turno demo overload: {policy}: sent {}, delivered {}, dropped {}, rejected {}, queued {}; trace in {}",
+        "turno demo overload: {policy}: sent {}, delivered {}, dropped {}, rejected {}, queued {}, max depth {}; trace in {}",
         outcome.sent,
         outcome.delivered,
         outcome.dropped,
         outcome.rejected,
         outcome.queued,
+        outcome.max_depth,
         path.display()
     );
     let served = serve(&path, None, 0);

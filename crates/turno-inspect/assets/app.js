@@ -126,7 +126,7 @@ function render(view) {
   $("time").textContent = ms(view.world.t_ns);
   $("event").textContent = view.event ? short(JSON.stringify(view.event)) : "(start: no event applied)";
   if (state.meta.header.format === "turno-js-trace") renderJs(view);
-  else renderActors(view, prev);
+  else { renderActors(view, prev); markPlots(view.world.t_ns); }
   renderTimeline(view);
   settle();
 }
@@ -671,6 +671,85 @@ function renderWaitFor(g, w) {
   fill("waitfor", s, el("div", { class: cyc ? "drops" : "legend", text: cyc ? "cycle: these actors wait for each other (a logical deadlock)" : "no cycle" }));
 }
 
+// ---------------------------------------------------------------- queues over time
+// The server's index folds each actor's series into one bucket per pixel
+// (/api/queues): the page draws what it gets, whatever the trace's size.
+const plots = { data: null, px: 0, svgs: [] };
+window.__inspector.plots = plots;
+const PLOT_H = 90, LOSS_H = 14;
+
+async function loadPlots() {
+  const body = $("plots");
+  const px = Math.max(100, Math.min(4096, Math.floor(body.clientWidth - 8)));
+  const r = await fetch(`/api/queues?px=${px}`);
+  if (!r.ok) { fill("plots", el("div", { class: "drops", text: await r.text() })); return; }
+  plots.data = await r.json();
+  plots.px = px;
+  drawPlots();
+}
+
+function seconds(s) {
+  return s >= 1 ? s.toFixed(3) + " s" : (s * 1e3).toFixed(3) + " ms";
+}
+
+function drawPlots() {
+  const d = plots.data, px = plots.px;
+  if (!d.plots.length) { fill("plots", el("div", { class: "empty", text: "no mailbox traffic in this trace" })); return; }
+  plots.svgs = [];
+  const out = [];
+  for (const p of d.plots) {
+    const b = p.buckets, n = b.length;
+    const maxDepth = Math.max(1, ...b.map((x) => x.depth));
+    const lost = b.map((x) => x.evicted + x.dropped + x.rejected + x.full);
+    const maxLost = Math.max(1, ...lost);
+    const maxSojourn = Math.max(1, ...b.map((x) => x.sojourn_max_ns));
+    const W = n, H = PLOT_H + LOSS_H + 4;
+    const s = svg("svg", { class: "queue-plot", viewBox: `0 0 ${W} ${H}`, width: W, height: H, preserveAspectRatio: "none",
+      "data-actor": p.actor, "data-name": p.name, "data-max-depth": Math.max(...b.map((x) => x.depth)) });
+    s.append(svg("rect", { class: "plot-bg", x: 0, y: 0, width: W, height: PLOT_H }));
+    // Depth: the deepest point of each pixel, as a filled step line.
+    let path = `M0,${PLOT_H}`;
+    b.forEach((x, i) => { const y = PLOT_H - (x.depth / maxDepth) * (PLOT_H - 2); path += ` L${i},${y.toFixed(1)} L${i + 1},${y.toFixed(1)}`; });
+    path += ` L${n},${PLOT_H} Z`;
+    s.append(svg("path", { class: "depth-area", d: path }));
+    // Sojourn of the messages taken in each pixel (mean), on its own scale.
+    let soj = "";
+    b.forEach((x, i) => { if (x.taken) soj += `${soj ? " L" : "M"}${i + 0.5},${(PLOT_H - (x.sojourn_mean_ns / maxSojourn) * (PLOT_H - 2)).toFixed(1)}`; });
+    if (soj) s.append(svg("path", { class: "sojourn-line", d: soj }));
+    // Losses, below: one bar per pixel.
+    lost.forEach((l, i) => { if (l) s.append(svg("rect", { class: "loss", x: i, width: 1, y: PLOT_H + 4 + LOSS_H * (1 - l / maxLost), height: LOSS_H * l / maxLost })); });
+    const cursor = svg("line", { class: "cursor", x1: 0, x2: 0, y1: 0, y2: H });
+    s.append(cursor);
+    s.addEventListener("click", (e) => {
+      const r = s.getBoundingClientRect();
+      const i = Math.max(0, Math.min(n - 1, Math.floor(((e.clientX - r.left) / r.width) * n)));
+      go(b[i].step);
+    });
+    plots.svgs.push({ cursor, p });
+    const sum = (k) => b.reduce((a, x) => a + x[k], 0);
+    const losses = ["evicted", "dropped", "rejected", "full"].filter((k) => sum(k)).map((k) => `${k} ${sum(k)}`).join(", ") || "none";
+    const L = p.little;
+    out.push(el("div", { class: "queue", "data-actor": p.actor },
+      el("div", { class: "queue-title", text: `#${p.actor} ${p.name} ${p.policy} \u2014 depth (blue, max ${p.max_depth}), sojourn of taken messages (orange, up to ${seconds(maxSojourn / 1e9)}), lost below (red): ${losses}` }),
+      s,
+      el("div", { class: "little", "data-predicted": L.predicted_depth, "data-mean": L.mean_depth,
+        text: `Little's law: arrivals ${L.arrival_rate.toFixed(1)}/s \u00d7 mean sojourn ${seconds(L.mean_sojourn_s)} = ${L.predicted_depth.toFixed(2)} queued, against a mean depth of ${L.mean_depth.toFixed(2)}` })));
+  }
+  fill("plots", ...out);
+  if (state.lastView) markPlots(state.lastView.world.t_ns);
+}
+
+// The current step's time on every plot.
+function markPlots(t) {
+  const d = plots.data;
+  if (!d) return;
+  for (const { cursor, p } of plots.svgs) {
+    const x = ((Number(t) - d.t0) / Math.max(1, d.t1 - d.t0)) * p.buckets.length;
+    cursor.setAttribute("x1", x.toFixed(1));
+    cursor.setAttribute("x2", x.toFixed(1));
+  }
+}
+
 // The timeline is drawn once; a step moves its cursor.
 const timeline = { cursor: null };
 
@@ -774,6 +853,7 @@ async function main() {
   if (meta.error) showError("the trace is cut here: " + meta.error);
   wireToolbar();
   await go(0);
+  if (document.body.dataset.mode === "actor") await loadPlots();
   document.body.dataset.ready = "1";
 }
 

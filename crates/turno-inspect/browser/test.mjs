@@ -278,6 +278,71 @@ await test("actor trace from the overload demo: depth bars and drop counts", asy
   } finally { stop(s); }
 });
 
+// ------------------------------------------------------------------ queues over time
+for (const policy of ["keep-newest", "suspend"]) {
+  await test(`queues over time, overload demo (${policy}): the depth plot's maximum is the trace's, a click goes to a step of that depth, Little's law beside it`, async () => {
+    const s = await serve(TURNO, ["demo", "overload", "--seconds", "5", "--capacity", "20", "--inspect", policy]);
+    try {
+      await open(s.url);
+      const m = new RegExp(`${policy}\\(20\\): sent (\\d+), delivered (\\d+), dropped (\\d+), rejected (\\d+), queued (\\d+), max depth (\\d+)`).exec(s.err());
+      assert.ok(m, s.err());
+      const maxDepth = Number(m[6]);
+      assert.ok(maxDepth >= 20, `a ${policy}(20) mailbox under a surplus fills: ${maxDepth}`);
+      const plot = "#plots svg.queue-plot[data-name='consumer']";
+      await page.waitForSelector(plot);
+      assert.equal(Number(await page.getAttribute(plot, "data-max-depth")), maxDepth);
+      // The bucket drawn deepest, clicked: the page goes to its step, and
+      // the consumer's mailbox holds the plotted depth there.
+      const { i, n, depth, step } = await page.evaluate(() => {
+        const p = window.__inspector.plots.data.plots.find((p) => p.name === "consumer");
+        const b = p.buckets;
+        // A bucket in the middle of the run whose value is the maximum.
+        const max = Math.max(...b.map((x) => x.depth));
+        const i = b.findIndex((x, k) => x.depth === max && k > b.length / 3);
+        return { i, n: b.length, depth: b[i].depth, step: b[i].step };
+      });
+      assert.ok(i >= 0);
+      await page.locator(plot).scrollIntoViewIfNeeded();
+      const box = await page.locator(plot).boundingBox();
+      await page.mouse.click(box.x + (i + 0.5) * box.width / n, box.y + box.height / 2);
+      await page.waitForSelector(`body[data-step='${step}'][data-settled='${step}']`);
+      assert.equal((await page.textContent("tr.actor[data-name='consumer'] .depth")).trim(), `${depth} / 20`);
+      // Another point: early on, before the surplus built up.
+      const early = await page.evaluate(() => {
+        const b = window.__inspector.plots.data.plots.find((p) => p.name === "consumer").buckets;
+        const i = Math.floor(b.length / 20);
+        return { i, n: b.length, depth: b[i].depth, step: b[i].step };
+      });
+      // (The page's layout moved with the step: the plot is found again.)
+      await page.locator(plot).scrollIntoViewIfNeeded();
+      const box2 = await page.locator(plot).boundingBox();
+      await page.mouse.click(box2.x + (early.i + 0.5) * box2.width / early.n, box2.y + box2.height / 2);
+      await page.waitForSelector(`body[data-step='${early.step}'][data-settled='${early.step}']`);
+      assert.equal((await page.textContent("tr.actor[data-name='consumer'] .depth")).trim(), `${early.depth} / 20`);
+      // The current step is marked where its time falls: at or before the
+      // bucket clicked (a bucket's step is the last change of the depth
+      // drawn there, which may come from an earlier pixel).
+      const x = Number(await page.getAttribute(`${plot} line.cursor`, "x1"));
+      const want = await page.evaluate(() => {
+        const s = window.__inspector, d = s.plots.data;
+        return ((s.lastView.world.t_ns - d.t0) / (d.t1 - d.t0)) * s.plots.data.plots[0].buckets.length;
+      });
+      assert.ok(Math.abs(x - want) < 0.1 && x <= early.i + 1, `cursor at ${x}, step at ${want}, clicked bucket ${early.i}`);
+      // Little's law: lambda W against the mean depth, within a few percent
+      // (a queue that never empties between its arrivals and departures).
+      const little = page.locator("#plots .queue[data-actor] .little").first();
+      const predicted = Number(await little.getAttribute("data-predicted"));
+      const mean = Number(await little.getAttribute("data-mean"));
+      assert.ok(mean > 5 && Math.abs(predicted - mean) / mean < 0.1, `lambda W ${predicted}, L ${mean}`);
+      if (policy === "keep-newest") {
+        // Evictions drawn below the depth.
+        assert.ok(await page.locator(`${plot} rect.loss`).count() > 0);
+        await page.locator("#pane-plots").screenshot({ path: join(SHOTS, "queues.png") });
+      }
+    } finally { stop(s); }
+  });
+}
+
 // ------------------------------------------------------------------ long lanes
 await test("a long lane shows its first boxes and counts the rest exactly; steps update lanes in place", async () => {
   const FLOOD = 5000, TIMERS = 40;

@@ -41,6 +41,8 @@ pub struct Loaded {
     index_times: Option<ThreadTimes>,
     /// The statechart pictures laid out so far.
     layouts: crate::chart::Layouts,
+    /// Actors' names and policies at the end, for the queue plots.
+    names: std::sync::OnceLock<std::collections::HashMap<turno_trace::ActorId, (String, String)>>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -70,6 +72,7 @@ impl Loaded {
             index_ms,
             index_times,
             layouts: Default::default(),
+            names: Default::default(),
         })
     }
 
@@ -88,6 +91,22 @@ impl Loaded {
     /// wait is what separates the wall time from the work.
     pub fn index_times(&self) -> Option<ThreadTimes> {
         self.index_times
+    }
+
+    /// Every actor's name and policy as the trace ends (read once).
+    fn names(
+        &self,
+    ) -> Result<&std::collections::HashMap<turno_trace::ActorId, (String, String)>, ApiError> {
+        if let Some(n) = self.names.get() {
+            return Ok(n);
+        }
+        let world = self.index.world_at(self.file()?, self.index.len())?;
+        let names = world
+            .actors
+            .iter()
+            .map(|(id, a)| (*id, (a.name.clone(), a.policy.to_string())))
+            .collect();
+        Ok(self.names.get_or_init(|| names))
     }
 
     fn file(&self) -> Result<File, ApiError> {
@@ -361,6 +380,54 @@ async fn jump(State(app): State<App>, Query(q): Query<JumpQuery>) -> Result<Json
     Ok(Json(to))
 }
 
+/// Actors plotted at most (the deepest lanes).
+const MAX_PLOTTED: usize = 6;
+
+#[derive(Deserialize)]
+struct QueuesQuery {
+    /// Buckets: the plot's width in pixels.
+    px: usize,
+    /// The window, in ns (default: the whole trace).
+    t0: Option<u64>,
+    t1: Option<u64>,
+}
+
+#[derive(Serialize)]
+struct QueuePlot {
+    name: String,
+    policy: String,
+    #[serde(flatten)]
+    plot: turno_trace::Plot,
+}
+
+/// The queues over time of the deepest actors, folded into `px` buckets
+/// by the index (see `turno_trace::queues`).
+async fn queues(
+    State(app): State<App>,
+    Query(q): Query<QueuesQuery>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let plots = tokio::task::spawn_blocking(move || -> Result<serde_json::Value, ApiError> {
+        let qs = app.index.queues();
+        let t0 = q.t0.unwrap_or(0);
+        let t1 = q.t1.unwrap_or(app.index.end_t_ns()).max(t0);
+        let names = app.names()?;
+        let plots: Vec<QueuePlot> = qs
+            .actors()
+            .into_iter()
+            .take(MAX_PLOTTED)
+            .filter_map(|(id, _)| {
+                let plot = qs.plot(id, t0, t1, q.px)?;
+                let (name, policy) = names.get(&id).cloned().unwrap_or_default();
+                Some(QueuePlot { name, policy, plot })
+            })
+            .collect();
+        Ok(serde_json::json!({ "t0": t0, "t1": t1, "end_t_ns": app.index.end_t_ns(), "plots": plots }))
+    })
+    .await
+    .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))??;
+    Ok(Json(plots))
+}
+
 #[derive(Deserialize)]
 struct ChartQuery {
     k: u64,
@@ -459,6 +526,7 @@ pub fn router(loaded: Arc<Loaded>) -> Router {
         .route("/api/jump", get(jump))
         .route("/api/events", get(events))
         .route("/api/chart.svg", get(chart_svg))
+        .route("/api/queues", get(queues))
         .with_state(loaded)
         .merge(asset_routes())
 }
