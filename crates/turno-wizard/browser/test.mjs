@@ -749,6 +749,7 @@ await test("the other pages are axe-clean and plain too: failed, unresolvable, o
   await plain(page, "the failed page");
   await page.click("#details summary");
   assert.match(await page.textContent("#key"), /^[0-9a-f]{32}$/, "the key is in the details");
+  assert.match(await page.textContent("#reason"), /nothing was charged/, "the gateway's words are in the details");
   // A form of an earlier step, replayed: out of date, said in words.
   const sid = await page.getAttribute("body", "data-sid");
   const r = await page.evaluate(async (sid) => {

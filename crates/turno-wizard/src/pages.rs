@@ -189,10 +189,21 @@ fn val<'a>(values: &'a BTreeMap<String, String>, ctx: &'a Value, name: &str) -> 
     ctx.as_str().map(str::to_string).unwrap_or_default()
 }
 
-/// The idempotency key and the attempts, for support, folded away.
+/// The idempotency key, the attempts and the gateway's own words about
+/// the last failure, for support, folded away.
 fn details(w: &Words, v: &View) -> String {
+    let reason = v.context["error"]["message"]
+        .as_str()
+        .map(|m| {
+            format!(
+                r#"<dt>{}</dt><dd id="reason">{}</dd>"#,
+                esc(w.gateway_said),
+                esc(m)
+            )
+        })
+        .unwrap_or_default();
     format!(
-        r#"<details id="details"><summary>{}</summary><dl class="summary"><dt>{}</dt><dd><code id="key">{}</code></dd><dt>{}</dt><dd>{}</dd></dl></details>"#,
+        r#"<details id="details"><summary>{}</summary><dl class="summary"><dt>{}</dt><dd><code id="key">{}</code></dd><dt>{}</dt><dd>{}</dd>{reason}</dl></details>"#,
         esc(w.details),
         esc(w.payment_reference),
         esc(v.key.as_deref().unwrap_or("")),
