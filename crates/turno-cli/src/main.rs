@@ -14,6 +14,7 @@ mod inspect;
 mod js;
 mod learn;
 mod locate;
+mod overload_svg;
 mod scxml;
 mod wizard;
 

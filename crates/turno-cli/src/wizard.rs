@@ -68,6 +68,11 @@ struct OverloadArgs {
     /// Record the run under one policy (default keep-newest) and open it in the inspector.
     #[arg(long, value_name = "POLICY", num_args = 0..=1, default_missing_value = "keep-newest")]
     inspect: Option<String>,
+    /// Where the picture of the comparison goes (an SVG: mailbox depth and
+    /// queueing delay per policy over the run); default
+    /// `turno-overload.svg` in the system's temporary directory.
+    #[arg(long, value_name = "FILE")]
+    svg: Option<PathBuf>,
 }
 
 /// Runs `turno demo ...`.
@@ -90,7 +95,21 @@ fn overload(o: OverloadArgs) -> ExitCode {
         return inspect::demo(&scenario, &policy);
     }
     print!("{}", demo::report(&scenario));
-    ExitCode::SUCCESS
+    let path = o
+        .svg
+        .unwrap_or_else(|| std::env::temp_dir().join("turno-overload.svg"));
+    let written = crate::overload_svg::picture(&scenario)
+        .and_then(|p| std::fs::write(&path, p).map_err(|e| e.to_string()));
+    match written {
+        Ok(()) => {
+            println!("the same as a picture: {}", path.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("turno demo overload: cannot write {}: {e}", path.display());
+            ExitCode::from(2)
+        }
+    }
 }
 
 fn wizard(w: WizardArgs) -> ExitCode {
