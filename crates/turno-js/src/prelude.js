@@ -1085,7 +1085,10 @@
       else if (v instanceof String) rec = ['S', v.valueOf()];
       else if (tag === '[object Date]') rec = ['D', num(v.getTime())];
       else if (v instanceof RegExp) rec = ['R', v.source, v.flags];
-      else if (v instanceof ArrayBuffer) rec = ['A', Array.from(new Uint8Array(v))];
+      else if (v instanceof ArrayBuffer) {
+        if (h.detach(v, false)) throw new DOMExceptionCtor(`${prefix}An ArrayBuffer is detached and could not be cloned.`, 'DataCloneError');
+        rec = ['A', Array.from(new Uint8Array(v))];
+      }
       else if (ArrayBuffer.isView(v)) {
         const kind = v instanceof DataView ? 'DataView' : v.constructor.name;
         rec = ['V', kind, ser(v.buffer), v.byteOffset, v instanceof DataView ? v.byteLength : v.length];
@@ -1161,9 +1164,40 @@
     };
     return de(root);
   }
-  def('structuredClone', function structuredClone(value) {
+  // Transfer lists (ArrayBuffers only): checked before the value is
+  // serialized, with each runtime's errors; the buffers are detached at the
+  // sender once it is (their bytes travel in the serialized form).
+  function transferList(transfer, prefix) {
+    if (transfer === undefined || transfer === null) return [];
+    const seen = [];
+    Array.from(transfer).forEach((x, i) => {
+      if (!(x instanceof ArrayBuffer)) {
+        if (model === 'node') throw new TypeError('Found invalid object in transferList');
+        throw new DOMExceptionCtor(`${prefix}Value at index ${i} does not have a transferable type.`, 'DataCloneError');
+      }
+      if (seen.includes(x)) {
+        throw new DOMExceptionCtor(model === 'node' ? 'Transfer list contains duplicate ArrayBuffer' : `${prefix}ArrayBuffer at index ${i} is a duplicate of an earlier ArrayBuffer.`, 'DataCloneError');
+      }
+      if (model !== 'node' && h.detach(x, false)) {
+        throw new DOMExceptionCtor(`${prefix}ArrayBuffer at index ${i} is already detached.`, 'DataCloneError');
+      }
+      seen.push(x);
+    });
+    return seen;
+  }
+  function serializeTransferring(value, prefix, transfer) {
+    const list = transferList(transfer, prefix);
+    const text = structuredSerialize(value, prefix);
+    for (const b of list) h.detach(b, true);
+    return text;
+  }
+  // postMessage's second argument: a transfer list or `{ transfer }`.
+  const transferOf = (arg) => (arg === undefined || arg === null ? undefined : Array.isArray(arg) ? arg : arg.transfer);
+  def('structuredClone', function structuredClone(value, options) {
     if (arguments.length === 0) throw new TypeError(model === 'node' ? 'The "value" argument must be specified' : "Failed to execute 'structuredClone' on 'Window': 1 argument required, but only 0 present.");
-    return structuredDeserialize(structuredSerialize(value, ''));
+    const transfer = options === undefined || options === null ? undefined : options.transfer;
+    const prefix = model === 'node' ? '' : `Failed to execute 'structuredClone' on '${scope === 'worker' ? 'DedicatedWorkerGlobalScope' : 'Window'}': `;
+    return structuredDeserialize(serializeTransferring(value, prefix, transfer));
   });
 
   def('Event', Event);
@@ -1577,11 +1611,12 @@
         for (const data of q) postTo(this, data);
       }
       close() { portState.get(this).closed = true; }
-      postMessage(data) {
+      postMessage(data, transfer) {
         const s = portState.get(this);
+        const text = serializeTransferring(data, "Failed to execute 'postMessage' on 'MessagePort': ", transferOf(transfer));
         const other = s.other;
         if (!other || s.closed) return;
-        const clone = structuredClone(data);
+        const clone = structuredDeserialize(text);
         if (portState.get(other).started) postTo(other, clone); else portState.get(other).queue.push(clone);
       }
     }
@@ -1697,10 +1732,11 @@
     // as a file page's; `source` the window), the data a structured clone
     // made when it is posted.
     if (!isWorker) {
-      def('postMessage', function postMessage(message, options) {
+      def('postMessage', function postMessage(message, options, transfer) {
         if (arguments.length === 0) throw new TypeError("Failed to execute 'postMessage' on 'Window': 1 argument required, but only 0 present.");
-        void options;
-        const text = structuredSerialize(message, "Failed to execute 'postMessage' on 'Window': ");
+        // (message, targetOrigin, transfer) or (message, { targetOrigin, transfer }).
+        const list = typeof options === 'string' ? transfer : transferOf(options);
+        const text = serializeTransferring(message, "Failed to execute 'postMessage' on 'Window': ", list);
         h.postTask(function windowMessage() {
           const ev = new MessageEvent('message', { data: structuredDeserialize(text), origin: 'null', source: globalThis });
           evState(ev).trusted = true;
@@ -1743,9 +1779,9 @@
             }, [], 'networking');
           }
         }
-        postMessage(data) {
+        postMessage(data, transfer) {
           const s = workerState.get(this);
-          const text = structuredSerialize(data, "Failed to execute 'postMessage' on 'Worker': ");
+          const text = serializeTransferring(data, "Failed to execute 'postMessage' on 'Worker': ", transferOf(transfer));
           if (!s.terminated) h.workerPost(s.id, s.id, text);
         }
         terminate() {
@@ -1766,8 +1802,8 @@
       };
     } else {
       def('name', workerName);
-      def('postMessage', function postMessage(data) {
-        const text = structuredSerialize(data, "Failed to execute 'postMessage' on 'DedicatedWorkerGlobalScope': ");
+      def('postMessage', function postMessage(data, transfer) {
+        const text = serializeTransferring(data, "Failed to execute 'postMessage' on 'DedicatedWorkerGlobalScope': ", transferOf(transfer));
         h.workerPost(parentLoop, loopId, text);
       });
       let closing = false;

@@ -9,7 +9,7 @@
 use std::rc::Rc;
 
 use boa_engine::builtins::promise::PromiseState;
-use boa_engine::object::builtins::{JsArray, JsPromise};
+use boa_engine::object::builtins::{JsArray, JsArrayBuffer, JsPromise};
 use boa_engine::object::FunctionObjectBuilder;
 use boa_engine::{js_string, Context, JsObject, JsResult, JsString, JsValue, NativeFunction};
 
@@ -120,6 +120,23 @@ fn n_name_at(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsVal
     }
 }
 
+/// `h.detach(buffer, really)`: whether the ArrayBuffer was already
+/// detached; with `really`, detaches it (a transfer's sender side).
+fn n_detach(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
+    let Some(obj) = args.first().and_then(JsValue::as_object) else {
+        return Ok(JsValue::from(false));
+    };
+    let Ok(buffer) = JsArrayBuffer::from_object(obj.clone()) else {
+        return Ok(JsValue::from(false));
+    };
+    let was = buffer.data().is_none();
+    if !was && args.get(1).is_some_and(JsValue::to_boolean) {
+        buffer.detach(&JsValue::undefined())?;
+    }
+    let _ = ctx;
+    Ok(JsValue::from(was))
+}
+
 fn n_exit(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
     let host = host_of(ctx)?;
     let n = args.first().cloned().unwrap_or_default().to_number(ctx)?;
@@ -169,7 +186,7 @@ impl Native {
 
 pub(super) fn build_natives(ctx: &mut Context) -> JsResult<JsObject> {
     use Native::{Plain, WithHost};
-    let list: [(&str, Native, usize); 25] = [
+    let list: [(&str, Native, usize); 26] = [
         ("workerCreate", WithHost(n_worker_create), 2),
         ("workerPost", WithHost(n_worker_post), 3),
         ("workerEnd", WithHost(n_worker_end), 2),
@@ -194,6 +211,7 @@ pub(super) fn build_natives(ctx: &mut Context) -> JsResult<JsObject> {
         ("exit", Plain(n_exit), 1),
         ("callError", Plain(n_call_error), 3),
         ("nameAt", Plain(n_name_at), 3),
+        ("detach", Plain(n_detach), 2),
         ("promiseState", Plain(n_promise_state), 1),
     ];
     let obj = JsObject::with_null_proto();
