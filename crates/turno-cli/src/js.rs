@@ -70,6 +70,11 @@ pub struct RunArgs {
     /// Most iterations of any one JavaScript loop.
     #[arg(long, value_name = "N", default_value_t = RunOptions::new(Model::Node).max_loop_iterations)]
     max_loop_iterations: u64,
+    /// Keep every built-in the engine has, even those the modelled runtime
+    /// lacks (by default Node 20's missing `Promise.withResolvers`,
+    /// `Object.groupBy`, ... are hidden: docs/js-runtime.md).
+    #[arg(long)]
+    all_builtins: bool,
 }
 
 /// Runs `turno js <command>` and returns the process exit code.
@@ -135,6 +140,7 @@ fn run(args: RunArgs) -> i32 {
         max_steps: args.max_steps,
         max_virtual_time: Duration::from_millis(args.max_virtual_ms),
         max_loop_iterations: args.max_loop_iterations,
+        all_builtins: args.all_builtins,
         trace: args.trace.is_some(),
         ..RunOptions::new(model)
     };

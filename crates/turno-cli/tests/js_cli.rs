@@ -117,3 +117,23 @@ fn a_runaway_program_exits_3_with_its_partial_output() {
     assert_eq!(String::from_utf8_lossy(&o.stdout), "start\n");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn all_builtins_shows_what_the_runtime_profile_hides() {
+    let dir = scratch("builtins");
+    let file = dir.join("detect.js");
+    std::fs::write(&file, "console.log(typeof Promise.withResolvers);").unwrap();
+    let out = |extra: &[&str]| {
+        let o = turno()
+            .args(["js", "run"])
+            .arg(&file)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0));
+        String::from_utf8_lossy(&o.stdout).to_string()
+    };
+    assert_eq!(out(&[]), "undefined\n");
+    assert_eq!(out(&["--all-builtins"]), "function\n");
+    let _ = std::fs::remove_dir_all(&dir);
+}
