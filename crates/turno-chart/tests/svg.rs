@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use turno_chart::svg::{Arrow, Diagram, Highlight, Node, NodeKind, SvgError, layout};
+use turno_chart::svg::{layout, Arrow, Diagram, Highlight, Node, NodeKind, SvgError};
 use turno_chart::{load_json, stdlib};
 
 const MACHINE: &str = r#"{"id": "m", "initial": "idle", "states": {

@@ -681,11 +681,15 @@ const PLOT_H = 90, LOSS_H = 14;
 async function loadPlots() {
   const body = $("plots");
   const px = Math.max(100, Math.min(4096, Math.floor(body.clientWidth - 8)));
+  const t0 = performance.now();
   const r = await fetch(`/api/queues?px=${px}`);
   if (!r.ok) { fill("plots", el("div", { class: "drops", text: await r.text() })); return; }
   plots.data = await r.json();
   plots.px = px;
+  const t1 = performance.now();
   drawPlots();
+  // [request and decode, drawing, drawn at (page clock)], for the bench.
+  plots.ms = [t1 - t0, performance.now() - t1, performance.now()];
 }
 
 function seconds(s) {

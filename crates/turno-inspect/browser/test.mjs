@@ -723,6 +723,8 @@ if (process.env.BIG) {
         await open(s.url);
         const whole = Date.now() - t0;
         const inPage = await page.evaluate(() => window.__marks.ready);
+        // Actor traces: the queue plots, drawn before the page says ready.
+        const plotMs = await page.evaluate(() => window.__inspector.plots.ms || null);
         const len = Number(await page.textContent("#len"));
         const browser = [], painted = [], seen = [], cpu = [], settled = [];
         // The renderer's CPU time per step (Chrome's ThreadTime, the main
@@ -779,6 +781,7 @@ if (process.env.BIG) {
         const f = (x) => x.toFixed(1);
         console.log(`BIG ${name}: ${len} events, ${mb} MB; ${/indexed in \S+ ms[^\n]*/.exec(s.err())?.[0] ?? s.err().trim()}; ` +
           `open: ${whole} ms from starting turno to the first step rendered, ${f(inPage)} ms from navigation; ` +
+          (plotMs ? `queue plots drawn ${f(plotMs[2])} ms from navigation (request and decode ${f(plotMs[0])} ms, drawing ${f(plotMs[1])} ms); ` : "") +
           `step in the browser median ${f(median(browser))} ms, max ${f(browser[browser.length - 1])} ms, ` +
           `painted (the next frame produced) median ${f(median(painted))} ms, max ${f(painted[painted.length - 1])} ms; ` +
           `settled (off-screen rows and lanes drawn too) median ${f(median(settled))} ms, max ${f(settled[settled.length - 1])} ms; ` +
