@@ -60,6 +60,8 @@ struct Series {
 #[derive(Clone, Debug, Default)]
 pub struct Queues {
     actors: BTreeMap<ActorId, Series>,
+    /// What happened before this time is forgotten.
+    since: u64,
 }
 
 /// One bucket of a [`Plot`]: the events with `t_ns` in `[t0, t1)`.
@@ -117,8 +119,10 @@ pub struct Plot {
 }
 
 impl Queues {
-    /// Records what `e` did to its actor's lane; `world` has applied it.
-    pub(crate) fn observe(&mut self, e: &Event, world: &World) {
+    /// Records what `e` did to its actor's lane; `world` is the world
+    /// with `e` applied (the index calls it for every event; a live page
+    /// feeds it as events come).
+    pub fn observe(&mut self, e: &Event, world: &World) {
         let Kind::Actor(a) = &e.kind else { return };
         let id = a.actor();
         let t = e.t_ns;
@@ -187,6 +191,27 @@ impl Queues {
             s.depth.push((t, step, depth));
         }
         s.max_depth = s.max_depth.max(depth);
+    }
+
+    /// Forgets what happened before `t`, keeping the depth in force then:
+    /// how a page left open on a running system keeps a window of it.
+    pub fn forget_before(&mut self, t: u64) {
+        for s in self.actors.values_mut() {
+            let i = s.depth.partition_point(|d| d.0 < t);
+            s.depth.drain(..i.saturating_sub(1));
+            let i = s.losses.partition_point(|l| l.0 < t);
+            s.losses.drain(..i);
+            let i = s.left.partition_point(|l| l.0 < t);
+            s.left.drain(..i);
+            let i = s.arrivals.partition_point(|&a| a < t);
+            s.arrivals.drain(..i);
+        }
+        self.since = self.since.max(t);
+    }
+
+    /// The earliest time still held (0 unless [`Queues::forget_before`]).
+    pub fn since(&self) -> u64 {
+        self.since
     }
 
     /// The actors with a user lane seen, deepest first (ties by id).
@@ -404,6 +429,20 @@ mod tests {
         assert_eq!(p.buckets[0].depth, 2);
         assert_eq!(p.buckets[1].depth, 1);
         assert!((p.little.mean_sojourn_s - 20e-9).abs() < 1e-15);
+    }
+
+    #[test]
+    fn forgetting_keeps_the_depth_in_force_and_drops_the_rest() {
+        let mut q = run(&[enq(0, 10, 1), enq(1, 20, 2), take(2, 30), enq(3, 40, 2)]);
+        q.forget_before(35);
+        assert_eq!(q.since(), 35);
+        let p = q.plot(ActorId(1), 35, 45, 2).unwrap();
+        // Depth 1 (after the take at 30) carried in, then 2 at 40.
+        assert_eq!((p.buckets[0].depth, p.buckets[0].step), (1, 3));
+        assert_eq!(p.buckets[1].depth, 2);
+        // The take at 30 and the arrivals before 35 are gone.
+        assert_eq!(p.buckets.iter().map(|b| b.taken).sum::<u64>(), 0);
+        assert!((p.little.arrival_rate - 1e8).abs() < 1.0, "{:?}", p.little);
     }
 
     #[test]
