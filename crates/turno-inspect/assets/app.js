@@ -674,18 +674,21 @@ function renderWaitFor(g, w) {
 // ---------------------------------------------------------------- queues over time
 // The server's index folds each actor's series into one bucket per pixel
 // (/api/queues): the page draws what it gets, whatever the trace's size.
-const plots = { data: null, px: 0, svgs: [] };
+// In live mode the page asks again every PLOT_EVERY ms, so the plots
+// follow the running system over the window the server keeps.
+const plots = { data: null, px: 0, svgs: [], live: false, token: null, loads: 0 };
 window.__inspector.plots = plots;
-const PLOT_H = 90, LOSS_H = 14;
+const PLOT_H = 90, LOSS_H = 14, PLOT_EVERY = 1000;
 
 async function loadPlots() {
   const body = $("plots");
   const px = Math.max(100, Math.min(4096, Math.floor(body.clientWidth - 8)));
   const t0 = performance.now();
-  const r = await fetch(`/api/queues?px=${px}`);
+  const r = await fetch(`/api/queues?px=${px}` + (plots.token ? "&token=" + encodeURIComponent(plots.token) : ""));
   if (!r.ok) { fill("plots", el("div", { class: "drops", text: await r.text() })); return; }
   plots.data = await r.json();
   plots.px = px;
+  plots.loads++;
   const t1 = performance.now();
   drawPlots();
   // [request and decode, drawing, drawn at (page clock)], for the bench.
@@ -698,7 +701,8 @@ function seconds(s) {
 
 function drawPlots() {
   const d = plots.data, px = plots.px;
-  if (!d.plots.length) { fill("plots", el("div", { class: "empty", text: "no mailbox traffic in this trace" })); return; }
+  if (plots.live) $("pane-plots").querySelector("h2 small").textContent = `(per actor: mailbox depth, messages lost, sojourn; the system's last ${d.window_ns / 1e9} s at most, redrawn every ${PLOT_EVERY / 1000} s)`;
+  if (!d.plots.length) { fill("plots", el("div", { class: "empty", text: plots.live ? "no mailbox traffic yet" : "no mailbox traffic in this trace" })); return; }
   plots.svgs = [];
   const out = [];
   for (const p of d.plots) {
@@ -722,14 +726,18 @@ function drawPlots() {
     if (soj) s.append(svg("path", { class: "sojourn-line", d: soj }));
     // Losses, below: one bar per pixel.
     lost.forEach((l, i) => { if (l) s.append(svg("rect", { class: "loss", x: i, width: 1, y: PLOT_H + 4 + LOSS_H * (1 - l / maxLost), height: LOSS_H * l / maxLost })); });
-    const cursor = svg("line", { class: "cursor", x1: 0, x2: 0, y1: 0, y2: H });
-    s.append(cursor);
-    s.addEventListener("click", (e) => {
-      const r = s.getBoundingClientRect();
-      const i = Math.max(0, Math.min(n - 1, Math.floor(((e.clientX - r.left) / r.width) * n)));
-      go(b[i].step);
-    });
-    plots.svgs.push({ cursor, p });
+    // A running system has no steps to go to: live plots end at its
+    // latest event, with no cursor and no click.
+    if (!plots.live) {
+      const cursor = svg("line", { class: "cursor", x1: 0, x2: 0, y1: 0, y2: H });
+      s.append(cursor);
+      s.addEventListener("click", (e) => {
+        const r = s.getBoundingClientRect();
+        const i = Math.max(0, Math.min(n - 1, Math.floor(((e.clientX - r.left) / r.width) * n)));
+        go(b[i].step);
+      });
+      plots.svgs.push({ cursor, p });
+    }
     const sum = (k) => b.reduce((a, x) => a + x[k], 0);
     const losses = ["evicted", "dropped", "rejected", "full"].filter((k) => sum(k)).map((k) => `${k} ${sum(k)}`).join(", ") || "none";
     const L = p.little;
@@ -740,7 +748,15 @@ function drawPlots() {
         text: `Little's law: arrivals ${L.arrival_rate.toFixed(1)}/s \u00d7 mean sojourn ${seconds(L.mean_sojourn_s)} = ${L.predicted_depth.toFixed(2)} queued, against a mean depth of ${L.mean_depth.toFixed(2)}` })));
   }
   fill("plots", ...out);
-  if (state.lastView) markPlots(state.lastView.world.t_ns);
+  if (state.lastView && !plots.live) markPlots(state.lastView.world.t_ns);
+}
+
+// Live mode: the plots again once the last ones are drawn, while the
+// connection is open.
+async function followPlots(ws) {
+  if (ws.readyState > WebSocket.OPEN) return;
+  try { await loadPlots(); } catch (e) { showError("queue plots: " + e); }
+  setTimeout(() => followPlots(ws), PLOT_EVERY);
 }
 
 // The current step's time on every plot.
@@ -792,8 +808,12 @@ function startLive() {
   const url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/api/live" + (token ? "?token=" + encodeURIComponent(token) : "");
   const history = new Map();
   const ws = new WebSocket(url);
+  plots.live = true;
+  plots.token = token;
+  followPlots(ws);
   ws.onmessage = (msg) => {
     const snap = JSON.parse(msg.data);
+    state.live = snap;
     state.meta = { header: { format: "turno-trace" }, renders: [], end_t_ns: snap.world.t_ns };
     const view = { step: snap.world.step, world: snap.world, wait_for: snap.wait_for, moved: [], event: null };
     document.body.dataset.step = String(snap.world.step);

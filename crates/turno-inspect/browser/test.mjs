@@ -606,7 +606,7 @@ await test("a hostile trace renders as text, never as markup", async () => {
 });
 
 // ------------------------------------------------------------------ live
-await test("live mode follows a running demo", async () => {
+await test("live mode follows a running demo, queues over time drawn as it runs", async () => {
   const s = await serve(LIVE, ["20"]);
   try {
     await page.goto(s.url);
@@ -642,6 +642,29 @@ await test("live mode follows a running demo", async () => {
     }
     assert.deepEqual([...seenStates].sort(), ["green", "red", "yellow"]);
     assert.ok(await page.locator("#depths polyline").count() >= 4);
+    // Queues over time, live: the server folds what the system did so far
+    // into the plots, the page asks again as it runs, and each plot's
+    // deepest point is the deepest the system's mailbox got (as the world
+    // of the latest snapshot counts it).
+    for (const name of ["consumer-newest", "consumer-suspend"]) {
+      const plot = `#plots svg.queue-plot[data-name='${name}']`;
+      await page.waitForSelector(plot, { timeout: 20000 });
+      await page.waitForFunction(([plot, name]) => {
+        const s = window.__inspector, a = Object.values(s.live.world.actors).find((a) => a.name === name);
+        const drawn = Number(document.querySelector(plot)?.dataset.maxDepth);
+        return a && drawn === a.max_depth && s.plots.data.plots.find((p) => p.name === name).max_depth === a.max_depth;
+      }, [plot, name], { timeout: 20000 });
+      const drawn = Number(await page.getAttribute(plot, "data-max-depth"));
+      assert.ok(drawn >= 20, `${name}: a (20) mailbox under a surplus fills: ${drawn}`);
+    }
+    const before = await page.evaluate(() => ({ loads: window.__inspector.plots.loads, t1: window.__inspector.plots.data.t1 }));
+    await page.waitForFunction((n) => window.__inspector.plots.loads >= n + 2, before.loads, { timeout: 20000 });
+    const after = await page.evaluate(() => window.__inspector.plots.data);
+    assert.ok(after.t1 > before.t1 && after.t0 === 0, `plots over [${after.t0}, ${after.t1}] after [0, ${before.t1}]`);
+    // Live plots have no steps to go to: no cursor.
+    assert.equal(await page.locator("#plots svg.queue-plot line.cursor").count(), 0);
+    assert.ok(await page.locator("#plots svg.queue-plot[data-name='consumer-newest'] rect.loss").count() > 0);
+    await page.locator("#pane-plots").screenshot({ path: join(SHOTS, "live-queues.png") });
     await page.locator("#pane-depths").screenshot({ path: join(SHOTS, "live-depths.png") });
     await page.locator("#pane-actors").screenshot({ path: join(SHOTS, "live-actors.png") });
   } finally { stop(s); }

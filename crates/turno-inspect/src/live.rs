@@ -5,7 +5,11 @@
 //! event into a [`World`] as it happens; every connected page receives a
 //! snapshot over a WebSocket (`/api/live`) a few times a second: actors,
 //! mailbox depths (the page plots them over time), drops by policy, stash
-//! sizes, statechart configurations and the wait-for graph.
+//! sizes, statechart configurations and the wait-for graph. The sink also
+//! feeds each event into the queue series of `turno_trace::queues`, kept
+//! over a window of the system's latest time ([`LiveOptions::window`]), and
+//! `/api/queues` folds them into plots as for a recorded trace: the page
+//! redraws its queues over time as the system runs.
 //!
 //! Binding any address that is not loopback requires a token; with a
 //! token, the WebSocket is refused unless the page was opened with
@@ -33,7 +37,7 @@ use axum::Router;
 use serde::Deserialize;
 use tokio::sync::oneshot;
 use turno::trace::{TraceEvent, TraceSink};
-use turno_trace::{Event, World};
+use turno_trace::{Event, Queues, World};
 
 use crate::server::asset_routes;
 use crate::Error;
@@ -48,6 +52,10 @@ pub struct LiveOptions {
     pub token: Option<String>,
     /// How often snapshots are sent (default 200 ms).
     pub interval: Duration,
+    /// How much of the system's time the queue plots keep, ending at its
+    /// latest event (default 60 s): older points are forgotten, so a page
+    /// left open on a long run holds a bounded series.
+    pub window: Duration,
 }
 
 impl Default for LiveOptions {
@@ -56,13 +64,18 @@ impl Default for LiveOptions {
             addr: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
             token: None,
             interval: Duration::from_millis(200),
+            window: Duration::from_secs(60),
         }
     }
 }
 
-#[derive(Default)]
 struct Shared {
+    /// Locked before `queues` where both are.
     world: Mutex<World>,
+    /// Every actor's queue series over the window.
+    queues: Mutex<Queues>,
+    /// The window, in ns.
+    window_ns: u64,
     /// Events that could not be read back (a bug in a writer).
     unreadable: Mutex<u64>,
 }
@@ -84,6 +97,12 @@ impl Live {
     /// A copy of the world as the page sees it now.
     pub fn world(&self) -> World {
         lock(&self.shared.world).clone()
+    }
+
+    /// A copy of the queue series the plots are folded from (the last
+    /// [`LiveOptions::window`] of the system's time).
+    pub fn queues(&self) -> Queues {
+        lock(&self.shared.queues).clone()
     }
 
     /// Events the sink could not read back (always 0 unless a writer and
@@ -124,9 +143,20 @@ impl TraceSink for LiveSink {
         let parsed = serde_json::to_value(event)
             .ok()
             .and_then(|v| Event::deserialize(v).ok());
-        match parsed {
-            Some(e) => lock(&self.shared.world).apply(&e),
-            None => *lock(&self.shared.unreadable) += 1,
+        let Some(e) = parsed else {
+            *lock(&self.shared.unreadable) += 1;
+            return;
+        };
+        let mut world = lock(&self.shared.world);
+        world.apply(&e);
+        let mut queues = lock(&self.shared.queues);
+        queues.observe(&e, &world);
+        // The window is trimmed an eighth of it at a time, not at every
+        // event: forgetting moves the series' tails.
+        let window = self.shared.window_ns;
+        let horizon = e.t_ns.saturating_sub(window);
+        if horizon > queues.since().saturating_add(window / 8) {
+            queues.forget_before(horizon);
         }
     }
 }
@@ -144,7 +174,14 @@ pub fn start(opts: LiveOptions) -> Result<(Live, LiveSink), Error> {
     let local = std_listener
         .local_addr()
         .map_err(|e| Error::Bind(opts.addr, e))?;
-    let shared = Arc::new(Shared::default());
+    let shared = Arc::new(Shared {
+        world: Default::default(),
+        queues: Default::default(),
+        window_ns: u64::try_from(opts.window.as_nanos())
+            .unwrap_or(u64::MAX)
+            .max(1),
+        unreadable: Default::default(),
+    });
     let url = match &opts.token {
         Some(t) => format!("http://{local}/?live&token={t}"),
         None => format!("http://{local}/?live"),
@@ -170,6 +207,7 @@ pub fn start(opts: LiveOptions) -> Result<(Live, LiveSink), Error> {
                 let router = Router::new()
                     .route("/api/live", get(ws))
                     .route("/api/chart.svg", get(chart_svg))
+                    .route("/api/queues", get(queues))
                     .with_state(app)
                     .merge(asset_routes());
                 let _ = axum::serve(listener, router)
@@ -240,6 +278,54 @@ async fn chart_svg(State(app): State<Arc<LiveApp>>, Query(q): Query<ChartQuery>)
             r
         }
         Ok(Err(e)) => (StatusCode::INTERNAL_SERVER_ERROR, e).into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
+}
+
+#[derive(Deserialize)]
+struct QueuesQuery {
+    token: Option<String>,
+    /// Buckets: the plot's width in pixels.
+    px: usize,
+    /// The window, in ns (default: all that is kept, to the latest event).
+    t0: Option<u64>,
+    t1: Option<u64>,
+}
+
+/// The queues over time as they stand now, folded as for a recorded
+/// trace (see `server::queue_plots`).
+async fn queues(State(app): State<Arc<LiveApp>>, Query(q): Query<QueuesQuery>) -> Response {
+    if let Some(want) = &app.token {
+        if !q.token.as_deref().is_some_and(|t| same(t, want)) {
+            return (StatusCode::UNAUTHORIZED, "live mode needs ?token=").into_response();
+        }
+    }
+    let app2 = app.clone();
+    let folded = tokio::task::spawn_blocking(move || {
+        let shared = &app2.shared;
+        // The names first, then the series: the sink holds the world's
+        // lock while it takes the series', so the two are never held
+        // here at once and a plot never stalls the system for long.
+        let (names, end) = {
+            let world = lock(&shared.world);
+            let names: std::collections::HashMap<_, _> = world
+                .actors
+                .iter()
+                .map(|(id, a)| (*id, (a.name.clone(), a.policy.to_string())))
+                .collect();
+            (names, world.t_ns)
+        };
+        let queues = lock(&shared.queues);
+        let mut v =
+            crate::server::queue_plots(&queues, q.t0, q.t1, queues.since(), end, q.px, |id| {
+                names.get(&id).cloned().unwrap_or_default()
+            });
+        v["window_ns"] = app2.shared.window_ns.into();
+        v
+    })
+    .await;
+    match folded {
+        Ok(v) => axum::Json(v).into_response(),
         Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
     }
 }

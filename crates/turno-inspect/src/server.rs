@@ -407,25 +407,49 @@ async fn queues(
     Query(q): Query<QueuesQuery>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let plots = tokio::task::spawn_blocking(move || -> Result<serde_json::Value, ApiError> {
-        let qs = app.index.queues();
-        let t0 = q.t0.unwrap_or(0);
-        let t1 = q.t1.unwrap_or(app.index.end_t_ns()).max(t0);
         let names = app.names()?;
-        let plots: Vec<QueuePlot> = qs
-            .actors()
-            .into_iter()
-            .take(MAX_PLOTTED)
-            .filter_map(|(id, _)| {
-                let plot = qs.plot(id, t0, t1, q.px)?;
-                let (name, policy) = names.get(&id).cloned().unwrap_or_default();
-                Some(QueuePlot { name, policy, plot })
-            })
-            .collect();
-        Ok(serde_json::json!({ "t0": t0, "t1": t1, "end_t_ns": app.index.end_t_ns(), "plots": plots }))
+        let end = app.index.end_t_ns();
+        Ok(queue_plots(
+            app.index.queues(),
+            q.t0,
+            q.t1,
+            0,
+            end,
+            q.px,
+            |id| names.get(&id).cloned().unwrap_or_default(),
+        ))
     })
     .await
     .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))??;
     Ok(Json(plots))
+}
+
+/// What `/api/queues` answers, for a recorded trace and in live mode
+/// alike: the deepest actors' plots over `[t0, t1]` (by default
+/// `[since, end]`: what `qs` holds), each named by `name` (its name and
+/// policy).
+pub(crate) fn queue_plots(
+    qs: &turno_trace::Queues,
+    t0: Option<u64>,
+    t1: Option<u64>,
+    since: u64,
+    end: u64,
+    px: usize,
+    name: impl Fn(turno_trace::ActorId) -> (String, String),
+) -> serde_json::Value {
+    let t0 = t0.unwrap_or(since);
+    let t1 = t1.unwrap_or(end).max(t0);
+    let plots: Vec<QueuePlot> = qs
+        .actors()
+        .into_iter()
+        .take(MAX_PLOTTED)
+        .filter_map(|(id, _)| {
+            let plot = qs.plot(id, t0, t1, px)?;
+            let (name, policy) = name(id);
+            Some(QueuePlot { name, policy, plot })
+        })
+        .collect();
+    serde_json::json!({ "t0": t0, "t1": t1, "end_t_ns": end, "plots": plots })
 }
 
 #[derive(Deserialize)]

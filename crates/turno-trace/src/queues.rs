@@ -120,8 +120,8 @@ pub struct Plot {
 
 impl Queues {
     /// Records what `e` did to its actor's lane; `world` is the world
-    /// with `e` applied (the index calls it for every event; a view of a
-    /// running system may call it as events come).
+    /// with `e` applied (the index calls it for every event; the
+    /// inspector's live mode calls it as a running system's events come).
     pub fn observe(&mut self, e: &Event, world: &World) {
         let Kind::Actor(a) = &e.kind else { return };
         let id = a.actor();
@@ -194,7 +194,7 @@ impl Queues {
     }
 
     /// Forgets what happened before `t`, keeping the depth in force then:
-    /// how a view of a running system can keep a window of it.
+    /// how the inspector's live mode keeps a window of a running system.
     pub fn forget_before(&mut self, t: u64) {
         for s in self.actors.values_mut() {
             let i = s.depth.partition_point(|d| d.0 < t);
