@@ -28,6 +28,22 @@ pub struct SnapshotPut<'a> {
     pub expires_at: Option<Millis>,
 }
 
+/// One operation of [`Backend::key_claim_complete_batch`]: what
+/// [`Backend::key_claim_complete`] takes for one key.
+#[derive(Clone, Copy, Debug)]
+pub struct ClaimPut<'a> {
+    /// The key's owner.
+    pub owner: &'a str,
+    /// The idempotency key.
+    pub key: &'a str,
+    /// The request's fingerprint.
+    pub fingerprint: &'a [u8],
+    /// The result the key completes with.
+    pub result: &'a [u8],
+    /// The writes made when the claim is new.
+    pub puts: &'a [SnapshotPut<'a>],
+}
+
 /// A storage engine for [`Store`](crate::Store). Implemented by
 /// [`MemoryBackend`](crate::MemoryBackend),
 /// [`SqliteBackend`](crate::SqliteBackend) and (feature `postgres`)
@@ -94,6 +110,15 @@ pub trait Backend: Send + Sync {
         retention: Millis,
         now: Millis,
     ) -> Result<Claim>;
+    /// One transaction: each operation as [`Backend::key_claim_complete`],
+    /// in order (a later one sees an earlier one's claim). Any error rolls
+    /// the whole batch back: nothing of it is written.
+    fn key_claim_complete_batch(
+        &self,
+        ops: &[ClaimPut<'_>],
+        retention: Millis,
+        now: Millis,
+    ) -> Result<Vec<Claim>>;
     /// Stores the result of a claimed key; its retention restarts at `now`.
     fn key_complete(
         &self,

@@ -70,13 +70,14 @@ pub mod sqlite;
 mod store;
 pub mod sweep;
 
-pub use backend::{Backend, Committed, SnapshotPut};
+pub use backend::{Backend, ClaimPut, Committed, SnapshotPut};
 pub use drafts::{Drafts, Source};
 pub use error::{Result, StoreError};
 pub use memory::MemoryBackend;
 pub use model::{
-    Claim, DeadLetter, Draft, DraftSaved, Enqueued, ForgetReport, KeyRecord, KeyState, Millis,
-    NewItem, QueueCounts, QueueItem, Snapshot, SnapshotMeta, SnapshotWrite, SweepReport,
+    Claim, ClaimAndComplete, DeadLetter, Draft, DraftSaved, Enqueued, ForgetReport, KeyRecord,
+    KeyState, Millis, NewItem, QueueCounts, QueueItem, Snapshot, SnapshotMeta, SnapshotWrite,
+    SweepReport,
 };
 pub use pump::{Delivery, Pump, PumpConfig, PumpStats};
 pub use shard_keeper::{KeeperTick, ShardKeeper};

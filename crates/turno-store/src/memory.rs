@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use crate::backend::{
     check_delete, classify, draft_is_newer, is_poison, next_version, not_in_progress, Backend,
-    Committed, SnapshotPut,
+    ClaimPut, Committed, SnapshotPut,
 };
 use crate::error::Result;
 use crate::model::{
@@ -99,6 +99,39 @@ impl Inner {
         Ok(versions)
     }
 
+    /// [`Backend::key_claim_complete`]: checks, then writes (all or
+    /// nothing for one operation).
+    fn claim_complete(
+        &mut self,
+        op: &ClaimPut<'_>,
+        retention: Millis,
+        now: Millis,
+    ) -> Result<Claim> {
+        let k = id(op.owner, op.key);
+        if let Some(r) = self.keys.get(&k).filter(|r| r.expires_at > now) {
+            return Ok(classify(
+                &r.fingerprint,
+                r.state,
+                r.result.as_deref(),
+                op.fingerprint,
+            ));
+        }
+        self.put_all(op.puts, now)?;
+        self.keys.insert(
+            k,
+            KeyRecord {
+                owner: op.owner.into(),
+                key: op.key.into(),
+                fingerprint: op.fingerprint.to_vec(),
+                state: KeyState::Completed,
+                result: Some(op.result.to_vec()),
+                created_at: now,
+                expires_at: now.saturating_add(retention),
+            },
+        );
+        Ok(Claim::New)
+    }
+
     fn live_snapshot_version(&self, k: &Id, now: Millis) -> Option<u64> {
         self.snapshots
             .get(k)
@@ -153,30 +186,38 @@ impl Backend for MemoryBackend {
         retention: Millis,
         now: Millis,
     ) -> Result<Claim> {
+        let op = ClaimPut {
+            owner,
+            key,
+            fingerprint,
+            result,
+            puts,
+        };
+        self.lock().claim_complete(&op, retention, now)
+    }
+
+    fn key_claim_complete_batch(
+        &self,
+        ops: &[ClaimPut<'_>],
+        retention: Millis,
+        now: Millis,
+    ) -> Result<Vec<Claim>> {
         let mut g = self.lock();
-        let k = id(owner, key);
-        if let Some(r) = g.keys.get(&k).filter(|r| r.expires_at > now) {
-            return Ok(classify(
-                &r.fingerprint,
-                r.state,
-                r.result.as_deref(),
-                fingerprint,
-            ));
+        // All or nothing: what a failed operation's predecessors wrote is
+        // put back.
+        let (snapshots, keys) = (g.snapshots.clone(), g.keys.clone());
+        let mut claims = Vec::with_capacity(ops.len());
+        for op in ops {
+            match g.claim_complete(op, retention, now) {
+                Ok(c) => claims.push(c),
+                Err(e) => {
+                    g.snapshots = snapshots;
+                    g.keys = keys;
+                    return Err(e);
+                }
+            }
         }
-        g.put_all(puts, now)?;
-        g.keys.insert(
-            k,
-            KeyRecord {
-                owner: owner.into(),
-                key: key.into(),
-                fingerprint: fingerprint.to_vec(),
-                state: KeyState::Completed,
-                result: Some(result.to_vec()),
-                created_at: now,
-                expires_at: now.saturating_add(retention),
-            },
-        );
-        Ok(Claim::New)
+        Ok(claims)
     }
 
     fn snapshot_delete(

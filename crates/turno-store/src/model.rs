@@ -216,6 +216,23 @@ pub struct DeadLetter {
     pub dead_at: Millis,
 }
 
+/// One operation of [`Store::claim_and_complete_batch`](crate::Store::claim_and_complete_batch):
+/// the arguments of [`Store::claim_and_complete`](crate::Store::claim_and_complete).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClaimAndComplete {
+    /// The key's owner.
+    pub owner: String,
+    /// The idempotency key.
+    pub key: String,
+    /// The request's fingerprint (the same key with another is
+    /// [`Claim::FingerprintMismatch`]).
+    pub fingerprint: Vec<u8>,
+    /// The result the key completes with when the claim is new.
+    pub result: Vec<u8>,
+    /// The writes made, with the completion, when the claim is new.
+    pub writes: Vec<SnapshotWrite>,
+}
+
 /// A snapshot put to commit together with queue acknowledgements
 /// ([`Store::commit`](crate::Store::commit),
 /// [`Delivery::ack_with_snapshot`](crate::Delivery::ack_with_snapshot)).

@@ -14,7 +14,7 @@
 //! PostgreSQL backend turns them into `$N` when it prepares them.
 
 use crate::backend::{
-    check_delete, is_poison, key_state, not_in_progress, Backend, Committed, SnapshotPut,
+    check_delete, is_poison, key_state, not_in_progress, Backend, ClaimPut, Committed, SnapshotPut,
 };
 use crate::error::{Result, StoreError};
 use crate::model::{
@@ -410,25 +410,29 @@ impl<E: SqlEngine> Backend for E {
         retention: Millis,
         now: Millis,
     ) -> Result<Claim> {
+        let op = ClaimPut {
+            owner,
+            key,
+            fingerprint,
+            result,
+            puts,
+        };
+        self.write(|t| claim_complete::<E>(t, &op, retention, now))
+    }
+
+    fn key_claim_complete_batch(
+        &self,
+        ops: &[ClaimPut<'_>],
+        retention: Millis,
+        now: Millis,
+    ) -> Result<Vec<Claim>> {
         self.write(|t| {
-            match E::key_claim(t, owner, key, fingerprint, retention, now)? {
-                Claim::New => {}
-                other => return Ok(other),
-            }
-            for put in puts {
+            let mut claims = Vec::with_capacity(ops.len());
+            for op in ops {
                 t.between();
-                E::put(t, put, now)?;
+                claims.push(claim_complete::<E>(t, op, retention, now)?);
             }
-            let args = [
-                Text(owner),
-                Text(key),
-                Bytes(result),
-                Int(now.saturating_add(retention)),
-                Int(now),
-            ];
-            let n = t.exec(KEY_COMPLETE, &args)?;
-            key_settled(t, n, owner, key, now)?;
-            Ok(Claim::New)
+            Ok(claims)
         })
     }
 
@@ -748,4 +752,31 @@ impl<E: SqlEngine> Backend for E {
         self.scrub(&mut report)?;
         Ok(report)
     }
+}
+
+/// [`Backend::key_claim_complete`]'s work inside a transaction.
+fn claim_complete<E: SqlEngine>(
+    t: &mut dyn Tx,
+    op: &ClaimPut<'_>,
+    retention: Millis,
+    now: Millis,
+) -> Result<Claim> {
+    match E::key_claim(t, op.owner, op.key, op.fingerprint, retention, now)? {
+        Claim::New => {}
+        other => return Ok(other),
+    }
+    for put in op.puts {
+        t.between();
+        E::put(t, put, now)?;
+    }
+    let args = [
+        Text(op.owner),
+        Text(op.key),
+        Bytes(op.result),
+        Int(now.saturating_add(retention)),
+        Int(now),
+    ];
+    let n = t.exec(KEY_COMPLETE, &args)?;
+    key_settled(t, n, op.owner, op.key, now)?;
+    Ok(Claim::New)
 }

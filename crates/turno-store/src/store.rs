@@ -5,12 +5,12 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::backend::{Backend, SnapshotPut};
+use crate::backend::{Backend, ClaimPut, SnapshotPut};
 use crate::error::{Result, StoreError};
 use crate::memory::MemoryBackend;
 use crate::model::{
-    Claim, DeadLetter, Draft, DraftSaved, Enqueued, ForgetReport, KeyRecord, Millis, NewItem,
-    QueueCounts, QueueItem, Snapshot, SnapshotMeta, SnapshotWrite, SweepReport,
+    Claim, ClaimAndComplete, DeadLetter, Draft, DraftSaved, Enqueued, ForgetReport, KeyRecord,
+    Millis, NewItem, QueueCounts, QueueItem, Snapshot, SnapshotMeta, SnapshotWrite, SweepReport,
 };
 use crate::sqlite::SqliteBackend;
 
@@ -459,6 +459,71 @@ impl Store {
             ms(self.retention),
             now,
         )
+    }
+
+    /// Many [`Store::claim_and_complete`]s in one transaction: one commit,
+    /// one wait for the disk, for all of them (group commit). Each operation
+    /// is claimed and, when new, written and completed in order, a later one
+    /// seeing an earlier one's claim (the same key twice: the second is
+    /// answered from the first). Any error (a bad name, a write's version
+    /// conflict, the disk) fails the whole batch, and nothing of it is
+    /// written.
+    ///
+    /// ```
+    /// use turno_store::{Claim, ClaimAndComplete, SnapshotWrite, Store};
+    ///
+    /// let store = Store::memory();
+    /// let op = |key: &str, entry: &str| ClaimAndComplete {
+    ///     owner: "gw".into(),
+    ///     key: key.into(),
+    ///     fingerprint: b"req".to_vec(),
+    ///     result: entry.as_bytes().to_vec(),
+    ///     writes: vec![SnapshotWrite::new("ledger", entry, None, b"10 EUR".to_vec())],
+    /// };
+    /// let claims = store
+    ///     .claim_and_complete_batch(&[op("a", "ch_1"), op("b", "ch_2"), op("a", "ch_3")])
+    ///     .unwrap();
+    /// assert_eq!(claims, [Claim::New, Claim::New, Claim::Completed(b"ch_1".to_vec())]);
+    /// assert_eq!(store.list_snapshots("ledger").unwrap().len(), 2);
+    /// ```
+    pub fn claim_and_complete_batch(&self, ops: &[ClaimAndComplete]) -> Result<Vec<Claim>> {
+        for op in ops {
+            check_name("owner", &op.owner)?;
+            check_name("key", &op.key)?;
+            for w in &op.writes {
+                check_name("owner", &w.owner)?;
+                check_name("key", &w.key)?;
+            }
+        }
+        let now = self.now();
+        let puts: Vec<Vec<SnapshotPut<'_>>> = ops
+            .iter()
+            .map(|op| {
+                op.writes
+                    .iter()
+                    .map(|w| SnapshotPut {
+                        owner: &w.owner,
+                        key: &w.key,
+                        expected: w.expected,
+                        data: &w.data,
+                        expires_at: w.ttl.map(|t| now.saturating_add(ms(t))),
+                    })
+                    .collect()
+            })
+            .collect();
+        let claims: Vec<ClaimPut<'_>> = ops
+            .iter()
+            .zip(&puts)
+            .map(|(op, puts)| ClaimPut {
+                owner: &op.owner,
+                key: &op.key,
+                fingerprint: &op.fingerprint,
+                result: &op.result,
+                puts,
+            })
+            .collect();
+        self.backend
+            .key_claim_complete_batch(&claims, ms(self.retention), now)
     }
 
     /// Stores the result of the claimed operation; later claims with the same

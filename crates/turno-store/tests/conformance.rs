@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use common::*;
 use turno_store::{
-    Claim, DraftSaved, Enqueued, EntityCommit, EntityWrite, KeyState, LeaseOutcome, ManualClock,
-    ShardLease, SnapshotWrite, Store, StoreError,
+    Claim, ClaimAndComplete, DraftSaved, Enqueued, EntityCommit, EntityWrite, KeyState,
+    LeaseOutcome, ManualClock, ShardLease, SnapshotWrite, Store, StoreError,
 };
 
 struct Fixture {
@@ -100,6 +100,7 @@ on_every_backend!(
     fencing_refuses_the_old_owner_and_applies_each_message_once,
     due_entities_are_listed_earliest_first,
     claim_and_complete_is_one_transaction,
+    a_batch_of_claims_is_one_transaction,
 );
 
 fn conflict(r: Result<u64, StoreError>) -> (Option<u64>, Option<u64>) {
@@ -909,4 +910,57 @@ fn claim_and_complete_is_one_transaction(f: Fixture) {
         .map(|m| m.key)
         .collect();
     assert_eq!(keys, ["ch_1"]);
+}
+
+fn a_batch_of_claims_is_one_transaction(f: Fixture) {
+    let s = &f.store;
+    let op = |key: &str, req: &[u8], id: &str| ClaimAndComplete {
+        owner: "gw-batch".into(),
+        key: key.into(),
+        fingerprint: req.to_vec(),
+        result: id.as_bytes().to_vec(),
+        writes: vec![SnapshotWrite::new(
+            "ledger-batch",
+            id,
+            None,
+            b"10 EUR".to_vec(),
+        )],
+    };
+    // In order: a key twice in one batch is answered from its first claim,
+    // another body with the key is a mismatch; only new claims write.
+    let claims = s
+        .claim_and_complete_batch(&[
+            op("a", b"req", "ch_1"),
+            op("b", b"req", "ch_2"),
+            op("a", b"req", "ch_3"),
+            op("a", b"other", "ch_4"),
+        ])
+        .unwrap();
+    assert_eq!(
+        claims,
+        [
+            Claim::New,
+            Claim::New,
+            Claim::Completed(b"ch_1".to_vec()),
+            Claim::FingerprintMismatch
+        ]
+    );
+    let ledger = |s: &turno_store::Store| -> Vec<String> {
+        s.list_snapshots("ledger-batch")
+            .unwrap()
+            .into_iter()
+            .map(|m| m.key)
+            .collect()
+    };
+    assert_eq!(ledger(s), ["ch_1", "ch_2"]);
+    // One failing operation (its ledger entry exists) fails the batch:
+    // the new claim before it is rolled back with it.
+    let failed = s.claim_and_complete_batch(&[op("c", b"req", "ch_5"), op("d", b"req", "ch_2")]);
+    assert!(
+        matches!(failed, Err(StoreError::Conflict { .. })),
+        "{failed:?}"
+    );
+    assert_eq!(s.lookup("gw-batch", "c").unwrap(), None, "rolled back");
+    assert_eq!(ledger(s), ["ch_1", "ch_2"]);
+    assert_eq!(s.claim_and_complete_batch(&[]).unwrap(), []);
 }
