@@ -1,5 +1,12 @@
-//! The gateway as a separate HTTP service on loopback, with its own
-//! actor system and its own store: what `turno demo` runs beside the wizard.
+//! The gateway as a separate HTTP service on loopback, with its own store:
+//! what `turno demo` runs beside the wizard.
+//!
+//! **Group commit.** Charges go to one writer thread, which takes every
+//! charge queued while it was busy and commits them in one transaction of
+//! the store ([`Ledger::charge_batch`]): many clients share one wait for the
+//! disk, and each answer leaves only once its transaction is on disk. Two
+//! requests with one key cannot interleave their claim and completion: the
+//! writer is one thread, and each claim and completion is one transaction.
 //!
 //! - `POST /charges` with an `Idempotency-Key` header and a JSON body
 //!   charges once per key (the IETF idempotency-key draft's semantics): 201
@@ -34,11 +41,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Value};
-use turno::{Addr, Props, System, ThreadedSystem};
+use tokio::sync::oneshot;
 use turno_store::Store;
 
-use crate::actor::{GatewayActor, GatewayMsg, Reply};
-use crate::fault::{Fault, Faults};
+use crate::fault::Fault;
 use crate::ledger::{Charged, Found, Ledger};
 
 /// How long a `timeout` fault keeps the client waiting after charging.
@@ -52,8 +58,8 @@ pub const MAX_LATENCY: Duration = Duration::from_secs(30);
 pub enum StartError {
     /// The ledger's store could not be opened or read.
     Store(String, turno_store::StoreError),
-    /// The gateway's actor could not be spawned.
-    Spawn(String),
+    /// The gateway's writer thread could not be started.
+    Spawn(std::io::Error),
     /// The port could not be bound.
     Bind(String, std::io::Error),
 }
@@ -62,7 +68,7 @@ impl std::fmt::Display for StartError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             StartError::Store(path, e) => write!(f, "the gateway's store {path}: {e}"),
-            StartError::Spawn(e) => write!(f, "the gateway's actor: {e}"),
+            StartError::Spawn(e) => write!(f, "the gateway's writer thread: {e}"),
             StartError::Bind(at, e) => write!(f, "the gateway cannot listen on {at}: {e}"),
         }
     }
@@ -72,8 +78,7 @@ impl std::error::Error for StartError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             StartError::Store(_, e) => Some(e),
-            StartError::Bind(_, e) => Some(e),
-            StartError::Spawn(_) => None,
+            StartError::Bind(_, e) | StartError::Spawn(e) => Some(e),
         }
     }
 }
@@ -89,19 +94,49 @@ pub struct Counters {
 
 #[derive(Clone)]
 struct Shared {
-    actor: Addr<GatewayMsg>,
+    writer: std::sync::mpsc::Sender<Job>,
     ledger: Ledger,
     counters: Arc<Counters>,
 }
 
-/// A running gateway service. Dropping it stops the server and its actor.
+/// A charge for the writer thread.
+struct Job {
+    key: String,
+    request: Value,
+    done: oneshot::Sender<Charged>,
+}
+
+/// The most charges one transaction takes.
+const MAX_BATCH: usize = 256;
+
+/// The writer thread: one transaction for every charge waiting, then each
+/// answer. It ends when every sender is gone.
+fn writer(ledger: Ledger, jobs: std::sync::mpsc::Receiver<Job>) {
+    while let Ok(first) = jobs.recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match jobs.try_recv() {
+                Ok(j) => batch.push(j),
+                Err(_) => break,
+            }
+        }
+        let requests: Vec<(String, Value)> = batch
+            .iter_mut()
+            .map(|j| (std::mem::take(&mut j.key), std::mem::take(&mut j.request)))
+            .collect();
+        for (job, outcome) in batch.into_iter().zip(ledger.charge_batch(&requests)) {
+            let _ = job.done.send(outcome);
+        }
+    }
+}
+
+/// A running gateway service. Dropping it stops the server and its writer.
 pub struct HttpGateway {
     /// Where it listens.
     pub addr: SocketAddr,
     ledger: Ledger,
     counters: Arc<Counters>,
     server: tokio::task::JoinHandle<()>,
-    system: Option<ThreadedSystem>,
 }
 
 impl HttpGateway {
@@ -116,16 +151,15 @@ impl HttpGateway {
     /// [`HttpGateway::start`] over a store already open (any backend).
     pub async fn start_with(store: Store, port: u16) -> Result<HttpGateway, StartError> {
         let ledger = Ledger::open(store).map_err(|e| StartError::Store("ledger".into(), e))?;
-        let system = ThreadedSystem::builder().threads(1).build();
+        let (tx, rx) = std::sync::mpsc::channel();
         let l = ledger.clone();
-        let actor = system
-            .spawn(Props::new().name("gateway"), move || {
-                GatewayActor::new(l.clone(), Faults::none())
-            })
-            .map_err(|e| StartError::Spawn(e.to_string()))?;
+        std::thread::Builder::new()
+            .name("turno-gateway-writer".into())
+            .spawn(move || writer(l, rx))
+            .map_err(StartError::Spawn)?;
         let counters = Arc::new(Counters::default());
         let shared = Shared {
-            actor,
+            writer: tx,
             ledger: ledger.clone(),
             counters: counters.clone(),
         };
@@ -147,7 +181,6 @@ impl HttpGateway {
             ledger,
             counters,
             server,
-            system: Some(system),
         })
     }
 
@@ -169,10 +202,9 @@ impl HttpGateway {
 
 impl Drop for HttpGateway {
     fn drop(&mut self) {
+        // The router holds the writer's only sender: aborting the server
+        // drops it, and the writer ends after its last transaction.
         self.server.abort();
-        if let Some(sys) = self.system.take() {
-            let _ = sys.shutdown_now(Duration::from_secs(1));
-        }
     }
 }
 
@@ -263,43 +295,71 @@ async fn charge(State(s): State<Shared>, h: HeaderMap, body: Bytes) -> Response 
         Err(e) => return problem(StatusCode::BAD_REQUEST, false, e),
     };
     tokio::time::sleep(latency).await;
-    let answer = turno::bridge::ask(
-        &s.actor,
-        |reply| GatewayMsg::Charge {
-            key,
-            request,
-            fault: Some(fault),
-            reply: Reply::Typed(reply),
-        },
-        HANG * 2,
-    )
-    .await;
-    match answer {
-        Ok(Charged::New(r)) => (StatusCode::CREATED, Json(json!({"receipt": r}))).into_response(),
-        Ok(Charged::Replayed(r)) => (
+    let outcome = match fault {
+        // Refusals take nothing and need no write.
+        Fault::ServerErrorBeforeExecuting => {
+            return problem(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                false,
+                "injected server error: nothing was charged",
+            )
+        }
+        Fault::Decline => return problem(StatusCode::PAYMENT_REQUIRED, false, "declined"),
+        _ => {
+            let (done, answer) = oneshot::channel();
+            let job = Job { key, request, done };
+            if s.writer.send(job).is_err() {
+                return problem(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    false,
+                    "the gateway's writer has stopped: nothing was charged",
+                );
+            }
+            match answer.await {
+                Ok(outcome) => outcome,
+                // The writer died with the charge in hand: not known.
+                Err(_) => {
+                    return problem(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        true,
+                        "the gateway's writer stopped during the charge",
+                    )
+                }
+            }
+        }
+    };
+    let response = match outcome {
+        Charged::New(r) => (StatusCode::CREATED, Json(json!({"receipt": r}))).into_response(),
+        Charged::Replayed(r) => (
             StatusCode::OK,
             Json(json!({"receipt": r, "replayed": true})),
         )
             .into_response(),
         // The other request may be charging: not known.
-        Ok(Charged::InProgress) => problem(
-            StatusCode::CONFLICT,
-            true,
-            "a request with this key is in progress",
-        ),
-        Ok(Charged::Mismatch) => problem(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            false,
-            "this key was used for another request",
-        ),
-        Ok(Charged::Declined) => problem(StatusCode::PAYMENT_REQUIRED, false, "declined"),
-        Ok(Charged::Failed(e)) if fault == Fault::ServerErrorBeforeExecuting => {
-            problem(StatusCode::INTERNAL_SERVER_ERROR, false, e)
+        Charged::InProgress => {
+            return problem(
+                StatusCode::CONFLICT,
+                true,
+                "a request with this key is in progress",
+            )
         }
-        Ok(Charged::Failed(e)) => problem(StatusCode::SERVICE_UNAVAILABLE, false, e),
-        // The actor dropped the reply: a lost reply after charging.
-        Err(_) if fault == Fault::LostReply => cut_reply(),
-        Err(e) => problem(StatusCode::SERVICE_UNAVAILABLE, true, e.to_string()),
+        Charged::Mismatch => {
+            return problem(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                false,
+                "this key was used for another request",
+            )
+        }
+        Charged::Declined => return problem(StatusCode::PAYMENT_REQUIRED, false, "declined"),
+        Charged::Failed(e) => return problem(StatusCode::SERVICE_UNAVAILABLE, false, e),
+    };
+    match fault {
+        Fault::TimeoutAfterExecuting(d) => {
+            tokio::time::sleep(d).await;
+            response
+        }
+        Fault::LostReply => cut_reply(),
+        _ => response,
     }
 }
 
@@ -310,30 +370,28 @@ async fn lookup(State(s): State<Shared>, Path(key): Path<String>, h: HeaderMap) 
         Err(e) => return problem(StatusCode::BAD_REQUEST, false, e),
     };
     tokio::time::sleep(latency).await;
-    let answer = turno::bridge::ask(
-        &s.actor,
-        |reply| GatewayMsg::Lookup {
-            key,
-            fault: Some(fault),
-            reply: Reply::Typed(reply),
-        },
-        HANG,
-    )
-    .await;
-    match answer {
-        Ok(Found::Charged(r)) => {
+    if fault == Fault::ServerErrorBeforeExecuting {
+        return problem(
+            StatusCode::SERVICE_UNAVAILABLE,
+            false,
+            "injected: lookups are down",
+        );
+    }
+    let ledger = s.ledger.clone();
+    let found = tokio::task::spawn_blocking(move || ledger.lookup(&key))
+        .await
+        .unwrap_or_else(|e| Found::Failed(e.to_string()));
+    match found {
+        Found::Charged(r) => {
             (StatusCode::OK, Json(json!({"found": true, "receipt": r}))).into_response()
         }
-        Ok(Found::InProgress) => (
+        Found::InProgress => (
             StatusCode::ACCEPTED,
             Json(json!({"found": false, "in_progress": true})),
         )
             .into_response(),
-        Ok(Found::Unknown) => {
-            (StatusCode::NOT_FOUND, Json(json!({"found": false}))).into_response()
-        }
-        Ok(Found::Failed(e)) => problem(StatusCode::SERVICE_UNAVAILABLE, false, e),
-        Err(e) => problem(StatusCode::SERVICE_UNAVAILABLE, false, e.to_string()),
+        Found::Unknown => (StatusCode::NOT_FOUND, Json(json!({"found": false}))).into_response(),
+        Found::Failed(e) => problem(StatusCode::SERVICE_UNAVAILABLE, false, e),
     }
 }
 

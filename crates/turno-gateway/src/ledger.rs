@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
-use turno_store::{Claim, KeyState, SnapshotWrite, Store, StoreError};
+use turno_store::{Claim, ClaimAndComplete, KeyState, SnapshotWrite, Store, StoreError};
 
 /// The client every key belongs to in the store's key table.
 const OWNER: &str = "gateway";
@@ -95,7 +95,9 @@ impl Found {
 /// The gateway's books over a [`Store`]. Clones share the store.
 ///
 /// One gateway process writes a ledger at a time (receipt ids are numbered
-/// in the process, from what the store holds when the ledger is opened).
+/// in the process, on from the highest the store holds when the ledger is
+/// opened; a batch numbers its charges before it knows which are new, so
+/// ids may skip).
 ///
 /// ```
 /// use serde_json::json;
@@ -120,7 +122,12 @@ pub struct Ledger {
 impl Ledger {
     /// The ledger kept in `store` (empty or as a previous gateway left it).
     pub fn open(store: Store) -> Result<Ledger, StoreError> {
-        let taken = store.list_snapshots(LEDGER)?.len() as u64;
+        let taken = store
+            .list_snapshots(LEDGER)?
+            .iter()
+            .filter_map(|m| m.key.parse::<u64>().ok())
+            .max()
+            .unwrap_or(0);
         Ok(Ledger {
             store,
             taken: Arc::new(AtomicU64::new(taken)),
@@ -154,6 +161,55 @@ impl Ledger {
             Ok(Claim::FingerprintMismatch) => Charged::Mismatch,
             Ok(Claim::Completed(r)) => Charged::Replayed(parse(&r)),
         }
+    }
+
+    /// Charges many requests in one transaction of the store (one wait for
+    /// the disk for all of them), each as [`Ledger::charge`] would, in
+    /// order: the same key twice is charged once and replayed once. If the
+    /// transaction fails, every one is [`Charged::Failed`] and nothing was
+    /// taken.
+    pub fn charge_batch(&self, requests: &[(String, Value)]) -> Vec<Charged> {
+        let first = self.taken.load(Ordering::Relaxed) + 1;
+        let mut receipts = Vec::with_capacity(requests.len());
+        let ops: Vec<ClaimAndComplete> = requests
+            .iter()
+            .enumerate()
+            .map(|(i, (key, request))| {
+                let n = first + i as u64;
+                let r = receipt(n, key, request);
+                let bytes = r.to_string().into_bytes();
+                receipts.push(r);
+                ClaimAndComplete {
+                    owner: OWNER.into(),
+                    key: key.clone(),
+                    fingerprint: request.to_string().into_bytes(),
+                    result: bytes.clone(),
+                    writes: vec![SnapshotWrite::new(LEDGER, entry_name(n), None, bytes)],
+                }
+            })
+            .collect();
+        let claims = match self.store.claim_and_complete_batch(&ops) {
+            Ok(c) => c,
+            Err(e) => {
+                let why = e.to_string();
+                return requests
+                    .iter()
+                    .map(|_| Charged::Failed(why.clone()))
+                    .collect();
+            }
+        };
+        self.taken
+            .store(first + requests.len() as u64 - 1, Ordering::Relaxed);
+        claims
+            .into_iter()
+            .zip(receipts)
+            .map(|(claim, r)| match claim {
+                Claim::New => Charged::New(r),
+                Claim::InProgress => Charged::InProgress,
+                Claim::FingerprintMismatch => Charged::Mismatch,
+                Claim::Completed(stored) => Charged::Replayed(parse(&stored)),
+            })
+            .collect()
     }
 
     /// What the gateway knows of `key`.
@@ -246,6 +302,32 @@ mod tests {
             all[1].get("token").is_none(),
             "a receipt never repeats a token"
         );
+    }
+
+    #[test]
+    fn a_batch_charges_each_key_once_in_one_transaction() {
+        let l = Ledger::open(Store::memory()).unwrap();
+        let req = |k: &str, amount: u64| (k.to_string(), json!({"amount": amount}));
+        let out = l.charge_batch(&[req("a", 1), req("b", 2), req("a", 1), req("a", 9)]);
+        assert!(matches!(&out[0], Charged::New(r) if r["id"] == "ch_1"));
+        assert!(matches!(&out[1], Charged::New(r) if r["id"] == "ch_2"));
+        assert_eq!(
+            out[2],
+            Charged::Replayed(json!({"id": "ch_1", "key": "a", "amount": 1}))
+        );
+        assert_eq!(out[3], Charged::Mismatch);
+        assert_eq!(l.charges().unwrap().len(), 2);
+        // Numbers go on past the batch's (ids may skip, never repeat).
+        let Charged::New(r) = l.charge("c", &json!({"amount": 3})) else {
+            panic!("a new key charges")
+        };
+        assert_eq!(r["id"], "ch_5");
+        let reopened = Ledger::open(l.store().clone()).unwrap();
+        let Charged::New(r) = reopened.charge("d", &json!({"amount": 4})) else {
+            panic!("a new key charges")
+        };
+        assert_eq!(r["id"], "ch_6", "numbered on from the highest stored");
+        assert!(l.charge_batch(&[]).is_empty());
     }
 
     #[test]

@@ -7,9 +7,10 @@
 //! - [`GatewayActor`]: an actor to spawn in any turno system (the
 //!   deterministic one in tests), asked with [`GatewayMsg`]; a [`Faults`]
 //!   script decides what goes wrong with each request.
-//! - [`http::HttpGateway`] (feature `http`): the same actor behind an HTTP
-//!   service on loopback, with its own system and SQLite file; each request
-//!   asks for its fault in a header.
+//! - [`http::HttpGateway`] (feature `http`): the same ledger behind an HTTP
+//!   service on loopback, with its own SQLite file and a writer thread that
+//!   commits the charges waiting together (group commit); each request asks
+//!   for its fault in a header.
 //!
 //! Behind both is the [`Ledger`]: a charge is taken at most once per
 //! idempotency key, in one transaction of a turno-store store, so it

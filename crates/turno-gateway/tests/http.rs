@@ -139,3 +139,30 @@ async fn one_charge_per_key_whatever_the_client_meets() {
     assert_eq!(stats["lookups"], 3);
     assert_eq!(gw.ledger().charges_for("k1").unwrap(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_charges_are_committed_together_and_each_key_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = HttpGateway::start(&dir.path().join("gateway.db"), 0)
+        .await
+        .unwrap();
+    let at = gw.addr;
+    let mut calls = Vec::new();
+    for i in 0..60 {
+        let key = format!("k{}", i % 12);
+        calls.push(tokio::spawn(async move {
+            charge(at, &key, r#"{"amount_cents": 500}"#, "").await.0
+        }));
+    }
+    let mut statuses = Vec::new();
+    for c in calls {
+        statuses.push(c.await.unwrap());
+    }
+    let created = statuses.iter().filter(|s| **s == 201).count();
+    let replayed = statuses.iter().filter(|s| **s == 200).count();
+    assert_eq!((created, replayed), (12, 48), "{statuses:?}");
+    assert_eq!(gw.charges(), 12);
+    for k in 0..12 {
+        assert_eq!(gw.ledger().charges_for(&format!("k{k}")).unwrap(), 1);
+    }
+}
