@@ -92,7 +92,8 @@
 //!   layout, `click()`, `KeyboardEvent`/`MouseEvent` for scripted input,
 //!   `animate()` for the compositor lane, `readyState` with
 //!   `DOMContentLoaded` and `load` right after the script),
-//!   `window.postMessage`, dedicated workers (below). Where the standard leaves
+//!   `window.postMessage`, `MutationObserver` (child lists), dedicated
+//!   workers (below). Where the standard leaves
 //!   the order of task sources open, [`Browser::Chromium`] does what
 //!   Chromium does (input first; a zero-delay timer posted at once; a
 //!   delayed timer queued after the task in which it came due; a

@@ -1481,18 +1481,94 @@
       appendChild(child) {
         const old = parentOf.get(child);
         if (old instanceof Node) old.removeChild(child);
+        const c = childrenOf(this);
+        const previous = c.length > 0 ? c[c.length - 1] : null;
         parentOf.set(child, this);
-        childrenOf(this).push(child);
+        c.push(child);
+        queueChildList(this, [child], [], previous, null);
         return child;
       }
       removeChild(child) {
         const c = childrenOf(this);
         const i = c.indexOf(child);
         if (i === -1) throw new DOMExceptionCtor("Failed to execute 'removeChild' on 'Node': The node to be removed is not a child of this node.", 'NotFoundError');
+        const previous = i > 0 ? c[i - 1] : null;
+        const next = i + 1 < c.length ? c[i + 1] : null;
         c.splice(i, 1);
         parentOf.delete(child);
+        queueChildList(this, [], [child], previous, next);
         return child;
       }
+    }
+
+    // MutationObserver, for the mutations this tree has (`childList`, with
+    // `subtree`): each mutation queues a record for every observer that
+    // watches the target or (subtree) an ancestor; the first record queues
+    // one microtask that hands each observer its batch, in the order the
+    // observers were created (the DOM Standard's "notify mutation
+    // observers"). Nothing here changes attributes or character data, so
+    // observing them is accepted and never reports.
+    const observers = [];
+    const observerState = new WeakMap();
+    let notifyQueued = false;
+    class MutationRecord {
+      constructor(init) { Object.assign(this, init); }
+    }
+    function queueChildList(target, addedNodes, removedNodes, previousSibling, nextSibling) {
+      let queued = false;
+      for (const mo of observers) {
+        const st = observerState.get(mo);
+        const hit = st.targets.some(([node, o]) => {
+          if (!o.childList) return false;
+          if (node === target) return true;
+          if (!o.subtree) return false;
+          for (let p = parentOf.get(target); p instanceof Node; p = parentOf.get(p)) if (p === node) return true;
+          return false;
+        });
+        if (!hit) continue;
+        st.records.push(new MutationRecord({
+          type: 'childList', target, addedNodes, removedNodes, previousSibling, nextSibling,
+          attributeName: null, attributeNamespace: null, oldValue: null,
+        }));
+        queued = true;
+      }
+      if (queued && !notifyQueued) {
+        notifyQueued = true;
+        h.queueMicrotask(function notifyMutationObservers() {
+          notifyQueued = false;
+          for (const mo of observers.slice()) {
+            const st = observerState.get(mo);
+            if (st.records.length === 0) continue;
+            const records = st.records;
+            st.records = [];
+            // Called as a listener is: what it throws is reported and the
+            // next observer still runs.
+            const callback = st.callback;
+            h.invokeListener(function mutationObserverCallback() { return callback.call(mo, records, mo); }, mo, undefined, false);
+          }
+        });
+      }
+    }
+    class MutationObserver {
+      constructor(callback) {
+        if (typeof callback !== 'function') throw new TypeError("Failed to construct 'MutationObserver': parameter 1 is not of type 'Function'.");
+        observerState.set(this, { callback, targets: [], records: [] });
+        observers.push(this);
+      }
+      observe(target, options) {
+        if (!(target instanceof Node)) throw new TypeError("Failed to execute 'observe' on 'MutationObserver': parameter 1 is not of type 'Node'.");
+        const o = Object.assign({}, options || {});
+        if (o.attributeOldValue !== undefined || o.attributeFilter !== undefined) { if (o.attributes === undefined) o.attributes = true; }
+        if (o.characterDataOldValue !== undefined && o.characterData === undefined) o.characterData = true;
+        if (!o.childList && !o.attributes && !o.characterData) {
+          throw new TypeError("Failed to execute 'observe' on 'MutationObserver': The options object must set at least one of 'attributes', 'characterData', or 'childList' to true.");
+        }
+        const st = observerState.get(this);
+        const known = st.targets.find(([n]) => n === target);
+        if (known) known[1] = o; else st.targets.push([target, o]);
+      }
+      disconnect() { const st = observerState.get(this); st.targets = []; st.records = []; }
+      takeRecords() { const st = observerState.get(this); const r = st.records; st.records = []; return r; }
     }
     const children = new WeakMap();
     function childrenOf(n) { let c = children.get(n); if (!c) { c = []; children.set(n, c); } return c; }
@@ -1568,7 +1644,7 @@
       def('MessageEvent', MessageEvent);
     } else {
       def('document', document);
-      for (const [n, v] of [['UIEvent', UIEvent], ['KeyboardEvent', KeyboardEvent], ['MouseEvent', MouseEvent], ['MessageEvent', MessageEvent], ['Node', Node], ['Element', Element], ['HTMLElement', Element], ['Document', Document]]) def(n, v);
+      for (const [n, v] of [['UIEvent', UIEvent], ['KeyboardEvent', KeyboardEvent], ['MouseEvent', MouseEvent], ['MessageEvent', MessageEvent], ['Node', Node], ['Element', Element], ['HTMLElement', Element], ['Document', Document], ['MutationObserver', MutationObserver], ['MutationRecord', MutationRecord]]) def(n, v);
     }
 
     // Scripted input: the host calls this as a task of the user-interaction

@@ -92,8 +92,8 @@ fn what_stays_unsupported_fails_with_a_clear_error() {
         ),
         (
             Model::Html,
-            "new MutationObserver(() => {});",
-            "ReferenceError: MutationObserver is not defined",
+            "new IntersectionObserver(() => {});",
+            "ReferenceError: IntersectionObserver is not defined",
         ),
         (
             Model::Html,
