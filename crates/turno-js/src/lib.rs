@@ -79,8 +79,9 @@
 //! * **Node model.** The entry file runs as a script with `require` (`util`,
 //!   `timers`, `timers/promises`, `process`), `module`, `exports`, `__filename`, `__dirname` as
 //!   globals instead of inside Node's module wrapper, so positions are exact
-//!   but top-level `var` and `this` are global. There is no I/O, so the
-//!   pending and poll phases never have callbacks; `process.exit`,
+//!   but top-level `var` and `this` are global. `fs.readFile` reads
+//!   [`RunOptions::files`] (and the program's own file), its callbacks in
+//!   the poll phase; `process.exit`,
 //!   `process.exitCode`, unref'd timers, unhandled-rejection crashes and
 //!   `process.on` (`beforeExit`, `exit`, `uncaughtException`,
 //!   `unhandledRejection`, `rejectionHandled`) behave as in Node 20.
@@ -216,6 +217,10 @@ pub struct RunOptions {
     /// `Promise.withResolvers` and `Object.groupBy` are `undefined`, as in
     /// Node 20, so feature-detecting code takes Node's branch.
     pub all_builtins: bool,
+    /// The node model's virtual file system for `fs.readFile` and
+    /// `fs.promises.readFile`: path to UTF-8 text. The program's own file
+    /// is always there under its name (`__filename`).
+    pub files: std::collections::BTreeMap<String, String>,
 }
 
 impl RunOptions {
@@ -234,6 +239,7 @@ impl RunOptions {
             max_loop_iterations: 5_000_000,
             trace: false,
             all_builtins: false,
+            files: std::collections::BTreeMap::new(),
         }
     }
 }

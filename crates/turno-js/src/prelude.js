@@ -1396,7 +1396,54 @@
       },
     };
     timers.promises = timersPromises;
-    const modules = { util, timers, process, 'timers/promises': timersPromises };
+    // fs.readFile on the run's virtual file system (the program's own file
+    // and RunOptions::files). Each step of Node's readFile is a thread-pool
+    // request whose callback runs in a later poll phase: open, fstat, read
+    // and close for fs.readFile (the callback after the fourth), one more
+    // read for fs.promises.readFile; a missing file fails at open. How many
+    // loop iterations that takes in real Node depends on the machine; the
+    // order inside the callback (nextTick, then setImmediate before
+    // setTimeout 0) does not. Text only: a Buffer is not modelled.
+    const fsEncoding = (options, name) => {
+      const e = typeof options === 'string' ? options : options && options.encoding;
+      if (e === 'utf8' || e === 'utf-8') return e;
+      throw new TypeError(`turno-js models ${name} with the 'utf8' encoding only (a Buffer is not modelled); got ${inspect(e)}`);
+    };
+    const enoent = (path) => {
+      const e = new Error(`ENOENT: no such file or directory, open '${path}'`);
+      e.errno = -2;
+      e.code = 'ENOENT';
+      e.syscall = 'open';
+      e.path = path;
+      return e;
+    };
+    const afterRoundTrips = (n, done) => {
+      if (n === 0) { done(); return; }
+      h.io(function fsRequestDone() { afterRoundTrips(n - 1, done); });
+    };
+    const fs = {
+      readFile(path, options, callback) {
+        if (typeof options === 'function') { callback = options; options = undefined; }
+        checkCallback(callback);
+        fsEncoding(options, 'fs.readFile');
+        const p = String(path);
+        const text = h.readFile(p);
+        if (text === null) { afterRoundTrips(1, function readFileDone() { callback(enoent(p)); }); return; }
+        afterRoundTrips(4, function readFileDone() { callback(null, text); });
+      },
+      promises: {
+        readFile(path, options) {
+          return new Promise((resolve, reject) => {
+            fsEncoding(options, 'fs.promises.readFile');
+            const p = String(path);
+            const text = h.readFile(p);
+            if (text === null) afterRoundTrips(1, () => reject(enoent(p)));
+            else afterRoundTrips(5, () => resolve(text));
+          });
+        },
+      },
+    };
+    const modules = { util, timers, process, 'timers/promises': timersPromises, fs, 'fs/promises': fs.promises };
     const module = { exports: {} };
     def('module', module);
     def('exports', module.exports);

@@ -437,3 +437,30 @@ fn all_builtins_keeps_what_the_runtime_profile_hides() {
         );
     }
 }
+
+#[test]
+fn fs_read_file_reads_the_files_given_to_the_run() {
+    let mut o = opts(Model::Node);
+    o.files
+        .insert("data/config.json".into(), "{\"port\":8080}".into());
+    let src = "const fs = require('fs');\n\
+               fs.readFile('./data/config.json', 'utf8', (e, t) => console.log(e, JSON.parse(t).port));\n\
+               fs.promises.readFile('data/config.json', 'utf8').then((t) => console.log('promise', t.length));\n\
+               try { fs.readFile('data/config.json', () => {}); } catch (e) { console.log(e.name, e.message); }";
+    let r = run(src, "fs.js", &o).unwrap();
+    assert_eq!(
+        r.stdout_lines(),
+        [
+            "TypeError turno-js models fs.readFile with the 'utf8' encoding only (a Buffer is not modelled); got undefined",
+            "null 8080",
+            "promise 13",
+        ]
+    );
+    // Without the file the read fails with ENOENT.
+    let missing = "require('fs').readFile('./data/config.json', 'utf8', (e) => console.log(e.code, e.message));";
+    let r = run(missing, "fs.js", &opts(Model::Node)).unwrap();
+    assert_eq!(
+        r.stdout_lines(),
+        ["ENOENT ENOENT: no such file or directory, open './data/config.json'"]
+    );
+}

@@ -18,7 +18,7 @@ use super::compositor::{n_animation, n_cancel_animation};
 use super::events::n_invoke_listener;
 use super::html::{n_cancel_raf, n_post_task, n_raf};
 use super::microtasks::n_queue_microtask;
-use super::node::{n_clear_immediate, n_next_tick, n_set_immediate};
+use super::node::{n_clear_immediate, n_io, n_next_tick, n_read_file, n_set_immediate};
 use super::state::{Host, MS};
 use super::support::{arg_u32, host_of, JsStackScope, Ret, Scoped};
 use super::timers::{n_clear_timer, n_has_ref, n_ref_timer, n_set_timer};
@@ -186,7 +186,7 @@ impl Native {
 
 pub(super) fn build_natives(ctx: &mut Context) -> JsResult<JsObject> {
     use Native::{Plain, WithHost};
-    let list: [(&str, Native, usize); 26] = [
+    let list: [(&str, Native, usize); 28] = [
         ("workerCreate", WithHost(n_worker_create), 2),
         ("workerPost", WithHost(n_worker_post), 3),
         ("workerEnd", WithHost(n_worker_end), 2),
@@ -212,6 +212,8 @@ pub(super) fn build_natives(ctx: &mut Context) -> JsResult<JsObject> {
         ("callError", Plain(n_call_error), 3),
         ("nameAt", Plain(n_name_at), 3),
         ("detach", Plain(n_detach), 2),
+        ("io", WithHost(n_io), 1),
+        ("readFile", WithHost(n_read_file), 1),
         ("promiseState", Plain(n_promise_state), 1),
     ];
     let obj = JsObject::with_null_proto();

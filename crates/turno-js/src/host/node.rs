@@ -3,8 +3,9 @@
 //! After the main module and after every callback, Node's
 //! `processTicksAndRejections` drains the nextTick queue, then the
 //! microtasks, until both are empty. Each loop iteration goes through the
-//! phases timers → pending → poll → check → close; with no I/O, pending and
-//! poll only wait (virtual time jumps to the next timer, referenced or not, while a
+//! phases timers → pending → poll → check → close; the poll phase runs the
+//! callbacks of the virtual file system's requests (`h.io`), otherwise
+//! pending and poll only wait (virtual time jumps to the next timer, referenced or not, while a
 //! referenced one or an immediate keeps the loop alive) and the
 //! check phase runs the immediates queued before it started.
 
@@ -47,6 +48,32 @@ pub(super) fn n_clear_immediate(host: &Rc<Host>, args: &[JsValue], ctx: &mut Con
         st.ev(cancel(Queue::Immediate, u64::from(id)));
     }
     Ok(JsValue::undefined())
+}
+
+/// `h.io(callback)`: an I/O request that completes at once; its callback
+/// runs in the next poll phase.
+pub(super) fn n_io(host: &Rc<Host>, args: &[JsValue], _: &mut Context) -> Ret {
+    if let Some(cb) = arg_fn(args, 0) {
+        host.st.borrow_mut().io.push_back(cb);
+    }
+    Ok(JsValue::undefined())
+}
+
+/// `h.readFile(path)`: the virtual file's text, or `null`.
+pub(super) fn n_read_file(host: &Rc<Host>, args: &[JsValue], ctx: &mut Context) -> Ret {
+    let path = args
+        .first()
+        .cloned()
+        .unwrap_or_default()
+        .to_string(ctx)?
+        .to_std_string_escaped();
+    let st = host.st.borrow();
+    let key = path.strip_prefix("./").unwrap_or(&path);
+    Ok(st
+        .files
+        .get(key)
+        .map(|t| JsValue::from(boa_engine::JsString::from(t.as_str())))
+        .unwrap_or_else(JsValue::null))
 }
 
 pub(super) fn n_next_tick(host: &Rc<Host>, args: &[JsValue], ctx: &mut Context) -> Ret {
@@ -138,7 +165,9 @@ impl Host {
         loop {
             let alive = {
                 let st = self.st.borrow();
-                !st.immediates.is_empty() || st.timers.values().any(|t| t.refed)
+                !st.immediates.is_empty()
+                    || !st.io.is_empty()
+                    || st.timers.values().any(|t| t.refed)
             };
             if !alive {
                 // Node emits 'beforeExit' when the loop empties; what its
@@ -148,7 +177,9 @@ impl Host {
                 self.process_ticks(ctx)?;
                 let alive = {
                     let st = self.st.borrow();
-                    !st.immediates.is_empty() || st.timers.values().any(|t| t.refed)
+                    !st.immediates.is_empty()
+                        || !st.io.is_empty()
+                        || st.timers.values().any(|t| t.refed)
                 };
                 if alive {
                     continue;
@@ -169,11 +200,24 @@ impl Host {
             }
             self.phase("pending", iteration);
             self.phase("poll", iteration);
+            // The I/O completed since the last poll phase (the virtual file
+            // system answers at once); what these callbacks request
+            // completes in the next one.
+            let done: Vec<_> = self.st.borrow_mut().io.drain(..).collect();
+            for f in done {
+                let label = format!("I/O callback: {}", fn_name(&f, ctx));
+                self.call(ctx, label, &f, &JsValue::undefined(), &[])?;
+                self.process_ticks(ctx)?;
+            }
             // The poll phase waits for the earliest timer, referenced or
             // not (libuv's timeout counts every timer handle; Node's one
             // handle is due at its earliest list): an unref'd timer fires at
             // its own time while anything else keeps the loop alive.
-            if self.st.borrow().immediates.is_empty() {
+            let waits = {
+                let st = self.st.borrow();
+                st.immediates.is_empty() && st.io.is_empty()
+            };
+            if waits {
                 if let Some((due, _, _)) = self.next_timer() {
                     self.advance_to(due)?;
                 }

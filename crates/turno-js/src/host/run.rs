@@ -111,6 +111,15 @@ fn new_loop(
             timer_heap: BTreeSet::new(),
             next_timer_id: 0,
             immediates: VecDeque::new(),
+            io: VecDeque::new(),
+            files: {
+                let mut f = opts.files.clone();
+                if main {
+                    let own = SOURCE.with(|s| s.borrow().clone());
+                    f.entry(file_name.to_string()).or_insert(own);
+                }
+                f
+            },
             next_immediate_id: 0,
             tasks: VecDeque::new(),
             raf: Vec::new(),

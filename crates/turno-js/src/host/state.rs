@@ -108,6 +108,11 @@ pub(crate) struct State {
     pub(super) timer_heap: BTreeSet<(u64, u64, u32)>,
     pub(super) next_timer_id: u32,
     pub(super) immediates: VecDeque<(u32, JsObject, Vec<JsValue>)>,
+    /// Node: I/O completions (`h.io`) for the next poll phase.
+    pub(super) io: VecDeque<JsObject>,
+    /// Node: the virtual file system (the program's file and
+    /// `RunOptions::files`).
+    pub(super) files: std::collections::BTreeMap<String, String>,
     pub(super) next_immediate_id: u32,
     pub(super) tasks: VecDeque<Task>,
     pub(super) raf: Vec<(u32, JsObject)>,
