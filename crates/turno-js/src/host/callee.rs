@@ -209,8 +209,9 @@ fn chain_before(chars: &[char], end: usize) -> Option<(String, Option<usize>)> {
                 let quoted = expr.len() >= 2
                     && (expr.starts_with('\'') && expr.ends_with('\'')
                         || expr.starts_with('"') && expr.ends_with('"'));
-                let inner = &expr[1..expr.len().saturating_sub(1).max(1)];
-                if quoted && !inner.is_empty() && inner.chars().all(is_ident) {
+                // The quotes are ASCII, so the slice is on char boundaries.
+                let inner = if quoted { &expr[1..expr.len() - 1] } else { "" };
+                if !inner.is_empty() && inner.chars().all(is_ident) {
                     text.push_str(if *optional { "?." } else { "." });
                     text.push_str(inner);
                 } else {
@@ -321,7 +322,7 @@ mod tests {
 
     fn call(src: &str, line: u32) -> Option<(String, u32)> {
         let l = src.lines().nth(line as usize - 1).unwrap();
-        let col = l.rfind('(').unwrap() + 1;
+        let col = l[..l.rfind('(').unwrap()].chars().count() + 1;
         describe(src, line, col as u32, false).map(|c| (c.message, c.column))
     }
 
@@ -391,6 +392,17 @@ mod tests {
         assert_eq!(g("if (Foo) {}"), 1);
         assert_eq!(g("  return new Foo();"), 3);
         assert_eq!(find_name("x", 1, 1, "fetch"), None);
+    }
+
+    #[test]
+    fn non_ascii_keys_and_names_are_read_whole() {
+        assert_eq!(call("o[é]();", 1).unwrap().0, "o[é] is not a function");
+        assert_eq!(call("o['é'](1);", 1).unwrap().0, "o.é is not a function");
+        assert_eq!(
+            call("été.ça();", 1),
+            Some(("été.ça is not a function".into(), 5))
+        );
+        assert_eq!(find_name("x = 'é' + Ω;", 1, 1, "Ω"), Some((1, 11)));
     }
 
     #[test]
