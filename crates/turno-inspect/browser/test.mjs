@@ -673,9 +673,10 @@ await test("live mode follows a running demo, queues over time drawn as it runs"
 // ------------------------------------------------------------------ a million events
 // BIG=1: both trace families at a million events, the shapes of
 // `turno-bench inspect`. Reported, not asserted: the whole open (from
-// starting `turno inspect` to the first step rendered: process start,
-// index, page load), the open as the browser sees it (navigation start to
-// the first step rendered), and each step in the browser (from the input
+// starting `turno inspect` to the page ready: process start, index, page
+// load, the first step rendered and, for an actor trace, its queue plots
+// drawn), the open as the browser sees it (navigation start to ready), the
+// queue plots' part of it, and each step in the browser (from the input
 // to its step rendered) and as the test sees it.
 function bigJs(p) {
   const out = [JSON.stringify({ format: "turno-js-trace", version: 1, model: "node", file: "big.js" })];
@@ -803,7 +804,7 @@ if (process.env.BIG) {
         settled.sort((x, y) => x - y);
         const f = (x) => x.toFixed(1);
         console.log(`BIG ${name}: ${len} events, ${mb} MB; ${/indexed in \S+ ms[^\n]*/.exec(s.err())?.[0] ?? s.err().trim()}; ` +
-          `open: ${whole} ms from starting turno to the first step rendered, ${f(inPage)} ms from navigation; ` +
+          `open: ${whole} ms from starting turno to the page ready, ${f(inPage)} ms from navigation; ` +
           (plotMs ? `queue plots drawn ${f(plotMs[2])} ms from navigation (request and decode ${f(plotMs[0])} ms, drawing ${f(plotMs[1])} ms); ` : "") +
           `step in the browser median ${f(median(browser))} ms, max ${f(browser[browser.length - 1])} ms, ` +
           `painted (the next frame produced) median ${f(median(painted))} ms, max ${f(painted[painted.length - 1])} ms; ` +
