@@ -4,13 +4,14 @@
 //! `turno-js-trace`) with [`turno_trace::Index`]; [`serve_blocking`] serves
 //! the page on 127.0.0.1 with its assets compiled in (no CDN) and a small
 //! JSON API (`/api/meta`, `/api/step?k=`, `/api/jump?k=&what=&dir=`,
-//! `/api/events?from=&count=`), so a trace of a million events is held on
+//! `/api/events?from=&count=`, `/api/chart.svg?k=&actor=`,
+//! `/api/queues?px=`), so a trace of a million events is held on
 //! disk and in checkpoints, never in the browser. Everything from a trace
 //! is drawn as text, never as markup. The page is described in
 //! `docs/inspector.md`.
 //!
 //! With the `live` feature, [`live`] follows a running system over a
-//! WebSocket.
+//! WebSocket, its queues over time included.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
