@@ -10,6 +10,7 @@
 //! turno-bench all [--json]      # every actor bench, then memory
 //! turno-bench wizard [--n USERS] [--json]
 //! turno-bench inspect [--n EVENTS] [--only SUBSTR] [--runs R] [--json]
+//! turno-bench cluster [--n TELLS] [--runs ROUNDS] [--kills K] [--json]   # needs nats-server
 //! ```
 //!
 //! The actor benches live in [`actors`], one file per bench.
@@ -22,6 +23,8 @@
 mod actors;
 #[cfg(feature = "chart")]
 mod chart;
+#[cfg(feature = "cluster")]
+mod cluster;
 mod harness;
 #[cfg(feature = "inspect")]
 mod inspect;
@@ -58,6 +61,7 @@ const BENCHES: &[(&str, &str)] = &[
     ("chart", "statecharts: pure transition and chart actor events/s and idle chart actor bytes, turno-chart vs XState v5 on Node"),
     ("all", "every actor bench, then memory"),
     ("inspect", "the inspector on a million-event trace (JavaScript and actor): open (validate, index, checkpoint) vs Reader alone, serde_json Value and IgnoredAny per line; step median and slowest"),
+    ("cluster", "two turno-cluster nodes in two processes over a nats-server vs raw async-nats: tells/s, send and ask round trip p50/p99 vs request/reply; failure detection over --kills SIGKILLs"),
     ("wizard", "the signup wizard under load on loopback: --n users, --concurrency at a time (64), faults on every 4th; signups/s, p50/p99, CONFIRM to completed, charges == completed"),
 ];
 
@@ -84,6 +88,9 @@ pub struct Args {
     /// e.g. `--case spsc_bounded --only =turno`.
     #[arg(long)]
     pub case: Option<String>,
+    /// Peers killed to time failure detection (`cluster`; 100 when absent).
+    #[arg(long)]
+    pub kills: Option<usize>,
     /// Timed runs per measurement (after one warm-up).
     #[arg(long, default_value_t = harness::RUNS)]
     pub runs: usize,
@@ -134,12 +141,24 @@ fn main() {
         "chart" => chart::run(&args, &mut h),
         #[cfg(feature = "inspect")]
         "inspect" => inspect::run(&args, &mut h),
+        #[cfg(feature = "cluster")]
+        "cluster" => {
+            cluster::run(&args);
+            return;
+        }
+        #[cfg(feature = "cluster")]
+        "cluster-peer" => {
+            cluster::peer();
+            return;
+        }
         #[cfg(not(feature = "store"))]
         "store" => not_built("store"),
         #[cfg(not(feature = "wizard"))]
         "wizard" => not_built("wizard"),
         #[cfg(not(feature = "chart"))]
         "chart" => not_built("chart"),
+        #[cfg(not(feature = "cluster"))]
+        "cluster" => not_built("cluster"),
         #[cfg(not(feature = "inspect"))]
         "inspect" => not_built("inspect"),
         other if actors::run(other, &args, &mut h) => {}
