@@ -172,17 +172,18 @@ await test("javascript trace: stepping, queues, promise slots, source line", asy
     await page.waitForSelector("body[data-step='14'][data-settled='14']");
     assert.deepEqual(await texts("#stack .frame:not(.js-frame):not(.ghost)"), ["promise reaction: (anonymous)"]);
     assert.deepEqual(await attrs("#stack .frame.moved", "data-depth"), ["1"]);
-    // Next render jumps to the render step (after render_start, seq 18).
+    // Next render jumps to the render step (after render_start, seq 21:
+    // the parser-finished task, DOMContentLoaded and load, runs before it).
     await page.click("#next-render");
-    await page.waitForSelector("body[data-step='19'][data-settled='19']");
+    await page.waitForSelector("body[data-step='22'][data-settled='22']");
     assert.equal(await page.locator("#timeline line.tick").count(), 1);
     await page.click("#end");
-    await page.waitForSelector("body[data-step='47'][data-settled='47']");
+    await page.waitForSelector("body[data-step='50'][data-settled='50']");
     assert.deepEqual(await texts("#console .console-line"), ["script microtask\n", "raf 1\n", "microtask from raf 1\n", "raf 2\n", "microtask from raf 2\n"]);
     await page.click("#start");
     await page.waitForSelector("body[data-step='0'][data-settled='0']");
-    await sameByStepAndJump(["#queues", "#stack", "#promises", "#console"], Array.from({ length: 48 }, (_, i) => i), 47);
-    await goto(38);
+    await sameByStepAndJump(["#queues", "#stack", "#promises", "#console"], Array.from({ length: 51 }, (_, i) => i), 50);
+    await goto(41);
     for (const p of ["console", "timeline"]) await page.locator(`#pane-${p}`).screenshot({ path: join(SHOTS, `js-${p}.png`) });
     await page.screenshot({ path: join(SHOTS, "js-page.png") });
   } finally { stop(s); }
@@ -217,30 +218,31 @@ await test("javascript trace with a worker: one event loop at a time", async () 
     assert.equal(options.length, 2);
     assert.equal(options[0], "0: main");
     assert.match(options[1], /^1: worker (.*\/)?l03_worker_messages\.worker\.js$/);
-    // Step 14 (after seq 13): both messages wait in the worker's task queue;
-    // the page's own queue is empty.
-    await goto(14);
+    // Step 17 (after seq 16): both messages wait in the worker's task queue
+    // (queued once the worker's script has run); the page's own queue is
+    // empty.
+    await goto(17);
     assert.equal(await page.getAttribute("body", "data-loop"), "0");
     assert.deepEqual(await attrs("[data-lane='queue:task'] .box:not(.ghost)", "data-item"), []);
     await page.selectOption("#loop", "1");
-    await page.waitForSelector("body[data-loop='1'][data-step='14'][data-settled='14']");
+    await page.waitForSelector("body[data-loop='1'][data-step='17'][data-settled='17']");
     assert.deepEqual(await attrs("[data-lane='queue:task'] .box:not(.ghost)", "data-item"), ["1", "2"]);
     assert.deepEqual(await attrs("[data-lane='queue:task'] .box.moved", "data-item"), ["2"]);
-    // Step 31: each loop runs a task of its own at the same time.
-    await goto(31);
+    // Step 34: each loop runs a task of its own at the same time.
+    await goto(34);
     assert.deepEqual(await texts("#stack .frame:not(.js-frame):not(.ghost)"), ["event listener: onmessage", "task: message from loop 0"]);
-    // The stack_push at seq 30 ran on the page: nothing moved in the worker.
+    // The stack_push at seq 33 ran on the page: nothing moved in the worker.
     assert.equal(await page.locator("#stack .frame.moved").count(), 0);
     assert.equal(await page.locator("#stack .js-frame").count(), 0);
     // The worker's source is its own script, its current line from its js_stack.
-    await goto(25);
+    await goto(28);
     assert.match(await page.textContent("#source-file"), /l03_worker_messages\.worker\.js$/);
     assert.equal(await page.getAttribute(".src-line.current", "data-line"), "4");
     await page.locator("#pane-queues").screenshot({ path: join(SHOTS, "js-worker-queues.png") });
     await page.selectOption("#loop", "0");
-    await page.waitForSelector("body[data-loop='0'][data-step='25'][data-settled='25']");
+    await page.waitForSelector("body[data-loop='0'][data-step='28'][data-settled='28']");
     assert.match(await page.textContent("#source-file"), /l03_worker_messages\.js$/);
-    await goto(31);
+    await goto(34);
     assert.deepEqual(await texts("#stack .frame:not(.js-frame):not(.ghost)"), ["task: message from loop 1"]);
     assert.deepEqual(await attrs("#stack .frame.moved", "data-depth"), ["1"]);
   } finally { stop(s); }
