@@ -290,16 +290,7 @@ impl Store {
             return Ok(Vec::new());
         }
         let now = self.now();
-        let puts: Vec<SnapshotPut<'_>> = writes
-            .iter()
-            .map(|w| SnapshotPut {
-                owner: &w.owner,
-                key: &w.key,
-                expected: w.expected,
-                data: &w.data,
-                expires_at: w.ttl.map(|t| now.saturating_add(ms(t))),
-            })
-            .collect();
+        let puts = snapshot_puts(writes, now);
         Ok(self.backend.commit(&puts, acks, now)?.versions)
     }
 
@@ -440,16 +431,7 @@ impl Store {
             check_name("key", &w.key)?;
         }
         let now = self.now();
-        let puts: Vec<SnapshotPut<'_>> = writes
-            .iter()
-            .map(|w| SnapshotPut {
-                owner: &w.owner,
-                key: &w.key,
-                expected: w.expected,
-                data: &w.data,
-                expires_at: w.ttl.map(|t| now.saturating_add(ms(t))),
-            })
-            .collect();
+        let puts = snapshot_puts(writes, now);
         self.backend.key_claim_complete(
             owner,
             key,
@@ -498,18 +480,7 @@ impl Store {
         let now = self.now();
         let puts: Vec<Vec<SnapshotPut<'_>>> = ops
             .iter()
-            .map(|op| {
-                op.writes
-                    .iter()
-                    .map(|w| SnapshotPut {
-                        owner: &w.owner,
-                        key: &w.key,
-                        expected: w.expected,
-                        data: &w.data,
-                        expires_at: w.ttl.map(|t| now.saturating_add(ms(t))),
-                    })
-                    .collect()
-            })
+            .map(|op| snapshot_puts(&op.writes, now))
             .collect();
         let claims: Vec<ClaimPut<'_>> = ops
             .iter()
@@ -651,4 +622,18 @@ impl Store {
         check_name("owner", owner)?;
         self.backend.forget(owner)
     }
+}
+
+/// The writes as a backend takes them: expiry made absolute from `now`.
+fn snapshot_puts(writes: &[SnapshotWrite], now: Millis) -> Vec<SnapshotPut<'_>> {
+    writes
+        .iter()
+        .map(|w| SnapshotPut {
+            owner: &w.owner,
+            key: &w.key,
+            expected: w.expected,
+            data: &w.data,
+            expires_at: w.ttl.map(|t| now.saturating_add(ms(t))),
+        })
+        .collect()
 }
