@@ -152,7 +152,7 @@ fn wizard(w: WizardArgs) -> ExitCode {
             Ok(wz) => {
                 println!("turno demo: the signup wizard is at {}", wz.url());
                 println!(
-                    "  payment gateway: http://{}/ (its own actor and SQLite file)",
+                    "  payment gateway: http://{}/ (its own service and SQLite file)",
                     wz.addrs().gateway
                 );
                 println!("  data: {} (wizard.db, gateway.db)", data_dir.display());

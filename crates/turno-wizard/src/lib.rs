@@ -3,7 +3,7 @@
 //! A multi-step signup (personal data -> plan -> payment -> review ->
 //! submit) where every session is one statechart actor on the turno runtime,
 //! served by axum on 127.0.0.1 with one server-rendered page per step, and a
-//! fake payment gateway as a separate service (its own actor, its own HTTP
+//! fake payment gateway as a separate service (turno-gateway: its own HTTP
 //! endpoint, its own SQLite file) with idempotency keys, lookup by key and
 //! injectable faults. What it shows, and where:
 //!
