@@ -28,8 +28,8 @@ pub struct SnapshotPut<'a> {
     pub expires_at: Option<Millis>,
 }
 
-/// One operation of [`Backend::key_claim_complete_batch`]: what
-/// [`Backend::key_claim_complete`] takes for one key.
+/// One operation of [`Backend::key_claim_complete_batch`]: a claim of one
+/// key, with what it writes and completes with when it is new.
 #[derive(Clone, Copy, Debug)]
 pub struct ClaimPut<'a> {
     /// The key's owner.
@@ -94,25 +94,13 @@ pub trait Backend: Send + Sync {
         retention: Millis,
         now: Millis,
     ) -> Result<Claim>;
-    /// One transaction: claims the key and, if the claim is new, writes
-    /// every put (checked as [`Backend::commit`] checks them) and completes
-    /// the key with `result`. A claim that is not new writes nothing and
-    /// answers as [`Backend::key_claim`]; a put's version conflict rolls
-    /// the claim back too.
-    #[allow(clippy::too_many_arguments)]
-    fn key_claim_complete(
-        &self,
-        owner: &str,
-        key: &str,
-        fingerprint: &[u8],
-        result: &[u8],
-        puts: &[SnapshotPut<'_>],
-        retention: Millis,
-        now: Millis,
-    ) -> Result<Claim>;
-    /// One transaction: each operation as [`Backend::key_claim_complete`],
-    /// in order (a later one sees an earlier one's claim). Any error rolls
-    /// the whole batch back: nothing of it is written.
+    /// One transaction: for each operation in order, claims its key and,
+    /// if the claim is new, writes every put (checked as [`Backend::commit`]
+    /// checks them) and completes the key with its result; a claim that is
+    /// not new writes nothing and answers as [`Backend::key_claim`]. A later
+    /// operation sees an earlier one's claim. Any error (a put's version
+    /// conflict among them) rolls the whole batch back: nothing of it is
+    /// written.
     fn key_claim_complete_batch(
         &self,
         ops: &[ClaimPut<'_>],

@@ -99,8 +99,8 @@ impl Inner {
         Ok(versions)
     }
 
-    /// [`Backend::key_claim_complete`]: checks, then writes (all or
-    /// nothing for one operation).
+    /// One operation of [`Backend::key_claim_complete_batch`]: checks,
+    /// then writes (all or nothing for the one operation).
     fn claim_complete(
         &mut self,
         op: &ClaimPut<'_>,
@@ -140,6 +140,18 @@ impl Inner {
     }
 }
 
+/// Puts `old` back under `k` (absent when `None`).
+fn restore<V>(map: &mut BTreeMap<Id, V>, k: Id, old: Option<V>) {
+    match old {
+        Some(v) => {
+            map.insert(k, v);
+        }
+        None => {
+            map.remove(&k);
+        }
+    }
+}
+
 fn id(owner: &str, key: &str) -> Id {
     (owner.to_owned(), key.to_owned())
 }
@@ -176,26 +188,6 @@ impl Backend for MemoryBackend {
         Ok(Committed { versions, acked })
     }
 
-    fn key_claim_complete(
-        &self,
-        owner: &str,
-        key: &str,
-        fingerprint: &[u8],
-        result: &[u8],
-        puts: &[SnapshotPut<'_>],
-        retention: Millis,
-        now: Millis,
-    ) -> Result<Claim> {
-        let op = ClaimPut {
-            owner,
-            key,
-            fingerprint,
-            result,
-            puts,
-        };
-        self.lock().claim_complete(&op, retention, now)
-    }
-
     fn key_claim_complete_batch(
         &self,
         ops: &[ClaimPut<'_>],
@@ -203,16 +195,32 @@ impl Backend for MemoryBackend {
         now: Millis,
     ) -> Result<Vec<Claim>> {
         let mut g = self.lock();
-        // All or nothing: what a failed operation's predecessors wrote is
-        // put back.
-        let (snapshots, keys) = (g.snapshots.clone(), g.keys.clone());
+        // All or nothing: one operation writes nothing when it fails, and
+        // what its predecessors wrote is put back from these undo logs.
+        let mut old_snapshots: Vec<(Id, Option<Snapshot>)> = Vec::new();
+        let mut old_keys: Vec<(Id, Option<KeyRecord>)> = Vec::new();
         let mut claims = Vec::with_capacity(ops.len());
         for op in ops {
+            let (snapshots_before, key_before) = (old_snapshots.len(), old_keys.len());
+            for p in op.puts {
+                let k = id(p.owner, p.key);
+                old_snapshots.push((k.clone(), g.snapshots.get(&k).cloned()));
+            }
+            let k = id(op.owner, op.key);
+            old_keys.push((k.clone(), g.keys.get(&k).cloned()));
             match g.claim_complete(op, retention, now) {
                 Ok(c) => claims.push(c),
                 Err(e) => {
-                    g.snapshots = snapshots;
-                    g.keys = keys;
+                    // This operation wrote nothing: only its predecessors'
+                    // writes are undone, newest first.
+                    old_snapshots.truncate(snapshots_before);
+                    old_keys.truncate(key_before);
+                    for (k, old) in old_snapshots.into_iter().rev() {
+                        restore(&mut g.snapshots, k, old);
+                    }
+                    for (k, old) in old_keys.into_iter().rev() {
+                        restore(&mut g.keys, k, old);
+                    }
                     return Err(e);
                 }
             }

@@ -400,26 +400,6 @@ impl<E: SqlEngine> Backend for E {
         self.write(|t| E::key_claim(t, owner, key, fingerprint, retention, now))
     }
 
-    fn key_claim_complete(
-        &self,
-        owner: &str,
-        key: &str,
-        fingerprint: &[u8],
-        result: &[u8],
-        puts: &[SnapshotPut<'_>],
-        retention: Millis,
-        now: Millis,
-    ) -> Result<Claim> {
-        let op = ClaimPut {
-            owner,
-            key,
-            fingerprint,
-            result,
-            puts,
-        };
-        self.write(|t| claim_complete::<E>(t, &op, retention, now))
-    }
-
     fn key_claim_complete_batch(
         &self,
         ops: &[ClaimPut<'_>],
@@ -754,7 +734,8 @@ impl<E: SqlEngine> Backend for E {
     }
 }
 
-/// [`Backend::key_claim_complete`]'s work inside a transaction.
+/// One operation of [`Backend::key_claim_complete_batch`], inside its
+/// transaction.
 fn claim_complete<E: SqlEngine>(
     t: &mut dyn Tx,
     op: &ClaimPut<'_>,

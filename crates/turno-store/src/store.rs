@@ -432,15 +432,19 @@ impl Store {
         }
         let now = self.now();
         let puts = snapshot_puts(writes, now);
-        self.backend.key_claim_complete(
+        let op = ClaimPut {
             owner,
             key,
             fingerprint,
             result,
-            &puts,
-            ms(self.retention),
-            now,
-        )
+            puts: &puts,
+        };
+        let mut claims = self
+            .backend
+            .key_claim_complete_batch(&[op], ms(self.retention), now)?;
+        claims
+            .pop()
+            .ok_or_else(|| StoreError::Database("a batch of one claim answered none".into()))
     }
 
     /// Many [`Store::claim_and_complete`]s in one transaction: one commit,
