@@ -96,8 +96,8 @@ impl Found {
 ///
 /// One gateway process writes a ledger at a time (receipt ids are numbered
 /// in the process, on from the highest the store holds when the ledger is
-/// opened; a batch numbers its charges before it knows which are new, so
-/// ids may skip).
+/// opened; a charge is numbered before the store says whether it is new,
+/// so ids may skip, never repeat).
 ///
 /// ```
 /// use serde_json::json;
@@ -143,24 +143,9 @@ impl Ledger {
     /// JSON text is its fingerprint: the same key with another request is
     /// [`Charged::Mismatch`].
     pub fn charge(&self, key: &str, request: &Value) -> Charged {
-        let fingerprint = request.to_string();
-        let n = self.taken.load(Ordering::Relaxed) + 1;
-        let receipt = receipt(n, key, request);
-        let bytes = receipt.to_string().into_bytes();
-        let entry = SnapshotWrite::new(LEDGER, entry_name(n), None, bytes.clone());
-        let claim =
-            self.store
-                .claim_and_complete(OWNER, key, fingerprint.as_bytes(), &bytes, &[entry]);
-        match claim {
-            Err(e) => Charged::Failed(e.to_string()),
-            Ok(Claim::New) => {
-                self.taken.store(n, Ordering::Relaxed);
-                Charged::New(receipt)
-            }
-            Ok(Claim::InProgress) => Charged::InProgress,
-            Ok(Claim::FingerprintMismatch) => Charged::Mismatch,
-            Ok(Claim::Completed(r)) => Charged::Replayed(parse(&r)),
-        }
+        self.charge_batch(&[(key.to_string(), request.clone())])
+            .pop()
+            .unwrap_or_else(|| Charged::Failed("a batch of one charge answered none".into()))
     }
 
     /// Charges many requests in one transaction of the store (one wait for
