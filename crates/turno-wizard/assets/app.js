@@ -4,7 +4,7 @@
 // - Drafts: every change of a field is saved to localStorage under the
 //   session, per step; fields marked data-volatile (card number, one-time
 //   code) are never saved. On load, empty fields are refilled from it.
-// - Live: /api/state is polled; the diagram's active states are re-marked,
+// - Live: /api/state is long-polled; the diagram's active states are re-marked,
 //   and the page goes to the new step's URL when the session moves on by
 //   itself (sending -> completed), replacing this history entry: the
 //   browser's history holds the steps the user took, not the transient
@@ -93,25 +93,48 @@
   // Once a form is submitted the page is leaving: a poll answered
   // meanwhile (410 after "forget me", a new step) must not reload over
   // the submission's own navigation.
+  // So is a page the browser leaves by Back or Forward: the answer to its
+  // poll (the session moved back because of that very navigation) must not
+  // replace the history entry it leaves. A page restored from the
+  // back-forward cache polls again.
   let leaving = false;
   document.addEventListener("submit", () => { leaving = true; }, true);
+  addEventListener("beforeunload", () => { leaving = true; });
+  addEventListener("pagehide", () => { leaving = true; });
+  addEventListener("pageshow", (e) => { if (e.persisted) { leaving = false; poll(); } });
+  // A long poll: the server answers once the session has moved past the
+  // step this page shows (or after 20 s), so the sending page goes on the
+  // moment the submit ends, with one request held instead of a poll loop.
+  let rev = Number(body.dataset.rev);
   const poll = async () => {
     if (leaving) return;
+    let pause = 0;
     try {
-      const r = await fetch("/api/state", { cache: "no-store" });
+      // After a failure the first answer is wanted at once: it says the
+      // server is back.
+      const url = down ? "/api/state" : `/api/state?after=${rev}&wait=20000`;
+      const r = await fetch(url, { cache: "no-store" });
       if (leaving) return;
       if (r.status === 503) throw new Error("restarting");
       const v = await r.json();
-      if (!r.ok) { if (r.status === 410) location.reload(); return; }
-      if (v.step !== step) { location.replace(v.url); return; }
-      if (down) { location.reload(); return; }
-      mark(v.active);
-      banner.hidden = true;
+      if (leaving) return;
+      if (!r.ok) {
+        if (r.status === 410) { location.reload(); return; }
+        pause = 1500;
+      } else {
+        if (v.step !== step) { location.replace(v.url); return; }
+        if (down) { location.reload(); return; }
+        rev = v.rev;
+        mark(v.active);
+        banner.hidden = true;
+      }
     } catch (e) {
       down = true;
       banner.hidden = false;
       banner.textContent = body.dataset.down;
+      pause = busy ? 250 : 1500;
     }
+    setTimeout(poll, pause);
   };
-  setInterval(poll, busy ? 250 : 1500);
+  poll();
 })();

@@ -135,6 +135,23 @@ pub enum SessionMsg {
         /// The view at that step, or why it is not open.
         reply: ReplyTo<Result<View, Refusal>>,
     },
+    /// The view once the session has moved past step `after` (its
+    /// [`View::rev`]), or after `wait`, whichever comes first: a page
+    /// waiting for the submit to end hears of it at once instead of
+    /// polling. Answered at once when the session is already past `after`.
+    Watch {
+        /// The step the page shows.
+        after: u64,
+        /// The longest the answer waits.
+        wait: std::time::Duration,
+        /// The view.
+        reply: ReplyTo<View>,
+    },
+    /// A watcher's wait is over: it gets the current view.
+    WatchEnded {
+        /// The watcher.
+        id: u64,
+    },
     /// Arms faults for the next charge.
     Faults(Faults, ReplyTo<View>),
     /// The session's time to live, counted from the step `rev`, is over:
@@ -166,7 +183,17 @@ pub struct Session {
     last: Option<(StateSet, Value)>,
     /// The step last persisted (`None` after a restore: the restored one).
     step: Option<String>,
+    /// Pages waiting for the next step ([`SessionMsg::Watch`]), oldest
+    /// first, with their ids.
+    watchers: Vec<(u64, ReplyTo<View>)>,
+    /// The id of the next watcher.
+    next_watcher: u64,
 }
+
+/// The most pages that wait on one session at once; a new one beyond it
+/// answers the oldest (which asks again), so a session holds a bounded
+/// number of replies whatever its clients do.
+const MAX_WATCHERS: usize = 8;
 
 impl Session {
     fn new(sid: String, link: String, env: Arc<Env>) -> Self {
@@ -179,6 +206,8 @@ impl Session {
             durable: None,
             last: None,
             step: Some(String::new()),
+            watchers: Vec::new(),
+            next_watcher: 0,
         }
     }
 
@@ -270,6 +299,29 @@ impl Extension<Value> for Session {
                     }
                 }
             }
+            SessionMsg::Watch { after, wait, reply } => {
+                if after != turn.ext().rev {
+                    reply.reply(view(turn));
+                    return;
+                }
+                if turn.ext().watchers.len() >= MAX_WATCHERS {
+                    let (_, oldest) = turn.ext_mut().watchers.remove(0);
+                    oldest.reply(view(turn));
+                }
+                let ext = turn.ext_mut();
+                let id = ext.next_watcher;
+                ext.next_watcher += 1;
+                ext.watchers.push((id, reply));
+                turn.ctx()
+                    .send_after(wait, ChartMsg::Ext(SessionMsg::WatchEnded { id }));
+            }
+            SessionMsg::WatchEnded { id } => {
+                let watchers = &mut turn.ext_mut().watchers;
+                if let Some(i) = watchers.iter().position(|(w, _)| *w == id) {
+                    let (_, reply) = watchers.remove(i);
+                    reply.reply(view(turn));
+                }
+            }
             SessionMsg::Faults(f, reply) => {
                 turn.ext_mut().faults = f;
                 reply.reply(view(turn));
@@ -318,6 +370,9 @@ impl Extension<Value> for Session {
             ChartMsg::Ext(SessionMsg::Expire { rev: self.rev }),
         );
         let view = self.view(step.machine, s);
+        for (_, w) in self.watchers.drain(..) {
+            w.reply(view.clone());
+        }
         let before = self.step.get_or_insert_with(|| view.step.clone());
         let draft =
             (view.step != *before).then(|| json!({"step": view.step, "context": view.context}));

@@ -867,12 +867,44 @@ async fn current(
     }
 }
 
-async fn api_state(State(h): State<Arc<Holder>>, headers: HeaderMap) -> Response {
-    match current(&h, &headers).await {
-        Ok((_, _, a)) => match view_of(&a).await {
-            Ok(v) => Json(v).into_response(),
-            Err(r) => r.json(),
-        },
+/// `GET /api/state?after=REV&wait=MS`: with `after`, a long poll.
+#[derive(Deserialize)]
+struct StateQuery {
+    /// The step (`rev`) the page shows: the answer waits until the
+    /// session has moved past it.
+    after: Option<u64>,
+    /// How long it waits at most, in ms ([`MAX_WAIT`] at most, and by
+    /// default).
+    wait: Option<u64>,
+}
+
+/// The longest a long poll of `/api/state` is held.
+const MAX_WAIT: Duration = Duration::from_secs(20);
+
+/// The session's view; with `after`, once the session has moved past that
+/// step, or after `wait`, whichever comes first (the sending page hears
+/// of the end of the submit at once, without polling).
+async fn api_state(
+    State(h): State<Arc<Holder>>,
+    headers: HeaderMap,
+    Query(q): Query<StateQuery>,
+) -> Response {
+    let (_, _, a) = match current(&h, &headers).await {
+        Ok(found) => found,
+        Err(r) => return r.json(),
+    };
+    let view = match q.after {
+        None => view_of(&a).await,
+        Some(after) => {
+            let wait = q.wait.map_or(MAX_WAIT, Duration::from_millis).min(MAX_WAIT);
+            let watch = |reply| ChartMsg::Ext(SessionMsg::Watch { after, wait, reply });
+            turno::bridge::ask(&a, watch, wait + ASK)
+                .await
+                .map_err(|_| restarting())
+        }
+    };
+    match view {
+        Ok(v) => Json(v).into_response(),
         Err(r) => r.json(),
     }
 }

@@ -382,3 +382,79 @@ async fn a_new_signup_and_the_workings_switch_cannot_be_forced_from_another_site
             .starts_with("turno_workings=on"));
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_poll_answers_when_the_session_moves_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = Wizard::start(Config::new(dir.path())).await.unwrap();
+    let c = Client::new(&w.url()).await;
+    let rev = c.state().await.1["rev"].as_u64().unwrap();
+    // Behind the session already: answered at once (the 20 s wait would
+    // outlast the test's own deadline).
+    let behind = format!("/api/state?after={}&wait=20000", rev + 1);
+    let (s, _, v) = tokio::time::timeout(
+        Duration::from_secs(10),
+        call(&c.base, "GET", &behind, &c.cookie, None),
+    )
+    .await
+    .expect("answered at once");
+    assert_eq!((s, v["rev"].as_u64()), (200, Some(rev)));
+    // Nothing happens: the wait ends with the same view.
+    let quiet = format!("/api/state?after={rev}&wait=100");
+    let (s, _, v) = call(&c.base, "GET", &quiet, &c.cookie, None).await;
+    assert_eq!((s, v["rev"].as_u64()), (200, Some(rev)));
+    assert_eq!(v["step"], "personal");
+    // A step taken while the poll waits: the poll answers with it.
+    let waiting = format!("/api/state?after={rev}&wait=20000");
+    let (base, cookie) = (c.base.clone(), c.cookie.clone());
+    let poll = tokio::spawn(async move { call(&base, "GET", &waiting, &cookie, None).await });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!poll.is_finished(), "the poll waits while nothing changes");
+    let (s, _) = c
+        .event(
+            "personal",
+            "NEXT",
+            json!({"name": "Ada", "email": "ada@example.org"}),
+        )
+        .await;
+    assert_eq!(s, 200);
+    let (s, _, v) = tokio::time::timeout(Duration::from_secs(10), poll)
+        .await
+        .expect("answered when the session moved on")
+        .unwrap();
+    assert_eq!(s, 200);
+    assert!(v["rev"].as_u64().unwrap() > rev, "{v}");
+    assert_eq!(v["step"], "plan");
+    // More waiters than a session keeps: the oldest is answered, none is lost.
+    let rev = v["rev"].as_u64().unwrap();
+    let polls: Vec<_> = (0..12)
+        .map(|_| {
+            let (base, cookie) = (c.base.clone(), c.cookie.clone());
+            let path = format!("/api/state?after={rev}&wait=20000");
+            tokio::spawn(async move { call(&base, "GET", &path, &cookie, None).await })
+        })
+        .collect();
+    let finished = || polls.iter().filter(|p| p.is_finished()).count();
+    for _ in 0..200 {
+        if finished() >= 4 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        finished(),
+        4,
+        "beyond the bound of 8 the oldest are answered"
+    );
+    let (s, _) = c
+        .event("plan", "NEXT", json!({"plan": "pro", "billing": "monthly"}))
+        .await;
+    assert_eq!(s, 200);
+    for p in polls {
+        let (s, _, _) = tokio::time::timeout(Duration::from_secs(10), p)
+            .await
+            .expect("every waiter is answered")
+            .unwrap();
+        assert_eq!(s, 200);
+    }
+}
