@@ -72,6 +72,8 @@
 //! ```
 
 mod activation;
+#[cfg(feature = "cluster")]
+pub mod cluster;
 mod host;
 
 pub use activation::{Ack, CommitRecord, Delivery, EntityExt, Reply};
