@@ -59,6 +59,8 @@ pub enum Inspect<'a> {
         event: Option<&'a str>,
         /// Its targets.
         targets: &'a [StateIdx],
+        /// Its position in [`Machine::transitions`].
+        index: TransIdx,
     },
     /// A state was entered.
     Enter(StateIdx),
@@ -854,6 +856,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
                     source: tr.source,
                     event: name,
                     targets: &tr.targets,
+                    index: t,
                 });
             }
             self.execute_content(&tr.actions, event);

@@ -186,6 +186,12 @@ pub trait Extension<C: Clone + Send + Sync + 'static>: Send + Sized + 'static {
     /// Handles one of its messages in the chart's turn.
     fn handle(turn: &mut Turn<'_, '_, C, Self>, msg: Self::Msg);
 
+    /// Whether [`Stepped::taken`] is filled. Naming the transitions taken
+    /// runs every macrostep through the algorithm's inspector, which skips
+    /// the step table's shortcut for a macrostep that only moves the
+    /// configuration, so only an extension that shows them asks.
+    const TAKEN: bool = false;
+
     /// Called after every macrostep that was taken (the first one and a
     /// restore included), after the write-ahead hooks
     /// ([`ChartActor::on_persist`]) and before the macrostep's effects
@@ -212,6 +218,11 @@ pub struct Stepped<'a, C> {
     /// What the macrostep asks the interpreter to do next (about to be
     /// carried out).
     pub actions: &'a [Tagged],
+    /// The transitions of the actor's own chart this macrostep took, in
+    /// the order taken, as positions in [`Machine::transitions`] (the
+    /// indices of `turno chart svg`'s arrows). Filled only when the
+    /// extension's [`Extension::TAKEN`] is true; empty for a restore.
+    pub taken: &'a [u32],
 }
 
 /// A chart actor's turn, as its [`Extension`] handles a message: the
@@ -608,6 +619,8 @@ struct Rare<C: Clone + Send + Sync + 'static, X: Extension<C>> {
     restore: Option<RestoreFn<C>>,
     epoch_ms: Option<u64>,
     stats: Option<Arc<ChartStats>>,
+    /// The transitions the last macrostep took ([`Extension::TAKEN`]).
+    taken: Vec<u32>,
 }
 
 impl<C: Clone + Send + Sync + 'static, X: Extension<C>> Default for Rare<C, X> {
@@ -629,6 +642,7 @@ impl<C: Clone + Send + Sync + 'static, X: Extension<C>> Default for Rare<C, X> {
             restore: None,
             epoch_ms: None,
             stats: None,
+            taken: Vec::new(),
         }
     }
 }
@@ -840,12 +854,19 @@ impl<C: Clone + Send + Sync + 'static, X: Extension<C>> ChartActor<C, X> {
             .iter()
             .skip(1)
             .map(|s| {
-                let kind = match s.kind {
-                    StateKind::Atomic => trace::StateKind::Atomic,
-                    StateKind::Compound => trace::StateKind::Compound,
-                    StateKind::Parallel => trace::StateKind::Parallel,
-                    StateKind::Final => trace::StateKind::Final,
-                    StateKind::History { .. } => trace::StateKind::History,
+                let (kind, history) = match s.kind {
+                    StateKind::Atomic => (trace::StateKind::Atomic, None),
+                    StateKind::Compound => (trace::StateKind::Compound, None),
+                    StateKind::Parallel => (trace::StateKind::Parallel, None),
+                    StateKind::Final => (trace::StateKind::Final, None),
+                    StateKind::History { deep } => (
+                        trace::StateKind::History,
+                        Some(if deep {
+                            trace::HistoryDepth::Deep
+                        } else {
+                            trace::HistoryDepth::Shallow
+                        }),
+                    ),
                 };
                 let parent = s
                     .parent
@@ -855,6 +876,8 @@ impl<C: Clone + Send + Sync + 'static, X: Extension<C>> ChartActor<C, X> {
                     id: s.id.to_string(),
                     parent,
                     kind,
+                    history,
+                    initial: s.initial.map(|i| m.state(i).id.to_string()),
                 }
             })
             .collect();
@@ -869,12 +892,18 @@ impl<C: Clone + Send + Sync + 'static, X: Extension<C>> ChartActor<C, X> {
                     .iter()
                     .map(|&x| m.state(x).id.to_string())
                     .collect(),
+                guard: t.guard.as_ref().map(crate::mermaid::guard_label),
+                delay: t.delay_label.clone(),
+                actions: t.actions.iter().map(|a| a.name.to_string()).collect(),
             })
             .collect();
+        let root = m.state(0);
         ctx.trace_chart(ChartStep::Define {
             machine: m.id().to_string(),
             states,
             transitions,
+            root: Some(root.id.to_string()),
+            initial: root.initial.map(|i| m.state(i).id.to_string()),
         });
     }
 
@@ -898,9 +927,21 @@ impl<C: Clone + Send + Sync + 'static, X: Extension<C>> ChartActor<C, X> {
         let tree = self.tree.as_mut().expect("started");
         tree.set_now(now);
         let actions = &mut self.actions;
-        let result = if path.is_empty() && ctx.tracing() {
+        if let Some(r) = self.rare.as_mut().filter(|_| X::TAKEN) {
+            r.taken.clear();
+        }
+        let result = if path.is_empty() && (ctx.tracing() || X::TAKEN) {
             let cx = &*ctx;
-            let mut record = |step: Inspect<'_>| trace_step(cx, m, step);
+            let tracing = cx.tracing();
+            let mut taken = X::TAKEN.then(|| &mut self.rare.get_or_insert_with(Box::default).taken);
+            let mut record = |step: Inspect<'_>| {
+                if let (Some(t), Inspect::Transition { index, .. }) = (&mut taken, &step) {
+                    t.push(*index);
+                }
+                if tracing {
+                    trace_step(cx, m, step);
+                }
+            };
             Some(f(m, tree.root_mut(), actions, Some(&mut record)))
         } else {
             tree.on(m, path, |cm, snap| f(cm, snap, actions, None))
@@ -941,12 +982,14 @@ impl<C: Clone + Send + Sync + 'static, X: Extension<C>> ChartActor<C, X> {
     /// The extension's hook, after the write-ahead hooks.
     fn stepped(&mut self, ctx: &mut Context<'_, Self>, actions: &[Tagged]) {
         let snapshot = self.tree.as_ref().expect("started").root();
+        let taken = self.rare.as_ref().map_or(&[][..], |r| &r.taken);
         self.ext.stepped(
             ctx,
             Stepped {
                 machine: &self.machine,
                 snapshot,
                 actions,
+                taken,
             },
         );
     }
@@ -1150,10 +1193,12 @@ fn trace_step<A: Actor, C>(ctx: &Context<'_, A>, m: &Machine<C>, step: Inspect<'
             source,
             event,
             targets,
+            index,
         } => ChartStep::Transition {
             source: id(source),
             event: event.map(str::to_string),
             targets: targets.iter().map(|&t| id(t)).collect(),
+            index: Some(index),
         },
     });
 }
@@ -1179,6 +1224,9 @@ impl<C: Clone + Send + Sync + 'static, X: Extension<C>> Actor for ChartActor<C, 
             let mut tree = r.tree;
             tree.root_mut().has_parent = has_parent;
             self.tree = Some(tree);
+            if let Some(r) = self.rare.as_mut() {
+                r.taken.clear();
+            }
             let mut out = r.actions;
             self.persist();
             self.stepped(ctx, &out);
@@ -1187,9 +1235,22 @@ impl<C: Clone + Send + Sync + 'static, X: Extension<C>> Actor for ChartActor<C, 
             return;
         }
         let mut actions = std::mem::take(&mut self.actions);
-        let snap = if ctx.tracing() {
+        let snap = if ctx.tracing() || X::TAKEN {
             let cx = &*ctx;
-            let mut record = |step: Inspect<'_>| trace_step(cx, &m, step);
+            let tracing = cx.tracing();
+            let mut taken = X::TAKEN.then(|| {
+                let t = &mut self.rare.get_or_insert_with(Box::default).taken;
+                t.clear();
+                t
+            });
+            let mut record = |step: Inspect<'_>| {
+                if let (Some(t), Inspect::Transition { index, .. }) = (&mut taken, &step) {
+                    t.push(*index);
+                }
+                if tracing {
+                    trace_step(cx, &m, step);
+                }
+            };
             initial_transition_for(&m, now, has_parent, &mut actions, Some(&mut record))
         } else {
             initial_transition_for(&m, now, has_parent, &mut actions, None)

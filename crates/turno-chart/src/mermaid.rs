@@ -45,7 +45,9 @@ fn quote(label: &str) -> String {
     label.replace('"', "'")
 }
 
-fn guard_label<C>(g: &Guard<C>) -> String {
+/// A guard as the diagrams write it: `name`, `a and b`, `(a or b)`,
+/// `not a`, `in #id`.
+pub(crate) fn guard_label<C>(g: &Guard<C>) -> String {
     match g {
         Guard::Named { name, .. } => name.to_string(),
         Guard::And(gs) => gs.iter().map(guard_label).collect::<Vec<_>>().join(" and "),
@@ -67,14 +69,45 @@ fn label<C>(m: &Machine<C>, t: &Transition<C>) -> String {
 /// `done`, `error`), the guard in brackets, the actions after a slash. The
 /// SVG diagrams label their arrows with it too.
 pub(crate) fn transition_label<C>(m: &Machine<C>, t: &Transition<C>) -> String {
-    let mut l = match (&t.event, &t.delay_label) {
+    let names: Vec<&str> = t.actions.iter().map(|a| &*a.name).collect();
+    let guard = t.guard.as_ref().map(guard_label);
+    arrow_label(
+        &m.state(t.source).id,
+        t.event.as_deref(),
+        t.delay_label.as_deref(),
+        guard.as_deref(),
+        &names,
+    )
+}
+
+/// A transition's label from its parts as a definition (or a trace's
+/// `chart_define`) names them: the source state's id, the event (`None`
+/// when eventless), an `after` delay as written (milliseconds or a named
+/// delay), the guard as [`guard_label`] writes it and the action names.
+/// `xstate.done.state.<source>` reads `done`, another state's or an
+/// actor's `done <id>`, an actor's error `error <id>`.
+///
+/// ```
+/// use turno_chart::mermaid::arrow_label;
+/// assert_eq!(arrow_label("m.a", Some("GO"), None, Some("ok"), &["log"]), "GO [ok] / log");
+/// assert_eq!(arrow_label("m.a", Some("xstate.after.100.m.a"), Some("100"), None, &[]), "after 100ms");
+/// assert_eq!(arrow_label("m.a", None, None, None, &[]), "always");
+/// assert_eq!(arrow_label("m.a", Some("xstate.done.state.m.a"), None, None, &[]), "done");
+/// ```
+pub fn arrow_label(
+    source: &str,
+    event: Option<&str>,
+    delay: Option<&str>,
+    guard: Option<&str>,
+    actions: &[&str],
+) -> String {
+    let mut l = match (event, delay) {
         (_, Some(d)) if d.bytes().all(|b| b.is_ascii_digit()) => format!("after {d}ms"),
         (_, Some(d)) => format!("after {d}"),
         (None, _) => "always".to_string(),
         (Some(e), _) => {
-            let done_prefix = "xstate.done.state.";
-            if let Some(id) = e.strip_prefix(done_prefix) {
-                if *id == *m.state(t.source).id {
+            if let Some(id) = e.strip_prefix("xstate.done.state.") {
+                if id == source {
                     "done".to_string()
                 } else {
                     format!("done {id}")
@@ -88,12 +121,11 @@ pub(crate) fn transition_label<C>(m: &Machine<C>, t: &Transition<C>) -> String {
             }
         }
     };
-    if let Some(g) = &t.guard {
-        let _ = write!(l, " [{}]", guard_label(g));
+    if let Some(g) = guard {
+        let _ = write!(l, " [{g}]");
     }
-    if !t.actions.is_empty() {
-        let names: Vec<&str> = t.actions.iter().map(|a| &*a.name).collect();
-        let _ = write!(l, " / {}", names.join(", "));
+    if !actions.is_empty() {
+        let _ = write!(l, " / {}", actions.join(", "));
     }
     l
 }

@@ -572,17 +572,22 @@ let chartsDrawn = null, waitForDrawn = null;
 // drawing (made by the server's renderer, the one of `turno chart svg`).
 const chartPictures = new Map();
 
-// The index of the transition the chart took last, in its definition's
-// order (the picture's data-transition): same source and targets, and the
-// same event when several match.
-function takenIndex(c) {
-  if (!c.last_transition) return -1;
+// The transitions the chart took since its last external event (the
+// macrostep in progress or just finished), as positions in its
+// definition (the picture's data-transition): what the trace's
+// chart_transition events name, so a self-transition, or one of two
+// transitions that differ only by guard, is the one marked. A trace from
+// a writer that records no positions (its chart_define names no root)
+// marks the last transition by its source, targets and event.
+function takenIndices(c) {
+  if (c.root != null) return (c.taken || []).map(String);
+  if (!c.last_transition) return [];
   const [src, targets] = c.last_transition;
   const same = (t) => t.source === src && t.targets.length === targets.length && t.targets.every((x, i) => x === targets[i]);
   const all = c.transitions.map((t, i) => [t, i]).filter(([t]) => same(t));
-  if (!all.length) return -1;
+  if (!all.length) return [];
   const byEvent = all.find(([t]) => (t.event ?? null) === (c.event ?? null));
-  return (byEvent || all[0])[1];
+  return [String((byEvent || all[0])[1])];
 }
 
 function markChart(box, c) {
@@ -590,13 +595,13 @@ function markChart(box, c) {
   if (!pic) return;
   const active = new Set(c.active);
   for (const g of pic.querySelectorAll("[data-state]")) g.classList.toggle("active", active.has(g.dataset.state));
-  const taken = String(takenIndex(c));
+  const taken = new Set(takenIndices(c));
   for (const g of pic.querySelectorAll("[data-transition]")) {
-    const on = g.dataset.transition === taken;
+    const on = taken.has(g.dataset.transition);
     g.classList.toggle("taken", on);
     for (const p of g.querySelectorAll("path")) p.setAttribute("marker-end", on ? "url(#sc-arrow-taken)" : "url(#sc-arrow)");
   }
-  box.dataset.taken = taken;
+  box.dataset.taken = [...taken].join(" ");
 }
 
 function renderCharts(w, view) {

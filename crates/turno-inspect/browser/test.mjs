@@ -478,14 +478,20 @@ await test("chart trace: the chart drawn with its arrows, the active configurati
   const define = lines.find((e) => e.kind === "chart_define");
   const chartActor = define.actor;
   const ends = lines.filter((e) => e.kind === "turn_end" && e.actor === chartActor).map((e) => e.seq + 1);
-  // The transition the chart took last before step k, as an index into
-  // the definition's transitions.
+  // The transitions the chart took in its macrostep before step k (since
+  // its last external event), as the trace names them: indices into the
+  // definition's transitions.
   const takenAt = (k) => {
-    const t = lines.slice(0, k).filter((e) => e.kind === "chart_transition" && e.actor === chartActor).pop();
-    if (!t) return "-1";
-    const same = define.transitions.map((d, i) => [d, i]).filter(([d]) => d.source === t.source && JSON.stringify(d.targets ?? []) === JSON.stringify(t.targets ?? []));
-    return String(((same.find(([d]) => (d.event ?? null) === (t.event ?? null)) || same[0]))[1]);
+    const before = lines.slice(0, k).filter((e) => e.actor === chartActor);
+    const start = before.map((e) => e.kind === "chart_event" && e.origin === "external").lastIndexOf(true);
+    return before.slice(start + 1).filter((e) => e.kind === "chart_transition").map((e) => String(e.index));
   };
+  // Green's two TIMER transitions to yellow differ only by guard; the
+  // second (unguarded) one is taken.
+  const fromGreen = define.transitions.map((d, i) => [d, i]).filter(([d]) => d.source === "crossing.light.green");
+  assert.equal(fromGreen.length, 2);
+  assert.ok(fromGreen[0][0].guard && !fromGreen[1][0].guard);
+  let sawSecondGreen = false;
   const s = await serve(TURNO, ["inspect", p]);
   try {
     await open(s.url);
@@ -502,11 +508,14 @@ await test("chart trace: the chart drawn with its arrows, the active configurati
       const active = ids.filter((a) => !ids.some((b) => b.startsWith(a + "."))).map((a) => a.split(".").pop());
       active.sort();
       if (JSON.stringify(seen[seen.length - 1]) !== JSON.stringify(active)) seen.push(active);
-      // The transition just taken, and only it.
+      // The transitions just taken, and only they.
       const taken = await attrs("#charts g.transition.taken", "data-transition");
-      const expect = takenAt(k);
-      assert.deepEqual(taken, expect === "-1" ? [] : [expect], `step ${k}`);
+      assert.deepEqual(taken, takenAt(k), `step ${k}`);
       if (taken.length) sawTaken++;
+      if (taken.includes(String(fromGreen[1][1]))) {
+        sawSecondGreen = true;
+        assert.ok(!taken.includes(String(fromGreen[0][1])));
+      }
       if (JSON.stringify(active) === JSON.stringify(["go", "halt"])) {
         const par = await attrs("#charts g.state.parallel.active", "data-state");
         assert.equal(par.length, 1);
@@ -517,6 +526,7 @@ await test("chart trace: the chart drawn with its arrows, the active configurati
     assert.deepEqual(seen, want);
     assert.deepEqual(want[want.length - 1], ["off"]);
     assert.ok(sawTaken > 0);
+    assert.ok(sawSecondGreen, "the unguarded TIMER from green is the one marked");
   } finally { stop(s); }
 });
 

@@ -13,9 +13,14 @@ use turno_chart::interpreter::{ChartActor, ChartMsg};
 use turno_chart::{load_json, stdlib, Event};
 
 /// A crossing: a light whose red phase is parallel (pedestrians, cars).
-pub const CROSSING: &str = r#"{"id": "crossing", "initial": "light", "states": {
+/// Green has two `TIMER` transitions to yellow that differ only by guard
+/// (a rush hour that is not on): the second is taken, which only the
+/// transition's recorded position tells from the first.
+pub const CROSSING: &str = r#"{"id": "crossing", "initial": "light", "context": {"rush": false}, "states": {
   "light": {"initial": "green", "on": {"POWER_OFF": "off"}, "states": {
-    "green": {"on": {"TIMER": "yellow"}},
+    "green": {"on": {"TIMER": [
+      {"target": "yellow", "guard": {"type": "ctxEq", "params": {"key": "rush", "value": true}}},
+      {"target": "yellow"}]}},
     "yellow": {"on": {"TIMER": "red"}},
     "red": {"type": "parallel", "on": {"TIMER": "green"}, "states": {
       "walk": {"initial": "go", "states": {"go": {"on": {"PED_DONE": "stop"}}, "stop": {}}},

@@ -8,8 +8,9 @@ use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
+use turno_chart::mermaid::arrow_label;
 use turno_chart::svg::{layout, Arrow, Diagram, Highlight, Layout, Node, NodeKind};
-use turno_trace::actor::StateKind;
+use turno_trace::actor::{HistoryDepth, StateKind};
 use turno_trace::world::ChartView;
 
 /// Definitions laid out so far, by a hash of the definition.
@@ -26,7 +27,7 @@ impl Layouts {
     /// configuration of the step it shows).
     pub(crate) fn svg(&self, c: &ChartView) -> Result<String, String> {
         let mut h = DefaultHasher::new();
-        (&c.machine, &c.states, &c.transitions).hash(&mut h);
+        (&c.machine, &c.states, &c.transitions, &c.root, &c.initial).hash(&mut h);
         let key = h.finish();
         let cached = self
             .done
@@ -53,9 +54,12 @@ impl Layouts {
     }
 }
 
-/// The diagram of a recorded definition. Traces define the states below
-/// the machine's root; a state named by a transition or the configuration
-/// but not defined is that root, drawn around the rest.
+/// The diagram of a recorded definition: the one `turno chart svg` makes of
+/// the machine itself, where the trace records what it needs (the root,
+/// initial states, history depths, guards, delays and actions). Traces
+/// define the states below the machine's root; the root is named by the
+/// definition, or (in older traces) is the state a transition or the
+/// configuration names but none defines, drawn around the rest.
 pub(crate) fn diagram(c: &ChartView) -> Diagram {
     let mut ids: Vec<String> = Vec::new();
     let defined: HashMap<&str, usize> = c
@@ -65,17 +69,22 @@ pub(crate) fn diagram(c: &ChartView) -> Diagram {
         .map(|(i, s)| (s.id.as_str(), i))
         .collect();
     let mut undefined: Vec<String> = c
-        .transitions
+        .root
         .iter()
-        .flat_map(|t| std::iter::once(&t.source).chain(t.targets.iter()))
+        .chain(
+            c.transitions
+                .iter()
+                .flat_map(|t| std::iter::once(&t.source).chain(t.targets.iter())),
+        )
         .chain(c.active.iter())
         .filter(|id| !defined.contains_key(id.as_str()))
         .cloned()
         .collect();
     undefined.sort();
     undefined.dedup();
-    // The outermost undefined state (the shortest id) frames the others.
-    undefined.sort_by_key(|id| id.len());
+    // The recorded root, else the outermost undefined state (the shortest
+    // id), frames the others.
+    undefined.sort_by_key(|id| (Some(id) != c.root.as_ref(), id.len()));
     let root = undefined.first().cloned();
     let mut states = Vec::new();
     for id in &undefined {
@@ -127,7 +136,9 @@ pub(crate) fn diagram(c: &ChartView) -> Diagram {
                 StateKind::Compound => NodeKind::Compound,
                 StateKind::Parallel => NodeKind::Parallel,
                 StateKind::Final => NodeKind::Final,
-                StateKind::History => NodeKind::History { deep: false },
+                StateKind::History => NodeKind::History {
+                    deep: s.history == Some(HistoryDepth::Deep),
+                },
             },
             initial: None,
         });
@@ -138,18 +149,57 @@ pub(crate) fn diagram(c: &ChartView) -> Diagram {
         .enumerate()
         .map(|(i, s)| (s.as_str(), i))
         .collect();
+    // Initial arrows, where they point at a child of the state (the
+    // renderer draws no other).
+    let initial_of = |state: usize, child: &Option<String>| {
+        child
+            .as_ref()
+            .and_then(|x| index.get(x.as_str()).copied())
+            .filter(|&x| states[x].parent == Some(state))
+    };
+    let initials: Vec<Option<usize>> = (0..states.len())
+        .map(|i| {
+            if i < offset {
+                (Some(&ids[i]) == root.as_ref())
+                    .then(|| initial_of(i, &c.initial))
+                    .flatten()
+            } else {
+                initial_of(i, &c.states[i - offset].initial)
+            }
+        })
+        .collect();
+    for (n, i) in states.iter_mut().zip(initials) {
+        n.initial = i;
+    }
     let transitions = c
         .transitions
         .iter()
-        .map(|t| Arrow {
-            source: index[t.source.as_str()],
-            targets: t.targets.iter().map(|x| index[x.as_str()]).collect(),
-            label: t.event.clone().unwrap_or_else(|| "always".to_string()),
+        .map(|t| {
+            let actions: Vec<&str> = t.actions.iter().map(String::as_str).collect();
+            Arrow {
+                source: index[t.source.as_str()],
+                targets: t.targets.iter().map(|x| index[x.as_str()]).collect(),
+                label: arrow_label(
+                    &t.source,
+                    t.event.as_deref(),
+                    t.delay.as_deref(),
+                    t.guard.as_deref(),
+                    &actions,
+                ),
+            }
         })
         .collect();
+    let initial = if root.is_none() {
+        c.initial
+            .as_ref()
+            .and_then(|x| index.get(x.as_str()).copied())
+            .filter(|&x| states[x].parent.is_none())
+    } else {
+        None
+    };
     Diagram {
         states,
         transitions,
-        initial: None,
+        initial,
     }
 }

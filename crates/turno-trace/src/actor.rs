@@ -105,6 +105,16 @@ pub enum StateKind {
     History,
 }
 
+/// How much a history state remembers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HistoryDepth {
+    /// The parent's active children only.
+    Shallow,
+    /// Every active descendant of the parent.
+    Deep,
+}
+
 /// One state of a chart definition, in document order.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ChartStateDef {
@@ -115,9 +125,22 @@ pub struct ChartStateDef {
     pub parent: Option<String>,
     /// What kind of state it is.
     pub kind: StateKind,
+    /// A history state's depth. Absent on other states, and in traces
+    /// written before it was recorded (a reader then takes it as shallow).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<HistoryDepth>,
+    /// A compound state's initial child (possibly a history state); absent
+    /// for other states and in older traces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initial: Option<String>,
 }
 
 /// One transition of a chart definition.
+///
+/// An `after` transition has its delay in `delay` and, in `event`, the
+/// event its timer raises; an eventless (`always`) transition has neither.
+/// `guard`, `delay` and `actions` are absent in traces written before they
+/// were recorded.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ChartTransitionDef {
     /// The state it leaves from.
@@ -128,6 +151,17 @@ pub struct ChartTransitionDef {
     /// Its targets (empty for a targetless transition).
     #[serde(default)]
     pub targets: Vec<String>,
+    /// Its guard, as the Mermaid export writes it (`isValid`,
+    /// `not a and in #x`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guard: Option<String>,
+    /// An `after` transition's delay as written in the definition: a number
+    /// of milliseconds (`"100"`) or a named delay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay: Option<String>,
+    /// The names of its actions, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub actions: Vec<String>,
 }
 
 /// Every kind of step the runtime records, plus the statechart extension.
@@ -309,6 +343,13 @@ pub enum ActorEvent {
         /// Its transitions in document order.
         #[serde(default)]
         transitions: Vec<ChartTransitionDef>,
+        /// The machine's root state (the one state `states` leaves out);
+        /// absent in older traces.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        root: Option<String>,
+        /// The root's initial state; absent in older traces.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        initial: Option<String>,
     },
     /// Extension: a statechart starts processing an event.
     ChartEvent {
@@ -339,6 +380,11 @@ pub enum ActorEvent {
         /// Its targets.
         #[serde(default)]
         targets: Vec<String>,
+        /// Its position in the `chart_define`'s `transitions`, so a reader
+        /// names the very transition taken (two may share source, targets
+        /// and event and differ by guard); absent in older traces.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        index: Option<u32>,
     },
     /// Extension: a microstep entered a state.
     ChartEnter {

@@ -32,8 +32,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::actor::{
-    ActorEvent, ChartStateDef, ChartTransitionDef, DeadLetterReason, Dropped, EventOrigin, Lane,
-    StaleReason, StateKind, TurnKind,
+    ActorEvent, ChartStateDef, ChartTransitionDef, DeadLetterReason, Dropped, EventOrigin,
+    HistoryDepth, Lane, StaleReason, StateKind, TurnKind,
 };
 use crate::event::{Event, Format, Kind};
 use crate::ids::{ActorId, AnimationId, EntryId, PromiseId, RequestId, TimerId};
@@ -274,6 +274,10 @@ struct ChartStateDefDe {
     #[serde(default)]
     parent: Option<String>,
     kind: StateKind,
+    #[serde(default)]
+    history: Option<HistoryDepth>,
+    #[serde(default)]
+    initial: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -284,6 +288,12 @@ struct ChartTransitionDefDe {
     event: Option<String>,
     #[serde(default)]
     targets: Vec<String>,
+    #[serde(default)]
+    guard: Option<String>,
+    #[serde(default)]
+    delay: Option<String>,
+    #[serde(default)]
+    actions: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -408,6 +418,10 @@ enum ActorEventDe {
         states: Vec<ChartStateDef>,
         #[serde(default, deserialize_with = "transitions")]
         transitions: Vec<ChartTransitionDef>,
+        #[serde(default)]
+        root: Option<String>,
+        #[serde(default)]
+        initial: Option<String>,
     },
     ChartEvent {
         actor: ActorId,
@@ -425,6 +439,8 @@ enum ActorEventDe {
         event: Option<String>,
         #[serde(default)]
         targets: Vec<String>,
+        #[serde(default)]
+        index: Option<u32>,
     },
     ChartEnter {
         actor: ActorId,

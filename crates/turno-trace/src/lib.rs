@@ -45,7 +45,7 @@ pub mod queues;
 pub mod reader;
 pub mod world;
 
-pub use actor::{ActorEvent, Lane, TurnKind};
+pub use actor::{ActorEvent, HistoryDepth, Lane, TurnKind};
 pub use event::{Event, Format, Header, Kind, OtherKind, VERSION};
 pub use ids::{ActorId, AnimationId, EntryId, PromiseId, RequestId, TimerId};
 pub use index::Index;

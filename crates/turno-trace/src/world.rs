@@ -223,12 +223,27 @@ pub struct ChartView {
     pub states: Vec<crate::actor::ChartStateDef>,
     /// Transitions (from `chart_define`).
     pub transitions: Vec<crate::actor::ChartTransitionDef>,
+    /// The machine's root state (from `chart_define`; `None` in older
+    /// traces).
+    #[serde(default)]
+    pub root: Option<String>,
+    /// The root's initial state (from `chart_define`).
+    #[serde(default)]
+    pub initial: Option<String>,
     /// The active configuration.
     pub active: BTreeSet<String>,
     /// The event being processed (the last `chart_event`).
     pub event: Option<String>,
     /// The last transition taken: source and targets.
     pub last_transition: Option<(String, Vec<String>)>,
+    /// The transitions taken since the last external event (the macrostep
+    /// in progress, or the one just finished), in the order taken, as
+    /// positions in `transitions`: what the chart reported, so a
+    /// self-transition or one of two transitions that differ only by
+    /// guard is named exactly. Empty in traces that do not record the
+    /// positions.
+    #[serde(default)]
+    pub taken: Vec<u32>,
     /// Events processed.
     pub events: u64,
 }
@@ -397,7 +412,7 @@ impl World {
         let charts: usize = self
             .charts
             .values()
-            .map(|c| 4 + c.states.len() + c.transitions.len() + c.active.len())
+            .map(|c| 4 + c.states.len() + c.transitions.len() + c.active.len() + c.taken.len())
             .sum();
         let loops: usize = std::iter::once(&self.js)
             .chain(self.workers.values())
@@ -640,16 +655,27 @@ impl World {
                 machine,
                 states,
                 transitions,
+                root,
+                initial,
             } => {
                 let c = self.charts.entry(*actor).or_default();
                 c.machine = Some(machine.clone());
                 c.states = states.clone();
                 c.transitions = transitions.clone();
+                c.root = root.clone();
+                c.initial = initial.clone();
             }
-            A::ChartEvent { actor, event, .. } => {
+            A::ChartEvent {
+                actor,
+                event,
+                origin,
+            } => {
                 let c = self.charts.entry(*actor).or_default();
                 c.event = Some(event.clone());
                 c.events += 1;
+                if *origin == crate::actor::EventOrigin::External {
+                    c.taken.clear();
+                }
             }
             A::ChartExit { actor, state } => {
                 self.charts.entry(*actor).or_default().active.remove(state);
@@ -658,10 +684,12 @@ impl World {
                 actor,
                 source,
                 targets,
+                index,
                 ..
             } => {
-                self.charts.entry(*actor).or_default().last_transition =
-                    Some((source.clone(), targets.clone()));
+                let c = self.charts.entry(*actor).or_default();
+                c.last_transition = Some((source.clone(), targets.clone()));
+                c.taken.extend(*index);
             }
             A::ChartEnter { actor, state } => {
                 self.charts

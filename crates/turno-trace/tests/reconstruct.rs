@@ -118,9 +118,13 @@ fn actor_event() -> impl Strategy<Value = ActorEvent> {
             states: vec![ChartStateDef {
                 id: "a".into(),
                 parent: None,
-                kind: StateKind::Compound
+                kind: StateKind::Compound,
+                history: None,
+                initial: None,
             }],
             transitions: vec![],
+            root: Some("m".into()),
+            initial: Some("a".into()),
         }),
         (id(), any::<bool>()).prop_map(|(actor, ext)| ActorEvent::ChartEvent {
             actor,
@@ -133,11 +137,14 @@ fn actor_event() -> impl Strategy<Value = ActorEvent> {
         }),
         (id(), state.clone()).prop_map(|(actor, state)| ActorEvent::ChartExit { actor, state }),
         (id(), state.clone()).prop_map(|(actor, state)| ActorEvent::ChartEnter { actor, state }),
-        (id(), state).prop_map(|(actor, source)| ActorEvent::ChartTransition {
-            actor,
-            source,
-            event: None,
-            targets: vec!["b".into()],
+        (id(), state, prop::option::of(0u32..4)).prop_map(|(actor, source, index)| {
+            ActorEvent::ChartTransition {
+                actor,
+                source,
+                event: None,
+                targets: vec!["b".into()],
+                index,
+            }
         }),
     ]
 }

@@ -52,8 +52,8 @@ use crate::Policy;
 /// The runtime's events are `turno_trace`'s: one definition, written here
 /// and read by the inspector.
 pub use turno_trace::actor::{
-    ActorEvent, ChartStateDef, ChartTransitionDef, DeadLetterReason, Dropped, EventOrigin, Lane,
-    StateKind, TurnKind,
+    ActorEvent, ChartStateDef, ChartTransitionDef, DeadLetterReason, Dropped, EventOrigin,
+    HistoryDepth, Lane, StateKind, TurnKind,
 };
 pub use turno_trace::DropPolicy;
 
@@ -131,6 +131,10 @@ pub enum ChartStep {
         states: Vec<ChartStateDef>,
         /// Its transitions in document order.
         transitions: Vec<ChartTransitionDef>,
+        /// The root state's id.
+        root: Option<String>,
+        /// The root's initial state.
+        initial: Option<String>,
     },
     /// See [`ActorEvent::ChartEvent`].
     Event {
@@ -149,6 +153,8 @@ pub enum ChartStep {
         event: Option<String>,
         /// The targets' ids.
         targets: Vec<String>,
+        /// Its position in the definition's transitions.
+        index: Option<u32>,
     },
     /// See [`ActorEvent::ChartEnter`].
     Enter(String),
@@ -162,11 +168,15 @@ impl ChartStep {
                 machine,
                 states,
                 transitions,
+                root,
+                initial,
             } => ActorEvent::ChartDefine {
                 actor,
                 machine,
                 states,
                 transitions,
+                root,
+                initial,
             },
             ChartStep::Event { event, internal } => ActorEvent::ChartEvent {
                 actor,
@@ -182,11 +192,13 @@ impl ChartStep {
                 source,
                 event,
                 targets,
+                index,
             } => ActorEvent::ChartTransition {
                 actor,
                 source,
                 event,
                 targets,
+                index,
             },
             ChartStep::Enter(state) => ActorEvent::ChartEnter { actor, state },
         }
