@@ -362,6 +362,37 @@ where
         Ok(Routed::Delivered)
     }
 
+    /// Brings entity `key` into memory without a message, if this node
+    /// owns its shard and the entity is stored and not done: restored
+    /// through the sanitizer, its overdue timers fire and an invocation
+    /// that was in flight is resumed as the sanitizer says (a charge is
+    /// looked up by its key). For a caller that knows the entity has work
+    /// pending that no timer will wake (a submit whose owner died while
+    /// its charge was in flight). An entity already in memory, or never
+    /// stored, is left as it is: `Delivered` then says only that this node
+    /// owns the key.
+    pub fn activate(&mut self, key: &str) -> Result<Routed, EntityError> {
+        self.reap();
+        let shard = shard_for(key, self.config.shards);
+        let Some(lease) = self.keeper.lease(shard).cloned() else {
+            bump(&self.counters.not_owner);
+            let owner = self
+                .store
+                .shard_owner(shard)
+                .map_err(|e| self.store_err(e))?;
+            return Ok(Routed::NotOwner { shard, owner });
+        };
+        let stored = self
+            .store
+            .get_entity(&self.kind, key)
+            .map_err(|e| self.store_err(e))?
+            .is_some();
+        if stored {
+            self.ensure_active(key, shard, lease.epoch, None)?;
+        }
+        Ok(Routed::Delivered)
+    }
+
     /// The entity's actor, activated under `epoch` if it is not in memory.
     /// A done entity (its chart reached a final state) gets no actor: a
     /// message for it (`seq`) is committed here, its state unchanged.
