@@ -69,7 +69,9 @@ TURNO_BIN="$target_dir/debug/turno" node crates/turno-learn/browser/test.mjs
 # The signup wizard's browser tests (crates/turno-wizard/browser): Playwright
 # drives Debian's chromium through `turno demo` (the binary built above):
 # full signup, double click, timeout, lost reply, crash, drafts, refusals,
-# step URLs and Back/Forward, editing, languages, axe-core (npm ci);
+# step URLs and Back/Forward, editing, languages, axe-core (npm ci), and the
+# three-node demo (`turno demo cluster`: its owner node killed mid-submit;
+# nats-server from $TURNO_NATS_SERVER, PostgreSQL from the packages above);
 # they rewrite the screenshots of docs/wizard.md.
 if [ ! -d crates/turno-wizard/browser/node_modules/playwright-core ] ||
   [ ! -d crates/turno-wizard/browser/node_modules/axe-core ]; then

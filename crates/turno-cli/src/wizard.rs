@@ -24,6 +24,30 @@ enum DemoCommand {
     /// The overload scenario: a 100 msg/s producer, an 80 msg/s consumer,
     /// 60 s of virtual time, once per mailbox policy.
     Overload(OverloadArgs),
+    /// The signup wizard on three nodes: three wizard node processes, a
+    /// three-server NATS cluster, PostgreSQL and the payment gateway, on
+    /// 127.0.0.1; each signup session a sharded durable entity.
+    Cluster(ClusterArgs),
+    /// One node of `turno demo cluster` (started by it; its configuration
+    /// in TURNO_NODE_CONFIG).
+    #[command(hide = true)]
+    ClusterNode,
+}
+
+/// `turno demo cluster`'s options.
+#[derive(Args)]
+struct ClusterArgs {
+    /// The front door's port on 127.0.0.1 (each request to a live node in
+    /// turn; 0: any free port).
+    #[arg(long, default_value_t = 7879)]
+    port: u16,
+    /// The payment gateway's port on 127.0.0.1 (0: any free port).
+    #[arg(long, default_value_t = 0)]
+    gateway_port: u16,
+    /// Where the gateway's SQLite file and NATS's files live (default: a
+    /// `turno-demo-cluster` folder in the system's temporary directory).
+    #[arg(long, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
 }
 
 /// The wizard's options.
@@ -79,6 +103,8 @@ struct OverloadArgs {
 pub fn main(args: DemoArgs) -> ExitCode {
     match args.command {
         Some(DemoCommand::Overload(o)) => overload(o),
+        Some(DemoCommand::Cluster(c)) => cluster(c),
+        Some(DemoCommand::ClusterNode) => cluster_node(),
         None => wizard(args.wizard),
     }
 }
@@ -174,4 +200,93 @@ fn wizard(w: WizardArgs) -> ExitCode {
             }
         }
     })
+}
+
+#[cfg(feature = "cluster")]
+fn cluster(c: ClusterArgs) -> ExitCode {
+    use turno_wizard::cluster::{ClusterConfig, ClusterDemo};
+    let data_dir = c
+        .data_dir
+        .unwrap_or_else(|| std::env::temp_dir().join("turno-demo-cluster"));
+    let exe = match std::env::current_exe() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("turno demo cluster: cannot find the turno binary to start the nodes: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let config = ClusterConfig {
+        port: c.port,
+        gateway_port: c.gateway_port,
+        data_dir: data_dir.clone(),
+        node_command: (exe, vec!["demo".into(), "cluster-node".into()]),
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("turno demo cluster: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    rt.block_on(async move {
+        let mut demo = match ClusterDemo::start(config).await {
+            Ok(d) => d,
+            Err(e) => {
+                eprintln!("turno demo cluster: {e}");
+                if c.port != 0 {
+                    eprintln!("  (another program may use port {}: try --port 0)", c.port);
+                }
+                return ExitCode::from(2);
+            }
+        };
+        println!(
+            "turno demo cluster: the signup wizard is at {} (the front door: each request to a live node in turn)",
+            demo.url()
+        );
+        for (name, addr) in demo.nodes() {
+            println!("  node {name}: http://{addr}/");
+        }
+        if let Some(g) = demo.gateway() {
+            println!("  payment gateway: http://{g}/ (its own service and SQLite file)");
+        }
+        println!("  PostgreSQL: {} (a temporary server, deleted at exit)", demo.postgres_url());
+        println!("  NATS: {}", demo.nats_urls().join(", "));
+        println!("  data: {}", data_dir.display());
+        println!("  Ctrl-C stops everything (each node hands its shards over first).");
+        demo.until_stopped().await;
+        tokio::task::block_in_place(|| demo.shutdown());
+        ExitCode::SUCCESS
+    })
+}
+
+#[cfg(not(feature = "cluster"))]
+fn cluster(_: ClusterArgs) -> ExitCode {
+    eprintln!("turno demo cluster: this turno was built without the `cluster` feature (cargo build -p turno-cli --features cluster)");
+    ExitCode::from(2)
+}
+
+#[cfg(feature = "cluster")]
+fn cluster_node() -> ExitCode {
+    let Ok(config) = std::env::var("TURNO_NODE_CONFIG") else {
+        eprintln!(
+            "turno demo cluster-node: no TURNO_NODE_CONFIG (`turno demo cluster` starts the nodes)"
+        );
+        return ExitCode::from(2);
+    };
+    match turno_wizard::cluster::run_node(&config) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("turno demo cluster-node: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+#[cfg(not(feature = "cluster"))]
+fn cluster_node() -> ExitCode {
+    eprintln!("turno demo cluster-node: this turno was built without the `cluster` feature");
+    ExitCode::from(2)
 }

@@ -56,7 +56,10 @@ function start(ports = { wizard: 0, gateway: 0 }) {
 }
 
 const results = [];
+// ONLY=text runs the tests whose name holds it (while working on them).
+const ONLY = process.env.ONLY;
 async function test(name, f) {
+  if (ONLY && !name.includes(ONLY)) return;
   const t0 = Date.now();
   try { await f(); results.push([name, "ok"]); console.log(`ok   ${name} (${Date.now() - t0} ms)`); }
   catch (e) { results.push([name, "FAILED"]); console.log(`FAIL ${name}\n${e.stack}`); }
@@ -82,8 +85,8 @@ async function waitStep(page, s, timeout = 15000) {
 async function click(page, ev) {
   await Promise.all([page.waitForNavigation(), page.click(`#ev-${ev}`)]);
 }
-async function toPayment(page, name = "Ada Lovelace") {
-  await page.goto(server.url);
+async function toPayment(page, name = "Ada Lovelace", url = server.url) {
+  await page.goto(url);
   await waitStep(page, "personal");
   await page.fill("#name", name);
   await page.fill("#email", "ada@example.org");
@@ -100,8 +103,8 @@ async function fillCard(page) {
   await page.fill("#holder", "Ada Lovelace");
   await page.fill("#otp", OTP);
 }
-async function toReview(page) {
-  await toPayment(page);
+async function toReview(page, url = server.url) {
+  await toPayment(page, "Ada Lovelace", url);
   await fillCard(page);
   await click(page, "NEXT");
   await waitStep(page, "review");
@@ -812,6 +815,81 @@ await test("the card number and one-time code are in no database file", async ()
   // ...while the files do hold the sessions (the search is not vacuous).
   const all = Buffer.concat(files.map((f) => readFileSync(f)));
   assert.notEqual(all.indexOf(Buffer.from("ada@example.org")), -1);
+});
+
+// The three-node demo (`turno demo cluster`): three node processes, three
+// nats-servers, PostgreSQL and the gateway, behind the supervisor's front
+// door. Its own data directory; the supervisor stops everything at SIGINT.
+function startCluster() {
+  const dir = mkdtempSync(join(tmpdir(), "turno-cluster-"));
+  return new Promise((ok, fail) => {
+    const c = spawn(TURNO, ["demo", "cluster", "--port", "0", "--data-dir", dir], { stdio: ["ignore", "pipe", "pipe"] });
+    children.push(c);
+    let out = "", err = "";
+    const waiting = [];
+    const exited = new Promise((r) => c.once("exit", (code, signal) => r({ code, signal })));
+    const t = setTimeout(() => fail(new Error(`no URL from turno demo cluster\n${out}\n${err}`)), 60000);
+    c.stdout.on("data", (d) => {
+      out += d;
+      for (const w of waiting.splice(0)) (w.re.test(out) ? w.ok : (x) => waiting.push(x))(w);
+      const u = /wizard is at (http:\/\/127\.0\.0\.1:\d+\/)/.exec(out);
+      const g = /payment gateway: (http:\/\/127\.0\.0\.1:\d+\/)/.exec(out);
+      if (u && g) {
+        clearTimeout(t);
+        ok({
+          url: u[1], gateway: g[1], child: c, exited, dir,
+          // Resolves once the supervisor has printed a line matching `re`.
+          line: (re) => new Promise((ok) => (re.test(out) ? ok() : waiting.push({ re, ok }))),
+          out: () => out,
+        });
+      }
+    });
+    c.stderr.on("data", (d) => { err += d; });
+    c.on("exit", (code) => fail(new Error(`turno demo cluster exited ${code}\n${out}\n${err}`)));
+  });
+}
+
+await test("three nodes: the owner node killed mid-submit (SIGKILL while the gateway holds its reply) -> completed on the node that took its shard over, one charge", async () => {
+  const cluster = await startCluster();
+  const cstats = async () => (await fetch(cluster.gateway + "stats")).json();
+  const { ctx, page } = await fresh();
+  try {
+    await toReview(page, cluster.url);
+    await workings(page, true);
+    const owner = (await page.textContent("#owner")).trim();
+    assert.match(owner, /^n[123]$/, "the page names the session's owner node");
+    assert.match((await page.textContent("#served-by")).trim(), /^n[123]$/, "and the node that served it");
+    // The gateway charges, then holds its reply for 6 s (the node would
+    // give up at 2 s): the owner is killed inside that window.
+    await page.selectOption("#fault-charge", "timeout");
+    await Promise.all([page.waitForNavigation(), page.click("#arm")]);
+    const before = await cstats();
+    await click(page, "CONFIRM");
+    assert.equal(await step(page), "submit.sending");
+    const t0 = Date.now();
+    while ((await cstats()).charges === before.charges) {
+      assert.ok(Date.now() - t0 < 10000, "the gateway never charged");
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const mid = await page.evaluate(async () => (await (await fetch("/api/state", { cache: "no-store" })).json()).step);
+    assert.equal(mid, "submit.sending", "charged, the reply not given yet");
+    await Promise.all([page.waitForNavigation(), page.click("#kill-owner")]);
+    await cluster.line(new RegExp(`kill ${owner} `));
+    await waitStep(page, "completed", 30000);
+    const after = await cstats();
+    assert.equal(after.charges - before.charges, 1, "exactly one charge in the ledger");
+    assert.equal(after.charge_requests - before.charge_requests, 1, "the new owner sent no charge: restored into uncertain, it looked the key up");
+    assert.ok(after.lookups - before.lookups >= 1, "resolved by the key");
+    const now = (await page.textContent("#owner")).trim();
+    assert.notEqual(now, owner, "another node owns the session now");
+    await page.screenshot({ path: join(SHOTS, "10-cluster-kill.png") });
+  } finally {
+    await ctx.close();
+    cluster.child.kill("SIGINT");
+    const end = await cluster.exited;
+    rmSync(cluster.dir, { recursive: true, force: true });
+    assert.equal(end.code, 0, `the supervisor stops cleanly at SIGINT\n${cluster.out()}`);
+  }
 });
 
 await browser.close();

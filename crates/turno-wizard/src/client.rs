@@ -195,3 +195,43 @@ pub async fn query(
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+/// Posts `body` as JSON to `path` at `addr` and reads a JSON answer, within
+/// `timeout`: its status and body. For the cluster's nodes and supervisor,
+/// which speak to each other over loopback HTTP.
+#[cfg(feature = "cluster")]
+pub(crate) async fn post_json(
+    addr: SocketAddr,
+    path: &str,
+    body: &Value,
+    timeout: Duration,
+) -> Result<(u16, Value), String> {
+    let req = Request::builder()
+        .method("POST")
+        .uri(path)
+        .header("host", addr.to_string())
+        .header("content-type", "application/json")
+        .header("x-turno-node", "1")
+        .body(Full::new(Bytes::from(body.to_string())))
+        .map_err(|e| e.to_string())?;
+    match tokio::time::timeout(timeout, exchange(addr, req)).await {
+        Ok(Ok(a)) => Ok((a.status, a.body.unwrap_or(Value::Null))),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(format!("no answer within {} ms", timeout.as_millis())),
+    }
+}
+
+/// `GET path` at `addr` within `timeout`: its status.
+#[cfg(feature = "cluster")]
+pub(crate) async fn get_status(addr: SocketAddr, path: &str, timeout: Duration) -> Option<u16> {
+    let req = Request::builder()
+        .method("GET")
+        .uri(path)
+        .header("host", addr.to_string())
+        .body(Full::new(Bytes::new()))
+        .ok()?;
+    match tokio::time::timeout(timeout, exchange(addr, req)).await {
+        Ok(Ok(a)) => Some(a.status),
+        _ => None,
+    }
+}

@@ -36,6 +36,8 @@ use std::time::Duration;
 use turno::trace::{TraceEvent, TraceSink};
 
 pub mod client;
+#[cfg(feature = "cluster")]
+pub mod cluster;
 pub mod ids;
 pub mod load;
 pub mod machine;

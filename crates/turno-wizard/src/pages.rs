@@ -496,17 +496,28 @@ fn diagram(v: &View) -> String {
             esc(e)
         ),
     };
+    let taken: Vec<String> = v.taken.iter().map(u32::to_string).collect();
     format!(
-        r#"<div class="chart" id="chart">{picture}</div><div class="legend" id="active">active: {}</div>"#,
+        r#"<div class="chart" id="chart" data-taken="{}">{picture}</div><div class="legend" id="active">active: {}</div>"#,
+        taken.join(" "),
         esc(&v.active.join(", "))
     )
 }
 
-fn fault_panel(v: &View) -> String {
+fn fault_panel(v: &View, cluster: bool) -> String {
     let f = &v.faults;
+    // The three-node demo has its own node faults (see `nodes_panel`).
+    let crash = if cluster {
+        String::new()
+    } else {
+        format!(
+            r#"<div class="check"><input type="checkbox" name="crash" id="crash"{}><label for="crash">crash the wizard server mid-submit</label></div>"#,
+            if f.crash { " checked" } else { "" }
+        )
+    };
     let sel = |k: &str| if f.charge == k { " selected" } else { "" };
     format!(
-        r#"<section class="workings" lang="en" aria-labelledby="faults-title"><h2 id="faults-title">Fault panel</h2><form method="post" action="/faults" id="fault-form">{}<div class="field"><label for="latency_ms">Gateway latency (ms)</label><input name="latency_ms" id="latency_ms" value="{}" inputmode="numeric"></div><div class="field"><label for="fault-charge">Next charge</label><select name="charge" id="fault-charge"><option value=""{}>answers normally</option><option value="timeout"{}>times out after charging</option><option value="lost"{}>charges, reply lost</option><option value="error"{}>server error (no charge)</option></select></div><div class="check"><input type="checkbox" name="lookup_down" id="lookup_down"{}><label for="lookup_down">lookups by key fail</label></div><div class="check"><input type="checkbox" name="crash" id="crash"{}><label for="crash">crash the wizard server mid-submit</label></div><button type="submit" id="arm">Arm faults</button></form></section>"#,
+        r#"<section class="workings" lang="en" aria-labelledby="faults-title"><h2 id="faults-title">Fault panel</h2><form method="post" action="/faults" id="fault-form">{}<div class="field"><label for="latency_ms">Gateway latency (ms)</label><input name="latency_ms" id="latency_ms" value="{}" inputmode="numeric"></div><div class="field"><label for="fault-charge">Next charge</label><select name="charge" id="fault-charge"><option value=""{}>answers normally</option><option value="timeout"{}>times out after charging</option><option value="lost"{}>charges, reply lost</option><option value="error"{}>server error (no charge)</option></select></div><div class="check"><input type="checkbox" name="lookup_down" id="lookup_down"{}><label for="lookup_down">lookups by key fail</label></div>{crash}<button type="submit" id="arm">Arm faults</button></form></section>"#,
         hidden(v),
         f.latency_ms,
         sel(""),
@@ -514,7 +525,37 @@ fn fault_panel(v: &View) -> String {
         sel("lost"),
         sel("error"),
         if f.lookup_down { " checked" } else { "" },
-        if f.crash { " checked" } else { "" },
+    )
+}
+
+/// Which node served a page and which node owns its session (the
+/// three-node demo, [`crate::cluster`]).
+#[derive(Clone, Copy, Debug)]
+#[cfg_attr(not(feature = "cluster"), allow(dead_code))]
+pub(crate) struct Nodes<'a> {
+    /// The node that made this page.
+    pub(crate) served: &'a str,
+    /// The node whose shard lease covers the session (none: the lease ran
+    /// out and no node has taken the shard over yet).
+    pub(crate) owner: Option<&'a str>,
+}
+
+/// The line naming the serving and the owning node, always shown.
+fn nodes_line(n: &Nodes<'_>) -> String {
+    let owner = n.owner.unwrap_or("none yet (its lease ran out)");
+    format!(
+        r#"<section class="nodes" lang="en" aria-labelledby="nodes-title"><h2 id="nodes-title">Nodes</h2><p>This page was served by node <strong id="served-by">{}</strong>. The session is owned by node <strong id="owner">{}</strong>.</p></section>"#,
+        esc(n.served),
+        esc(owner),
+    )
+}
+
+/// The three-node demo's node faults: each acts on the session's owner
+/// node at once (the supervisor sends the signal).
+fn nodes_panel(v: &View) -> String {
+    format!(
+        r#"<section class="workings" lang="en" aria-labelledby="node-faults-title"><h2 id="node-faults-title">Node faults</h2><form method="post" action="/node-fault" id="node-fault-form">{}<button type="submit" name="action" value="kill" id="kill-owner">Kill the owner node</button> <button type="submit" name="action" value="pause" id="pause-owner">Pause the owner node</button> <button type="submit" name="action" value="partition" id="partition-owner">Partition the owner node</button></form></section>"#,
+        hidden(v),
     )
 }
 
@@ -555,6 +596,21 @@ pub fn step(
     values: &BTreeMap<String, String>,
     notice: Option<&str>,
 ) -> String {
+    step_on(o, v, errors, values, notice, None)
+}
+
+/// [`step`] on a node of the three-node demo (`nodes`): the page says
+/// which node served it and which owns the session, and its fault panel
+/// has the node faults; drafts and their links stay with the single-node
+/// wizard.
+pub(crate) fn step_on(
+    o: Opts,
+    v: &View,
+    errors: &Errors,
+    values: &BTreeMap<String, String>,
+    notice: Option<&str>,
+    nodes: Option<&Nodes<'_>>,
+) -> String {
     let w = o.lang.words();
     let Some(row) = Step::named(&v.step) else {
         return refusal(o, w.refused_title, w.not_found, None);
@@ -581,8 +637,10 @@ pub fn step(
         esc(&here),
     );
     let mut aside = String::new();
-    if !row.finished {
-        aside.push_str(&drafts(o, v));
+    match nodes {
+        Some(n) => aside.push_str(&nodes_line(n)),
+        None if !row.finished => aside.push_str(&drafts(o, v)),
+        None => {}
     }
     if o.workings {
         aside.push_str(&format!(
@@ -591,7 +649,10 @@ pub fn step(
             diagram(v)
         ));
         if !row.finished {
-            aside.push_str(&fault_panel(v));
+            aside.push_str(&fault_panel(v, nodes.is_some()));
+            if nodes.is_some() {
+                aside.push_str(&nodes_panel(v));
+            }
         }
     }
     aside.push_str(&workings_switch(o, &here));
@@ -678,6 +739,7 @@ mod tests {
             url: row.url(),
             value: Value::Null,
             active: Vec::new(),
+            taken: Vec::new(),
             status: "active",
             context: json!({
                 "personal": {"name": "Ada", "email": "ada@example.org"},

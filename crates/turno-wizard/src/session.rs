@@ -393,7 +393,12 @@ impl Extension<Value> for Session {
 /// `wanted`, found by trying each on a copy of the snapshot. `NEXT`
 /// carries what the context holds for the current step, if it holds it
 /// (a payment only for its own method): forward again after a step back.
-fn move_to(m: &Machine<Value>, s: &Snapshot<Value>, current: &str, wanted: &str) -> Option<Event> {
+pub(crate) fn move_to(
+    m: &Machine<Value>,
+    s: &Snapshot<Value>,
+    current: &str,
+    wanted: &str,
+) -> Option<Event> {
     let row = Step::named(current)?;
     steps::MOVES.iter().find_map(|name| {
         if !machine::accepts(m, current, name) {

@@ -288,7 +288,7 @@ fn router(h: Arc<Holder>) -> Router {
 }
 
 /// Why a request was refused, worded per language on the page.
-enum Why {
+pub(crate) enum Why {
     /// A fixed sentence.
     Word(fn(&'static Words) -> &'static str),
     /// A sentence made elsewhere (the store's error), in English.
@@ -302,15 +302,15 @@ enum Why {
 }
 
 /// A refusal, as a status and a reason (and field errors).
-struct Reject {
-    status: StatusCode,
-    why: Why,
-    errors: Errors,
-    view: Option<Box<View>>,
+pub(crate) struct Reject {
+    pub(crate) status: StatusCode,
+    pub(crate) why: Why,
+    pub(crate) errors: Errors,
+    pub(crate) view: Option<Box<View>>,
 }
 
 impl Reject {
-    fn new(status: StatusCode, why: fn(&'static Words) -> &'static str) -> Self {
+    pub(crate) fn new(status: StatusCode, why: fn(&'static Words) -> &'static str) -> Self {
         Reject {
             status,
             why: Why::Word(why),
@@ -319,7 +319,7 @@ impl Reject {
         }
     }
 
-    fn text(status: StatusCode, message: impl Into<String>) -> Self {
+    pub(crate) fn text(status: StatusCode, message: impl Into<String>) -> Self {
         Reject {
             why: Why::Text(message.into()),
             ..Reject::new(status, |w| w.refused_title)
@@ -327,7 +327,7 @@ impl Reject {
     }
 
     /// The page's title and sentence.
-    fn words(&self, lang: Lang) -> (&'static str, String) {
+    pub(crate) fn words(&self, lang: Lang) -> (&'static str, String) {
         let w = lang.words();
         let title = |name: &str| Step::named(name).map_or("", |r| lang.title(r.page));
         match &self.why {
@@ -341,7 +341,7 @@ impl Reject {
         }
     }
 
-    fn json(self) -> Response {
+    pub(crate) fn json(self) -> Response {
         let message = match &self.why {
             Why::NoAction { step, event } => {
                 format!("The {step:?} page has no action {event:?}.")
@@ -358,16 +358,16 @@ impl Reject {
     }
 }
 
-fn restarting() -> Reject {
+pub(crate) fn restarting() -> Reject {
     Reject::new(StatusCode::SERVICE_UNAVAILABLE, |w| w.restarting)
 }
 
 /// What a page's URL may carry: a language chosen on the switch, and the
 /// step a navigation asked for and did not get.
 #[derive(Deserialize, Default)]
-struct PageQuery {
-    lang: Option<String>,
-    from: Option<String>,
+pub(crate) struct PageQuery {
+    pub(crate) lang: Option<String>,
+    pub(crate) from: Option<String>,
     note: Option<String>,
 }
 
@@ -383,7 +383,7 @@ fn cookie<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
 
 /// The page options of a request: the language cookie, else the
 /// browser's languages; the workings switch's cookie.
-fn opts(h: &HeaderMap) -> Opts {
+pub(crate) fn opts(h: &HeaderMap) -> Opts {
     let lang = cookie(h, LANG_COOKIE)
         .and_then(Lang::from_code)
         .or_else(|| {
@@ -398,17 +398,17 @@ fn opts(h: &HeaderMap) -> Opts {
     }
 }
 
-fn cookie_sid(h: &HeaderMap) -> Option<String> {
+pub(crate) fn cookie_sid(h: &HeaderMap) -> Option<String> {
     cookie(h, COOKIE)
         .map(str::to_string)
         .filter(|v| ids::is_hex_id(v, 16))
 }
 
-fn set_cookie(sid: &str) -> String {
+pub(crate) fn set_cookie(sid: &str) -> String {
     format!("{COOKIE}={sid}; Path=/; HttpOnly; SameSite=Lax")
 }
 
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+pub(crate) async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
     tokio::task::spawn_blocking(f).await.expect("blocking task")
 }
 
@@ -471,7 +471,7 @@ async fn view_of(a: &SessionAddr) -> Result<View, Reject> {
         .map_err(|_| restarting())
 }
 
-fn page(status: StatusCode, html: String, cookies: &[String]) -> Response {
+pub(crate) fn page(status: StatusCode, html: String, cookies: &[String]) -> Response {
     let mut r = (status, Html(html)).into_response();
     r.headers_mut()
         .insert(header::CACHE_CONTROL, "no-store".parse().expect("header"));
@@ -492,7 +492,7 @@ fn with_cookies(mut r: Response, cookies: &[String]) -> Response {
     r
 }
 
-fn reject_page(o: Opts, r: Reject) -> Response {
+pub(crate) fn reject_page(o: Opts, r: Reject) -> Response {
     let (title, message) = r.words(o.lang);
     page(
         r.status,
@@ -501,7 +501,7 @@ fn reject_page(o: Opts, r: Reject) -> Response {
     )
 }
 
-fn see(url: &str, cookies: &[String]) -> Response {
+pub(crate) fn see(url: &str, cookies: &[String]) -> Response {
     with_cookies(
         (StatusCode::SEE_OTHER, [(header::LOCATION, url.to_string())]).into_response(),
         cookies,
@@ -533,7 +533,7 @@ async fn index(
 
 /// The page options, with a language chosen on the switch (`?lang=`)
 /// taken and remembered in its cookie.
-fn chosen(headers: &HeaderMap, q: &PageQuery) -> (Opts, Vec<String>) {
+pub(crate) fn chosen(headers: &HeaderMap, q: &PageQuery) -> (Opts, Vec<String>) {
     let mut o = opts(headers);
     let mut cookies = Vec::new();
     if let Some(lang) = q.lang.as_deref().and_then(Lang::from_code) {
@@ -674,14 +674,14 @@ async fn new_form(
 }
 
 #[derive(Deserialize)]
-struct WorkingsForm {
+pub(crate) struct WorkingsForm {
     back: String,
     show: String,
 }
 
 /// The demo operator's switch: shows or hides the statechart and the
 /// fault panel (a cookie), and goes back to the page it was pressed on.
-async fn workings_form(Form(f): Form<WorkingsForm>) -> Response {
+pub(crate) async fn workings_form(Form(f): Form<WorkingsForm>) -> Response {
     // Back to a page of the wizard only, never to another site.
     let back = if STEPS.iter().any(|r| r.url() == f.back) {
         f.back
@@ -698,7 +698,7 @@ async fn workings_form(Form(f): Form<WorkingsForm>) -> Response {
 
 /// The events each page may send (the chart's answer,
 /// [`machine::accepts`]), and how its fields become event data.
-fn build_event(
+pub(crate) fn build_event(
     m: &Machine<Value>,
     step: &str,
     event: &str,
@@ -930,14 +930,14 @@ async fn api_new(State(h): State<Arc<Holder>>) -> Response {
 }
 
 #[derive(Deserialize)]
-struct FaultForm {
-    sid: String,
+pub(crate) struct FaultForm {
+    pub(crate) sid: String,
     #[serde(default)]
-    latency_ms: String,
+    pub(crate) latency_ms: String,
     #[serde(default)]
-    charge: String,
+    pub(crate) charge: String,
     #[serde(default)]
-    lookup_down: Option<String>,
+    pub(crate) lookup_down: Option<String>,
     #[serde(default)]
     crash: Option<String>,
 }
