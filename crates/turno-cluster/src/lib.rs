@@ -6,10 +6,13 @@
 //! ([`subject`]), with envelopes encoded by a compact codec ([`wire`]),
 //! over a [`Transport`](transport::Transport): real NATS, or the simulated
 //! broker in which a whole cluster runs deterministically under a seed.
+//! Actors that need their mail to survive crashes take a durable mailbox
+//! ([`durable`]): a JetStream stream, applied once per message.
 //!
 //! The guarantees of each kind of remote send, the failure model and what
 //! is not promised are in `docs/cluster.md`.
 
+pub mod durable;
 #[cfg(feature = "nats")]
 pub mod nats;
 pub mod node;

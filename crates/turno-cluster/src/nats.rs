@@ -36,11 +36,15 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use async_nats::{HeaderMap, ServerAddr, StatusCode};
+use async_nats::{ServerAddr, StatusCode};
 use futures_util::StreamExt;
 use tokio::sync::mpsc;
 
-use crate::transport::{Delivery, PubAck, Transport, TransportError};
+use crate::transport::{
+    Delivery, PubAck, StreamDelivery, StreamSpec, Transport, TransportError,
+};
+
+mod durable;
 
 /// Blocking on the transport's own runtime from inside another runtime
 /// would panic; it is refused instead.
@@ -104,6 +108,8 @@ pub struct NatsTransport {
     ready: VecDeque<Delivery>,
     origin: Instant,
     options: NatsOptions,
+    /// The durable mailboxes' consumers this client took.
+    streams: durable::Streams,
 }
 
 impl NatsTransport {
@@ -164,6 +170,7 @@ impl NatsTransport {
             ready: VecDeque::new(),
             origin: Instant::now(),
             options,
+            streams: durable::Streams::default(),
         })
     }
 
@@ -269,26 +276,27 @@ impl Transport for NatsTransport {
         msg_id: &str,
         payload: Vec<u8>,
     ) -> Result<PubAck, TransportError> {
-        inside_tokio()?;
-        let js = async_nats::jetstream::new(self.client.clone());
-        let mut headers = HeaderMap::new();
-        headers.insert("Nats-Msg-Id", msg_id);
-        let subject = subject.to_owned();
-        let timeout = self.options.ack_timeout;
-        self.rt.block_on(async move {
-            let ack = tokio::time::timeout(timeout, async {
-                js.publish_with_headers(subject, headers, payload.into())
-                    .await
-                    .map_err(|e| TransportError::Broker(e.to_string()))?
-                    .await
-                    .map_err(|e| TransportError::Broker(e.to_string()))
-            })
-            .await
-            .map_err(|_| TransportError::Broker("no acknowledgement in time".into()))??;
-            Ok(PubAck {
-                seq: ack.sequence,
-                duplicate: ack.duplicate,
-            })
-        })
+        self.durable_publish(subject, msg_id, payload)
+    }
+
+    fn stream_create(&mut self, spec: &StreamSpec) -> Result<(), TransportError> {
+        self.durable_create(spec)
+    }
+
+    fn stream_poll(&mut self, name: &str) -> Option<StreamDelivery> {
+        self.durable_poll(name)
+    }
+
+    fn stream_ack(
+        &mut self,
+        _name: &str,
+        delivery: &StreamDelivery,
+        term: bool,
+    ) -> Result<(), TransportError> {
+        if delivery.ack.is_empty() {
+            return Err(TransportError::Broker("no ack subject".into()));
+        }
+        let body: &[u8] = if term { b"+TERM" } else { b"+ACK" };
+        self.publish(&delivery.ack, None, body.to_vec())
     }
 }

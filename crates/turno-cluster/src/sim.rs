@@ -4,10 +4,19 @@
 //! wildcards, request/reply, "no responders" answered at once for a
 //! subject without subscribers, and a bounded per-subject pending limit
 //! per subscriber (a paused consumer loses what overflows, counted as a
-//! slow consumer). It also models the JetStream parts the next layer needs
-//! ([`SimStream`]: dedup by message id, ack wait and redelivery, max
-//! deliveries into dead letters, per-subject limits; [`SimKv`]: a key/value
-//! bucket with compare-and-set on revisions).
+//! slow consumer). It also models the JetStream parts: [`SimStream`] (dedup
+//! by message id, ack wait and redelivery, one unacknowledged message at a
+//! time, max deliveries into dead letters, per-subject limits), which the
+//! durable mailboxes ([`crate::durable`]) use through the transport's
+//! stream calls, and [`SimKv`] (a key/value bucket with compare-and-set on
+//! revisions) for the next layer.
+//!
+//! A durable publish is answered at once (its acknowledgement or the
+//! refusal); under the drop fault it is lost before or after it is stored,
+//! either way answered [`TransportError::NoAck`]. A stream delivers to its
+//! consumer's client when that client polls (no latency); the drop fault
+//! loses a delivery or an acknowledgement (the message comes again after
+//! the ack wait), the duplicate fault hands a delivery over twice.
 //!
 //! **One virtual clock**, moved by [`SimBroker::advance`]; each client sees
 //! it plus its own skew. **Seeded faults** ([`Faults`]): drop, delay (and so
@@ -173,6 +182,16 @@ struct State {
     flight: BinaryHeap<InFlight>,
     seq: u64,
     stats: BrokerStats,
+    streams: BTreeMap<String, SimDurable>,
+}
+
+struct SimDurable {
+    subject: String,
+    stream: SimStream,
+    consumer: Option<usize>,
+    has_consumer: bool,
+    /// Deliveries handed over twice (the duplicate fault), for the next poll.
+    again: VecDeque<StreamMsg>,
 }
 
 /// The simulated broker. Cheap to clone (a shared handle). See the
@@ -192,6 +211,7 @@ impl SimBroker {
             flight: BinaryHeap::new(),
             seq: 0,
             stats: BrokerStats::default(),
+            streams: BTreeMap::new(),
         })))
     }
 
@@ -253,6 +273,28 @@ impl SimBroker {
     /// What the broker saw so far.
     pub fn stats(&self) -> BrokerStats {
         self.0.borrow().stats
+    }
+
+    /// The messages stream `name` holds (stored, not yet acknowledged):
+    /// (sequence, payload). Empty for no such stream.
+    pub fn stream_messages(&self, name: &str) -> Vec<(u64, Vec<u8>)> {
+        self.0
+            .borrow()
+            .streams
+            .get(name)
+            .map(|d| d.stream.messages())
+            .unwrap_or_default()
+    }
+
+    /// The sequences stream `name` discarded to keep its per-subject limit
+    /// (keep-newest evictions).
+    pub fn stream_evicted(&self, name: &str) -> Vec<u64> {
+        self.0
+            .borrow()
+            .streams
+            .get(name)
+            .map(|d| d.stream.evicted.clone())
+            .unwrap_or_default()
     }
 
     /// Moves the clock by `d`, handing out every delivery due by then.
@@ -393,7 +435,148 @@ impl SimTransport {
     }
 }
 
+impl SimTransport {
+    fn with_stream<R>(
+        &self,
+        name: &str,
+        f: impl FnOnce(&mut SimDurable, &mut Rng, Faults, Duration) -> R,
+    ) -> Option<R> {
+        let mut s = self.broker.0.borrow_mut();
+        let State {
+            streams,
+            rng,
+            faults,
+            now,
+            ..
+        } = &mut *s;
+        let d = streams.get_mut(name)?;
+        Some(f(d, rng, *faults, *now))
+    }
+}
+
 impl Transport for SimTransport {
+    fn publish_durable(
+        &mut self,
+        subject: &str,
+        msg_id: &str,
+        payload: Vec<u8>,
+    ) -> Result<PubAck, TransportError> {
+        let mut s = self.broker.0.borrow_mut();
+        match s.clients[self.id].state {
+            ClientState::Crashed => return Err(TransportError::Closed),
+            ClientState::Partitioned => return Err(TransportError::NoAck),
+            ClientState::Up | ClientState::Paused => {}
+        }
+        let faults = s.faults;
+        let lost = s.rng.chance(faults.drop);
+        let before = s.rng.chance(500);
+        if lost && before {
+            s.stats.dropped += 1;
+            return Err(TransportError::NoAck);
+        }
+        let Some(d) = s.streams.values_mut().find(|d| d.subject == subject) else {
+            return Err(TransportError::Broker(format!("no stream for {subject}")));
+        };
+        let r = d.stream.publish(subject, msg_id, payload);
+        if lost {
+            s.stats.dropped += 1;
+            return Err(TransportError::NoAck);
+        }
+        r
+    }
+
+    fn stream_create(&mut self, spec: &crate::transport::StreamSpec) -> Result<(), TransportError> {
+        let mut s = self.broker.0.borrow_mut();
+        if s.clients[self.id].state == ClientState::Crashed {
+            return Err(TransportError::Closed);
+        }
+        let id = self.id;
+        let d = s
+            .streams
+            .entry(spec.name.clone())
+            .or_insert_with(|| SimDurable {
+                subject: spec.subject.clone(),
+                stream: SimStream::new(
+                    spec.max_per_subject
+                        .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX)),
+                    spec.discard_new,
+                    spec.ack_wait,
+                    u32::MAX,
+                )
+                .with_max_ack_pending(1),
+                consumer: None,
+                has_consumer: spec.consumer,
+                again: VecDeque::new(),
+            });
+        if d.subject != spec.subject {
+            return Err(TransportError::Broker(format!(
+                "stream {} holds {}, not {}",
+                spec.name, d.subject, spec.subject
+            )));
+        }
+        if d.has_consumer {
+            d.consumer = Some(id);
+            d.again.clear();
+        }
+        Ok(())
+    }
+
+    fn stream_poll(&mut self, name: &str) -> Option<crate::transport::StreamDelivery> {
+        let id = self.id;
+        let state = self.broker.0.borrow().clients[id].state;
+        if state != ClientState::Up {
+            return None;
+        }
+        let m = self.with_stream(name, |d, rng, faults, now| {
+            if d.consumer != Some(id) {
+                return None;
+            }
+            if let Some(m) = d.again.pop_front() {
+                return Some(m);
+            }
+            loop {
+                let m = d.stream.next(now)?;
+                if rng.chance(faults.drop) {
+                    // Lost on the way: due again after the ack wait.
+                    continue;
+                }
+                if rng.chance(faults.duplicate) {
+                    d.again.push_back(m.clone());
+                }
+                return Some(m);
+            }
+        })??;
+        Some(crate::transport::StreamDelivery {
+            seq: m.seq,
+            delivery: u64::from(m.delivery),
+            payload: m.payload,
+            ack: format!("{name}.{}", m.seq),
+        })
+    }
+
+    fn stream_ack(
+        &mut self,
+        name: &str,
+        delivery: &crate::transport::StreamDelivery,
+        term: bool,
+    ) -> Result<(), TransportError> {
+        let id = self.id;
+        let state = self.broker.0.borrow().clients[id].state;
+        match state {
+            ClientState::Crashed => return Err(TransportError::Closed),
+            // Lost with the connection: the message comes again.
+            ClientState::Partitioned => return Ok(()),
+            ClientState::Up | ClientState::Paused => {}
+        }
+        let _ = term;
+        self.with_stream(name, |d, rng, faults, _| {
+            if !rng.chance(faults.drop) {
+                d.stream.ack(delivery.seq);
+            }
+        })
+        .ok_or_else(|| TransportError::Broker(format!("no stream {name}")))
+    }
+
     fn publish(
         &mut self,
         subject: &str,
@@ -438,10 +621,12 @@ pub struct SimStream {
     discard_new: bool,
     ack_wait: Duration,
     max_deliver: u32,
+    max_ack_pending: usize,
     next_seq: u64,
     ids: BTreeMap<String, u64>,
     stored: BTreeMap<u64, Stored>,
     dead: Vec<(u64, String, Vec<u8>)>,
+    evicted: Vec<u64>,
 }
 
 #[derive(Debug)]
@@ -480,11 +665,28 @@ impl SimStream {
             discard_new,
             ack_wait,
             max_deliver,
+            max_ack_pending: usize::MAX,
             next_seq: 1,
             ids: BTreeMap::new(),
             stored: BTreeMap::new(),
             dead: Vec::new(),
+            evicted: Vec::new(),
         }
+    }
+
+    /// At most `n` delivered and unacknowledged messages at a time (their
+    /// ack wait running); `1` delivers strictly in stream order.
+    pub fn with_max_ack_pending(mut self, n: usize) -> Self {
+        self.max_ack_pending = n.max(1);
+        self
+    }
+
+    /// What is stored and not acknowledged: (sequence, payload).
+    pub fn messages(&self) -> Vec<(u64, Vec<u8>)> {
+        self.stored
+            .iter()
+            .map(|(k, m)| (*k, m.payload.clone()))
+            .collect()
     }
 
     /// Stores a message, deduplicated by `msg_id`. A full subject with
@@ -510,13 +712,12 @@ impl SimStream {
             .collect();
         if of_subject.len() >= self.max_per_subject {
             if self.discard_new {
-                return Err(TransportError::Broker(
-                    "maximum messages per subject exceeded".into(),
-                ));
+                return Err(TransportError::SubjectFull);
             }
             match of_subject.first() {
                 Some(oldest) => {
                     self.stored.remove(oldest);
+                    self.evicted.push(*oldest);
                 }
                 // A limit of zero keeps nothing.
                 None => {
@@ -549,6 +750,14 @@ impl SimStream {
     /// wait ran out (redelivered). One past its maximum deliveries goes to
     /// the dead letters instead.
     pub fn next(&mut self, now: Duration) -> Option<StreamMsg> {
+        let waiting = self
+            .stored
+            .values()
+            .filter(|m| m.due.is_some_and(|d| d > now))
+            .count();
+        if waiting >= self.max_ack_pending {
+            return None;
+        }
         loop {
             let seq = self
                 .stored

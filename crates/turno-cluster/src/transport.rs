@@ -56,6 +56,52 @@ pub enum TransportError {
     /// The broker refused it.
     #[error("broker error: {0}")]
     Broker(String),
+    /// A durable publish refused by the stream's per-subject limit (discard
+    /// new per subject): nothing was stored.
+    #[error("maximum messages per subject exceeded")]
+    SubjectFull,
+    /// A durable publish got no acknowledgement in time: it may or may not
+    /// be stored (publishing again with the same message id is safe).
+    #[error("no acknowledgement in time")]
+    NoAck,
+}
+
+/// A durable mailbox's stream and its one consumer, as the broker is asked
+/// to keep them (see [`crate::durable`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamSpec {
+    /// The stream's name (also the consumer's durable name).
+    pub name: String,
+    /// The one subject the stream stores.
+    pub subject: String,
+    /// Messages kept per subject (`None`: no limit).
+    pub max_per_subject: Option<u64>,
+    /// At the limit, refuse the new message (discard new per subject)
+    /// instead of discarding the oldest.
+    pub discard_new: bool,
+    /// Copies of each message on distinct servers (JetStream replicas).
+    pub replicas: usize,
+    /// How long a delivered message may stay unacknowledged before it is
+    /// delivered again.
+    pub ack_wait: Duration,
+    /// How long message ids are remembered for deduplication.
+    pub duplicate_window: Duration,
+    /// Whether the stream has a consumer (a dead-letter stream has none:
+    /// it is only read when inspected).
+    pub consumer: bool,
+}
+
+/// A message of a durable stream delivered to its consumer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamDelivery {
+    /// The stream sequence.
+    pub seq: u64,
+    /// Which delivery of it this is (from 1).
+    pub delivery: u64,
+    /// Its bytes.
+    pub payload: Vec<u8>,
+    /// What acknowledging it names (the reply subject on NATS).
+    pub ack: String,
 }
 
 /// What a durable publish answers: the stream's sequence number, or that it
@@ -120,6 +166,36 @@ pub trait Transport {
         payload: Vec<u8>,
     ) -> Result<PubAck, TransportError> {
         let _ = (subject, msg_id, payload);
+        Err(TransportError::Unsupported)
+    }
+
+    /// Creates (or updates) a durable stream and binds its consumer to this
+    /// client: explicit acks, one unacknowledged message at a time (so
+    /// messages are applied in stream order), no limit on deliveries (the
+    /// durable mailbox dead-letters past its own maximum). A consumer left
+    /// by an earlier process is taken over with what it had pending.
+    fn stream_create(&mut self, spec: &StreamSpec) -> Result<(), TransportError> {
+        let _ = spec;
+        Err(TransportError::Unsupported)
+    }
+
+    /// The next message the consumer of stream `name` delivered, if any;
+    /// never blocks.
+    fn stream_poll(&mut self, name: &str) -> Option<StreamDelivery> {
+        let _ = name;
+        None
+    }
+
+    /// Acknowledges a delivery of stream `name`: done (`term`: done
+    /// without being applied, a dead letter). A lost acknowledgement means
+    /// the message is delivered again after the ack wait.
+    fn stream_ack(
+        &mut self,
+        name: &str,
+        delivery: &StreamDelivery,
+        term: bool,
+    ) -> Result<(), TransportError> {
+        let _ = (name, delivery, term);
         Err(TransportError::Unsupported)
     }
 }
