@@ -111,6 +111,17 @@ pub async fn charge(
     body: &Value,
     faults: &Faults,
 ) -> Result<Value, Value> {
+    charge_within(gateway, key, body, faults, TIMEOUT).await
+}
+
+/// [`charge`], giving up after `timeout` (the outcome is then unknown).
+pub async fn charge_within(
+    gateway: SocketAddr,
+    key: &str,
+    body: &Value,
+    faults: &Faults,
+    timeout: Duration,
+) -> Result<Value, Value> {
     let mut req = request(
         "POST",
         gateway,
@@ -126,10 +137,10 @@ pub async fn charge(
     );
     let unknown =
         |kind: &str, message: String| json!({"kind": kind, "known": false, "message": message});
-    match tokio::time::timeout(TIMEOUT, exchange(gateway, req)).await {
+    match tokio::time::timeout(timeout, exchange(gateway, req)).await {
         Err(_) => Err(unknown(
             "timeout",
-            format!("no answer within {} s", TIMEOUT.as_secs()),
+            format!("no answer within {} s", timeout.as_secs()),
         )),
         Ok(Err(e)) => Err(unknown("lost", e)),
         Ok(Ok(Answer { status, body })) => match (status, body) {

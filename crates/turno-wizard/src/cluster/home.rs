@@ -56,6 +56,10 @@ const RETRY: Duration = Duration::from_millis(150);
 /// How long one attempt at the owner may take (a paused owner answers
 /// nothing).
 const ATTEMPT: Duration = Duration::from_millis(1500);
+/// How long a node waits for the gateway's answer to a charge: longer than
+/// a lease, so that an owner that dies or stops while the gateway holds a
+/// charge's reply is taken over before its own wait would have ended.
+pub(crate) const CHARGE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Where a session's armed faults are kept (any node arms them, the owner
 /// charges with them).
 const FAULTS: &str = "wizard-faults";
@@ -414,6 +418,7 @@ fn view_of(m: &Machine<Value>, s: &Snapshot<Value>, sid: &str, rev: u64, faults:
         step,
         value,
         active: s.active_ids(m).iter().map(|x| x.to_string()).collect(),
+        taken: Vec::new(),
         status: if machine::is_done(m, s) {
             "done"
         } else {
@@ -598,7 +603,7 @@ fn charge(
             })
             .await
             .unwrap_or_default();
-            let r = client::charge(gateway, &key, &body, &faults).await;
+            let r = client::charge_within(gateway, &key, &body, &faults, CHARGE_TIMEOUT).await;
             r.map(|v| v["receipt"].clone()).map_err(|e| {
                 if e["known"] == json!(true) {
                     json!({"rejected": e["message"], "kind": e["kind"], "message": e["message"]})
