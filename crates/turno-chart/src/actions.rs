@@ -36,7 +36,9 @@ pub enum Action {
         /// The scheduling that is cancelled.
         seq: u64,
     },
-    /// Start an invocation; its result must come back as
+    /// Start an invocation, or a child spawned by `spawnChild` (the
+    /// snapshot's [`Invocation::spawned`](crate::Invocation::spawned) says
+    /// which); its result must come back as
     /// `xstate.done.actor.<id>` / `xstate.error.actor.<id>` with this
     /// `generation` ([`invocation_done`](crate::invocation_done)).
     StartInvoke {
@@ -49,7 +51,8 @@ pub enum Action {
         /// Unique per start: a result for an older generation is stale.
         generation: u64,
     },
-    /// Stop an invocation (its state was exited).
+    /// Stop an invocation (its state was exited, `stopChild` named it, or
+    /// the chart stopped).
     StopInvoke {
         /// The invocation id.
         id: String,
@@ -77,20 +80,6 @@ pub enum Action {
     Log {
         /// The message.
         message: String,
-    },
-    /// Spawn a child actor that is not tied to a state (`spawnChild`).
-    SpawnChild {
-        /// The child's id.
-        id: String,
-        /// The registered actor logic.
-        src: String,
-        /// Its input.
-        input: Value,
-    },
-    /// Stop a spawned child (`stopChild`).
-    StopChild {
-        /// The child's id.
-        id: String,
     },
     /// A named action the interpreter executes itself (not an assign).
     Custom {
@@ -141,6 +130,14 @@ pub(crate) enum Effect {
         id: Option<String>,
     },
     Plain(Action),
+    /// `spawnChild`: `id` (`None`: no id given), logic, input.
+    Spawn {
+        id: Option<String>,
+        src: String,
+        input: Value,
+    },
+    /// `stopChild`.
+    StopChild(String),
 }
 
 impl<'a, C> ActionScope<'a, C> {
@@ -224,19 +221,28 @@ impl<'a, C> ActionScope<'a, C> {
         }));
     }
 
-    /// Spawns a child actor by registered logic name.
-    pub fn spawn_child(&mut self, src: impl Into<String>, id: impl Into<String>, input: Value) {
-        self.effects.push(Effect::Plain(Action::SpawnChild {
-            id: id.into(),
+    /// Spawns a child actor of the registered logic `src` with `input`, as
+    /// XState's `spawnChild(src, {id, input})`: a child not tied to a state,
+    /// listed among the chart's children under `id` from this action on
+    /// (so a `sendTo` after it reaches it) and started once the macrostep
+    /// is over. Its result comes back as `xstate.done.actor.<id>` (or
+    /// `xstate.error.actor.<id>`, which fails the chart when nothing takes
+    /// it). `id: None` lists it as XState does, under `"undefined"`. A
+    /// child already listed under the id is stopped and replaced.
+    pub fn spawn_child(&mut self, src: impl Into<String>, id: Option<String>, input: Value) {
+        self.effects.push(Effect::Spawn {
+            id,
             src: src.into(),
             input,
-        }));
+        });
     }
 
-    /// Stops a spawned child.
+    /// Stops the child listed under `id` (spawned or invoked, running or
+    /// finished), as XState's `stopChild(id)`: it is no longer a child
+    /// (a `sendTo` to it fails) and it stops after the events sent to it
+    /// before in this macrostep. No such child: nothing happens.
     pub fn stop_child(&mut self, id: impl Into<String>) {
-        self.effects
-            .push(Effect::Plain(Action::StopChild { id: id.into() }));
+        self.effects.push(Effect::StopChild(id.into()));
     }
 
     /// Runs another action implementation with `params`, in this scope

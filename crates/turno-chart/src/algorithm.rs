@@ -19,7 +19,7 @@ use crate::machine::{
     ActionDef, Delay, Guard, Machine, Plan, StateIdx, StateKind, TransIdx, ValueExpr,
 };
 use crate::semantics::{scxml_descriptor_matches, Semantics};
-use crate::snapshot::{HistoryEntry, Invocation, Scheduled, Snapshot, StateSet, Status};
+use crate::snapshot::{Finished, HistoryEntry, Invocation, Scheduled, Snapshot, StateSet, Status};
 use crate::step_table::StepPlan;
 
 /// Why a macrostep could not complete.
@@ -185,13 +185,13 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
         self.snap.error = Some(Box::new(Value::String(message)));
     }
 
-    /// The start a send to `to` is bound to: an invocation in flight (its
-    /// generation); a spawned child or an invocation of the state being
-    /// entered (`Some(None)`: bound by id, the entered state's fixed up once
-    /// it starts); an invocation that finished while its state is still
-    /// active (`Some(Some(FINISHED))`: XState keeps the finished actor as a
-    /// child until the state is left, so the send is no error, and reaches
-    /// nobody). `None`: no such actor.
+    /// The start a send to `to` is bound to: a child in flight, invoked or
+    /// spawned (its generation); an invocation of the state being entered
+    /// (`Some(None)`: bound by id, fixed up once it starts); a child that
+    /// finished and is still listed (`Some(Some(FINISHED))`: XState keeps
+    /// the finished actor as a child until its state is left or it is
+    /// stopped, so the send is no error, and reaches nobody). `None`: no
+    /// such actor.
     fn send_target(&self, to: &str) -> Option<Option<u64>> {
         if let Some(i) = self.snap.invocations.iter().find(|i| i.id == to) {
             return Some(Some(i.generation));
@@ -199,14 +199,27 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
         let entering = self
             .entering
             .is_some_and(|s| self.m.state(s).invoke.iter().any(|i| &*i.id == to));
-        if entering || self.snap.children.iter().any(|c| c == to) {
+        if entering {
             return Some(None);
         }
-        let mut finished = false;
-        self.snap.config.for_each(|s| {
-            finished |= self.m.state(s).invoke.iter().any(|i| &*i.id == to);
-        });
-        finished.then_some(Some(FINISHED))
+        self.snap
+            .finished
+            .iter()
+            .any(|f| f.child.id == to)
+            .then_some(Some(FINISHED))
+    }
+
+    /// XState's `stopChild(id)`: the child listed under `id`, in flight
+    /// (stopped) or finished, is no longer a child.
+    fn forget_child(&mut self, id: &str) {
+        if let Some(pos) = self.snap.invocations.iter().position(|i| i.id == id) {
+            let inv = self.snap.invocations.remove(pos);
+            self.actions.push(Action::StopInvoke {
+                id: inv.id,
+                generation: inv.generation,
+            });
+        }
+        self.snap.finished.retain(|f| f.child.id != id);
     }
 
     pub(crate) fn inspected<'i: 's>(mut self, inspect: Option<Inspector<'i>>) -> Self {
@@ -546,17 +559,25 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
         self.stop_everything();
     }
 
-    /// A done or failed chart stops its invocations and children and
-    /// forgets its delayed events.
+    /// A done or failed chart stops its children and forgets its delayed
+    /// events. XState keeps a done machine's children listed (those still
+    /// running then as `stopped`); a failed or stopped one lists none.
     fn stop_everything(&mut self) {
+        let keep = self.snap.status == Status::Done && !self.scxml();
         for inv in std::mem::take(&mut self.snap.invocations) {
             self.actions.push(Action::StopInvoke {
-                id: inv.id,
+                id: inv.id.clone(),
                 generation: inv.generation,
             });
+            if keep {
+                self.snap.finished.push(Finished {
+                    child: inv,
+                    status: Status::Stopped,
+                });
+            }
         }
-        for id in std::mem::take(&mut self.snap.children) {
-            self.actions.push(Action::StopChild { id });
+        if !keep {
+            self.snap.finished.clear();
         }
         for s in std::mem::take(&mut self.snap.scheduled) {
             self.actions.push(Action::Unschedule {
@@ -1088,12 +1109,22 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
                 self.cancel(&a.event);
             }
             for inv in &node.invoke {
-                if let Some(pos) = self.snap.invocations.iter().position(|i| *i.id == *inv.id) {
+                if let Some(pos) = self
+                    .snap
+                    .invocations
+                    .iter()
+                    .position(|i| !i.spawned && *i.id == *inv.id)
+                {
                     let inv = self.snap.invocations.remove(pos);
                     self.actions.push(Action::StopInvoke {
                         id: inv.id,
                         generation: inv.generation,
                     });
+                }
+                if !self.snap.finished.is_empty() {
+                    self.snap
+                        .finished
+                        .retain(|f| f.child.spawned || *f.child.id != *inv.id);
                 }
             }
             self.snap.config.remove(s);
@@ -1263,6 +1294,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
                     src: inv.src.to_string(),
                     generation,
                     state: node.id.to_string(),
+                    spawned: false,
                     input: input.clone(),
                     started_ms: self.snap.now_ms,
                 });
@@ -1872,14 +1904,30 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
                     }
                 }
             }
-            Effect::Plain(a) => {
-                match &a {
-                    Action::SpawnChild { id, .. } => self.snap.children.push(id.clone()),
-                    Action::StopChild { id } => self.snap.children.retain(|c| c != id),
-                    _ => {}
-                }
-                self.actions.push(a);
+            Effect::Plain(a) => self.actions.push(a),
+            Effect::Spawn { id, src, input } => {
+                // XState lists a child spawned without an id under the key
+                // `undefined` (its `children[id]` with `id` undefined).
+                let id = id.unwrap_or_else(|| "undefined".to_string());
+                self.forget_child(&id);
+                let generation = self.seq();
+                self.snap.invocations.push(Invocation {
+                    id: id.clone(),
+                    src: src.clone(),
+                    generation,
+                    state: String::new(),
+                    spawned: true,
+                    input: input.clone(),
+                    started_ms: self.snap.now_ms,
+                });
+                self.actions.push(Action::StartInvoke {
+                    id,
+                    src,
+                    input,
+                    generation,
+                });
             }
+            Effect::StopChild(id) => self.forget_child(&id),
         }
     }
 

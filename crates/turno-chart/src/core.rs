@@ -8,7 +8,7 @@ use crate::actions::{Action, SendTarget};
 use crate::algorithm::{ChartError, Inspector, Run};
 use crate::event::{names, Event};
 use crate::machine::Machine;
-use crate::snapshot::{Snapshot, StateSet, Status};
+use crate::snapshot::{Finished, Snapshot, StateSet, Status};
 
 /// A snapshot and the actions the interpreter must carry out, in order.
 pub type Step<C> = (Snapshot<C>, Vec<Action>);
@@ -24,7 +24,7 @@ fn pre_initial<C: Clone>(m: &Machine<C>, now_ms: u64) -> Snapshot<C> {
         error: None,
         scheduled: ThinVec::new(),
         invocations: ThinVec::new(),
-        children: ThinVec::new(),
+        finished: ThinVec::new(),
         now_ms,
         next_seq: 0,
         machine_version: m.version().map(str::to_string),
@@ -264,9 +264,11 @@ pub fn advance<C: Clone>(
 
 /// Delivers the result of invocation `id` started as `generation`:
 /// `Ok(output)` as `xstate.done.actor.<id>`, `Err(error)` as
-/// `xstate.error.actor.<id>`. A result for an invocation that is no longer
-/// in flight (its state was left, or it was restarted) is stale: dropped,
-/// never delivered.
+/// `xstate.error.actor.<id>` (an invocation or a spawned child alike). The
+/// child then moves to [`Snapshot::finished`], still listed as XState
+/// lists it. A result for a child that is no longer in flight (its state
+/// was left, it was stopped or restarted) is stale: dropped, never
+/// delivered.
 pub fn invocation_done<C: Clone>(
     m: &Machine<C>,
     snapshot: &mut Snapshot<C>,
@@ -295,7 +297,13 @@ pub fn invocation_done_inspected<C: Clone>(
     else {
         return Ok(Delivery::Stale);
     };
-    snapshot.invocations.remove(pos);
+    let child = snapshot.invocations.remove(pos);
+    let status = if result.is_ok() {
+        Status::Done
+    } else {
+        Status::Error
+    };
+    snapshot.finished.push(Finished { child, status });
     let mut data = Map::new();
     let name = match result {
         Ok(output) => {

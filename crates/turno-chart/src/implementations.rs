@@ -33,6 +33,9 @@ pub struct Implementations<C> {
     /// Actions whose `branches` the loader compiles (see
     /// [`choose`](Implementations::choose)).
     pub(crate) choose: BTreeSet<String>,
+    /// Actions whose `params.src` names actor logic the loader checks (see
+    /// [`spawns`](Implementations::spawns)).
+    pub(crate) spawns: BTreeSet<String>,
     /// How `input` and `output` templates read the context and the event.
     pub(crate) templates: Option<TemplateFn<C>>,
 }
@@ -45,6 +48,7 @@ impl<C> Clone for Implementations<C> {
             delays: self.delays.clone(),
             actors: self.actors.clone(),
             choose: self.choose.clone(),
+            spawns: self.spawns.clone(),
             templates: self.templates.clone(),
         }
     }
@@ -58,6 +62,7 @@ impl<C> Default for Implementations<C> {
             delays: BTreeMap::new(),
             actors: BTreeSet::new(),
             choose: BTreeSet::new(),
+            spawns: BTreeSet::new(),
             templates: None,
         }
     }
@@ -140,6 +145,15 @@ impl<C> Implementations<C> {
         let name = name.into();
         self.actions.remove(&name);
         self.choose.insert(name);
+        self
+    }
+
+    /// Marks the registered action `name` as one that spawns a child of
+    /// the logic its `params.src` names (the standard `spawnChild`): the
+    /// loader refuses a `src` that is not a registered actor, as it does for
+    /// `invoke.src`, naming the JSON path.
+    pub fn spawns(mut self, name: impl Into<String>) -> Self {
+        self.spawns.insert(name.into());
         self
     }
 

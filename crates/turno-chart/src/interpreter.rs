@@ -1128,31 +1128,6 @@ impl<C: Clone + Send + Sync + 'static, X: Extension<C>> ChartActor<C, X> {
                         f(&message);
                     }
                 }
-                Action::SpawnChild { id, src, input } => {
-                    let service = rare.services.as_ref().and_then(|s| s.get(&src)).cloned();
-                    if let Some(service) = service {
-                        let generation = u64::MAX;
-                        let r = (service.start)(
-                            ctx,
-                            ext,
-                            root,
-                            Started {
-                                path: path.clone(),
-                                id: id.clone(),
-                                generation,
-                                input,
-                            },
-                        );
-                        if let Running::Child(child, sender) = r {
-                            rare.children.insert((path, id), (child, sender));
-                        }
-                    }
-                }
-                Action::StopChild { id } => {
-                    if let Some((child, _)) = rare.children.remove(&(path, id)) {
-                        ctx.stop_actor(child);
-                    }
-                }
                 Action::Custom {
                     name,
                     params,

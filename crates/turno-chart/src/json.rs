@@ -694,6 +694,26 @@ fn action<C: 'static>(
             },
         )
     })?;
+    if imp.spawns.contains(name) {
+        match params.get("src") {
+            Some(Value::String(src)) if imp.actors.contains(src) => {}
+            Some(Value::String(src)) => {
+                return Err(fail(
+                    &format!("{path}.params.src"),
+                    Problem::UnknownImplementation {
+                        kind: "actor",
+                        name: src.clone(),
+                    },
+                ))
+            }
+            _ => {
+                return Err(fail(
+                    &format!("{path}.params.src"),
+                    Problem::WrongType("the name of a registered actor"),
+                ))
+            }
+        }
+    }
     Ok(ActionSpec {
         name: name.to_string(),
         params,

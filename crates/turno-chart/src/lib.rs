@@ -77,4 +77,4 @@ pub use implementations::Implementations;
 pub use json::{definition_json, load_json, load_value, Definition, LoadError};
 pub use machine::{BuildError, Machine, Problem, StateIdx, StateKind};
 pub use semantics::Semantics;
-pub use snapshot::{Invocation, Scheduled, Snapshot, StateSet, StateValue, Status};
+pub use snapshot::{Finished, Invocation, Scheduled, Snapshot, StateSet, StateValue, Status};

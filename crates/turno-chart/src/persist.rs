@@ -75,7 +75,7 @@ use crate::actions::{Action, SendTarget};
 use crate::algorithm::{ChartError, Run};
 use crate::event::Event;
 use crate::machine::{Machine, StateIdx, StateKind};
-use crate::snapshot::{HistoryEntry, Invocation, Scheduled, Snapshot, StateSet, Status};
+use crate::snapshot::{Finished, HistoryEntry, Invocation, Scheduled, Snapshot, StateSet, Status};
 use crate::tree::{Charts, Tree};
 use crate::volatile;
 
@@ -561,12 +561,22 @@ impl<C: Clone + Serialize> Persist<'_, C> {
                        "event": s.event.to_json(), "to": to})
             })
             .collect();
-        let invocations: Vec<Value> = snap
-            .invocations
+        let child = |i: &Invocation| {
+            let mut v = json!({"id": i.id, "src": i.src, "generation": i.generation,
+                               "state": i.state, "input": i.input, "started_ms": i.started_ms});
+            if i.spawned {
+                v["spawned"] = Value::Bool(true);
+            }
+            v
+        };
+        let invocations: Vec<Value> = snap.invocations.iter().map(child).collect();
+        let finished: Vec<Value> = snap
+            .finished
             .iter()
-            .map(|i| {
-                json!({"id": i.id, "src": i.src, "generation": i.generation, "state": i.state,
-                       "input": i.input, "started_ms": i.started_ms})
+            .map(|f| {
+                let mut v = child(&f.child);
+                v["status"] = json!(f.status.as_str());
+                v
             })
             .collect();
         let doc = json!({
@@ -580,7 +590,7 @@ impl<C: Clone + Serialize> Persist<'_, C> {
             "history": history,
             "scheduled": scheduled,
             "invocations": invocations,
-            "children": snap.children,
+            "finished": finished,
             "charts": Value::Object(charts.into_iter().collect()),
             "output": snap.output,
             "error": snap.error,
@@ -720,7 +730,14 @@ struct Doc {
     history: Vec<HistoryDoc>,
     scheduled: Vec<ScheduledDoc>,
     invocations: Vec<InvocationDoc>,
-    children: Vec<String>,
+    /// Children that finished and are still listed (absent in documents
+    /// written before they were kept).
+    #[serde(default)]
+    finished: Vec<FinishedDoc>,
+    /// Written empty by earlier versions (spawned children are now
+    /// invocations with `"spawned": true`); a non-empty list is refused.
+    #[serde(default)]
+    children: Vec<Value>,
     charts: Option<Map<String, Value>>,
     output: Option<Value>,
     error: Option<Value>,
@@ -764,6 +781,25 @@ struct InvocationDoc {
     input: Value,
     #[serde(default)]
     started_ms: u64,
+    #[serde(default)]
+    spawned: bool,
+}
+
+/// `$.finished[i]`: an invocation's fields and how it ended.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FinishedDoc {
+    id: String,
+    src: String,
+    generation: u64,
+    state: String,
+    #[serde(default)]
+    input: Value,
+    #[serde(default)]
+    started_ms: u64,
+    #[serde(default)]
+    spawned: bool,
+    status: String,
 }
 
 /// Every field name of the document, for [`SnapshotProblem::Missing`].
@@ -778,6 +814,7 @@ const FIELDS: &[&str] = &[
     "history",
     "scheduled",
     "invocations",
+    "finished",
     "children",
     "charts",
     "output",
@@ -797,6 +834,7 @@ const FIELDS: &[&str] = &[
     "state",
     "input",
     "started_ms",
+    "spawned",
 ];
 
 /// The document typed, or the first field that does not fit, with its
@@ -1099,19 +1137,116 @@ impl<C: Clone + DeserializeOwned> Persist<'_, C> {
             });
         }
 
-        let mut invocations = Vec::new();
+        if !doc.children.is_empty() {
+            return Err(err(
+                "$.children",
+                SnapshotProblem::Inconsistent(
+                    "spawned children are listed in invocations (\"spawned\": true)".into(),
+                ),
+            ));
+        }
+        let mut invocations: Vec<Invocation> = Vec::new();
         for (i, d) in doc.invocations.into_iter().enumerate() {
             let path = format!("$.invocations[{i}]");
-            let (id, src, generation) = (d.id, d.src, d.generation);
-            if generation >= next_seq {
+            let taken = invocations.iter().map(|x| x.id.as_str());
+            let inv = self.child_doc(&path, &config, next_seq, taken, d)?;
+            invocations.push(inv);
+        }
+        let mut finished: Vec<Finished> = Vec::new();
+        for (i, d) in doc.finished.into_iter().enumerate() {
+            let path = format!("$.finished[{i}]");
+            let status = match d.status.as_str() {
+                "done" => Status::Done,
+                "error" => Status::Error,
+                "stopped" => Status::Stopped,
+                other => {
+                    return Err(err(
+                        format!("{path}.status"),
+                        SnapshotProblem::Inconsistent(format!(
+                            "a finished child is done, error or stopped, not {other:?}"
+                        )),
+                    ))
+                }
+            };
+            let taken = invocations
+                .iter()
+                .map(|x| x.id.as_str())
+                .chain(finished.iter().map(|f| f.child.id.as_str()));
+            let d = InvocationDoc {
+                id: d.id,
+                src: d.src,
+                generation: d.generation,
+                state: d.state,
+                input: d.input,
+                started_ms: d.started_ms,
+                spawned: d.spawned,
+            };
+            let child = self.child_doc(&path, &config, next_seq, taken, d)?;
+            finished.push(Finished { child, status });
+        }
+
+        let mut charts = Vec::new();
+        for (k, v) in doc.charts.unwrap_or_default() {
+            if v.get("format").and_then(Value::as_str) != Some(FORMAT) {
                 return Err(err(
-                    format!("{path}.generation"),
-                    SnapshotProblem::Inconsistent(format!(
-                        "generation {generation} was never issued (next_seq is {next_seq})"
-                    )),
+                    format!("$.charts.{k}.format"),
+                    SnapshotProblem::NotASnapshot,
                 ));
             }
-            let sp = format!("{path}.state");
+            charts.push((k, v));
+        }
+        let snap = Snapshot {
+            status,
+            config,
+            context,
+            history: history.into(),
+            output: doc.output.map(Box::new),
+            error: doc.error.map(Box::new),
+            scheduled: scheduled.into(),
+            invocations: invocations.into(),
+            finished: finished.into(),
+            now_ms: doc.now_ms,
+            next_seq,
+            machine_version: m.version().map(str::to_string),
+            epoch_ms: doc.epoch_ms,
+            has_parent: false,
+        };
+        Ok((snap, doc.volatile.unwrap_or_default(), charts))
+    }
+
+    /// One listed child (`$.invocations[i]` or `$.finished[i]`): its
+    /// generation was issued, an invoked one is declared by an active state
+    /// (a spawned one names no state), and its id is not listed before.
+    fn child_doc<'a>(
+        &self,
+        path: &str,
+        config: &StateSet,
+        next_seq: u64,
+        mut taken: impl Iterator<Item = &'a str>,
+        d: InvocationDoc,
+    ) -> Result<Invocation, SnapshotError> {
+        let m = self.m;
+        let (id, src, generation) = (d.id, d.src, d.generation);
+        if generation >= next_seq {
+            return Err(err(
+                format!("{path}.generation"),
+                SnapshotProblem::Inconsistent(format!(
+                    "generation {generation} was never issued (next_seq is {next_seq})"
+                )),
+            ));
+        }
+        let sp = format!("{path}.state");
+        let state = if d.spawned {
+            if !d.state.is_empty() {
+                return Err(err(
+                    sp,
+                    SnapshotProblem::Inconsistent(
+                        "a spawned child is tied to no state (\"state\": \"\")".into(),
+                    ),
+                ));
+            }
+            String::new()
+        } else {
             let state = self.state(&d.state, &sp)?;
             let declared = m
                 .state(state)
@@ -1136,49 +1271,23 @@ impl<C: Clone + DeserializeOwned> Persist<'_, C> {
                     )),
                 ));
             }
-            if invocations.iter().any(|x: &Invocation| x.id == id) {
-                return Err(err(
-                    format!("{path}.id"),
-                    SnapshotProblem::Inconsistent(format!("invocation {id:?} listed twice")),
-                ));
-            }
-            invocations.push(Invocation {
-                id,
-                src,
-                generation,
-                state: m.state(state).id.to_string(),
-                input: d.input,
-                started_ms: d.started_ms,
-            });
-        }
-
-        let mut charts = Vec::new();
-        for (k, v) in doc.charts.unwrap_or_default() {
-            if v.get("format").and_then(Value::as_str) != Some(FORMAT) {
-                return Err(err(
-                    format!("$.charts.{k}.format"),
-                    SnapshotProblem::NotASnapshot,
-                ));
-            }
-            charts.push((k, v));
-        }
-        let snap = Snapshot {
-            status,
-            config,
-            context,
-            history: history.into(),
-            output: doc.output.map(Box::new),
-            error: doc.error.map(Box::new),
-            scheduled: scheduled.into(),
-            invocations: invocations.into(),
-            children: doc.children.into(),
-            now_ms: doc.now_ms,
-            next_seq,
-            machine_version: m.version().map(str::to_string),
-            epoch_ms: doc.epoch_ms,
-            has_parent: false,
+            m.state(state).id.to_string()
         };
-        Ok((snap, doc.volatile.unwrap_or_default(), charts))
+        if taken.any(|t| t == id) {
+            return Err(err(
+                format!("{path}.id"),
+                SnapshotProblem::Inconsistent(format!("child {id:?} listed twice")),
+            ));
+        }
+        Ok(Invocation {
+            id,
+            src,
+            generation,
+            state,
+            spawned: d.spawned,
+            input: d.input,
+            started_ms: d.started_ms,
+        })
     }
 
     /// A legal configuration: the root and every active state's parent are

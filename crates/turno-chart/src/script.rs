@@ -12,13 +12,13 @@
 //!   D ms pass, and a restored chart goes on; the output is exactly that of
 //!   the run with `Item::Advance(D)` inserted after the first K items.
 //!
-//! The standard actors settle right after the step that started them, in
-//! the order they were started (as XState's promise actors do before the
-//! next event): `echo` with its input as output, `reject` with its input as
-//! error, `never` not at all. The callback actor `mirror` sends every event
-//! it receives back to the chart that invoked it, its type suffixed with
-//! `.mirrored`, before promises settle (XState's `sendBack` is
-//! synchronous).
+//! The standard actors (invoked, or spawned with `spawnChild`) settle right
+//! after the step that started them, in the order they were started (as
+//! XState's promise actors do before the next event): `echo` with its input
+//! as output, `reject` with its input as error, `never` not at all. The
+//! callback actor `mirror` sends every event it receives back to the chart
+//! that started it, its type suffixed with `.mirrored`, before promises
+//! settle (XState's `sendBack` is synchronous).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -59,18 +59,21 @@ pub struct Line {
     /// `--show log`: the root chart's log messages during the item.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub log: Option<Vec<String>>,
-    /// `--show children`: the root's running children by id (see
-    /// [`Child`]).
+    /// `--show children`: the root's children by id, as XState lists them
+    /// (see [`Child`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub children: Option<BTreeMap<String, Child>>,
 }
 
-/// A running child as `--show children` prints it.
+/// A child as `--show children` prints it: one in flight (invoked, or
+/// spawned by `spawnChild`), or one that finished and XState still lists
+/// (an invoked one until its state is left, a spawned one until
+/// `stopChild`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Child {
-    /// The actor logic's name (`invoke.src`).
+    /// The actor logic's name (`invoke.src`, `spawnChild`'s `src`).
     pub src: String,
-    /// `active` (a finished child is no longer a child).
+    /// `active`, `done` or `error` (a finished child).
     pub status: &'static str,
     /// A child chart's state value.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -78,7 +81,7 @@ pub struct Child {
     /// A child chart's context.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub context: Option<Value>,
-    /// A child chart's own running children, when it has any.
+    /// A child chart's own children, when it has any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub children: Option<BTreeMap<String, Child>>,
 }
@@ -287,9 +290,10 @@ impl Runner<'_> {
     }
 }
 
-/// The running children of the chart at `path`: its invocations in flight
-/// (a child chart with its value, context and own children) and the
-/// children it spawned.
+/// The children of the chart at `path` as XState's `snapshot.children`
+/// lists them: those in flight, invoked or spawned, and those that
+/// finished and are still listed (a child chart with its value, context and
+/// own children).
 fn children(tree: &Tree<Value>, path: &[String]) -> BTreeMap<String, Child> {
     let mut out = BTreeMap::new();
     let Some(snap) = (if path.is_empty() {
@@ -299,7 +303,12 @@ fn children(tree: &Tree<Value>, path: &[String]) -> BTreeMap<String, Child> {
     }) else {
         return out;
     };
-    for inv in &snap.invocations {
+    let listed = snap
+        .invocations
+        .iter()
+        .map(|i| (i, Status::Active))
+        .chain(snap.finished.iter().map(|f| (&f.child, f.status)));
+    for (inv, status) in listed {
         let mut at = path.to_vec();
         at.push(inv.id.clone());
         let child = match (tree.child(&at), tree.child_machine(&at)) {
@@ -315,7 +324,7 @@ fn children(tree: &Tree<Value>, path: &[String]) -> BTreeMap<String, Child> {
             }
             _ => Child {
                 src: inv.src.clone(),
-                status: "active",
+                status: status.as_str(),
                 value: None,
                 context: None,
                 children: None,

@@ -279,17 +279,22 @@ pub struct Scheduled {
     pub generation: Option<u64>,
 }
 
-/// An invocation in flight: started on entry, not yet finished or stopped.
+/// A child actor in flight: an invocation started on entry, or a child
+/// spawned by an action (`spawnChild`), not yet finished or stopped.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Invocation {
-    /// The invocation id.
+    /// The invocation id (a spawned child's `id`).
     pub id: String,
     /// The actor logic's name.
     pub src: String,
     /// Unique per start; a result carrying another generation is stale.
     pub generation: u64,
-    /// The state that started it.
+    /// The state that started it (empty for a spawned child).
     pub state: String,
+    /// Spawned by an action (`spawnChild`), not tied to a state: it runs
+    /// until it finishes, `stopChild` stops it or the chart stops.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub spawned: bool,
     /// The input it was started with (a persisted chart needs it to re-run
     /// an idempotent source with the same key, see `persist`).
     #[serde(default)]
@@ -297,6 +302,22 @@ pub struct Invocation {
     /// When it was started, in the chart's milliseconds.
     #[serde(default)]
     pub started_ms: u64,
+}
+
+/// A child that finished (its result was delivered to the chart) and that
+/// XState still lists among `snapshot.children`: an invoked one until its
+/// state is left, a spawned one until `stopChild`; or one that was still
+/// running when the chart reached its top-level final state (XState keeps
+/// a done machine's children listed, stopped). A failed or stopped chart
+/// lists none. A send to a listed finished child is no error and reaches
+/// nobody.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Finished {
+    /// The child as it was in flight.
+    pub child: Invocation,
+    /// How it ended: `done`, `error` for a failed one, `stopped` for one
+    /// stopped when the chart was done.
+    pub status: Status,
 }
 
 /// The recorded configuration of one history state.
@@ -326,10 +347,12 @@ pub struct Snapshot<C> {
     pub error: Option<Box<Value>>,
     /// Delayed events not yet fired, with absolute deadlines.
     pub scheduled: ThinVec<Scheduled>,
-    /// Invocations in flight.
+    /// Children in flight: invocations and spawned children, in start
+    /// order.
     pub invocations: ThinVec<Invocation>,
-    /// Children spawned with `spawnChild` and not stopped.
-    pub children: ThinVec<String>,
+    /// Children that finished and are still listed (see [`Finished`]).
+    #[serde(default)]
+    pub finished: ThinVec<Finished>,
     /// The chart's clock at the last macrostep, in milliseconds (set by the
     /// caller: the pure core never reads a clock).
     pub now_ms: u64,

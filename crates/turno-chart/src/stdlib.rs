@@ -23,6 +23,8 @@
 //! | action | `emit` | `event` | emit to subscribers |
 //! | action | `sendTo` | `to`, `event`, `delay`? | send to a child by id (an invoked chart: see [`tree`](crate::tree)) |
 //! | action | `sendParent` | `event` | send to the parent chart |
+//! | action | `spawnChild` | `src`, `id`?, `input`?, `systemId`? | XState's `spawnChild`: start a child of the registered logic `src` (an actor or a child chart) not tied to a state; `input` may be a template; without `id` it is listed as `"undefined"`, as XState lists it; `systemId` is accepted and changes nothing; see [`ActionScope::spawn_child`]; the loader refuses a `src` that is not a registered actor |
+//! | action | `stopChild` | `id` | XState's `stopChild`: stop the child listed under `id` (spawned or invoked) |
 //! | action | `log` | `message`? | a log line |
 //! | delay | `short` 50, `medium` 200, `long` 1000, `ctxDelay` | | `ctxDelay` = `context.delay` |
 //! | actor | `echo`, `reject`, `never` | | resolves with its input, rejects with it, never settles |
@@ -294,6 +296,29 @@ pub fn implementations() -> Implementations<Value> {
         .action("sendParent", |scope: &mut ActionScope<'_, Value>| {
             if let Some(event) = event_param(scope.params()) {
                 scope.send_parent(event);
+            }
+        })
+        .action("spawnChild", |scope: &mut ActionScope<'_, Value>| {
+            let Some(src) = scope.params().get("src").and_then(Value::as_str) else {
+                return;
+            };
+            let src = src.to_string();
+            let id = scope
+                .params()
+                .get("id")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            let input = match scope.params().get("input") {
+                Some(t) => template(scope.context(), scope.event(), t),
+                None => Value::Null,
+            };
+            scope.spawn_child(src, id, input);
+        })
+        .spawns("spawnChild")
+        .action("stopChild", |scope: &mut ActionScope<'_, Value>| {
+            if let Some(id) = scope.params().get("id").and_then(Value::as_str) {
+                let id = id.to_string();
+                scope.stop_child(id);
             }
         })
         .action("log", |scope: &mut ActionScope<'_, Value>| {

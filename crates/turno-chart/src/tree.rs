@@ -7,14 +7,20 @@
 //! each delivery one macrostep of its target, until every chart is at rest:
 //!
 //! - the child starts (its initial macrostep) after the parent's macrostep
-//!   that entered the invoking state;
-//! - `sendTo(<invocation id>)` from the parent and `sendParent` from the
-//!   child are events of the other chart;
-//! - a child that reaches a top-level final state is removed and its
-//!   output delivered to the parent as `xstate.done.actor.<id>` (an error
-//!   status as `xstate.error.actor.<id>`), for *that* start only;
-//! - leaving the invoking state stops the child at once: it takes no more
-//!   events, its timers are disarmed and its own invocations stopped.
+//!   that entered the invoking state, or that spawned it (`spawnChild`: a
+//!   child not tied to a state, started the same way);
+//! - `sendTo(<id>)` from the parent and `sendParent` from the child are
+//!   events of the other chart;
+//! - a child that reaches a top-level final state has its output delivered
+//!   to the parent as `xstate.done.actor.<id>` (an error status as
+//!   `xstate.error.actor.<id>`), for *that* start only; it runs no more but
+//!   stays in the tree, as XState keeps it among the parent's children,
+//!   until the parent no longer lists it ([`Snapshot::finished`]: its
+//!   invoking state is left, `stopChild` names it);
+//! - leaving the invoking state (or `stopChild`) stops the child after the
+//!   events sent to it before: it takes no more events, its timers are
+//!   disarmed and its own invocations stopped. A parent that reaches its
+//!   top-level final state keeps its children listed, stopped.
 //!
 //! Everything else (timers, invocations of other sources, events for other
 //! actors, `emit`, `log`, custom actions) comes out as [`Tagged`] actions
@@ -53,7 +59,7 @@
 //! assert_eq!((path.as_slice(), due), (&["t".to_string()][..], 100));
 //! tree.fire(&parent, &path, &id, seq).unwrap();
 //! assert_eq!(tree.root().value(&parent).to_json(), "woken");
-//! assert!(tree.child(&["t".into()]).is_none(), "the finished child is gone");
+//! assert!(tree.child(&["t".into()]).is_none(), "its state was left: the child is gone");
 //! ```
 
 use std::collections::{BTreeMap, VecDeque};
@@ -464,6 +470,31 @@ impl<C: Clone> Tree<C> {
                     id,
                     generation,
                 } => {
+                    // A done parent keeps its children listed, stopped.
+                    let listed = self.snapshot_at(&path).is_some_and(|s| {
+                        s.finished
+                            .iter()
+                            .any(|f| f.child.id == id && f.child.generation == generation)
+                    });
+                    if listed {
+                        let mut at = path.clone();
+                        at.push(id.clone());
+                        if let Some(c) = self.children_at(&path).and_then(|sib| {
+                            sib.iter_mut()
+                                .find(|c| c.id == id && c.generation == generation)
+                        }) {
+                            teardown(c, &mut at, &mut out);
+                            c.children.clear();
+                            let s = &mut c.snapshot;
+                            s.scheduled.clear();
+                            s.invocations.clear();
+                            s.finished.clear();
+                            if s.status == Status::Active {
+                                s.status = Status::Stopped;
+                            }
+                        }
+                        continue;
+                    }
                     let removed = self.children_at(&path).and_then(|sib| {
                         let pos = sib
                             .iter()
@@ -497,19 +528,28 @@ impl<C: Clone> Tree<C> {
                     generation,
                     result,
                 } => {
-                    let Some(siblings) = self.children_at(&path) else {
+                    if !self.in_flight(&path, &id, generation) {
                         continue;
-                    };
-                    let Some(pos) = siblings
-                        .iter()
-                        .position(|c| c.id == id && c.generation == generation)
-                    else {
-                        continue;
-                    };
-                    let gone = siblings.remove(pos);
+                    }
                     let mut at = path.clone();
                     at.push(id.clone());
-                    teardown(&gone, &mut at, &mut out);
+                    let Some(c) = self.children_at(&path).and_then(|sib| {
+                        sib.iter_mut()
+                            .find(|c| c.id == id && c.generation == generation)
+                    }) else {
+                        continue;
+                    };
+                    // The finished child stays listed, as XState keeps it
+                    // among the parent's children, but nothing of it runs
+                    // any more.
+                    teardown(c, &mut at, &mut out);
+                    c.snapshot.scheduled.clear();
+                    if !c.snapshot.invocations.is_empty() {
+                        // A chart failed by an action leaves its children
+                        // running; as a finished child it runs nothing.
+                        c.snapshot.invocations.clear();
+                        c.children.clear();
+                    }
                     let mut actions = Vec::new();
                     let ran = self.on(m, &path, |m, s| {
                         s.now_ms = s.now_ms.max(now);
@@ -523,7 +563,58 @@ impl<C: Clone> Tree<C> {
                 }
             }
         }
+        self.prune(&mut out);
         Ok(out)
+    }
+
+    /// Is the child `id` started as `generation` in flight in the chart at
+    /// `path`?
+    fn in_flight(&self, path: &[String], id: &str, generation: u64) -> bool {
+        self.snapshot_at(path).is_some_and(|s| {
+            s.invocations
+                .iter()
+                .any(|i| i.id == id && i.generation == generation)
+        })
+    }
+
+    /// Drops the child charts their parent no longer lists: a finished
+    /// child once its invoking state is left or `stopChild` named it.
+    fn prune(&mut self, out: &mut Vec<Tagged>) {
+        fn listed<C>(parent: &Snapshot<C>, c: &Child<C>) -> bool {
+            parent
+                .invocations
+                .iter()
+                .any(|i| i.id == c.id && i.generation == c.generation)
+                || parent
+                    .finished
+                    .iter()
+                    .any(|f| f.child.id == c.id && f.child.generation == c.generation)
+        }
+        fn prune_at<C>(
+            parent: &Snapshot<C>,
+            children: &mut ThinVec<Child<C>>,
+            path: &mut Path,
+            out: &mut Vec<Tagged>,
+        ) {
+            children.retain(|c| {
+                let keep = listed(parent, c);
+                if !keep {
+                    path.push(c.id.clone());
+                    teardown(c, path, out);
+                    path.pop();
+                }
+                keep
+            });
+            for c in children.iter_mut() {
+                path.push(c.id.clone());
+                prune_at(&c.snapshot, &mut c.children, path, out);
+                path.pop();
+            }
+        }
+        if self.children.is_empty() {
+            return;
+        }
+        prune_at(&self.root, &mut self.children, &mut Vec::new(), out);
     }
 
     /// What the tree does itself with the actions of the chart at `from`;
@@ -661,6 +752,9 @@ impl<C: Clone> Tree<C> {
         let Some(c) = find(&self.children, path) else {
             return;
         };
+        if !self.in_flight(parent, last, c.generation) {
+            return; // delivered already
+        }
         let result = match c.snapshot.status {
             Status::Active => return,
             Status::Done => Ok(c.snapshot.output.as_deref().cloned().unwrap_or(Value::Null)),

@@ -487,3 +487,87 @@ fn a_chart_actor_with_a_parent_sends_to_it() {
         .all(|(_, st)| *st == Status::Active));
     assert!(sys.is_alive(chart.id()));
 }
+
+/// `spawnChild` starts a service as a child not tied to a state: the
+/// service gets the child's id, its own generation and the input; a
+/// `sendTo` reaches it after the state that spawned it is left; its result
+/// comes back as `xstate.done.actor.<id>`; `stopChild` stops it.
+#[test]
+fn spawned_children_are_services_with_their_own_generation() {
+    let m = machine(
+        r#"{"initial": "a", "context": {"out": null}, "states": {
+        "a": {"on": {"SPAWN": {"target": "b", "actions": [
+                 {"type": "spawnChild", "params": {"src": "child", "id": "w", "input": {"n": 1}}},
+                 {"type": "spawnChild", "params": {"src": "child", "id": "v"}}]}}},
+        "b": {"on": {
+            "POKE": {"actions": {"type": "sendTo", "params": {"to": "w", "event": {"type": "POKE"}}}},
+            "STOP": {"actions": {"type": "stopChild", "params": {"id": "v"}}},
+            "xstate.done.actor.w": {"target": "c",
+                "actions": {"type": "setFromEvent", "params": {"key": "out", "from": "output"}}}}},
+        "c": {}}}"#,
+    );
+    /// Reports its input as its result when poked.
+    struct Kid(Reporter, Value);
+    impl Actor for Kid {
+        type Msg = Event;
+        fn handle(&mut self, _ctx: &mut Context<'_, Self>, _: Event) {
+            let _ = self.0.done(Ok(self.1.clone()));
+        }
+    }
+    let started: Arc<Mutex<Vec<(String, u64, Value)>>> = Arc::default();
+    let kids: Arc<Mutex<Vec<turno::Addr<Event>>>> = Arc::default();
+    let (st, ks) = (started.clone(), kids.clone());
+    let mut services = HashMap::new();
+    services.insert(
+        "child".to_string(),
+        Service::child(move |ctx, s, reporter| {
+            st.lock()
+                .unwrap()
+                .push((s.id.clone(), s.generation, s.input.clone()));
+            let input = s.input.clone();
+            let kid = ctx
+                .spawn(Props::new(), move || Kid(reporter.clone(), input.clone()))
+                .ok()?;
+            ks.lock().unwrap().push(kid.clone());
+            let to = kid.clone();
+            let send: turno_chart::interpreter::Sender =
+                Arc::new(move |e: Event| to.try_send(e).is_enqueued());
+            Some((kid.id(), Some(send)))
+        }),
+    );
+    let services = Arc::new(services);
+    let (seen, rec) = recorder();
+    let mut sys = DetSystem::new(7);
+    let chart = sys
+        .spawn(Props::new(), move || {
+            ChartActor::new(m.clone())
+                .with_services(services.clone())
+                .on_snapshot(rec.clone())
+        })
+        .unwrap();
+    sys.run_until_idle().unwrap();
+    let _ = chart.try_send(ChartMsg::Event(Event::new("SPAWN")));
+    sys.run_until_idle().unwrap();
+    let starts = started.lock().unwrap().clone();
+    assert_eq!(starts.len(), 2);
+    assert_eq!(
+        (starts[0].0.as_str(), &starts[0].2),
+        ("w", &json!({"n": 1}))
+    );
+    assert_eq!((starts[1].0.as_str(), &starts[1].2), ("v", &Value::Null));
+    assert_ne!(
+        starts[0].1, starts[1].1,
+        "each spawn has its own generation"
+    );
+    let v = kids.lock().unwrap()[1].clone();
+    let _ = chart.try_send(ChartMsg::Event(Event::new("STOP")));
+    sys.run_until_idle().unwrap();
+    assert!(
+        matches!(v.try_send(Event::new("LATE")), turno::Verdict::Closed(_)),
+        "stopChild stopped the spawned actor"
+    );
+    let _ = chart.try_send(ChartMsg::Event(Event::new("POKE")));
+    sys.run_until_idle().unwrap();
+    let last = seen.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(last.0, r#""c""#, "the spawned child's done event was taken");
+}

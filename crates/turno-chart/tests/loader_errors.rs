@@ -218,3 +218,27 @@ fn a_conditional_action_lists_branches_are_checked_at_load() {
     );
     assert_eq!(p, "$.states.a.entry.params.branches");
 }
+
+#[test]
+fn spawn_child_names_a_registered_actor() {
+    let (p, e) = problem(
+        r#"{"initial":"a","states":{"a":{"entry":{"type":"spawnChild","params":{"src":"ghost","id":"g"}}}}}"#,
+    );
+    assert_eq!(p, "$.states.a.entry.params.src");
+    assert_eq!(
+        e,
+        Problem::UnknownImplementation {
+            kind: "actor",
+            name: "ghost".into()
+        }
+    );
+    let (p, _) = problem(
+        r#"{"initial":"a","states":{"a":{"on":{"GO":{"actions":[{"type":"spawnChild","params":{"id":"g"}}]}}}}}"#,
+    );
+    assert_eq!(p, "$.states.a.on.GO[0].actions[0].params.src");
+    assert!(load_json::<Value>(
+        r#"{"initial":"a","states":{"a":{"entry":{"type":"spawnChild","params":{"src":"echo"}}}}}"#,
+        &stdlib::implementations()
+    )
+    .is_ok());
+}

@@ -348,6 +348,49 @@ fn corrupt_foreign_and_hand_edited_snapshots_are_typed_errors_with_paths() {
             json!([{"id": "job", "src": "echo", "generation": 0, "state": "flow.idle"}])
     });
     assert_eq!(p, "$.invocations[0].state", "idle invokes nothing");
+    // A spawned child names no state; a finished one says how it ended;
+    // an id is listed once; the old list of spawned ids must be empty.
+    let spawned = json!({"id": "w", "src": "never", "generation": 0, "state": "",
+                         "input": null, "started_ms": 0, "spawned": true});
+    let mut d = base.clone();
+    d["next_seq"] = json!(5);
+    d["invocations"] = json!([spawned]);
+    let mut done = spawned.clone();
+    done["id"] = json!("v");
+    done["generation"] = json!(1);
+    done["status"] = json!("done");
+    d["finished"] = json!([done]);
+    let snap = Persist::new(&m).read(&d.to_string()).unwrap();
+    assert!(snap.invocations[0].spawned && snap.invocations[0].state.is_empty());
+    assert_eq!(snap.finished[0].child.id, "v");
+    assert_eq!(snap.finished[0].status, turno_chart::Status::Done);
+    let again = Persist::new(&m).to_value(&snap).unwrap();
+    assert_eq!(again["invocations"], d["invocations"]);
+    assert_eq!(again["finished"], d["finished"]);
+    let (p, _) = edit(&|d| {
+        d["next_seq"] = json!(5);
+        d["invocations"] = json!([{"id": "w", "src": "never", "generation": 0,
+                                   "state": "flow.idle", "spawned": true}]);
+    });
+    assert_eq!(p, "$.invocations[0].state", "a spawned child has no state");
+    let (p, _) = edit(&|d| {
+        d["next_seq"] = json!(5);
+        let mut f = spawned.clone();
+        f["status"] = json!("active");
+        d["finished"] = json!([f]);
+    });
+    assert_eq!(p, "$.finished[0].status", "a finished child is not active");
+    let (p, _) = edit(&|d| {
+        d["next_seq"] = json!(5);
+        d["invocations"] = json!([spawned]);
+        let mut f = spawned.clone();
+        f["generation"] = json!(1);
+        f["status"] = json!("done");
+        d["finished"] = json!([f]);
+    });
+    assert_eq!(p, "$.finished[0].id", "w is listed twice");
+    let (p, _) = edit(&|d| d["children"] = json!(["w"]));
+    assert_eq!(p, "$.children");
 
     // A typed context names the field.
     #[derive(Clone, Debug, serde::Deserialize)]

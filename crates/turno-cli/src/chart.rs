@@ -62,16 +62,18 @@ pub enum ChartCommand {
         #[arg(long, value_name = "FILE", requires = "persist_at")]
         snapshot_out: Option<PathBuf>,
         /// A child chart: `invoke.src: NAME` starts the XState JSON machine
-        /// in FILE (repeatable). Persisted snapshots hold every running
-        /// child chart under `charts.<invocation id>`.
+        /// in FILE (repeatable), as does `spawnChild` with `src: NAME`.
+        /// Persisted snapshots hold every listed child chart under
+        /// `charts.<id>`.
         #[arg(long = "chart", value_name = "NAME=FILE")]
         charts: Vec<String>,
         /// Also print these fields on every line (XState JSON machines), a
         /// comma-separated list: `context` (the context after the item),
         /// `emitted` (the events `emit` sent during the item), `log` (the
-        /// `log` messages of the item), `children` (the running children
-        /// by id: `{"src", "status"}`, and a child chart's `value`,
-        /// `context` and its own `children`).
+        /// `log` messages of the item), `children` (the children by id as
+        /// XState lists them, invoked or spawned, running or finished:
+        /// `{"src", "status"}`, and a child chart's `value`, `context` and
+        /// its own `children`).
         #[arg(long, value_name = "FIELDS", value_parser = parse_show)]
         show: Option<script::Show>,
     },

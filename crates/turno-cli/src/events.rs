@@ -19,9 +19,12 @@
 //!   those fields, in that order, whichever are asked for: `"context"`
 //!   (the context after the item), `"emitted"` (the events the chart
 //!   emitted during the item, a list of XState event objects), `"log"`
-//!   (the messages it logged during the item), `"children"` (its running
-//!   children by id, each `{"src", "status"}`, and for a child chart
-//!   `"value"`, `"context"` and, when it has any, its own `"children"`).
+//!   (the messages it logged during the item), `"children"` (its children
+//!   by id as XState's `snapshot.children` lists them: invoked or spawned,
+//!   running, or finished while still listed; each `{"src", "status"}`
+//!   with `status` `active`, `done`, `error` or `stopped`, and for a child
+//!   chart `"value"`, `"context"` and, when it has any, its own
+//!   `"children"`).
 //!   Emitted events and log lines are the machine's own, not its
 //!   children's.
 //!

@@ -32,6 +32,7 @@ const REFUSED: &[(&str, &str)] = &[
     ("invoke_child_chart_stopped_on_exit", INVOKE),
     ("invoke_echo_on_done", INVOKE),
     ("invoke_exit_before_done", INVOKE),
+    ("invoke_finished_children_listed", INVOKE),
     ("invoke_in_parallel_regions", INVOKE),
     ("invoke_never_left_state", INVOKE),
     ("invoke_output_guard", INVOKE),
@@ -44,6 +45,16 @@ const REFUSED: &[(&str, &str)] = &[
     ("send_to_in_exit_of_invoking_state", INVOKE),
     ("send_to_missing_child_fails", SEND),
     ("send_to_missing_child_in_entry_fails", SEND),
+    ("spawn_actor_logics", SPAWN),
+    ("spawn_child_delayed_events", SPAWN),
+    ("spawn_child_error_unhandled_fails_parent", SPAWN),
+    ("spawn_child_stop", INVOKE),
+    ("spawn_child_stopped_send_fails", SPAWN),
+    ("spawn_child_talks_both_ways", SPAWN),
+    ("spawn_child_with_id", SPAWN),
+    ("spawn_child_without_id", SPAWN),
+    ("spawn_in_child_chart", INVOKE),
+    ("spawn_then_final_stops_children", SPAWN),
     ("std_callback_mirror", INVOKE),
     ("std_choose_branches", STDLIB),
     ("std_ctx_compare_and_calc", STDLIB),
@@ -54,6 +65,9 @@ const INVOKE: &str = "XState actor logic (echo, reject, never) is not an SCXML d
 
 const SEND: &str = "sendTo and sendParent address XState actors, which the export does not write \
 as SCXML targets";
+
+const SPAWN: &str = "spawnChild and stopChild start and stop XState actors that belong to no \
+state; SCXML starts a child only with <invoke>";
 
 const STDLIB: &str = "the export writes only the standard implementations that have an SCXML \
 equivalent";

@@ -164,7 +164,8 @@ impl<C: Clone + DeserializeOwned> Persist<'_, C> {
 }
 
 /// The child charts of `parent` from its document's `charts`: one per
-/// in-flight invocation of a registered chart, in start order, and no other.
+/// listed child of a registered chart (in flight, then finished), and no
+/// other.
 fn read_children<C: Clone + DeserializeOwned>(
     p: &Persist<'_, C>,
     charts: &Charts<C>,
@@ -176,7 +177,12 @@ fn read_children<C: Clone + DeserializeOwned>(
 ) -> Result<Vec<Child<C>>, SnapshotError> {
     let mut docs: BTreeMap<String, Value> = docs.into_iter().collect();
     let mut out = Vec::new();
-    for inv in &parent.invocations {
+    let listed = parent
+        .invocations
+        .iter()
+        .map(|i| (i, Status::Active))
+        .chain(parent.finished.iter().map(|f| (&f.child, f.status)));
+    for (inv, listed_as) in listed {
         let Some(m) = charts.get(&inv.src) else {
             continue;
         };
@@ -192,14 +198,20 @@ fn read_children<C: Clone + DeserializeOwned>(
         };
         let cp = p.for_child(m);
         let (snap, vol, sub) = cp.read_value(doc).map_err(|e| under(&here, e))?;
-        if snap.status != Status::Active {
+        // A child chart that finishes is delivered to its parent at once:
+        // one in flight is active, one listed as finished is not.
+        let consistent = match listed_as {
+            Status::Active => snap.status == Status::Active,
+            _ => snap.status != Status::Active,
+        };
+        if !consistent {
             return Err(err(
                 format!("{here}.status"),
-                SnapshotProblem::Inconsistent(
-                    "a child chart that finished is delivered to its parent at once, \
-                     so none is ever persisted in flight"
-                        .into(),
-                ),
+                SnapshotProblem::Inconsistent(format!(
+                    "the child chart is {} but its parent lists it as {}",
+                    snap.status.as_str(),
+                    listed_as.as_str()
+                )),
             ));
         }
         path.push(inv.id.clone());
@@ -370,6 +382,14 @@ impl<C: Clone> Persist<'_, C> {
                             generation: inv.generation,
                         },
                     }),
+                    InFlight::SafeState(_) if inv.spawned => {
+                        return Err(RestoreError::InFlight {
+                            id: inv.id,
+                            src: inv.src,
+                            reason: "a spawned child is tied to no state to leave for a safe one"
+                                .into(),
+                        })
+                    }
                     InFlight::SafeState(target) => {
                         let mut acts = Vec::new();
                         tree.on(m, &path, |cm, snap| {

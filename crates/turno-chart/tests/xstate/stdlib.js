@@ -81,6 +81,16 @@ const actions = (seen) => ({
     enqueue.sendTo(p.to, p.event, opts);
   }),
   sendParent: enqueueActions(({ enqueue }, p) => enqueue.sendParent(p.event)),
+  // XState's `spawnChild(src, {id, systemId, input})`: an `input` template
+  // is computed from the context and event when the action runs.
+  spawnChild: enqueueActions(({ enqueue }, p) => {
+    const opts = {};
+    if (p.id !== undefined) opts.id = p.id;
+    if (p.systemId !== undefined) opts.systemId = p.systemId;
+    if (p.input !== undefined) opts.input = template(p.input);
+    enqueue.spawnChild(p.src, opts);
+  }),
+  stopChild: enqueueActions(({ enqueue }, p) => enqueue.stopChild(p.id)),
   log: ({ event, self }, p) => {
     if (!seen || self !== seen.root) return;
     const m = p && p.message;
