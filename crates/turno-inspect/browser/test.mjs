@@ -565,11 +565,16 @@ await test("the signup wizard's diagram: an arrow for every transition, the one 
     await p.fill("#email", "ada@example.org");
     await click("#ev-NEXT");
     await p.waitForFunction(() => document.body.dataset.step === "plan");
-    const taken = async () => p.$$eval("#chart g.transition.taken", (gs) => gs.map((g) => [g.dataset.source, g.querySelector("title").textContent]));
+    const taken = async () => p.$$eval("#chart g.transition.taken", (gs) => gs.map((g) => [g.dataset.source, g.querySelector("title").textContent, g.dataset.targets, g.dataset.transition]));
     let t = await taken();
     assert.equal(t.length, 1);
     assert.equal(t[0][0], "signup.personal");
     assert.match(t[0][1], /^NEXT\b/);
+    // Of personal's two NEXT arrows (to submit when editing, to plan), the
+    // one the chart took, as the session reports it.
+    assert.equal(t[0][2], "signup.plan");
+    const reported = async () => p.evaluate(async () => (await (await fetch("/api/state", { cache: "no-store" })).json()).taken.map(String));
+    assert.deepEqual(await reported(), [t[0][3]]);
     assert.deepEqual(await p.$$eval("#chart g.state.active", (gs) => gs.map((g) => g.dataset.state)), ["signup", "signup.plan"]);
     await p.check("input[name=plan][value=pro]");
     await p.selectOption("#billing", "monthly");
@@ -578,6 +583,8 @@ await test("the signup wizard's diagram: an arrow for every transition, the one 
     t = await taken();
     assert.equal(t.length, 1);
     assert.equal(t[0][0], "signup.plan");
+    assert.equal(t[0][2], "signup.payment");
+    assert.deepEqual(await reported(), [t[0][3]]);
     await p.locator("#chart").screenshot({ path: join(SHOTS, "wizard-chart.png") });
   } finally { await p.close(); stop(s); }
 });

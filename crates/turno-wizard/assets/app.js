@@ -54,40 +54,21 @@
     form.addEventListener("change", save);
   }
   const chart = document.getElementById("chart");
-  // The transition just taken, from the configuration before and after:
-  // its source was active and is left or re-entered, its targets are now
-  // active; of several, the one that entered most states (the deepest
-  // source on a tie). The configuration shown last is kept per session.
-  const lastKey = "turno-wizard-active:" + sid;
-  const taken = (before, after) => {
-    const was = new Set(before), now = new Set(after);
-    let best = null, bestScore = -1;
-    for (const g of chart.querySelectorAll("[data-transition]")) {
-      const src = g.dataset.source;
-      const targets = (g.dataset.targets || "").split(" ").filter(Boolean);
-      if (!was.has(src) || !targets.length || !targets.every((t) => now.has(t))) continue;
-      const entered = targets.filter((t) => !was.has(t)).length;
-      if (!entered && targets.every((t) => t !== src)) continue;
-      const score = entered * 1000 + src.split(".").length;
-      if (score > bestScore) { best = g; bestScore = score; }
-    }
-    return best;
-  };
-  const mark = (active) => {
+  // The transitions the session's last step took, as the chart reported
+  // them (positions in its definition, the arrows' data-transition): a
+  // self-transition, or one of two arrows that differ only by guard, is
+  // the one marked. The page comes with them (data-taken); each answer of
+  // /api/state brings them again.
+  const mark = (active, taken) => {
     if (!chart) return;
     const on = new Set(active);
     for (const el of chart.querySelectorAll("[data-state]")) el.classList.toggle("active", on.has(el.dataset.state));
-    let before = null;
-    try { before = JSON.parse(sessionStorage.getItem(lastKey)); } catch { before = null; }
-    if (Array.isArray(before) && before.join() !== active.join()) {
-      const t = taken(before, active);
-      for (const g of chart.querySelectorAll("[data-transition]")) g.classList.toggle("taken", g === t);
-    }
-    sessionStorage.setItem(lastKey, JSON.stringify(active));
+    const took = new Set(taken.map(String));
+    for (const g of chart.querySelectorAll("[data-transition]")) g.classList.toggle("taken", took.has(g.dataset.transition));
     const legend = document.getElementById("active");
     if (legend) legend.textContent = "active: " + active.join(", ");
   };
-  if (chart) mark([...chart.querySelectorAll("[data-state].active")].map((g) => g.dataset.state));
+  if (chart) mark([...chart.querySelectorAll("[data-state].active")].map((g) => g.dataset.state), (chart.dataset.taken || "").split(" ").filter(Boolean));
   const busy = "busy" in body.dataset;
   let down = false;
   // Once a form is submitted the page is leaving: a poll answered
@@ -125,7 +106,7 @@
         if (v.step !== step) { location.replace(v.url); return; }
         if (down) { location.reload(); return; }
         rev = v.rev;
-        mark(v.active);
+        mark(v.active, v.taken || []);
         banner.hidden = true;
       }
     } catch (e) {

@@ -79,6 +79,10 @@ pub struct View {
     pub value: Value,
     /// Active state ids (for the diagram).
     pub active: Vec<String>,
+    /// The transitions the session's last macrostep took, as the chart
+    /// reported them: positions in the machine's transitions, the
+    /// diagram's `data-transition` (empty after a restore).
+    pub taken: Vec<u32>,
     /// `active` or `done`.
     pub status: &'static str,
     /// The chart's context (holds no volatile field).
@@ -183,6 +187,9 @@ pub struct Session {
     last: Option<(StateSet, Value)>,
     /// The step last persisted (`None` after a restore: the restored one).
     step: Option<String>,
+    /// The transitions the last macrostep that changed something took
+    /// ([`View::taken`]).
+    taken: Vec<u32>,
     /// Pages waiting for the next step ([`SessionMsg::Watch`]), oldest
     /// first, with their ids.
     watchers: Vec<(u64, ReplyTo<View>)>,
@@ -206,6 +213,7 @@ impl Session {
             durable: None,
             last: None,
             step: Some(String::new()),
+            taken: Vec::new(),
             watchers: Vec::new(),
             next_watcher: 0,
         }
@@ -221,6 +229,7 @@ impl Session {
             step,
             value,
             active: s.active_ids(m).iter().map(|x| x.to_string()).collect(),
+            taken: self.taken.clone(),
             status: if machine::is_done(m, s) {
                 "done"
             } else {
@@ -272,6 +281,9 @@ pub fn restored(
 
 impl Extension<Value> for Session {
     type Msg = SessionMsg;
+
+    /// The live diagram marks the transitions each step took.
+    const TAKEN: bool = true;
 
     fn handle(turn: &mut Turn<'_, '_, Value, Self>, msg: SessionMsg) {
         let view =
@@ -362,6 +374,7 @@ impl Extension<Value> for Session {
             return;
         }
         self.last = Some((s.config.clone(), s.context.clone()));
+        self.taken = step.taken.to_vec();
         self.rev += 1;
         // Every step renews the snapshot's time to live in the store; the
         // actor in memory lives exactly as long.
