@@ -1479,6 +1479,174 @@
     }
     def('performance', { now: () => h.now(), timeOrigin: 0 });
 
+    // The Prioritized Task Scheduling API as Chromium has it: `scheduler`
+    // (`postTask`, `yield`), `TaskController`, `TaskSignal`,
+    // `TaskPriorityChangeEvent`. A task's priority ranks it against every
+    // other task in `html.rs` (`user-blocking` first, `background` last, a
+    // `yield` continuation just above its priority's tasks); a
+    // `TaskSignal` is a group whose queued tasks follow its priority. The
+    // argument errors are Chromium's (a rejected promise, as WebIDL turns
+    // a promise-returning operation's exceptions into).
+    const PRIORITY_LEVEL = { 'user-blocking': 2, 'user-visible': 0, 'background': -2 };
+    const taskSignalStates = new WeakMap();
+    let nextSignalGroup = 0;
+    function taskPriority(value, prefix) {
+      const s = String(value);
+      if (!hasOwn(PRIORITY_LEVEL, s)) throw new TypeError(`${prefix}The provided value '${s}' is not a valid enum value of type TaskPriority.`);
+      return s;
+    }
+    function dictionary(value, type, prefix) {
+      if (value === undefined || value === null) return {};
+      if (typeof value !== 'object' && typeof value !== 'function') throw new TypeError(`${prefix}The provided value is not of type '${type}'.`);
+      return value;
+    }
+    function makeTaskSignal(sig, priority) {
+      Object.setPrototypeOf(sig, TaskSignal.prototype);
+      taskSignalStates.set(sig, { priority, changing: false, group: ++nextSignalGroup, dependents: [] });
+      return sig;
+    }
+    function taskSignalState(sig) {
+      const s = taskSignalStates.get(sig);
+      if (s === undefined) throw new TypeError('Illegal invocation');
+      return s;
+    }
+    // The Prioritized Task Scheduling spec's "signal priority change".
+    function signalPriorityChange(sig, priority, prefix) {
+      const s = taskSignalState(sig);
+      if (s.changing) throw new DOMExceptionCtor(`${prefix}Cannot change priority when a prioritychange event is in progress.`, 'NotAllowedError');
+      if (s.priority === priority) return;
+      s.changing = true;
+      const previousPriority = s.priority;
+      s.priority = priority;
+      h.schedulerPriority(s.group, PRIORITY_LEVEL[priority]);
+      try {
+        dispatch(sig, new TaskPriorityChangeEvent('prioritychange', { previousPriority }), false);
+        for (const d of s.dependents) signalPriorityChange(d, priority, prefix);
+      } finally {
+        s.changing = false;
+      }
+    }
+    class TaskSignal extends AbortSignal {
+      constructor() { throw new TypeError("Failed to construct 'TaskSignal': Illegal constructor"); }
+      get priority() { return taskSignalState(this).priority; }
+      static any(signals, init = undefined) {
+        const prefix = "Failed to execute 'any' on 'TaskSignal': ";
+        const o = dictionary(init, 'TaskSignalAnyInit', prefix);
+        const p = o.priority === undefined ? 'user-visible' : o.priority;
+        const source = taskSignalStates.has(p) ? p : null;
+        const priority = source ? taskSignalStates.get(source).priority
+          : taskPriority(p, `${prefix}Failed to read the 'priority' property from 'TaskSignalAnyInit': `);
+        const sig = makeTaskSignal(AbortSignal.any(signals), priority);
+        if (source) taskSignalStates.get(source).dependents.push(sig);
+        return sig;
+      }
+    }
+    defineEventHandler(TaskSignal.prototype, 'prioritychange');
+    const previousPriorities = new WeakMap();
+    class TaskPriorityChangeEvent extends Event {
+      constructor(type, init) {
+        const prefix = "Failed to construct 'TaskPriorityChangeEvent': ";
+        if (arguments.length < 2) throw new TypeError(`${prefix}2 arguments required, but only ${arguments.length} present.`);
+        const o = dictionary(init, 'TaskPriorityChangeEventInit', prefix);
+        if (o.previousPriority === undefined) throw new TypeError(`${prefix}Failed to read the 'previousPriority' property from 'TaskPriorityChangeEventInit': Required member is undefined.`);
+        const previous = taskPriority(o.previousPriority, `${prefix}Failed to read the 'previousPriority' property from 'TaskPriorityChangeEventInit': `);
+        super(type, init);
+        previousPriorities.set(this, previous);
+      }
+      get previousPriority() { return previousPriorities.get(this); }
+    }
+    class TaskController extends AbortController {
+      constructor(init = undefined) {
+        const prefix = "Failed to construct 'TaskController': ";
+        const o = dictionary(init, 'TaskControllerInit', prefix);
+        const priority = o.priority === undefined ? 'user-visible'
+          : taskPriority(o.priority, `${prefix}Failed to read the 'priority' property from 'TaskControllerInit': `);
+        super();
+        makeTaskSignal(this.signal, priority);
+      }
+      setPriority(priority) {
+        const prefix = "Failed to execute 'setPriority' on 'TaskController': ";
+        if (arguments.length === 0) throw new TypeError(`${prefix}1 argument required, but only 0 present.`);
+        signalPriorityChange(this.signal, taskPriority(priority, prefix), prefix);
+      }
+    }
+    // The scheduling state (priority source and abort signal) of each
+    // prioritized task that has run, by its number: `yield` inherits the
+    // state of the task current for the host (the task running, or the one
+    // that registered the promise reaction running).
+    const schedStates = new Map();
+    const defaultState = { prioritySignal: null, priority: 'user-visible', signal: null };
+    // The task's promise settles once the callback and its microtasks have
+    // run (Chromium resolves it when the callback's invocation, which runs
+    // them, returns): an abort until then rejects it, and later does
+    // nothing.
+    function queuePrioritized(cb, label, state, delay, continuation) {
+      let resolve, reject;
+      const promise = new Promise((res, rej) => { resolve = res; reject = rej; });
+      const { signal } = state;
+      if (signal !== null && signalState(signal).aborted) {
+        reject(signalState(signal).reason);
+        return promise;
+      }
+      let sched = 0;
+      let ok = true, outcome;
+      const run = function runPrioritizedTask() {
+        schedStates.set(sched, state);
+        try { outcome = cb(); } catch (e) { ok = false; outcome = e; }
+      };
+      const finish = function settlePrioritizedTask() { if (ok) resolve(outcome); else reject(outcome); };
+      const source = state.prioritySignal;
+      const priority = source ? taskSignalState(source).priority : state.priority;
+      const group = source ? taskSignalState(source).group : 0;
+      sched = h.schedulerPost(run, finish, `${label} (${priority})`, PRIORITY_LEVEL[priority], continuation, group, delay);
+      if (signal !== null) {
+        signalState(signal).algorithms.push(() => {
+          h.schedulerCancel(sched);
+          reject(signalState(signal).reason);
+        });
+      }
+      return promise;
+    }
+    class Scheduler {
+      constructor() { throw new TypeError("Failed to construct 'Scheduler': Illegal constructor"); }
+      postTask(callback, options = undefined) {
+        const prefix = "Failed to execute 'postTask' on 'Scheduler': ";
+        try {
+          if (arguments.length === 0) throw new TypeError(`${prefix}1 argument required, but only 0 present.`);
+          if (typeof callback !== 'function') throw new TypeError(`${prefix}parameter 1 is not of type 'Function'.`);
+          const o = dictionary(options, 'SchedulerPostTaskOptions', prefix);
+          const member = (name) => `${prefix}Failed to read the '${name}' property from 'SchedulerPostTaskOptions': `;
+          let delay = 0;
+          if (o.delay !== undefined) {
+            const n = Number(o.delay);
+            if (!Number.isFinite(n)) throw new TypeError(`${member('delay')}Value is ${Number.isNaN(n) ? '' : 'infinite and '}not of type 'unsigned long long'.`);
+            delay = Math.trunc(n);
+            if (delay < 0 || delay > Number.MAX_SAFE_INTEGER) throw new TypeError(`${member('delay')}Value is outside the 'unsigned long long' value range.`);
+          }
+          const priority = o.priority === undefined ? undefined : taskPriority(o.priority, member('priority'));
+          const signal = o.signal === undefined ? null : o.signal;
+          if (o.signal !== undefined && !signalStates.has(signal)) throw new TypeError(`${member('signal')}Failed to convert value to 'AbortSignal'.`);
+          const prioritySignal = priority === undefined && signal !== null && taskSignalStates.has(signal) ? signal : null;
+          const state = { prioritySignal, priority: priority || 'user-visible', signal };
+          return queuePrioritized(callback, callback.name || '(anonymous)', state, delay, false);
+        } catch (e) {
+          return Promise.reject(e);
+        }
+      }
+      yield() {
+        const state = schedStates.get(h.currentTask()) || defaultState;
+        return queuePrioritized(() => undefined, 'scheduler.yield continuation', state, 0, true);
+      }
+    }
+    for (const [c, tag] of [[Scheduler, 'Scheduler'], [TaskController, 'TaskController'], [TaskSignal, 'TaskSignal'], [TaskPriorityChangeEvent, 'TaskPriorityChangeEvent']]) {
+      Object.defineProperty(c.prototype, Symbol.toStringTag, { value: tag, configurable: true });
+    }
+    def('Scheduler', Scheduler);
+    def('scheduler', Object.create(Scheduler.prototype));
+    def('TaskController', TaskController);
+    def('TaskSignal', TaskSignal);
+    def('TaskPriorityChangeEvent', TaskPriorityChangeEvent);
+
     // A minimal window and document (no DOM tree, no layout): what pages
     // that listen for input and animate need. `window` is the global object
     // and an EventTarget; the parent chain for events is element -> ... ->

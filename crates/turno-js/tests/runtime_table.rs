@@ -96,7 +96,7 @@ fn what_stays_unsupported_fails_with_a_clear_error() {
             "ReferenceError: IntersectionObserver is not defined",
         ),
         (
-            Model::Html,
+            Model::Node,
             "scheduler.postTask(() => {});",
             "ReferenceError: scheduler is not defined",
         ),

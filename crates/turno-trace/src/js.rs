@@ -81,6 +81,9 @@ pub enum TaskSource {
     Networking,
     /// The program itself, or a worker's script (id 0).
     Script,
+    /// `scheduler.postTask` or a `scheduler.yield` continuation (the
+    /// Prioritized Task Scheduling spec's posted task task source).
+    PostedTask,
 }
 
 /// A Node event loop phase.

@@ -21,6 +21,13 @@ pub(super) enum TaskKind {
         f: JsObject,
         args: Vec<JsValue>,
     },
+    /// A prioritized task: the prelude's `run` (the callback), a microtask
+    /// checkpoint, then its `finish` (settling the task's promise), as
+    /// Chromium settles it only once the callback's microtasks have run.
+    Prioritized {
+        run: JsObject,
+        finish: JsObject,
+    },
     /// Scripted input: the prelude's `deliverInput(type, a, b)`.
     Input {
         kind: &'static str,
@@ -45,6 +52,39 @@ pub(super) struct Task {
     pub(super) queued_ns: u64,
     pub(super) label: String,
     pub(super) kind: TaskKind,
+    /// A `scheduler.postTask` or `scheduler.yield` task: its priority.
+    pub(super) prio: Option<Prio>,
+}
+
+/// The priority of a prioritized task (`scheduler.postTask`, a
+/// `scheduler.yield` continuation), as Chromium ranks it against the
+/// other tasks (see `html.rs`).
+#[derive(Clone, Copy)]
+pub(super) struct Prio {
+    /// The task's number for the prelude (aborting it, the task it runs in).
+    pub(super) sched: u64,
+    /// 2 `user-blocking`, 0 `user-visible` (every other task's level), -2
+    /// `background`.
+    pub(super) level: i8,
+    /// A `scheduler.yield` continuation: one above its priority's tasks.
+    pub(super) continuation: bool,
+    /// The `TaskSignal` whose priority it follows (0 for a fixed priority).
+    pub(super) group: u64,
+}
+
+impl Prio {
+    /// Higher runs first: continuations just above their priority's tasks.
+    pub(super) fn rank(&self) -> i8 {
+        self.level + i8::from(self.continuation)
+    }
+}
+
+/// A prioritized task whose delay has not passed yet (see `html.rs`).
+pub(super) struct DelayedTask {
+    pub(super) label: String,
+    pub(super) run: JsObject,
+    pub(super) finish: JsObject,
+    pub(super) prio: Prio,
 }
 
 /// One scripted input event waiting for its time (expanded: a key press

@@ -3,17 +3,18 @@
 //! Each step (`html_step`, scheduled with the other loops of the run by
 //! `workers.rs`) takes the next runnable task (due timers become tasks of
 //! the timer source, `MessageChannel` messages and messages from other
-//! loops are posted-message tasks), runs it, performs a microtask
-//! checkpoint, and at each 60 Hz frame boundary with `requestAnimationFrame`
-//! callbacks pending runs the "update the rendering" step, with a checkpoint
-//! after each callback.
+//! loops are posted-message tasks, `scheduler.postTask` and
+//! `scheduler.yield` queue prioritized tasks, picked by priority), runs it,
+//! performs a microtask checkpoint, and at each 60 Hz frame boundary with
+//! `requestAnimationFrame` callbacks pending runs the "update the
+//! rendering" step, with a checkpoint after each callback.
 
 use std::rc::Rc;
 
 use boa_engine::{Context, JsValue};
 use turno_trace::{EntryId, JsEvent, Queue};
 
-use super::entries::{PendingInput, Task, TaskKind};
+use super::entries::{DelayedTask, PendingInput, Prio, Task, TaskKind};
 use super::state::{args_vec, fn_name, Host, State, Stop, MS};
 use super::state::{cancel, dequeue, enqueue, task_source_kind};
 use super::support::{arg_fn, arg_u32, Ret};
@@ -118,6 +119,132 @@ pub(super) fn n_post_task(host: &Rc<Host>, args: &[JsValue], ctx: &mut Context) 
     Ok(JsValue::undefined())
 }
 
+/// `h.schedulerPost(run, finish, label, level, continuation, group,
+/// delay)`: queues a prioritized task (`scheduler.postTask`, or a
+/// `scheduler.yield` continuation) that calls the prelude's `run`, performs
+/// a microtask checkpoint and calls `finish`; at once or, when `delay` (ms,
+/// the prelude has checked it) is positive, once it has passed. Returns
+/// the task's number for `schedulerCancel`.
+pub(super) fn n_scheduler_post(host: &Rc<Host>, args: &[JsValue], ctx: &mut Context) -> Ret {
+    let (Some(run), Some(finish)) = (arg_fn(args, 0), arg_fn(args, 1)) else {
+        return Ok(JsValue::undefined());
+    };
+    let args = &args[1..];
+    let label = args
+        .get(1)
+        .cloned()
+        .unwrap_or_default()
+        .to_string(ctx)?
+        .to_std_string_escaped();
+    let level = args
+        .get(2)
+        .cloned()
+        .unwrap_or_default()
+        .to_i32(ctx)?
+        .clamp(-2, 2) as i8;
+    let continuation = args.get(3).is_some_and(JsValue::to_boolean);
+    let group = args.get(4).cloned().unwrap_or_default().to_number(ctx)?;
+    let delay_ms = args.get(5).cloned().unwrap_or_default().to_number(ctx)?;
+    let delay_ns = if delay_ms.is_finite() && delay_ms > 0.0 {
+        (delay_ms.trunc() * MS as f64).min(u64::MAX as f64 / 2.0) as u64
+    } else {
+        0
+    };
+    let sched = {
+        let mut st = host.st.borrow_mut();
+        st.next_sched += 1;
+        st.next_sched
+    };
+    let prio = Prio {
+        sched,
+        level,
+        continuation,
+        group: if group.is_finite() && group > 0.0 {
+            group as u64
+        } else {
+            0
+        },
+    };
+    if delay_ns == 0 {
+        let now = host.st.borrow().now_ns;
+        host.queue_task_at(
+            "posted-task",
+            label,
+            TaskKind::Prioritized { run, finish },
+            now,
+            TaskExtra::Prioritized(prio),
+        );
+    } else {
+        let mut st = host.st.borrow_mut();
+        // The same sequence as timers, so that a delayed task and a timer
+        // due together keep the order they were posted in.
+        st.seq += 1;
+        let key = (st.now_ns.saturating_add(delay_ns), st.seq);
+        st.delayed_tasks.insert(
+            key,
+            DelayedTask {
+                label,
+                run,
+                finish,
+                prio,
+            },
+        );
+    }
+    Ok(JsValue::from(sched as f64))
+}
+
+/// `h.schedulerPriority(group, level)`: a `TaskSignal`'s priority changed;
+/// its tasks, queued or delayed, take the new level (keeping their place
+/// in their queue).
+pub(super) fn n_scheduler_priority(host: &Rc<Host>, args: &[JsValue], ctx: &mut Context) -> Ret {
+    let group = args.first().cloned().unwrap_or_default().to_number(ctx)?;
+    let level = args
+        .get(1)
+        .cloned()
+        .unwrap_or_default()
+        .to_i32(ctx)?
+        .clamp(-2, 2) as i8;
+    if !(group.is_finite() && group > 0.0) {
+        return Ok(JsValue::undefined());
+    }
+    let group = group as u64;
+    let mut st = host.st.borrow_mut();
+    let st = &mut *st;
+    let queued = st.tasks.iter_mut().filter_map(|t| t.prio.as_mut());
+    let delayed = st.delayed_tasks.values_mut().map(|d| &mut d.prio);
+    for p in queued.chain(delayed) {
+        if p.group == group {
+            p.level = level;
+        }
+    }
+    Ok(JsValue::undefined())
+}
+
+/// `h.schedulerCancel(sched)`: an aborted signal removes its prioritized
+/// task (nothing when it has run).
+pub(super) fn n_scheduler_cancel(host: &Rc<Host>, args: &[JsValue], ctx: &mut Context) -> Ret {
+    let sched = args.first().cloned().unwrap_or_default().to_number(ctx)?;
+    let mut st = host.st.borrow_mut();
+    if let Some(i) = st
+        .tasks
+        .iter()
+        .position(|t| t.prio.is_some_and(|p| p.sched as f64 == sched))
+    {
+        if let Some(t) = st.tasks.remove(i) {
+            st.ev(cancel(Queue::Task, t.id));
+        }
+    } else {
+        st.delayed_tasks.retain(|_, d| d.prio.sched as f64 != sched);
+    }
+    Ok(JsValue::undefined())
+}
+
+/// `h.currentTask()`: the number of the prioritized task whose run (or
+/// microtask checkpoint) is in progress, 0 if the current task is another.
+pub(super) fn n_current_task(host: &Rc<Host>, _: &[JsValue], _: &mut Context) -> Ret {
+    Ok(JsValue::from(host.st.borrow().current_sched as f64))
+}
+
 /// The latest frame boundary at or before `t_ns`: a frame that came due
 /// while a task kept the main thread starts when the task ends, with the
 /// timestamp of the vsync it missed most recently.
@@ -141,6 +268,7 @@ fn task_source(name: &str) -> &'static str {
         "dom-manipulation" => "dom-manipulation",
         "timer" => "timer",
         "networking" => "networking",
+        "posted-task" => "posted-task",
         _ => "posted-message",
     }
 }
@@ -173,6 +301,10 @@ impl Host {
         runnable_ns: u64,
         extra: TaskExtra,
     ) {
+        let prio = match &extra {
+            TaskExtra::Prioritized(p) => Some(*p),
+            _ => None,
+        };
         let mut st = self.st.borrow_mut();
         st.seq += 1;
         let id = st.seq;
@@ -188,7 +320,7 @@ impl Host {
         {
             *s = Some(task_source_kind(source));
             match extra {
-                TaskExtra::None => {}
+                TaskExtra::None | TaskExtra::Prioritized(_) => {}
                 TaskExtra::Timer(id) => *timer = Some(EntryId(u64::from(id))),
                 TaskExtra::Message { from, id } => {
                     *from_loop = Some(from);
@@ -213,6 +345,7 @@ impl Host {
             queued_ns,
             label,
             kind,
+            prio,
         };
         let pos = if st.browser == crate::Browser::Spec {
             st.tasks.iter().position(|t| t.runnable_ns > runnable_ns)
@@ -278,34 +411,51 @@ impl Host {
         }
     }
 
-    /// Picks the next task. Spec profile: the one that became runnable
-    /// first (the queue is kept in that order), with a note when sources
-    /// compete. Chromium profile (each rule checked by a corpus snippet
-    /// against headless Chromium): a user-interaction task first (Blink's
-    /// input task queue has the highest priority:
-    /// `h20_input_before_timer`), otherwise the oldest in run-queue order.
+    /// Picks the next task: the highest priority first, then, among tasks
+    /// of that priority, the profile's order. Every task has the priority
+    /// of `user-visible` but prioritized tasks (`scheduler.postTask`,
+    /// `scheduler.yield`: `user-blocking` above, `background` below, a
+    /// continuation just above its priority's tasks, as Chromium runs them:
+    /// `h34_post_task_priorities`), and, in the Chromium profile, input,
+    /// above everything (Blink's input task queue has the highest priority:
+    /// `h20_input_before_timer`). Spec profile: the one that became
+    /// runnable first (the queue is kept in that order), with a note when
+    /// sources compete. Chromium profile: the oldest in run-queue order.
     fn next_task(&self) -> Option<Task> {
         let mut st = self.st.borrow_mut();
-        if st.browser == crate::Browser::Chromium {
-            if let Some(i) = st.tasks.iter().position(|t| t.source == "user-interaction") {
-                if i > 0 {
-                    let now_ms = st.now_ns as f64 / MS as f64;
-                    let other = st.tasks[0].source;
-                    st.note_once(
-                        "input-priority",
-                        format!(
-                            "chromium profile: at t={now_ms} ms a user-interaction task ran before an \
-                             older '{other}' task (Chromium gives input the highest priority; the HTML \
-                             Standard leaves the choice to the browser; --browser spec keeps runnable order)."
-                        ),
-                    );
-                }
-                return st.tasks.remove(i);
+        let chromium = st.browser == crate::Browser::Chromium;
+        let rank = |t: &Task| {
+            if chromium && t.source == "user-interaction" {
+                i8::MAX
+            } else {
+                t.prio.map_or(0, |p| p.rank())
             }
-            return st.tasks.pop_front();
-        }
-        let first = st.tasks.front().map(|t| t.source);
-        if let Some(src) = first {
+        };
+        let best = st.tasks.iter().map(rank).max()?;
+        let i = st.tasks.iter().position(|t| rank(t) == best)?;
+        if i > 0 {
+            let now_ms = st.now_ns as f64 / MS as f64;
+            let other = st.tasks[0].source;
+            if st.tasks[i].source == "user-interaction" {
+                st.note_once(
+                    "input-priority",
+                    format!(
+                        "chromium profile: at t={now_ms} ms a user-interaction task ran before an \
+                         older '{other}' task (Chromium gives input the highest priority; the HTML \
+                         Standard leaves the choice to the browser; --browser spec keeps runnable order)."
+                    ),
+                );
+            } else {
+                st.note_once(
+                    "task-priority",
+                    format!(
+                        "at t={now_ms} ms a prioritized task (scheduler.postTask or scheduler.yield) \
+                         ran before an older '{other}' task of lower priority, as Chromium orders them."
+                    ),
+                );
+            }
+        } else if !chromium {
+            let src = st.tasks[0].source;
             if let Some(other) = st.tasks.iter().map(|t| t.source).find(|s| *s != src) {
                 let now_ms = st.now_ns as f64 / MS as f64;
                 st.note_once(
@@ -320,7 +470,7 @@ impl Host {
                 );
             }
         }
-        st.tasks.pop_front()
+        st.tasks.remove(i)
     }
 
     /// After the script (the first task): its microtask checkpoint, then
@@ -357,13 +507,46 @@ impl Host {
         Ok(())
     }
 
+    /// Due timers, and prioritized tasks whose delay has passed, become
+    /// tasks together, in the order (due time, posting order): Chromium
+    /// moves every ripe delayed task to its run queue in one batch, ordered
+    /// so across its queues (`h33_post_task_delay`).
     fn queue_due_timers(&self) {
         let mut st = self.st.borrow_mut();
         let now = st.now_ns;
-        while let Some(&key) = st.timer_heap.iter().next() {
-            if key.0 > now {
-                break;
+        loop {
+            let timer = st.timer_heap.iter().next().copied().filter(|k| k.0 <= now);
+            let delayed = st
+                .delayed_tasks
+                .keys()
+                .next()
+                .copied()
+                .filter(|k| k.0 <= now);
+            let take_delayed = match (timer, delayed) {
+                (None, None) => break,
+                (Some(t), Some(d)) => (d.0, d.1) < (t.0, t.1),
+                (None, Some(_)) => true,
+                (Some(_), None) => false,
+            };
+            if take_delayed {
+                let Some((key, d)) = st.delayed_tasks.pop_first() else {
+                    break;
+                };
+                drop(st);
+                self.queue_task_at(
+                    "posted-task",
+                    d.label,
+                    TaskKind::Prioritized {
+                        run: d.run,
+                        finish: d.finish,
+                    },
+                    key.0,
+                    TaskExtra::Prioritized(d.prio),
+                );
+                st = self.st.borrow_mut();
+                continue;
             }
+            let Some(key) = timer else { break };
             st.timer_heap.remove(&key);
             let (due, seq, id) = key;
             let Some(t) = st.timers.get(&id) else {
@@ -419,6 +602,7 @@ impl Host {
     }
 
     fn run_html_task(&self, ctx: &mut Context, task: Task) -> Result<(), Stop> {
+        self.st.borrow_mut().current_sched = task.prio.map_or(0, |p| p.sched);
         self.st.borrow_mut().ev(JsEvent::Dequeue {
             queue: Queue::Task,
             id: EntryId(task.id),
@@ -433,6 +617,12 @@ impl Host {
                 &JsValue::undefined(),
                 &args,
             ),
+            TaskKind::Prioritized { run, finish } => {
+                let label = format!("task: {}", task.label);
+                self.call(ctx, label.clone(), &run, &JsValue::undefined(), &[])?;
+                self.checkpoint(ctx)?;
+                self.call(ctx, label, &finish, &JsValue::undefined(), &[])
+            }
             TaskKind::Message { worker, data } => {
                 let Some(f) = self.st.borrow().deliver_message.clone() else {
                     return Ok(());
@@ -550,6 +740,7 @@ impl Host {
                         );
                     }
                     st.raf_due = None;
+                    st.current_sched = 0;
                     st.frames += 1;
                     let d = frame_at_or_before(st.now_ns).max(d);
                     let batch = std::mem::take(&mut st.raf);
@@ -612,4 +803,6 @@ enum TaskExtra {
         /// The input's time.
         at_ns: u64,
     },
+    /// A prioritized task (`scheduler.postTask`, `scheduler.yield`).
+    Prioritized(Prio),
 }

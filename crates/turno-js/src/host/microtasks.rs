@@ -3,14 +3,17 @@
 //! [`Host`] is boa's [`JobExecutor`]: every promise job the engine creates is
 //! pushed onto our microtask queue (next to `queueMicrotask` callbacks) and
 //! runs only when the loop performs a microtask checkpoint. The host hooks
-//! name promise-reaction frames for the trace and collect rejections that
-//! have no handler yet (reported by `uncaught.rs` after the queue drains).
+//! name promise-reaction frames for the trace, carry the current
+//! prioritized task along promise chains (for `scheduler.yield`) and
+//! collect rejections that have no handler yet (reported by `uncaught.rs`
+//! after the queue drains).
 
 use std::rc::Rc;
 
 use boa_engine::builtins::promise::{OperationType, Promise};
 use boa_engine::context::HostHooks;
 use boa_engine::job::{Job, JobCallback, JobExecutor};
+use boa_engine::object::builtins::JsFunction;
 use boa_engine::{Context, JsObject, JsResult, JsValue};
 
 use turno_trace::{JsEvent, Queue};
@@ -45,6 +48,17 @@ impl JobExecutor for Host {
 pub(super) struct Hooks;
 
 impl HostHooks for Hooks {
+    /// A reaction keeps the prioritized task current when it was
+    /// registered (`then`, `await`): Chromium carries a task's scheduling
+    /// state along its promise chain, so a `scheduler.yield` after an
+    /// `await` inherits from the task that awaited.
+    fn make_job_callback(&self, callback: JsFunction, context: &mut Context) -> JobCallback {
+        let sched = context
+            .downcast_job_executor::<Host>()
+            .map_or(0, |h| h.st.borrow().current_sched);
+        JobCallback::new(callback, sched)
+    }
+
     fn call_job_callback(
         &self,
         job: &JobCallback,
@@ -53,6 +67,14 @@ impl HostHooks for Hooks {
         context: &mut Context,
     ) -> JsResult<JsValue> {
         let host = context.downcast_job_executor::<Host>();
+        let sched = job
+            .host_defined()
+            .downcast_ref::<u64>()
+            .copied()
+            .unwrap_or(0);
+        let outer = host
+            .as_ref()
+            .map(|h| std::mem::replace(&mut h.st.borrow_mut().current_sched, sched));
         let label = match &host {
             Some(h) if h.tracing() => {
                 let name = fn_name(job.callback(), context);
@@ -69,6 +91,9 @@ impl HostHooks for Hooks {
         }
         if let (Some(h), Some(_)) = (&host, &label) {
             h.pop_frame();
+        }
+        if let (Some(h), Some(o)) = (&host, outer) {
+            h.st.borrow_mut().current_sched = o;
         }
         r
     }

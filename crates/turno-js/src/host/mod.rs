@@ -55,7 +55,8 @@
 //!   while the main thread is blocked: trace only), `events.rs` (DOM event
 //!   dispatch, the host's half), `node.rs` (the Node loop: phases,
 //!   `process.nextTick`, `setImmediate`), `html.rs` (the HTML loop: tasks,
-//!   posted messages, `requestAnimationFrame`, "update the rendering"),
+//!   posted messages, prioritized tasks, `requestAnimationFrame`, "update
+//!   the rendering"),
 //!   `workers.rs` (dedicated workers: the loops of one run scheduled
 //!   earliest-step-first, and the messages between them).
 //! * `natives.rs`: the registry: the `h` object of natives the prelude

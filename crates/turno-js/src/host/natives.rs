@@ -16,7 +16,8 @@ use boa_engine::{js_string, Context, JsObject, JsResult, JsString, JsValue, Nati
 use super::callee::{describe, find_name, Callee};
 use super::compositor::{n_animation, n_cancel_animation};
 use super::events::n_invoke_listener;
-use super::html::{n_cancel_raf, n_post_task, n_raf};
+use super::html::{n_cancel_raf, n_current_task, n_post_task, n_raf};
+use super::html::{n_scheduler_cancel, n_scheduler_post, n_scheduler_priority};
 use super::microtasks::n_queue_microtask;
 use super::node::{n_clear_immediate, n_io, n_next_tick, n_read_file, n_set_immediate};
 use super::state::{Host, MS};
@@ -186,7 +187,7 @@ impl Native {
 
 pub(super) fn build_natives(ctx: &mut Context) -> JsResult<JsObject> {
     use Native::{Plain, WithHost};
-    let list: [(&str, Native, usize); 28] = [
+    let list: [(&str, Native, usize); 32] = [
         ("workerCreate", WithHost(n_worker_create), 2),
         ("workerPost", WithHost(n_worker_post), 3),
         ("workerEnd", WithHost(n_worker_end), 2),
@@ -205,6 +206,10 @@ pub(super) fn build_natives(ctx: &mut Context) -> JsResult<JsObject> {
         ("raf", WithHost(n_raf), 1),
         ("cancelRaf", WithHost(n_cancel_raf), 1),
         ("postTask", WithHost(n_post_task), 3),
+        ("schedulerPost", WithHost(n_scheduler_post), 7),
+        ("schedulerPriority", WithHost(n_scheduler_priority), 2),
+        ("schedulerCancel", WithHost(n_scheduler_cancel), 1),
+        ("currentTask", WithHost(n_current_task), 0),
         ("now", Plain(n_now), 0),
         ("nowNs", Plain(n_now_ns), 0),
         ("fileName", Plain(n_file_name), 0),

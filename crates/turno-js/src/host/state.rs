@@ -22,7 +22,7 @@ use turno_trace::{EntryId, JsEvent, Queue};
 use crate::trace::Trace;
 use crate::{Model, UncaughtError};
 
-use super::entries::{Animation, Micro, PendingInput, Task, Timer, Tracked};
+use super::entries::{Animation, DelayedTask, Micro, PendingInput, Task, Timer, Tracked};
 use super::shared::{Arrival, Shared};
 
 /// One millisecond in nanoseconds.
@@ -115,6 +115,16 @@ pub(crate) struct State {
     pub(super) files: std::collections::BTreeMap<String, String>,
     pub(super) next_immediate_id: u32,
     pub(super) tasks: VecDeque<Task>,
+    /// Prioritized tasks waiting for their delay, by (due, sequence): they
+    /// reach the run queue with the timers due in the same step, in that
+    /// order (see `html.rs`).
+    pub(super) delayed_tasks: std::collections::BTreeMap<(u64, u64), DelayedTask>,
+    /// The last number given to a prioritized task.
+    pub(super) next_sched: u64,
+    /// The prioritized task current now (its number; 0 for none): the task
+    /// being run and its checkpoint, or, while a promise reaction runs, the
+    /// one current when the reaction was registered.
+    pub(super) current_sched: u64,
     pub(super) raf: Vec<(u32, JsObject)>,
     pub(super) next_raf_id: u32,
     pub(super) raf_due: Option<u64>,
@@ -224,6 +234,7 @@ pub(super) fn task_source_kind(source: &str) -> TaskSource {
         "dom-manipulation" => TaskSource::DomManipulation,
         "networking" => TaskSource::Networking,
         "script" => TaskSource::Script,
+        "posted-task" => TaskSource::PostedTask,
         _ => TaskSource::PostedMessage,
     }
 }
