@@ -111,12 +111,7 @@ fn register(node: &mut N) {
 }
 
 fn connect_node(url: &str, name: &str) -> N {
-    let options = NatsOptions {
-        out_capacity: 4096,
-        in_capacity: 4096,
-        ..NatsOptions::default()
-    };
-    let t = NatsTransport::connect(&[url], options).unwrap_or_else(|e| fail(e));
+    let t = NatsTransport::connect(&[url], NatsOptions::default()).unwrap_or_else(|e| fail(e));
     let mut node = Node::new(
         name,
         fresh_incarnation(),

@@ -14,7 +14,9 @@
 //! - [`Node::tell`]: fire and forget, at most once, ordered per sender
 //!   (a receiver discards a message older than one it already took);
 //!   losses are counted by the receiver from the gaps in each sender's
-//!   sequence numbers, and at the tail from the sender's heartbeats.
+//!   sequence numbers, and at the tail from the marker the sender
+//!   publishes with each heartbeat on the receiver's tail subject (under
+//!   the same wildcard as the tells, so it arrives behind them).
 //! - [`Node::send`]: the receiving node applies the mailbox's policy and
 //!   answers with the verdict ([`RemoteVerdict`]); nobody listening is
 //!   [`RemoteVerdict::Closed`] at once; no answer before the deadline is
@@ -91,6 +93,11 @@ pub struct NodeConfig {
     /// answer a duplicated request with its first verdict instead of
     /// applying it twice.
     pub dedup_window: usize,
+    /// The most deliveries one [`Node::pump`] takes. A flood of messages
+    /// then cannot hold the node's loop: each pump still answers,
+    /// expires deadlines and heartbeats, and the caller's actors run
+    /// between two pumps. What is left waits for the next pump.
+    pub pump_batch: usize,
 }
 
 impl Default for NodeConfig {
@@ -101,6 +108,7 @@ impl Default for NodeConfig {
             heartbeat_every: Duration::from_millis(100),
             down_after: Duration::from_millis(500),
             dedup_window: 1024,
+            pump_batch: 1024,
         }
     }
 }
@@ -289,7 +297,7 @@ pub struct NodeStats {
     /// What the mailboxes did with the tells taken.
     pub tells_decided: Kinds,
     /// Tells counted lost by this receiver (gaps in a sender's sequence,
-    /// and the tail its heartbeats announced).
+    /// and the tail its markers announced).
     pub tells_lost: u64,
     /// Tells that arrived after a later one (already counted lost).
     pub tells_late: u64,
@@ -442,8 +450,14 @@ pub struct Node<S: System, T: Transport> {
     transport: T,
     config: NodeConfig,
     registry: Registry,
+    /// The exported actors by their subject on this node (the mapping is
+    /// one-to-one, so a delivery finds its actor without parsing the
+    /// subject back into a path), then by message type name.
     exports: HashMap<String, HashMap<String, ExportFn>>,
     export_ids: HashMap<String, ActorId>,
+    /// The subjects of the remote actors this node sends to, by node and
+    /// path (computed once, not at each send).
+    subject_cache: HashMap<String, HashMap<String, std::rc::Rc<str>>>,
     outbox: Arc<Mutex<Outbox>>,
     next_req: u64,
     pending: BTreeMap<u64, Pending>,
@@ -499,6 +513,7 @@ impl<S: System, T: Transport> Node<S, T> {
             registry: Registry::new(),
             exports: HashMap::new(),
             export_ids: HashMap::new(),
+            subject_cache: HashMap::new(),
             outbox: Arc::new(Mutex::new(Outbox {
                 queue: VecDeque::new(),
             })),
@@ -587,8 +602,28 @@ impl<S: System, T: Transport> Node<S, T> {
     }
 
     fn export_with(&mut self, path: String, id: ActorId, ty: String, f: ExportFn) {
-        self.export_ids.insert(path.clone(), id);
-        self.exports.entry(path).or_default().insert(ty, f);
+        // A local actor's path starts with '/', so it always has a subject.
+        if let Ok(subject) = self.config.subjects.actor(&self.me.name, &path) {
+            self.exports.entry(subject).or_default().insert(ty, f);
+        }
+        self.export_ids.insert(path, id);
+    }
+
+    /// The subject of `path` on `node`, from the cache.
+    fn subject_of(&mut self, node: &str, path: &str) -> Result<std::rc::Rc<str>, SubjectError> {
+        if let Some(s) = self.subject_cache.get(node).and_then(|m| m.get(path)) {
+            return Ok(s.clone());
+        }
+        let s: std::rc::Rc<str> = self.config.subjects.actor(node, path)?.into();
+        if self.subject_cache.len() > 4096 {
+            self.subject_cache.clear();
+        }
+        let paths = self.subject_cache.entry(node.to_owned()).or_default();
+        if paths.len() > 65_536 {
+            paths.clear();
+        }
+        paths.insert(path.to_owned(), s.clone());
+        Ok(s)
     }
 
     /// Makes a local actor reachable from other nodes by its path, for
@@ -668,7 +703,7 @@ impl<S: System, T: Transport> Node<S, T> {
         msg: &M,
     ) -> Result<bool, SendError> {
         let (ty, bytes) = self.registry.encode(self.config.codec, msg)?;
-        let subject = self.config.subjects.actor(&to.node, &to.path)?;
+        let subject = self.subject_of(&to.node, &to.path)?;
         let Some(inc) = self.peers.get(&to.node).map(|p| p.inc) else {
             self.stats.tells_unsent += 1;
             return Ok(false);
@@ -686,7 +721,12 @@ impl<S: System, T: Transport> Node<S, T> {
         };
         match self.publish(&subject, None, body) {
             Ok(()) => {
-                self.stats.tells_out.insert(target, seq);
+                match self.stats.tells_out.get_mut(&target) {
+                    Some(last) => *last = seq,
+                    None => {
+                        self.stats.tells_out.insert(target, seq);
+                    }
+                }
                 Ok(true)
             }
             Err(_) => {
@@ -737,7 +777,7 @@ impl<S: System, T: Transport> Node<S, T> {
         on_verdict: impl FnOnce(RemoteVerdict) + 'static,
     ) -> Result<u64, SendError> {
         let (ty, bytes) = self.registry.encode(self.config.codec, msg)?;
-        let subject = self.config.subjects.actor(&to.node, &to.path)?;
+        let subject = self.subject_of(&to.node, &to.path)?;
         self.stats.sends += 1;
         let waiting = Waiting::Send(Box::new(on_verdict));
         match self.request(
@@ -780,7 +820,7 @@ impl<S: System, T: Transport> Node<S, T> {
         R: DeserializeOwned + 'static,
     {
         let (ty, bytes) = self.registry.encode(self.config.codec, request)?;
-        let subject = self.config.subjects.actor(&to.node, &to.path)?;
+        let subject = self.subject_of(&to.node, &to.path)?;
         self.stats.asks += 1;
         let waiting = Waiting::Ask(Box::new(move |end| {
             on_response(match end {
@@ -872,13 +912,18 @@ impl<S: System, T: Transport> Node<S, T> {
         id
     }
 
-    /// Runs the node's side of the protocol once: deliveries, replies of
-    /// local actors, deadlines, heartbeats, failure detection, watches.
-    /// Returns how many deliveries it handled.
+    /// Runs the node's side of the protocol once: deliveries (at most
+    /// [`NodeConfig::pump_batch`]), replies of local actors, deadlines,
+    /// heartbeats, failure detection, watches; then lets the transport
+    /// send what the pump published. Returns how many deliveries it
+    /// handled: as many as the batch means more may be waiting.
     pub fn pump(&mut self) -> usize {
         let mut n = 0;
         self.check_pause();
-        while let Some(d) = self.transport.poll() {
+        while n < self.config.pump_batch.max(1) {
+            let Some(d) = self.transport.poll() else {
+                break;
+            };
             n += 1;
             self.on_delivery(d);
         }
@@ -886,6 +931,7 @@ impl<S: System, T: Transport> Node<S, T> {
         self.expire();
         self.heartbeat();
         self.check_watched();
+        self.transport.progress();
         n
     }
 
@@ -992,13 +1038,22 @@ impl<S: System, T: Transport> Node<S, T> {
             return;
         }
         self.next_heartbeat = now + self.config.heartbeat_every;
+        // The tail of each stream to a peer up now: its last sequence
+        // number, on the subject its tells travel, so the marker reaches
+        // the receiver after them (a heartbeat, on a subject of its own,
+        // could overtake them).
+        let tails: Vec<(NodeRef, u64)> = self
+            .stats
+            .tells_out
+            .iter()
+            .filter(|(t, _)| self.peers.get(&t.name).is_some_and(|p| p.inc == t.inc))
+            .map(|(t, n)| (t.clone(), *n))
+            .collect();
+        for (t, seq) in tails {
+            let subject = self.config.subjects.tail(&t.name);
+            let _ = self.publish(&subject, None, Body::Tail { to_inc: t.inc, seq });
+        }
         let body = Body::Heartbeat {
-            sent: self
-                .stats
-                .tells_out
-                .iter()
-                .map(|(k, v)| (k.clone(), *v))
-                .collect(),
             down: self
                 .down
                 .iter()
@@ -1135,7 +1190,8 @@ impl<S: System, T: Transport> Node<S, T> {
     fn on_envelope(&mut self, subject: &str, reply: Option<String>, codec: Codec, env: Envelope) {
         let from = env.from;
         match env.body {
-            Body::Heartbeat { sent, down } => self.on_heartbeat(from, sent, down),
+            Body::Heartbeat { down } => self.on_heartbeat(from, down),
+            Body::Tail { to_inc, seq } => self.on_tail(from, to_inc, seq),
             Body::Tell {
                 to_inc,
                 seq,
@@ -1146,7 +1202,12 @@ impl<S: System, T: Transport> Node<S, T> {
                     self.stats.tells_foreign += 1;
                     return;
                 }
-                let s = self.streams_in.entry(from.clone()).or_default();
+                if !self.streams_in.contains_key(&from) {
+                    self.streams_in.insert(from.clone(), StreamIn::default());
+                }
+                let Some(s) = self.streams_in.get_mut(&from) else {
+                    return;
+                };
                 if seq <= s.last {
                     if s.skipped.remove(&seq) {
                         self.stats.tells_late += 1;
@@ -1164,7 +1225,12 @@ impl<S: System, T: Transport> Node<S, T> {
                 }
                 s.last = seq;
                 self.stats.tells_lost += gap;
-                self.stats.tells_in.insert(from, seq);
+                match self.stats.tells_in.get_mut(&from) {
+                    Some(upto) => *upto = seq,
+                    None => {
+                        self.stats.tells_in.insert(from, seq);
+                    }
+                }
                 let k = self.deliver(subject, &ty, codec, &msg, None);
                 self.stats.tells_decided.add(k.kind());
             }
@@ -1249,10 +1315,7 @@ impl<S: System, T: Transport> Node<S, T> {
         msg: &[u8],
         ctx: Option<ReplyCtx>,
     ) -> WireVerdict {
-        let Ok(path) = self.config.subjects.parse_actor(&self.me.name, subject) else {
-            return WireVerdict::Closed;
-        };
-        let Some(f) = self.exports.get(&path).and_then(|m| m.get(ty)) else {
+        let Some(f) = self.exports.get(subject).and_then(|m| m.get(ty)) else {
             return WireVerdict::Closed;
         };
         match f(codec, msg, ctx) {
@@ -1264,7 +1327,7 @@ impl<S: System, T: Transport> Node<S, T> {
         }
     }
 
-    fn on_heartbeat(&mut self, from: NodeRef, sent: Vec<(NodeRef, u64)>, down: Vec<NodeRef>) {
+    fn on_heartbeat(&mut self, from: NodeRef, down: Vec<NodeRef>) {
         if from.name == self.me.name {
             return;
         }
@@ -1284,10 +1347,7 @@ impl<S: System, T: Transport> Node<S, T> {
         let now = self.transport.now();
         match self.peers.get_mut(&from.name) {
             Some(p) if p.inc == from.inc => p.last_seen = now,
-            Some(p) if p.inc > from.inc => {
-                self.declare_down(from, true);
-                return;
-            }
+            Some(p) if p.inc > from.inc => self.declare_down(from, true),
             Some(p) => {
                 let old = NodeRef {
                     name: from.name.clone(),
@@ -1307,21 +1367,31 @@ impl<S: System, T: Transport> Node<S, T> {
                 );
             }
         }
-        // The tail of the sender's stream to this incarnation: what it sent
-        // that never arrived is lost.
-        if let Some((_, last_sent)) = sent.iter().find(|(t, _)| *t == self.me) {
-            let s = self.streams_in.entry(from.clone()).or_default();
-            if *last_sent > s.last {
-                for g in s.last + 1..=*last_sent {
-                    s.skipped.insert(g);
-                }
-                while s.skipped.len() > 4096 {
-                    s.skipped.pop_first();
-                }
-                self.stats.tells_lost += last_sent - s.last;
-                s.last = *last_sent;
-                self.stats.tells_in.insert(from, *last_sent);
+    }
+
+    /// The tail of a sender's stream to this incarnation: what it sent
+    /// that never arrived is lost. The marker travels behind the tells on
+    /// their subject, so a tell it announces has arrived before it or
+    /// never will.
+    fn on_tail(&mut self, from: NodeRef, to_inc: u64, last_sent: u64) {
+        if to_inc != self.me.inc || from.name == self.me.name || self.down.contains_key(&from) {
+            return;
+        }
+        if self.peers.get(&from.name).is_some_and(|p| p.inc > from.inc) {
+            // An earlier incarnation of that peer: not heard any more.
+            return;
+        }
+        let s = self.streams_in.entry(from.clone()).or_default();
+        if last_sent > s.last {
+            for g in s.last + 1..=last_sent {
+                s.skipped.insert(g);
             }
+            while s.skipped.len() > 4096 {
+                s.skipped.pop_first();
+            }
+            self.stats.tells_lost += last_sent - s.last;
+            s.last = last_sent;
+            self.stats.tells_in.insert(from, last_sent);
         }
     }
 }

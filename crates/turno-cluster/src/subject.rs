@@ -22,12 +22,16 @@
 //! | subject | carries |
 //! |---|---|
 //! | `turno.<node>.a.<seg>.<seg>…` | messages for the actor at `/<seg>/<seg>…` on `<node>` |
+//! | `turno.<node>.a._t` | the tail markers of the tell streams to `<node>` |
 //! | `turno.<node>.i.<incarnation>.<request>` | the reply to one request of `<node>` |
 //! | `turno.<node>.i.s` | system messages for `<node>` (watches, terminations) |
 //! | `turno._hb` | heartbeats of every node |
 //!
 //! `_hb` cannot be the escape of any node name (`_h` is not an escape), so
-//! the heartbeat subject never collides with a node's subjects.
+//! the heartbeat subject never collides with a node's subjects; `_t`
+//! cannot be the escape of any path segment, so the tail subject is no
+//! actor's. It lies under the actors' wildcard on purpose: a node receives
+//! it on the same subscription as the tells, after them.
 //!
 //! ```
 //! use turno_cluster::subject::{escape, unescape, Subjects};
@@ -156,6 +160,12 @@ impl Subjects {
     /// The wildcard a node subscribes to for all its actors.
     pub fn actors_of(&self, node: &str) -> String {
         format!("{}.{}.a.>", self.prefix, escape(node))
+    }
+
+    /// The subject of the tail markers of the tell streams to `node` (see
+    /// [`crate::node`]): under [`Subjects::actors_of`], never an actor's.
+    pub fn tail(&self, node: &str) -> String {
+        format!("{}.{}.a._t", self.prefix, escape(node))
     }
 
     /// The actor path a subject of `node`'s actors stands for.

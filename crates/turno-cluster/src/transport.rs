@@ -151,6 +151,13 @@ pub trait Transport {
         let _ = max;
     }
 
+    /// Lets the client move what it holds, without blocking: a real
+    /// transport writes the publishes it queued and reads what arrived
+    /// (see [`crate::nats`]); the simulated one has nothing to do. A node
+    /// calls it at the end of each pump, so what the pump published leaves
+    /// before the node's caller runs its actors.
+    fn progress(&mut self) {}
+
     /// The node's clock: time since an origin of the transport's choosing,
     /// monotonic. Deadlines and heartbeats are measured on it.
     fn now(&self) -> Duration;

@@ -245,9 +245,6 @@ pub enum Body {
     },
     /// A node's heartbeat.
     Heartbeat {
-        /// Per target (name, incarnation): the last tell sequence number
-        /// sent to it, so it counts the losses at the tail.
-        sent: Vec<(NodeRef, u64)>,
         /// The incarnations this node has declared down, so that a paused
         /// node learns it was declared down and comes back as a new one.
         down: Vec<NodeRef>,
@@ -265,6 +262,15 @@ pub enum Body {
         watch: u64,
         /// Why.
         reason: RemoteExit,
+    },
+    /// The tail of the sender's tell stream to incarnation `to_inc` (sent
+    /// with each heartbeat, on the receiver's tail subject, behind the
+    /// tells): what the receiver has not seen up to `seq` is lost.
+    Tail {
+        /// The receiver's incarnation the stream is for.
+        to_inc: u64,
+        /// The last sequence number sent.
+        seq: u64,
     },
 }
 
