@@ -854,12 +854,24 @@ function startCluster() {
 // A signup at review on the cluster, its next charge held by the gateway
 // (charged, then the reply held for 6 s; the node gives up at 2 s). Goes
 // on to sending, waits for the charge in the ledger; the owner node then.
-async function heldCharge(cluster, page) {
+async function heldCharge(cluster, page, { elsewhere = false } = {}) {
   await toReview(page, cluster.url);
   await workings(page, true);
   const owner = (await page.textContent("#owner")).trim();
   assert.match(owner, /^n[123]$/, "the page names the session's owner node");
   assert.match((await page.textContent("#served-by")).trim(), /^n[123]$/, "and the node that served it");
+  let via = null;
+  if (elsewhere) {
+    // Straight to a node that does not own the session (the session's
+    // cookie holds on every port of 127.0.0.1): its events go to the
+    // owner over NATS.
+    const nodes = [...cluster.out().matchAll(/node (n[123]): (http:\/\/127\.0\.0\.1:\d+\/)/g)];
+    via = nodes.find(([, name]) => name !== owner);
+    await page.goto(via[2] + "review");
+    await waitStep(page, "review");
+    assert.equal((await page.textContent("#served-by")).trim(), via[1]);
+    assert.equal((await page.textContent("#owner")).trim(), owner);
+  }
   await page.selectOption("#fault-charge", "timeout");
   await Promise.all([page.waitForNavigation(), page.click("#arm")]);
   const before = await cluster.stats();
@@ -872,7 +884,7 @@ async function heldCharge(cluster, page) {
   }
   const mid = await page.evaluate(async () => (await (await fetch("/api/state", { cache: "no-store" })).json()).step);
   assert.equal(mid, "submit.sending", "charged, the reply not given yet");
-  return { owner, before };
+  return { owner, before, via };
 }
 
 // The session completed on another node with exactly one charge, not
@@ -892,12 +904,17 @@ await test("three nodes: the owner node killed mid-submit (SIGKILL while the gat
   cluster = await startCluster();
   const { ctx, page } = await fresh();
   try {
-    const { owner, before } = await heldCharge(cluster, page);
+    const { owner, before, via } = await heldCharge(cluster, page, { elsewhere: true });
     const from = cluster.out().length;
     await Promise.all([page.waitForNavigation(), page.click("#kill-owner")]);
     await cluster.line(new RegExp(`kill ${owner} `), from);
     await endsWithOneCharge(cluster, page, owner, before);
     await page.screenshot({ path: join(SHOTS, "10-cluster-kill.png") });
+    // The confirmation, sent to a node that did not own the session, went
+    // to the owner over NATS.
+    const v = await page.evaluate(async () => (await (await fetch("/api/state", { cache: "no-store" })).json()));
+    assert.equal(v.served_by, via[1]);
+    assert.ok(v.forwarded >= 1, `events this node sent to an owner over NATS: ${JSON.stringify(v)}`);
   } finally {
     await ctx.close();
   }
@@ -933,7 +950,7 @@ await test("three nodes: the owner node paused mid-submit (SIGSTOP past its leas
   }
 });
 
-await test("three nodes: the owner node cut off from PostgreSQL mid-submit (a partition past its lease) -> completed elsewhere, one charge", async () => {
+await test("three nodes: the owner node cut off from PostgreSQL and NATS mid-submit (a partition past its lease) -> completed elsewhere, one charge", async () => {
   assert.ok(cluster, "the cluster started");
   const { ctx, page } = await fresh();
   try {

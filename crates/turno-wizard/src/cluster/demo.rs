@@ -14,8 +14,8 @@
 //! 3. The payment gateway (turno-gateway's [`HttpGateway`], its own SQLite
 //!    file in the data directory).
 //! 4. Three wizard node processes ([`super::run_node`]), each reaching
-//!    PostgreSQL through a pipe of the supervisor's, so that a node can be
-//!    cut off ("partition").
+//!    PostgreSQL and one nats-server through pipes of the supervisor's, so
+//!    that a node can be cut off ("partition").
 //! 5. The front door: the URL to open. Each request goes to the next node
 //!    that is up (round robin), and to the one after it if that node does
 //!    not answer: a load balancer's part.
@@ -25,7 +25,7 @@
 //! starts it again [`RESTART_AFTER`] later, as a new incarnation; *pause*
 //! sends SIGSTOP and SIGCONT [`PAUSE_FOR`] later (past its lease: when it
 //! wakes, its writes are refused as fenced); *partition* cuts its
-//! connections to PostgreSQL for [`PARTITION_FOR`]. The front door sends
+//! connections to PostgreSQL and NATS for [`PARTITION_FOR`]. The front door sends
 //! no request to a node while it is down, paused or cut off.
 //!
 //! **Stopping** (Ctrl-C or SIGTERM): every node gets SIGTERM and hands its
@@ -174,7 +174,8 @@ fn signal(child: &Child, sig: libc::c_int) {
     }
 }
 
-/// A TCP pipe from a node to PostgreSQL that the supervisor can cut.
+/// A TCP pipe from a node to PostgreSQL or NATS that the supervisor can
+/// cut.
 struct Pipe {
     addr: SocketAddr,
     cut: watch::Sender<bool>,
@@ -224,7 +225,8 @@ struct Slot {
     config: String,
     child: Option<Child>,
     health: Health,
-    pipe: Pipe,
+    /// To PostgreSQL and to its nats-server.
+    pipes: [Pipe; 2],
 }
 
 struct Sup {
@@ -341,8 +343,15 @@ impl ClusterDemo {
             .zip(&ports)
             .map(|(n, p)| (n.to_string(), SocketAddr::from(([127, 0, 0, 1], *p))))
             .collect();
-        for name in NODES {
+        for (i, name) in NODES.into_iter().enumerate() {
             let pipe = Pipe::start(pg_addr).await?;
+            // Each node speaks to one nats-server, through a pipe too.
+            let nats_port = demo.nats_urls[i % demo.nats_urls.len()]
+                .rsplit(':')
+                .next()
+                .and_then(|p| p.parse::<u16>().ok())
+                .ok_or_else(|| start_err("NATS", "a server URL without a port"))?;
+            let nats_pipe = Pipe::start(SocketAddr::from(([127, 0, 0, 1], nats_port))).await?;
             // The node reaches PostgreSQL through its pipe.
             let postgres = db.replacen(
                 &format!("127.0.0.1:{}", pg_addr.port()),
@@ -355,7 +364,7 @@ impl ClusterDemo {
                 postgres,
                 gateway: gateway_addr,
                 peers: peers.clone(),
-                nats: demo.nats_urls.clone(),
+                nats: vec![format!("nats://{}", nats_pipe.addr)],
                 control: control_addr,
             };
             let config = serde_json::to_string(&node).map_err(|e| start_err("a node", e))?;
@@ -365,7 +374,7 @@ impl ClusterDemo {
                 config,
                 child: None,
                 health: Health::Up,
-                pipe,
+                pipes: [pipe, nats_pipe],
             };
             demo.sup.start_node(&mut slot)?;
             demo.sup.slots.lock().expect("lock").push(slot);
@@ -627,7 +636,9 @@ async fn carry_out(sup: Arc<Sup>, action: String, node: String) {
                 }
             }
             _ => {
-                let _ = s.pipe.cut.send(true);
+                for p in &s.pipes {
+                    let _ = p.cut.send(true);
+                }
             }
         }
     });
@@ -646,7 +657,9 @@ async fn carry_out(sup: Arc<Sup>, action: String, node: String) {
             Ok(())
         }
         _ => {
-            let _ = s.pipe.cut.send(false);
+            for p in &s.pipes {
+                let _ = p.cut.send(false);
+            }
             s.health = Health::Up;
             Ok(())
         }

@@ -1,17 +1,17 @@
 //! A node's session home: the signup sessions as entities of one
-//! [`EntityHost`] on PostgreSQL, driven by one thread, and the routing of a
-//! page's event to the node that owns the session's shard.
+//! [`EntityHost`] on PostgreSQL, joined to a turno-cluster node over NATS
+//! as an [`EntityNode`], both driven by one thread of the node; and what a
+//! page asks of them.
 //!
-//! **Routing.** A page's event is delivered to the local host first. When
-//! the host does not own the session's shard it answers with the lease
-//! row's owner, and the event is forwarded to that node (its `/_node/op`,
-//! over loopback HTTP), whose host delivers it in turn and answers with
-//! the entity's acknowledgement. With no live lease (the owner died and its
-//! lease has not run out yet), or no answer from the owner, the event is
-//! tried again every [`RETRY`] with the **same sequence**, until a node
-//! took the shard over or [`ROUTE_DEADLINE`] passed: an attempt that was
-//! applied but whose answer was lost is acknowledged as a duplicate the
-//! next time, never applied twice.
+//! **Routing.** A page's event is handed to the node's [`EntityNode`]:
+//! when this node's host owns the session's shard the entity takes it
+//! here; otherwise it is asked of the owner (the lease row names it) over
+//! NATS, where that node's host delivers it. With no live lease (the owner
+//! died and its lease has not run out yet), no answer, or a refused write,
+//! it is tried again with the **same sequence** until a node took the shard
+//! over or [`ROUTE_DEADLINE`] passed: an attempt that was applied but whose
+//! answer was lost is acknowledged as a duplicate the next time, never
+//! applied twice (see `turno_entity::cluster`).
 //!
 //! **Sequences.** The node that serves a page numbers its event: the
 //! session's applied sequence (from the store) plus one, kept for every
@@ -20,25 +20,35 @@
 //! acknowledged as a duplicate and changes nothing (the user sends it
 //! again).
 //!
-//! **The step check.** A form's step is checked on the owner, against the
-//! session's committed snapshot, right before the event is delivered, one
-//! event of a session at a time on the owner. A timer or the gateway's
-//! answer may still move the session between the check and the event; the
-//! chart ignores an event its state has no transition for.
+//! **The step check.** A form's step is checked by the node that serves
+//! the page, against the session's committed snapshot, right before the
+//! event is routed (one event of a session at a time on that node). Between
+//! the check and the event, a timer, the gateway's answer or another
+//! node's page may move the session; the chart ignores an event its state
+//! has no transition for.
+//!
+//! **Membership.** Each node takes at most its share of the shards: their
+//! number over the nodes it hears over NATS (its peers and itself), rounded
+//! up. A node that stops (killed, paused, cut off) is declared down by the
+//! others after [`DOWN_AFTER`]; their shares grow, and they take its shards
+//! when its leases run out.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
-use turno::{Context, Response, ThreadedSystem};
+use turno::{Context, LocalSystem, Response, ThreadedSystem};
 use turno_chart::interpreter::{ChartActor, ChartMsg, Running, Service, Started};
 use turno_chart::persist::Persist;
 use turno_chart::{Event, Machine, Snapshot};
-use turno_entity::{Ack, Delivery, EntityExt, EntityHost, HostConfig, Reply, Routed};
+use turno_cluster::nats::{NatsOptions, NatsTransport};
+use turno_cluster::node::{fresh_incarnation, Node, NodeConfig};
+use turno_cluster::transport::Transport;
+use turno_entity::cluster::{EntityNode, Outcome, RouteConfig};
+use turno_entity::{Ack, Delivery, EntityExt, EntityHost, HostConfig, Routed};
 use turno_store::{shard_for, Store};
 
 use super::{node_of, LEASE_TTL, SHARDS};
@@ -49,13 +59,15 @@ use crate::steps::Step;
 
 /// How often the host renews its leases, passivates and wakes timers.
 const TICK: Duration = Duration::from_millis(200);
+/// How often a node says it is alive over NATS.
+const HEARTBEAT: Duration = Duration::from_millis(100);
+/// A peer silent this long is taken for down.
+pub(crate) const DOWN_AFTER: Duration = Duration::from_millis(1_000);
 /// How long a routed event keeps trying before it gives up.
 pub(crate) const ROUTE_DEADLINE: Duration = Duration::from_secs(12);
-/// The pause between two attempts of a routed event.
-const RETRY: Duration = Duration::from_millis(150);
 /// How long one attempt at the owner may take (a paused owner answers
 /// nothing).
-const ATTEMPT: Duration = Duration::from_millis(1500);
+const ATTEMPT: Duration = Duration::from_millis(1_000);
 /// How long a node waits for the gateway's answer to a charge: longer than
 /// a lease, so that an owner that dies or stops while the gateway holds a
 /// charge's reply is taken over before its own wait would have ended.
@@ -65,25 +77,28 @@ pub(crate) const CHARGE_TIMEOUT: Duration = Duration::from_secs(5);
 const FAULTS: &str = "wizard-faults";
 /// How long armed faults are kept.
 const FAULTS_TTL: Duration = Duration::from_secs(24 * 3600);
+/// The event that wakes a session on its owner (the chart has no
+/// transition for it: only the entity's sequence moves).
+const WAKE: &str = "WAKE";
 
 type Host = EntityHost<ThreadedSystem, Value>;
+type Entities = EntityNode<LocalSystem, NatsTransport, ThreadedSystem, Value>;
 
-/// An event (or a wake-up) for a session, as one node asks another.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// An event for a session.
+#[derive(Clone, Debug)]
 pub(crate) struct Op {
     /// The session.
     pub sid: String,
-    /// The event's sequence for the session (ignored for a wake-up).
+    /// The event's sequence for the session.
     pub seq: u64,
-    /// The event (`None`: wake the session up, no event).
-    pub event: Option<Event>,
-    /// The step the session must be at, checked on the owner.
+    /// The event.
+    pub event: Event,
+    /// The step the session must be at.
     pub guard: Option<String>,
 }
 
-/// What an attempt at a node came to.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-#[serde(tag = "outcome", rename_all = "snake_case")]
+/// What became of an [`Op`].
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Answer {
     /// Committed (now, or by an earlier attempt), by node `by`.
     Applied {
@@ -95,27 +110,11 @@ pub(crate) enum Answer {
         /// The step it is at.
         current: String,
     },
-    /// That node does not own the session's shard; the lease row names
-    /// `owner` (`<node>/<incarnation>`), if a lease is live.
-    NotOwner {
-        /// The live lease's owner.
-        owner: Option<String>,
-    },
-    /// Not committed (fenced, failed, no answer): try again.
-    Retry {
-        /// Why.
-        why: String,
-    },
 }
 
 enum Cmd {
-    Op(Op, oneshot::Sender<Local>),
-    Share(u32),
-}
-
-enum Local {
-    Pending(oneshot::Receiver<Ack>),
-    Done(Answer),
+    Op(Op, oneshot::Sender<Result<Answer, String>>),
+    Wake(String, u64),
 }
 
 /// A session's committed state, as [`Home::seen`] reads it.
@@ -130,7 +129,7 @@ pub(crate) struct Seen {
     pub applied: u64,
 }
 
-/// A node's sessions: its host thread, the store, and its peers.
+/// A node's sessions: its entity thread, the store.
 pub(crate) struct Home {
     /// The node's name.
     pub name: String,
@@ -138,25 +137,30 @@ pub(crate) struct Home {
     pub owner: String,
     pub store: Store,
     pub machine: Arc<Machine<Value>>,
-    peers: BTreeMap<String, SocketAddr>,
     cmds: Mutex<Option<mpsc::Sender<Cmd>>>,
-    host_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
-    /// One event of a session at a time on this node (as its owner).
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// One event of a session at a time from this node.
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
-    /// The node's host's fenced writes so far (shown on the page).
+    /// The node's host's fenced writes so far (shown in `/api/state`).
     pub fenced: Arc<std::sync::atomic::AtomicU64>,
+    /// Page events this node sent to another node over NATS, and other
+    /// nodes' events its host took (shown in `/api/state`).
+    pub routed: Arc<[std::sync::atomic::AtomicU64; 2]>,
 }
 
 impl Home {
-    /// Starts the host thread of node `name` on `store`, its charges going
-    /// to `gateway`. Call inside a tokio runtime.
+    /// Starts the entity thread of node `name` on `store`, over the NATS
+    /// servers `nats`, its charges going to `gateway`. Call inside a tokio
+    /// runtime.
     pub(crate) fn start(
         name: &str,
         store: Store,
         gateway: SocketAddr,
-        peers: BTreeMap<String, SocketAddr>,
+        nats: &[String],
+        nodes: usize,
     ) -> Result<Arc<Home>, String> {
-        let owner = format!("{name}/{}", crate::ids::random_hex(4));
+        let inc = fresh_incarnation();
+        let owner = format!("{name}/{inc}");
         let machine = machine::signup();
         let system = ThreadedSystem::builder()
             .threads(2)
@@ -170,7 +174,7 @@ impl Home {
             idle: Duration::from_secs(60),
             due_batch: 100,
         };
-        let mut host = EntityHost::new(
+        let host = EntityHost::new(
             system,
             store.clone(),
             owner.clone(),
@@ -184,24 +188,47 @@ impl Home {
                 f.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
         });
-        host.set_share(share(peers.len()));
+        let routed: Arc<[std::sync::atomic::AtomicU64; 2]> = Arc::default();
+        let r = routed.clone();
         let (tx, rx) = mpsc::channel();
-        let m = machine.clone();
-        let st = store.clone();
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let (n, st, m, urls) = (
+            name.to_string(),
+            store.clone(),
+            machine.clone(),
+            nats.to_vec(),
+        );
+        // The NATS client runs a runtime of its own: it is made on this
+        // thread, outside the node's tokio runtime.
         let thread = std::thread::Builder::new()
-            .name(format!("turno-wizard-{name}-host"))
-            .spawn(move || host_loop(host, rx, st, m))
-            .map_err(|e| format!("the host thread: {e}"))?;
+            .name(format!("turno-wizard-{name}"))
+            .spawn(move || {
+                let en = match join(&n, inc, host, &urls) {
+                    Ok(en) => {
+                        let _ = ready_tx.send(Ok(()));
+                        en
+                    }
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
+                entity_loop(en, rx, &st, &m, nodes, &r);
+            })
+            .map_err(|e| format!("the entity thread: {e}"))?;
+        ready_rx
+            .recv()
+            .map_err(|_| "the entity thread ended".to_string())??;
         Ok(Arc::new(Home {
             name: name.to_string(),
             owner,
             store,
             machine,
-            peers,
             cmds: Mutex::new(Some(tx)),
-            host_thread: Mutex::new(Some(thread)),
+            thread: Mutex::new(Some(thread)),
             locks: Mutex::default(),
             fenced,
+            routed,
         }))
     }
 
@@ -210,21 +237,9 @@ impl Home {
     /// over at once. Blocking.
     pub(crate) fn shutdown(&self) {
         drop(self.cmds.lock().expect("lock").take());
-        if let Some(t) = self.host_thread.lock().expect("lock").take() {
+        if let Some(t) = self.thread.lock().expect("lock").take() {
             let _ = t.join();
         }
-    }
-
-    /// Sets how many shards this node takes (from the live nodes).
-    pub(crate) fn set_live(&self, live: usize) {
-        if let Some(tx) = self.cmds.lock().expect("lock").as_ref() {
-            let _ = tx.send(Cmd::Share(share(live)));
-        }
-    }
-
-    /// The peers (name, address), this node among them.
-    pub(crate) fn peers(&self) -> &BTreeMap<String, SocketAddr> {
-        &self.peers
     }
 
     fn lock_for(&self, sid: &str) -> Arc<tokio::sync::Mutex<()>> {
@@ -236,42 +251,10 @@ impl Home {
         locks.entry(sid.to_string()).or_default().clone()
     }
 
-    /// One attempt of `op` at this node's host (the owner side of
-    /// routing): never forwarded further.
-    pub(crate) async fn local(&self, op: Op) -> Answer {
-        let lock = self.lock_for(&op.sid);
-        let _one = lock.lock().await;
-        let (tx, rx) = oneshot::channel();
-        let sent = match self.cmds.lock().expect("lock").as_ref() {
-            Some(cmds) => cmds.send(Cmd::Op(op, tx)).is_ok(),
+    fn send(&self, cmd: Cmd) -> bool {
+        match self.cmds.lock().expect("lock").as_ref() {
+            Some(cmds) => cmds.send(cmd).is_ok(),
             None => false,
-        };
-        if !sent {
-            return Answer::Retry {
-                why: "the node is stopping".into(),
-            };
-        }
-        let local = match tokio::time::timeout(ATTEMPT, rx).await {
-            Ok(Ok(l)) => l,
-            _ => {
-                return Answer::Retry {
-                    why: "the host did not answer".into(),
-                }
-            }
-        };
-        match local {
-            Local::Done(a) => a,
-            Local::Pending(ack) => match tokio::time::timeout(ATTEMPT, ack).await {
-                Ok(Ok(ack)) if ack.is_acknowledged() => Answer::Applied {
-                    by: self.name.clone(),
-                },
-                Ok(Ok(ack)) => Answer::Retry {
-                    why: format!("{ack:?}"),
-                },
-                _ => Answer::Retry {
-                    why: "the session did not answer".into(),
-                },
-            },
         }
     }
 
@@ -279,60 +262,24 @@ impl Home {
     /// [module docs](self)): `Applied` or `Stale`, or why not by the
     /// deadline.
     pub(crate) async fn route(&self, op: Op) -> Result<Answer, String> {
-        let deadline = Instant::now() + ROUTE_DEADLINE;
-        let mut at: Option<String> = None;
-        let mut last;
-        loop {
-            let answer = match at.as_deref() {
-                Some(n) if n != self.name => self.forward(n, &op).await,
-                _ => self.local(op.clone()).await,
-            };
-            match answer {
-                a @ (Answer::Applied { .. } | Answer::Stale { .. }) => return Ok(a),
-                Answer::NotOwner { owner: Some(o) } => {
-                    let n = node_of(&o).to_string();
-                    if at.as_deref() != Some(n.as_str()) && self.peers.contains_key(&n) {
-                        at = Some(n);
-                        continue;
-                    }
-                    last = format!("{n} owns the session but does not take it");
-                    at = None;
-                }
-                Answer::NotOwner { owner: None } => {
-                    last = "no node owns the session's shard now".into();
-                    at = None;
-                }
-                Answer::Retry { why } => {
-                    last = why;
-                    at = None;
-                }
-            }
-            if Instant::now() + RETRY > deadline {
-                return Err(last);
-            }
-            tokio::time::sleep(RETRY).await;
+        let lock = self.lock_for(&op.sid);
+        let _one = lock.lock().await;
+        let (tx, rx) = oneshot::channel();
+        if !self.send(Cmd::Op(op, tx)) {
+            return Err("the node is stopping".into());
+        }
+        match tokio::time::timeout(ROUTE_DEADLINE + ATTEMPT * 2, rx).await {
+            Ok(Ok(answer)) => answer,
+            _ => Err("the node's entity thread did not answer".into()),
         }
     }
 
-    /// One attempt of `op` at node `name`.
-    async fn forward(&self, name: &str, op: &Op) -> Answer {
-        let Some(addr) = self.peers.get(name) else {
-            return Answer::Retry {
-                why: format!("no node {name}"),
-            };
-        };
-        let body = serde_json::to_value(op).unwrap_or(Value::Null);
-        match client::post_json(*addr, "/_node/op", &body, ATTEMPT).await {
-            Ok((200, v)) => serde_json::from_value(v).unwrap_or_else(|e| Answer::Retry {
-                why: format!("{name} answered {e}"),
-            }),
-            Ok((status, v)) => Answer::Retry {
-                why: format!("{name} answered {status}: {v}"),
-            },
-            Err(e) => Answer::Retry {
-                why: format!("{name}: {e}"),
-            },
-        }
+    /// Wakes the session on its owner (restored from its snapshot if it is
+    /// not in memory there), without waiting: a submit whose owner died
+    /// with its charge in flight resumes on the node that took the shard
+    /// over. `applied`: the session's applied sequence, as last read.
+    pub(crate) fn wake(&self, sid: &str, applied: u64) {
+        self.send(Cmd::Wake(sid.to_string(), applied));
     }
 
     /// The session's committed state (`None`: no such session), read from
@@ -367,18 +314,6 @@ impl Home {
         }))
     }
 
-    /// The number of nodes holding a live shard lease, this one counted
-    /// even if it holds none. Blocking.
-    pub(crate) fn live_nodes(&self) -> Result<usize, String> {
-        let mut names = std::collections::BTreeSet::from([self.name.clone()]);
-        for shard in 0..SHARDS {
-            if let Some(l) = self.store.shard_owner(shard).map_err(|e| e.to_string())? {
-                names.insert(node_of(&l.owner).to_string());
-            }
-        }
-        Ok(names.len())
-    }
-
     /// The faults armed for the session's next charge. Blocking.
     pub(crate) fn faults(&self, sid: &str) -> Result<Faults, String> {
         load_faults(&self.store, sid)
@@ -391,12 +326,6 @@ impl Home {
             .map(|_| ())
             .map_err(|e| e.to_string())
     }
-}
-
-/// The shards a node takes when `live` nodes share them.
-fn share(live: usize) -> u32 {
-    let live = u32::try_from(live.max(1)).unwrap_or(1);
-    SHARDS.div_ceil(live)
 }
 
 fn load_faults(store: &Store, sid: &str) -> Result<Faults, String> {
@@ -431,72 +360,125 @@ fn view_of(m: &Machine<Value>, s: &Snapshot<Value>, sid: &str, rev: u64, faults:
     }
 }
 
-/// The host's thread: commands in, ticks every [`TICK`]; when the
-/// command channel closes, a clean shutdown.
-fn host_loop(mut host: Host, rx: mpsc::Receiver<Cmd>, store: Store, machine: Arc<Machine<Value>>) {
+/// Connects to NATS and joins the host to a turno-cluster node there.
+fn join(name: &str, inc: u64, host: Host, nats: &[String]) -> Result<Entities, String> {
+    let urls: Vec<&str> = nats.iter().map(String::as_str).collect();
+    let options = NatsOptions {
+        only_given_servers: true,
+        ..NatsOptions::default()
+    };
+    let transport = NatsTransport::connect(&urls, options)
+        .map_err(|e| format!("cannot connect to NATS ({}): {e}", nats.join(", ")))?;
+    let config = NodeConfig {
+        heartbeat_every: HEARTBEAT,
+        down_after: DOWN_AFTER,
+        ..NodeConfig::default()
+    };
+    let node = Node::new(name, inc, LocalSystem::new(), transport, config)
+        .map_err(|e| format!("cannot join the cluster: {e}"))?;
+    let route = RouteConfig {
+        attempt_timeout: ATTEMPT,
+        retry_every: Duration::from_millis(100),
+    };
+    EntityNode::new(node, host, route).map_err(|e| e.to_string())
+}
+
+/// The node's entity thread: NATS pumped, commands in, a tick every
+/// [`TICK`]; when the command channel closes, a clean shutdown.
+fn entity_loop(
+    mut en: Entities,
+    rx: mpsc::Receiver<Cmd>,
+    store: &Store,
+    machine: &Machine<Value>,
+    nodes: usize,
+    routed: &[std::sync::atomic::AtomicU64; 2],
+) {
     let mut next_tick = Instant::now();
+    // The first tick waits for the peers' first heartbeats, so that a node
+    // started beside others does not take every shard.
+    let startup = Instant::now() + HEARTBEAT * 3;
+    let shards_for = |live: usize| SHARDS.div_ceil(u32::try_from(live.max(1)).unwrap_or(1));
     loop {
-        let wait = next_tick.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(wait) {
-            Ok(Cmd::Share(n)) => host.set_share(n),
-            Ok(Cmd::Op(op, answer)) => {
-                let local = take(&mut host, &store, &machine, op);
-                let _ = answer.send(local);
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                if let Err(e) = host.shutdown(Duration::from_secs(2)) {
-                    eprintln!("turno demo cluster: {}: shutdown: {e}", host.owner());
+        en.pump();
+        loop {
+            match rx.try_recv() {
+                Ok(Cmd::Op(op, answer)) => take(&mut en, store, machine, op, answer),
+                Ok(Cmd::Wake(sid, applied)) => wake(&mut en, &sid, applied),
+                Err(mpsc::TryRecvError::Empty) => break,
+                Err(mpsc::TryRecvError::Disconnected) => {
+                    if let Err(e) = en.shutdown(Duration::from_secs(2)) {
+                        eprintln!("turno demo cluster: {}: shutdown: {e}", en.host().owner());
+                    }
+                    return;
                 }
-                return;
             }
         }
-        if Instant::now() >= next_tick {
-            if let Err(e) = host.tick() {
-                eprintln!("turno demo cluster: {}: tick: {e}", host.owner());
+        let now = Instant::now();
+        if now >= next_tick && now >= startup {
+            let live = en.node().peers().len() + 1;
+            // At first, before the heartbeats of all are heard, the nodes
+            // the supervisor started.
+            let live = if now < startup + HEARTBEAT * 10 {
+                live.max(nodes)
+            } else {
+                live
+            };
+            en.host_mut().set_share(shards_for(live));
+            // A store that cannot be reached is no reason to stop: the
+            // leases lapse and other nodes take the shards over.
+            if let Err(e) = en.tick() {
+                eprintln!("turno demo cluster: {}: tick: {e}", en.host().owner());
             }
-            next_tick = Instant::now() + TICK;
+            next_tick = now + TICK;
+            let stats = en.stats();
+            routed[0].store(stats.forwarded, std::sync::atomic::Ordering::Relaxed);
+            routed[1].store(stats.served, std::sync::atomic::Ordering::Relaxed);
         }
+        en.node_mut().transport_mut().wait(Duration::from_millis(2));
     }
 }
 
-/// One op at the host.
-fn take(host: &mut Host, store: &Store, machine: &Machine<Value>, op: Op) -> Local {
-    let not_owner = |r: Routed| match r {
-        Routed::NotOwner { owner, .. } => Some(Local::Done(Answer::NotOwner {
-            owner: owner.map(|l| l.owner),
-        })),
-        Routed::Delivered => None,
-    };
-    let failed = |e: turno_entity::EntityError| Local::Done(Answer::Retry { why: e.to_string() });
-    let Some(event) = op.event else {
-        return match host.activate(&op.sid) {
-            Ok(r) => not_owner(r).unwrap_or_else(|| {
-                Local::Done(Answer::Applied {
-                    by: host.owner().to_string(),
-                })
-            }),
-            Err(e) => failed(e),
-        };
-    };
-    let shard = shard_for(&op.sid, SHARDS);
-    let owned = host.held().iter().any(|l| l.shard == shard);
-    if let (true, Some(guard)) = (owned, &op.guard) {
+/// One page event: its step checked against the committed snapshot, then
+/// routed to the owner; the answer comes from inside a later pump.
+fn take(
+    en: &mut Entities,
+    store: &Store,
+    machine: &Machine<Value>,
+    op: Op,
+    answer: oneshot::Sender<Result<Answer, String>>,
+) {
+    if let Some(guard) = &op.guard {
         match current_step(store, machine, &op.sid) {
             Ok(Some(current)) if current != *guard => {
-                return Local::Done(Answer::Stale { current });
+                let _ = answer.send(Ok(Answer::Stale { current }));
+                return;
             }
             Ok(_) => {}
-            Err(why) => return Local::Done(Answer::Retry { why }),
+            Err(why) => {
+                let _ = answer.send(Err(why));
+                return;
+            }
         }
     }
-    let (tx, rx) = oneshot::channel();
-    let reply = Reply::new(move |ack| {
-        let _ = tx.send(ack);
+    en.deliver(&op.sid, op.seq, op.event, ROUTE_DEADLINE, move |o| {
+        let _ = answer.send(match o {
+            Outcome::Acked { owner, .. } => Ok(Answer::Applied {
+                by: node_of(&owner).to_string(),
+            }),
+            Outcome::Unknown { last } => Err(last),
+            Outcome::Refused(why) => Err(why),
+        });
     });
-    match host.deliver(&op.sid, op.seq, event, reply) {
-        Ok(r) => not_owner(r).unwrap_or(Local::Pending(rx)),
-        Err(e) => failed(e),
+}
+
+/// Wakes a session: here if this node owns its shard (no write), else by
+/// an event the chart ignores, routed to the owner.
+fn wake(en: &mut Entities, sid: &str, applied: u64) {
+    match en.host_mut().activate(sid) {
+        Ok(Routed::Delivered) => {}
+        Ok(Routed::NotOwner { .. }) | Err(_) => {
+            en.deliver(sid, applied + 1, Event::new(WAKE), ROUTE_DEADLINE, |_| {});
+        }
     }
 }
 
@@ -647,17 +629,4 @@ fn lookup(
         on_done(&s),
     );
     piped(ctx, &s, r)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_shards_are_shared_out_among_the_live_nodes_rounding_up() {
-        assert_eq!(share(3), SHARDS.div_ceil(3));
-        assert_eq!(share(2), SHARDS.div_ceil(2));
-        assert_eq!(share(1), SHARDS);
-        assert_eq!(share(0), SHARDS, "a node alone takes every shard");
-    }
 }

@@ -15,9 +15,10 @@
 //! - A **node** ([`run_node`]) is a process: an
 //!   [`EntityHost`](turno_entity::EntityHost) of the signup chart on
 //!   PostgreSQL (shards held through lease rows; every macrostep of a
-//!   session committed with its owner's epoch before its effects), and the
+//!   session committed with its owner's epoch before its effects), joined
+//!   to the others over NATS (turno-entity's `EntityNode`), and the
 //!   wizard's pages over HTTP. A page's event for a session whose shard
-//!   another node owns goes to that node ([`home`]); a page's view is the
+//!   another node owns goes to that node over NATS; a page's view is the
 //!   session's committed snapshot, read from the store by whichever node
 //!   serves the page, which says on the page which node served it and which
 //!   owns the session.
@@ -68,7 +69,8 @@ pub struct NodeConfig {
     pub gateway: SocketAddr,
     /// Every node's page address, by name (this one's too).
     pub peers: BTreeMap<String, SocketAddr>,
-    /// The NATS servers of the cluster.
+    /// The NATS server (or servers) this node connects to, and only to
+    /// them.
     pub nats: Vec<String>,
     /// The supervisor's control address (the fault panel's node faults).
     pub control: SocketAddr,

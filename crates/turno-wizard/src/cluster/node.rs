@@ -9,12 +9,6 @@ use super::home::Home;
 use super::web::{router, NodeState};
 use super::NodeConfig;
 
-/// How often a node counts the live nodes (they share the shards out).
-const MEMBERSHIP_EVERY: Duration = Duration::from_millis(500);
-/// How long the nodes count each other as live from their start, before
-/// each holds its leases.
-const STARTUP: Duration = Duration::from_secs(3);
-
 /// Runs a node until SIGTERM or Ctrl-C, then shuts it down cleanly (its
 /// sessions finish what they hold, its leases are released). The
 /// configuration comes as JSON ([`NodeConfig`]). An error says what could
@@ -35,7 +29,16 @@ async fn serve(config: NodeConfig) -> Result<(), String> {
     let store = tokio::task::spawn_blocking(move || connect(&url))
         .await
         .map_err(|e| e.to_string())??;
-    let home = Home::start(&config.name, store, config.gateway, config.peers.clone())?;
+    let (name, gateway, nats, nodes) = (
+        config.name.clone(),
+        config.gateway,
+        config.nats.clone(),
+        config.peers.len(),
+    );
+    let home =
+        tokio::task::spawn_blocking(move || Home::start(&name, store, gateway, &nats, nodes))
+            .await
+            .map_err(|e| e.to_string())??;
     let listener = tokio::net::TcpListener::bind(config.addr)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", config.addr))?;
@@ -43,7 +46,6 @@ async fn serve(config: NodeConfig) -> Result<(), String> {
         home: home.clone(),
         control: config.control,
     });
-    let membership = tokio::spawn(membership(home.clone()));
     println!(
         "turno node {} ({}) at http://{}/",
         config.name, home.owner, config.addr
@@ -66,7 +68,6 @@ async fn serve(config: NodeConfig) -> Result<(), String> {
     let served = axum::serve(listener, router(state))
         .with_graceful_shutdown(stop)
         .await;
-    membership.abort();
     let h = home.clone();
     let _ = tokio::task::spawn_blocking(move || h.shutdown()).await;
     served.map_err(|e| format!("the server: {e}"))
@@ -83,29 +84,4 @@ fn connect(url: &str) -> Result<Store, String> {
         std::thread::sleep(Duration::from_millis(100));
     }
     Err(format!("cannot open the database {url}: {last}"))
-}
-
-/// Sets the node's share of the shards from the live nodes: at first every
-/// configured node (they start together), then the nodes that hold a live
-/// lease, this one among them. A node that stops renewing (dead, paused,
-/// cut off from PostgreSQL) drops out when its leases run out, and the
-/// others' shares grow to take its shards over.
-async fn membership(home: Arc<Home>) {
-    let started = std::time::Instant::now();
-    loop {
-        let live = if started.elapsed() < STARTUP {
-            home.peers().len()
-        } else {
-            let h = home.clone();
-            match tokio::task::spawn_blocking(move || h.live_nodes()).await {
-                Ok(Ok(n)) => n,
-                _ => {
-                    tokio::time::sleep(MEMBERSHIP_EVERY).await;
-                    continue;
-                }
-            }
-        };
-        home.set_live(live);
-        tokio::time::sleep(MEMBERSHIP_EVERY).await;
-    }
 }

@@ -63,7 +63,6 @@ pub(crate) fn router(n: Arc<NodeState>) -> Router {
         .route("/node-fault", post(node_fault_form))
         .route("/api/state", get(api_state))
         .route("/api/chart", get(api_chart))
-        .route("/_node/op", post(node_op))
         .route("/_node/health", get(|| async { "ok" }))
         .route(
             "/assets/app.js",
@@ -105,7 +104,7 @@ async fn create(n: &NodeState) -> Result<(String, Seen), Reject> {
     let op = Op {
         sid: sid.clone(),
         seq: 1,
-        event: Some(Event::new("START")),
+        event: Event::new("START"),
         guard: None,
     };
     route(n, op).await?;
@@ -191,13 +190,12 @@ async fn step_page(
         let op = Op {
             sid: sid.clone(),
             seq: s.applied + 1,
-            event: Some(event),
+            event,
             guard: Some(current.clone()),
         };
         match route(&n, op).await {
             Ok(Answer::Applied { .. }) => {}
             Ok(Answer::Stale { current }) => return not_open(&current),
-            Ok(_) => return reject_page(o, restarting()),
             Err(r) => return reject_page(o, r),
         }
         s = match seen(&n, &sid).await {
@@ -300,7 +298,7 @@ async fn apply(
     let op = Op {
         sid: sid.clone(),
         seq: s.applied + 1,
-        event: Some(ev),
+        event: ev,
         guard,
     };
     match route(n, op).await? {
@@ -315,7 +313,6 @@ async fn apply(
                 ..Reject::new(StatusCode::CONFLICT, |w| w.stale_title)
             })
         }
-        _ => return Err(restarting()),
     }
     match seen(n, &sid).await? {
         Some(s) => Ok(s),
@@ -435,7 +432,10 @@ struct StateQuery {
     wait: Option<u64>,
 }
 
-/// The session's view, with the serving and owning nodes. With `after`,
+/// The session's view, with the serving and owning nodes and the serving
+/// node's counters (`fenced`: its writes refused; `forwarded`: page events
+/// it sent to an owner over NATS; `served`: other nodes' events its host
+/// took). With `after`,
 /// it waits (up to `wait` ms) until the session's revision moved from it.
 /// A session whose submit is unresolved is woken on its owner, so that a
 /// submit whose owner died resumes on the node that took the shard over.
@@ -451,23 +451,18 @@ async fn api_state(State(n): St, headers: HeaderMap, Query(q): Query<StateQuery>
         let unresolved = Step::named(&s.view.step).is_some_and(|r| r.unresolved);
         if unresolved && woken.is_none_or(|w| w.elapsed() >= Duration::from_secs(1)) {
             woken = Some(Instant::now());
-            let home = n.home.clone();
-            let op = Op {
-                sid,
-                seq: 0,
-                event: None,
-                guard: None,
-            };
-            tokio::spawn(async move {
-                let _ = home.route(op).await;
-            });
+            n.home.wake(&sid, s.applied);
         }
         let moved = q.after.is_none_or(|a| a != s.view.rev);
         if moved || t0.elapsed() >= wait {
             let mut v = serde_json::to_value(&s.view).unwrap_or(Value::Null);
             v["served_by"] = json!(n.home.name);
             v["owner"] = json!(s.owner);
-            v["fenced"] = json!(n.home.fenced.load(std::sync::atomic::Ordering::Relaxed));
+            let get =
+                |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+            v["fenced"] = json!(get(&n.home.fenced));
+            v["forwarded"] = json!(get(&n.home.routed[0]));
+            v["served"] = json!(get(&n.home.routed[1]));
             return Json(v).into_response();
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -476,15 +471,4 @@ async fn api_state(State(n): St, headers: HeaderMap, Query(q): Query<StateQuery>
 
 async fn api_chart(State(n): St) -> Json<Value> {
     Json(pages::chart_json(&n.home.machine))
-}
-
-/// Another node's event for a session this node may own: one attempt
-/// here, never forwarded further.
-async fn node_op(State(n): St, headers: HeaderMap, Json(op): Json<Op>) -> Response {
-    // Only the nodes send this header; a page cannot send it across
-    // origins without a preflight the node never answers.
-    if headers.get("x-turno-node").is_none() {
-        return StatusCode::FORBIDDEN.into_response();
-    }
-    Json(n.home.local(op).await).into_response()
 }
