@@ -909,7 +909,7 @@ await test("three nodes: the owner node killed mid-submit (SIGKILL while the gat
     await Promise.all([page.waitForNavigation(), page.click("#kill-owner")]);
     await cluster.line(new RegExp(`kill ${owner} `), from);
     await endsWithOneCharge(cluster, page, owner, before);
-    await page.screenshot({ path: join(SHOTS, "10-cluster-kill.png") });
+    await page.screenshot({ path: join(SHOTS, "14-cluster-kill.png") });
     // The confirmation, sent to a node that did not own the session, went
     // to the owner over NATS.
     const v = await page.evaluate(async () => (await (await fetch("/api/state", { cache: "no-store" })).json()));
