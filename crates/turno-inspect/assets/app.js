@@ -718,7 +718,7 @@ function drawPlots() {
     const maxSojourn = Math.max(1, ...b.map((x) => x.sojourn_max_ns));
     const W = n, H = PLOT_H + LOSS_H + 4;
     const s = svg("svg", { class: "queue-plot", viewBox: `0 0 ${W} ${H}`, width: W, height: H, preserveAspectRatio: "none",
-      "data-actor": p.actor, "data-name": p.name, "data-max-depth": Math.max(...b.map((x) => x.depth)) });
+      "data-actor": p.actor, "data-name": p.name, "data-kind": p.kind, "data-max-depth": Math.max(...b.map((x) => x.depth)) });
     s.append(svg("rect", { class: "plot-bg", x: 0, y: 0, width: W, height: PLOT_H }));
     // Depth: the deepest point of each pixel, as a filled step line.
     let path = `M0,${PLOT_H}`;
@@ -746,8 +746,8 @@ function drawPlots() {
     const sum = (k) => b.reduce((a, x) => a + x[k], 0);
     const losses = ["evicted", "dropped", "rejected", "full"].filter((k) => sum(k)).map((k) => `${k} ${sum(k)}`).join(", ") || "none";
     const L = p.little;
-    out.push(el("div", { class: "queue", "data-actor": p.actor },
-      el("div", { class: "queue-title", text: `#${p.actor} ${p.name} ${p.policy} \u2014 depth (blue, max ${p.max_depth}), sojourn of taken messages (orange, up to ${seconds(maxSojourn / 1e9)}), lost below (red): ${losses}` }),
+    out.push(el("div", { class: "queue", "data-actor": p.actor, "data-kind": p.kind },
+      el("div", { class: "queue-title", text: `#${p.actor} ${p.kind === "stream" ? "stream " : ""}${p.name} ${p.policy} \u2014 depth (blue, max ${p.max_depth}), sojourn of taken messages (orange, up to ${seconds(maxSojourn / 1e9)}), lost below (red): ${losses}` }),
       s,
       el("div", { class: "little", "data-predicted": L.predicted_depth, "data-mean": L.mean_depth,
         text: `Little's law: arrivals ${L.arrival_rate.toFixed(1)}/s \u00d7 mean sojourn ${seconds(L.mean_sojourn_s)} = ${L.predicted_depth.toFixed(2)} queued, against a mean depth of ${L.mean_depth.toFixed(2)}` })));

@@ -308,12 +308,7 @@ async fn queues(State(app): State<Arc<LiveApp>>, Query(q): Query<QueuesQuery>) -
         // here at once and a plot never stalls the system for long.
         let (names, end) = {
             let world = lock(&shared.world);
-            let names: std::collections::HashMap<_, _> = world
-                .actors
-                .iter()
-                .map(|(id, a)| (*id, (a.name.clone(), a.policy.to_string())))
-                .collect();
-            (names, world.t_ns)
+            (crate::server::queue_names(&world), world.t_ns)
         };
         let queues = lock(&shared.queues);
         let mut v =

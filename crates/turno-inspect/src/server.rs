@@ -42,7 +42,7 @@ pub struct Loaded {
     /// The statechart pictures laid out so far.
     layouts: crate::chart::Layouts,
     /// Actors' names and policies at the end, for the queue plots.
-    names: std::sync::OnceLock<std::collections::HashMap<turno_trace::ActorId, (String, String)>>,
+    names: std::sync::OnceLock<QueueNames>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -94,18 +94,12 @@ impl Loaded {
     }
 
     /// Every actor's name and policy as the trace ends (read once).
-    fn names(
-        &self,
-    ) -> Result<&std::collections::HashMap<turno_trace::ActorId, (String, String)>, ApiError> {
+    fn names(&self) -> Result<&QueueNames, ApiError> {
         if let Some(n) = self.names.get() {
             return Ok(n);
         }
         let world = self.index.world_at(self.file()?, self.index.len())?;
-        let names = world
-            .actors
-            .iter()
-            .map(|(id, a)| (*id, (a.name.clone(), a.policy.to_string())))
-            .collect();
+        let names = queue_names(&world);
         Ok(self.names.get_or_init(|| names))
     }
 
@@ -396,6 +390,9 @@ struct QueuesQuery {
 struct QueuePlot {
     name: String,
     policy: String,
+    /// `actor` (a mailbox's user lane) or `stream` (a traced stream's
+    /// buffer).
+    kind: &'static str,
     #[serde(flatten)]
     plot: turno_trace::Plot,
 }
@@ -424,10 +421,27 @@ async fn queues(
     Ok(Json(plots))
 }
 
+/// Each queue's name, policy and kind (`actor` or `stream`), by id.
+pub(crate) type QueueNames =
+    std::collections::HashMap<turno_trace::ActorId, (String, String, &'static str)>;
+
+/// The names of `world`'s actors and traced streams, for the queue plots.
+pub(crate) fn queue_names(world: &turno_trace::World) -> QueueNames {
+    let actors = world
+        .actors
+        .iter()
+        .map(|(id, a)| (*id, (a.name.clone(), a.policy.to_string(), "actor")));
+    let streams = world.streams.iter().map(|(id, s)| {
+        let policy = s.policy.map(|p| p.to_string()).unwrap_or_default();
+        (*id, (s.name.clone(), policy, "stream"))
+    });
+    actors.chain(streams).collect()
+}
+
 /// What `/api/queues` answers, for a recorded trace and in live mode
-/// alike: the deepest actors' plots over `[t0, t1]` (by default
-/// `[since, end]`: what `qs` holds), each named by `name` (its name and
-/// policy).
+/// alike: the deepest actors' and streams' plots over `[t0, t1]` (by
+/// default `[since, end]`: what `qs` holds), each named by `name` (its
+/// name, policy and kind).
 pub(crate) fn queue_plots(
     qs: &turno_trace::Queues,
     t0: Option<u64>,
@@ -435,7 +449,7 @@ pub(crate) fn queue_plots(
     since: u64,
     end: u64,
     px: usize,
-    name: impl Fn(turno_trace::ActorId) -> (String, String),
+    name: impl Fn(turno_trace::ActorId) -> (String, String, &'static str),
 ) -> serde_json::Value {
     let t0 = t0.unwrap_or(since);
     let t1 = t1.unwrap_or(end).max(t0);
@@ -445,8 +459,13 @@ pub(crate) fn queue_plots(
         .take(MAX_PLOTTED)
         .filter_map(|(id, _)| {
             let plot = qs.plot(id, t0, t1, px)?;
-            let (name, policy) = name(id);
-            Some(QueuePlot { name, policy, plot })
+            let (name, policy, kind) = name(id);
+            Some(QueuePlot {
+                name,
+                policy,
+                kind,
+                plot,
+            })
         })
         .collect();
     serde_json::json!({ "t0": t0, "t1": t1, "end_t_ns": end, "plots": plots })

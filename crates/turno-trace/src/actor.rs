@@ -393,10 +393,56 @@ pub enum ActorEvent {
         /// The state's id.
         state: String,
     },
+    /// A traced stream (`turno::stream::buffered_traced`) was created.
+    /// A stream's id is numbered with the actors, so no actor shares it.
+    StreamOpen {
+        /// The stream.
+        stream: ActorId,
+        /// Its name.
+        name: String,
+        /// Its buffering policy.
+        policy: Policy,
+    },
+    /// An element entered a stream's buffer (or went straight to its
+    /// waiting consumer, `depth` 0).
+    StreamPush {
+        /// The stream.
+        stream: ActorId,
+        /// The buffer's depth after the push.
+        depth: usize,
+    },
+    /// A stream's policy lost an element.
+    StreamDrop {
+        /// The stream.
+        stream: ActorId,
+        /// The policy that lost it.
+        policy: DropPolicy,
+        /// The incoming element (keep-oldest, or capacity 0 with no consumer
+        /// waiting) or the oldest buffered one (keep-newest).
+        which: Dropped,
+    },
+    /// A full reject stream handed an element back to its producer.
+    StreamReject {
+        /// The stream.
+        stream: ActorId,
+    },
+    /// A full suspend stream refused a push that would not wait.
+    StreamFull {
+        /// The stream.
+        stream: ActorId,
+    },
+    /// The consumer took an element.
+    StreamTake {
+        /// The stream.
+        stream: ActorId,
+        /// The buffer's depth after the take.
+        depth: usize,
+    },
 }
 
 impl ActorEvent {
-    /// The actor the event is about.
+    /// The actor the event is about; for a stream's events, the stream's
+    /// id (numbered with the actors).
     pub fn actor(&self) -> ActorId {
         use ActorEvent::*;
         match self {
@@ -426,6 +472,12 @@ impl ActorEvent {
             | ChartExit { actor, .. }
             | ChartTransition { actor, .. }
             | ChartEnter { actor, .. } => *actor,
+            StreamOpen { stream, .. }
+            | StreamPush { stream, .. }
+            | StreamDrop { stream, .. }
+            | StreamReject { stream }
+            | StreamFull { stream }
+            | StreamTake { stream, .. } => *stream,
         }
     }
 }

@@ -446,6 +446,30 @@ enum ActorEventDe {
         actor: ActorId,
         state: String,
     },
+    StreamOpen {
+        stream: ActorId,
+        name: String,
+        policy: Policy,
+    },
+    StreamPush {
+        stream: ActorId,
+        depth: usize,
+    },
+    StreamDrop {
+        stream: ActorId,
+        policy: DropPolicy,
+        which: Dropped,
+    },
+    StreamReject {
+        stream: ActorId,
+    },
+    StreamFull {
+        stream: ActorId,
+    },
+    StreamTake {
+        stream: ActorId,
+        depth: usize,
+    },
 }
 
 #[derive(Deserialize)]

@@ -2,7 +2,9 @@
 //! its policy lost (evicted by keep-newest, dropped by keep-oldest, handed
 //! back by reject, refused by a full suspend mailbox) and the sojourn time
 //! of each message that left the lane, recorded while the index reads the
-//! trace ([`crate::Index::queues`]).
+//! trace ([`crate::Index::queues`]); for each traced stream the same of its
+//! buffer (`stream_*` events: a push is an arrival, a take a message
+//! taken), under the stream's id.
 //!
 //! A plot never sees the raw series: [`Queues::plot`] folds them into as
 //! many buckets as the plot has pixels, each with the deepest the lane got
@@ -127,11 +129,24 @@ impl Queues {
         let id = a.actor();
         let t = e.t_ns;
         let step = world.step;
-        let depth = world
-            .actors
-            .get(&id)
-            .map(|v| v.user.depth() as u32)
-            .unwrap_or(0);
+        // A stream's events carry its depth, or (a loss) leave it to the
+        // series; a mailbox's is the world's.
+        let depth = match a {
+            ActorEvent::StreamPush { depth, .. } | ActorEvent::StreamTake { depth, .. } => {
+                Some(*depth as u32)
+            }
+            ActorEvent::StreamOpen { .. }
+            | ActorEvent::StreamDrop { .. }
+            | ActorEvent::StreamReject { .. }
+            | ActorEvent::StreamFull { .. } => None,
+            _ => Some(
+                world
+                    .actors
+                    .get(&id)
+                    .map(|v| v.user.depth() as u32)
+                    .unwrap_or(0),
+            ),
+        };
         let relevant = matches!(
             a,
             ActorEvent::Enqueue {
@@ -143,6 +158,12 @@ impl Queues {
                 | ActorEvent::TurnStart { .. }
                 | ActorEvent::Stop { .. }
                 | ActorEvent::Restart { .. }
+                | ActorEvent::StreamOpen { .. }
+                | ActorEvent::StreamPush { .. }
+                | ActorEvent::StreamDrop { .. }
+                | ActorEvent::StreamReject { .. }
+                | ActorEvent::StreamFull { .. }
+                | ActorEvent::StreamTake { .. }
         );
         if !relevant && !self.actors.contains_key(&id) {
             return;
@@ -151,11 +172,13 @@ impl Queues {
         match a {
             ActorEvent::Enqueue {
                 lane: Lane::User, ..
-            } => {
+            }
+            | ActorEvent::StreamPush { .. } => {
                 s.lane.push_back(t);
                 s.arrivals.push(t);
             }
-            ActorEvent::Drop { policy, which, .. } => {
+            ActorEvent::Drop { policy, which, .. }
+            | ActorEvent::StreamDrop { policy, which, .. } => {
                 let kind = match (policy, which) {
                     (DropPolicy::KeepNewest, _) | (_, Dropped::Oldest) => Loss::Evicted,
                     _ => Loss::Dropped,
@@ -167,18 +190,24 @@ impl Queues {
                     }
                 }
             }
-            ActorEvent::Reject { .. } => s.losses.push((t, Loss::Rejected)),
-            ActorEvent::Full { .. } => s.losses.push((t, Loss::Full)),
+            ActorEvent::Reject { .. } | ActorEvent::StreamReject { .. } => {
+                s.losses.push((t, Loss::Rejected))
+            }
+            ActorEvent::Full { .. } | ActorEvent::StreamFull { .. } => {
+                s.losses.push((t, Loss::Full))
+            }
             ActorEvent::TurnStart {
                 what: TurnKind::Message | TurnKind::Reply,
                 ..
-            } => {
+            }
+            | ActorEvent::StreamTake { .. } => {
                 if let Some(at) = s.lane.pop_front() {
                     s.left.push((t, t.saturating_sub(at), true));
                 }
             }
             _ => {}
         }
+        let depth = depth.unwrap_or(s.lane.len() as u32);
         // What the trace did not show leaving left from the front; what it
         // did not show arriving arrived now.
         while s.lane.len() > depth as usize {

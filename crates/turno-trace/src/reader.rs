@@ -527,6 +527,12 @@ pub const ACTOR_KINDS: &[&str] = &[
     "chart_exit",
     "chart_transition",
     "chart_enter",
+    "stream_open",
+    "stream_push",
+    "stream_drop",
+    "stream_reject",
+    "stream_full",
+    "stream_take",
 ];
 
 /// The kinds of the JavaScript family.

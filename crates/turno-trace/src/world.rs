@@ -42,6 +42,9 @@ pub struct World {
     pub asks: BTreeMap<RequestId, PendingAsk>,
     /// Statecharts by actor.
     pub charts: BTreeMap<ActorId, ChartView>,
+    /// Traced streams by id (`stream_*` events).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub streams: BTreeMap<ActorId, StreamView>,
     /// Totals over the whole system.
     pub totals: Totals,
     /// The JavaScript event loop (JavaScript traces): loop 0, the page or
@@ -212,6 +215,26 @@ pub struct PendingAsk {
     pub to: ActorId,
     /// The `seq` of the `ask`.
     pub seq: u64,
+}
+
+/// A traced stream's buffer.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StreamView {
+    /// Its name (from `stream_open`).
+    pub name: String,
+    /// Its buffering policy (from `stream_open`).
+    pub policy: Option<Policy>,
+    /// Elements buffered now.
+    pub depth: usize,
+    /// The deepest the buffer has been.
+    pub max_depth: usize,
+    /// Elements pushed and kept (an eviction's push included).
+    pub pushed: u64,
+    /// Elements the consumer took.
+    pub taken: u64,
+    /// Elements lost to the policy (evicted or dropped), handed back
+    /// (reject) or refused (full).
+    pub lost: u64,
 }
 
 /// A statechart's definition and active configuration.
@@ -420,7 +443,12 @@ impl World {
                 js.queues.values().map(Vec::len).sum::<usize>() + js.stack.len() + js.promises.len()
             })
             .sum();
-        16 + actors + charts + self.asks.len() + loops + self.console.lines.len()
+        16 + actors
+            + charts
+            + self.streams.len()
+            + self.asks.len()
+            + loops
+            + self.console.lines.len()
     }
 
     /// The event loop `id` (0: the page or Node's main thread, 1..: a
@@ -647,6 +675,37 @@ impl World {
                 a.muted_by = None;
                 a.in_turn = None;
                 self.asks.retain(|_, p| p.from != *actor);
+            }
+            A::StreamOpen {
+                stream,
+                name,
+                policy,
+            } => {
+                let v = self.streams.entry(*stream).or_default();
+                v.name = name.clone();
+                v.policy = Some(*policy);
+            }
+            A::StreamPush { stream, depth } => {
+                let v = self.streams.entry(*stream).or_default();
+                v.depth = *depth;
+                v.max_depth = v.max_depth.max(*depth);
+                v.pushed += 1;
+            }
+            A::StreamTake { stream, depth } => {
+                let v = self.streams.entry(*stream).or_default();
+                v.depth = *depth;
+                v.max_depth = v.max_depth.max(*depth);
+                v.taken += 1;
+            }
+            A::StreamDrop { stream, which, .. } => {
+                let v = self.streams.entry(*stream).or_default();
+                v.lost += 1;
+                if *which == Dropped::Oldest {
+                    v.depth = v.depth.saturating_sub(1);
+                }
+            }
+            A::StreamReject { stream } | A::StreamFull { stream } => {
+                self.streams.entry(*stream).or_default().lost += 1;
             }
             A::Mute { actor, by } => self.actor(*actor).muted_by = Some(*by),
             A::Unmute { actor } => self.actor(*actor).muted_by = None,

@@ -51,8 +51,8 @@ pub mod watermark;
 
 pub use bridge::{actor_output, pipe_to_actor, PipeReport};
 pub use buffered::{
-    buffered, throwing, AsyncStream, AsyncThrowingStream, BlockingIter, Continuation, Empty,
-    SendFuture, Termination, YieldResult,
+    buffered, buffered_traced, throwing, AsyncStream, AsyncThrowingStream, BlockingIter,
+    Continuation, Empty, SendFuture, Termination, YieldResult,
 };
 pub use rendezvous::{rendezvous, RecvError, RendezvousReceiver, RendezvousSender, SendError};
 pub use sync::block_on;

@@ -70,6 +70,7 @@ use crate::buffer::{BufferStats, Policy};
 
 mod outcome;
 mod shared;
+mod trace;
 
 pub use outcome::{Empty, Termination, YieldResult};
 #[cfg(turno_loom)]
@@ -135,6 +136,56 @@ pub fn buffered<T>(policy: Policy) -> (Continuation<T>, AsyncStream<T>) {
     )
 }
 
+/// A buffered stream that records its buffer in `system`'s trace, under
+/// `name`: every push (`stream_push`, with the depth after it), every
+/// element lost to the policy (`stream_drop`: keep-newest's evicted oldest,
+/// keep-oldest's dropped incoming), handed back (`stream_reject`) or
+/// refused by a full suspend stream (`stream_full`), and every take
+/// (`stream_take`), at the system's time (virtual on
+/// [`DetSystem`](crate::DetSystem)). The inspector plots a traced stream's
+/// depth, losses and sojourn times beside the mailboxes'. The depth is
+/// read just after each push or take: exact when one thread drives the
+/// stream (as on virtual time), a close reading when producers and the
+/// consumer run at once. Without a trace sink on the system it is
+/// [`buffered`].
+///
+/// ```
+/// use turno::stream::buffered_traced;
+/// use turno::trace::{ActorEvent, RingSink};
+/// use turno::{DetSystem, Policy};
+///
+/// let ring = RingSink::new(64);
+/// let sys = DetSystem::builder().trace(ring.clone()).build();
+/// let (tx, mut rx) = buffered_traced::<u8>(&sys, "sensor", Policy::KeepOldest(1));
+/// let _ = tx.push(1);
+/// let _ = tx.push(2); // keep-oldest: dropped
+/// assert_eq!(rx.try_next(), Ok(Some(1)));
+/// let kinds: Vec<String> = ring.events().iter().map(|e| match &e.kind {
+///     ActorEvent::StreamOpen { name, .. } => format!("open {name}"),
+///     ActorEvent::StreamPush { depth, .. } => format!("push {depth}"),
+///     ActorEvent::StreamDrop { .. } => "drop".into(),
+///     ActorEvent::StreamTake { depth, .. } => format!("take {depth}"),
+///     _ => "other".into(),
+/// }).collect();
+/// assert_eq!(kinds, ["open sensor", "push 1", "drop", "take 0"]);
+/// ```
+pub fn buffered_traced<T>(
+    system: &impl crate::System,
+    name: &str,
+    policy: Policy,
+) -> (Continuation<T>, AsyncStream<T>) {
+    let engine = crate::system::sealed::Sealed::engine(system);
+    let mut shared = Shared::new(policy);
+    shared.trace = trace::StreamTracer::open(engine.shared.clone(), name, policy).map(Box::new);
+    let shared = Arc::new(shared);
+    (
+        Continuation {
+            shared: shared.clone(),
+        },
+        AsyncStream { shared },
+    )
+}
+
 /// A fallible buffered stream: Swift's `AsyncThrowingStream`.
 ///
 /// ```
@@ -163,7 +214,11 @@ impl<T, E> Continuation<T, E> {
     /// became of it. See the [module docs](self) for each policy's verdicts.
     #[doc(alias = "yield")]
     pub fn push(&self, item: T) -> YieldResult<T> {
-        self.shared.push(item)
+        let verdict = self.shared.push(item);
+        if let Some(t) = &self.shared.trace {
+            t.pushed(&verdict, self.shared.len());
+        }
+        verdict
     }
 
     /// Pushes an element, waiting while a [`Policy::Suspend`] stream is full
@@ -183,9 +238,15 @@ impl<T, E> Continuation<T, E> {
     /// [`send`](Self::send), blocking the thread while the stream is full.
     pub fn send_blocking(&self, item: T) -> YieldResult<T> {
         let item = match self.shared.send_spinning(item) {
-            Ok(verdict) => return verdict,
+            Ok(verdict) => {
+                if let Some(t) = &self.shared.trace {
+                    t.pushed(&verdict, self.shared.len());
+                }
+                return verdict;
+            }
             Err(item) => item,
         };
+        // The future records its own verdict.
         block_on(self.send(item))
     }
 
@@ -286,7 +347,12 @@ impl<T, E> Future for SendFuture<'_, T, E> {
             panic!("turno::stream::Send polled after completion");
         };
         match this.shared.poll_send(item, &mut this.id, cx) {
-            Ok(verdict) => Poll::Ready(verdict),
+            Ok(verdict) => {
+                if let Some(t) = &this.shared.trace {
+                    t.pushed(&verdict, this.shared.len());
+                }
+                Poll::Ready(verdict)
+            }
             Err(item) => {
                 this.item = Some(item);
                 Poll::Pending
@@ -309,6 +375,7 @@ impl<T> AsyncStream<T> {
     pub fn next_blocking(&mut self) -> Option<T> {
         // SAFETY: `&mut self`: this is the one consumer.
         if let Some(item) = unsafe { self.shared.take_lock_free() } {
+            self.took();
             return Some(item);
         }
         // SAFETY: as above.
@@ -326,14 +393,30 @@ impl<T> AsyncStream<T> {
     /// waiting: with capacity 0 only an awaiting consumer receives anything.
     pub fn try_next(&mut self) -> Result<Option<T>, Empty> {
         // SAFETY: `&mut self`: this is the one consumer.
-        unsafe { self.shared.try_next() }
-            .map(|o| o.map(|r| r.unwrap_or_else(|never| match never {})))
+        let next = unsafe { self.shared.try_next() }
+            .map(|o| o.map(|r| r.unwrap_or_else(|never| match never {})));
+        if let Ok(Some(_)) = next {
+            self.took();
+        }
+        next
     }
 
     fn poll_next_inner(&mut self, cx: &mut Context<'_>) -> Poll<Option<T>> {
         // SAFETY: `&mut self`: this is the one consumer.
-        unsafe { self.shared.poll_next(cx) }
-            .map(|o| o.map(|r| r.unwrap_or_else(|never| match never {})))
+        let next = unsafe { self.shared.poll_next(cx) }
+            .map(|o| o.map(|r| r.unwrap_or_else(|never| match never {})));
+        if let Poll::Ready(Some(_)) = next {
+            self.took();
+        }
+        next
+    }
+
+    /// Records a take, when the stream is traced.
+    #[inline]
+    fn took(&self) {
+        if let Some(t) = &self.shared.trace {
+            t.took(self.shared.len());
+        }
     }
 
     /// Elements buffered now.

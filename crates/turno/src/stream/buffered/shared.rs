@@ -110,6 +110,9 @@ struct State<T, E> {
 pub(super) struct Shared<T, E> {
     state: Mutex<State<T, E>>,
     pub(super) policy: Policy,
+    /// Where a traced stream records its pushes and takes
+    /// ([`buffered_traced`](super::buffered_traced)); `None` for most.
+    pub(super) trace: Option<Box<super::trace::StreamTracer>>,
     /// The elements' lane, used when `lock_free` (see [`Shared::lane`]).
     /// The consumer's words on lines of their own ([`OwnLines`]): a
     /// stream's two sides run at once. Not an `Option`: its tag would be a
@@ -209,6 +212,7 @@ impl<T, E> Shared<T, E> {
                 producers: 1,
             }),
             policy,
+            trace: None,
             lane: Lane::new(policy),
             lock_free,
             waiting: AtomicBool::new(false),
