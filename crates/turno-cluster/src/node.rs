@@ -67,7 +67,7 @@ use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use turno::{ActorId, Addr, System, VerdictKind};
+use turno::{Actor, ActorId, Addr, Context, ExitReason, Props, System, VerdictKind};
 
 use crate::subject::{SubjectError, Subjects};
 use crate::transport::{Delivery, Transport, TransportError};
@@ -476,6 +476,9 @@ pub struct Node<S: System, T: Transport> {
     watches_in: Vec<WatchIn>,
     stats: NodeStats,
     retired: Vec<NodeStats>,
+    /// Why exported actors ended, as a local watcher learns it: the reason
+    /// a remote watcher is told.
+    exits: ExitBook,
     #[cfg(test)]
     pub(crate) bug_accept_any_incarnation: bool,
 }
@@ -530,6 +533,7 @@ impl<S: System, T: Transport> Node<S, T> {
             watches_out: BTreeMap::new(),
             watches_in: Vec::new(),
             retired: Vec::new(),
+            exits: ExitBook::default(),
             #[cfg(test)]
             bug_accept_any_incarnation: false,
         })
@@ -601,7 +605,26 @@ impl<S: System, T: Transport> Node<S, T> {
         self.registry.register::<M>(name)
     }
 
-    fn export_with(&mut self, path: String, id: ActorId, ty: String, f: ExportFn) {
+    fn export_with<M: Send + 'static>(
+        &mut self,
+        path: String,
+        addr: &Addr<M>,
+        ty: String,
+        f: ExportFn,
+    ) {
+        let id = addr.id();
+        if !self.exits.watch_fns.contains_key(&id) {
+            let a = addr.clone();
+            self.exits.watch_fns.insert(
+                id,
+                Box::new(move || {
+                    let a = a.clone();
+                    ExitMsg::Watch(Box::new(move |ctx| {
+                        ctx.watch(&a, |id, reason| ExitMsg::Ended(id, reason))
+                    }))
+                }),
+            );
+        }
         // A local actor's path starts with '/', so it always has a subject.
         if let Ok(subject) = self.config.subjects.actor(&self.me.name, &path) {
             self.exports.entry(subject).or_default().insert(ty, f);
@@ -638,7 +661,7 @@ impl<S: System, T: Transport> Node<S, T> {
             let m: M = codec.decode(bytes)?;
             Ok(WireVerdict::of(&a.try_send(m)))
         });
-        self.export_with(addr.path().as_str().to_owned(), addr.id(), ty, f);
+        self.export_with(addr.path().as_str().to_owned(), addr, ty, f);
         Ok(())
     }
 
@@ -673,7 +696,7 @@ impl<S: System, T: Transport> Node<S, T> {
             };
             Ok(WireVerdict::of(&a.try_send(make(q, reply))))
         });
-        self.export_with(addr.path().as_str().to_owned(), addr.id(), ty, f);
+        self.export_with(addr.path().as_str().to_owned(), addr, ty, f);
         Ok(())
     }
 
@@ -1120,22 +1143,62 @@ impl<S: System, T: Transport> Node<S, T> {
         self.next_heartbeat = self.transport.now();
     }
 
+    /// Has the local watcher watch `id` for its exit reason (spawned the
+    /// first time a remote node watches an actor of this one).
+    fn watch_exit(&mut self, id: ActorId) {
+        if self.exits.watching.contains(&id) {
+            return;
+        }
+        if self.exits.watcher.is_none() {
+            let ended = self.exits.ended.clone();
+            self.exits.watcher = self
+                .sys
+                .spawn(Props::new(), move || ExitWatcher(ended.clone()))
+                .ok();
+        }
+        let (Some(w), Some(f)) = (&self.exits.watcher, self.exits.watch_fns.get(&id)) else {
+            return;
+        };
+        if w.try_send(f()).is_enqueued() {
+            self.exits.watching.insert(id);
+        }
+    }
+
     fn check_watched(&mut self) {
+        if let Ok(mut ended) = self.exits.ended.lock() {
+            self.exits.reasons.extend(ended.drain(..));
+        }
         if self.watches_in.is_empty() {
             return;
         }
+        let watcher_alive = self
+            .exits
+            .watcher
+            .as_ref()
+            .is_some_and(|w| self.sys.is_alive(w.id()));
         let mut gone = Vec::new();
         self.watches_in.retain(|w| {
             if self.sys.is_alive(w.id) {
-                true
-            } else {
-                gone.push((w.watcher.clone(), w.watch));
-                false
+                return true;
             }
+            let reason = match self.exits.reasons.get(&w.id) {
+                Some(r) => RemoteExit::from(r),
+                // The local watcher learns the reason at its next turn.
+                None if watcher_alive && self.exits.watching.contains(&w.id) => return true,
+                // No watcher to ask (it could not be spawned, or the
+                // system is stopping): the end without its cause.
+                None => RemoteExit::Stopped,
+            };
+            gone.push((w.watcher.clone(), w.watch, reason));
+            false
         });
-        for (watcher, watch) in gone {
-            self.notify_watcher(&watcher, watch, RemoteExit::Stopped);
+        for (watcher, watch, reason) in gone {
+            self.notify_watcher(&watcher, watch, reason);
         }
+        // What no remote watcher waits for any more is forgotten.
+        let waited: BTreeSet<ActorId> = self.watches_in.iter().map(|w| w.id).collect();
+        self.exits.reasons.retain(|id, _| waited.contains(id));
+        self.exits.watching.retain(|id| waited.contains(id));
     }
 
     fn notify_watcher(&mut self, watcher: &NodeRef, watch: u64, reason: RemoteExit) {
@@ -1271,11 +1334,14 @@ impl<S: System, T: Transport> Node<S, T> {
             }
             Body::Reply { inc, req, msg } => self.on_answer(inc, req, Answer::Reply(codec, msg)),
             Body::Watch { path, watch } => match self.export_ids.get(&path) {
-                Some(&id) if self.sys.is_alive(id) => self.watches_in.push(WatchIn {
-                    id,
-                    watcher: from,
-                    watch,
-                }),
+                Some(&id) if self.sys.is_alive(id) => {
+                    self.watches_in.push(WatchIn {
+                        id,
+                        watcher: from,
+                        watch,
+                    });
+                    self.watch_exit(id);
+                }
                 _ => self.notify_watcher(&from, watch, RemoteExit::NoSuchActor),
             },
             Body::Terminated { watch, reason } => {
@@ -1394,6 +1460,46 @@ impl<S: System, T: Transport> Node<S, T> {
             self.stats.tells_in.insert(from, last_sent);
         }
     }
+}
+
+/// What the local watcher of exported actors is told, and tells.
+enum ExitMsg {
+    /// Watch an actor (the closure holds its typed address).
+    Watch(Box<dyn FnOnce(&mut Context<'_, ExitWatcher>) + Send>),
+    /// A watched actor ended.
+    Ended(ActorId, ExitReason),
+}
+
+/// A local actor that watches the exported actors remote nodes watch, so
+/// that their exit reason reaches the node (the system reports a reason
+/// only to a watching actor).
+struct ExitWatcher(Arc<Mutex<Vec<(ActorId, ExitReason)>>>);
+
+impl Actor for ExitWatcher {
+    type Msg = ExitMsg;
+    fn handle(&mut self, ctx: &mut Context<'_, Self>, msg: ExitMsg) {
+        match msg {
+            ExitMsg::Watch(f) => f(ctx),
+            ExitMsg::Ended(id, reason) => {
+                if let Ok(mut v) = self.0.lock() {
+                    v.push((id, reason));
+                }
+            }
+        }
+    }
+}
+
+#[derive(Default)]
+struct ExitBook {
+    watcher: Option<Addr<ExitMsg>>,
+    /// How to have the watcher watch each exported actor.
+    watch_fns: HashMap<ActorId, Box<dyn Fn() -> ExitMsg>>,
+    /// The actors the watcher watches.
+    watching: BTreeSet<ActorId>,
+    /// What the watcher reported, not yet read.
+    ended: Arc<Mutex<Vec<(ActorId, ExitReason)>>>,
+    /// The reasons read, until every remote watcher is told.
+    reasons: HashMap<ActorId, ExitReason>,
 }
 
 enum Answer {

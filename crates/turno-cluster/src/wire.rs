@@ -29,7 +29,7 @@ use std::collections::HashMap;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use turno::{Verdict, VerdictKind};
+use turno::{ExitReason, Verdict, VerdictKind};
 
 /// A typed error of the wire: nothing undecodable or unknown is ever
 /// delivered, and nothing of it panics.
@@ -172,14 +172,26 @@ impl WireVerdict {
 /// Why a remote actor terminated, as its remote watchers learn it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum RemoteExit {
-    /// The actor stopped (or failed: the node observes the end, not its
-    /// cause).
+    /// The actor stopped: asked to, by itself, its supervisor or the system
+    /// ([`ExitReason::Stopped`]).
     Stopped,
+    /// The actor failed and its supervisor stopped it or gave up
+    /// ([`ExitReason::Failed`], with the failure's text).
+    Failed(String),
     /// No actor lives at that path on that node.
     NoSuchActor,
     /// The node was declared down (missed heartbeats), or a newer
     /// incarnation of it appeared.
     NodeDown(NodeRef),
+}
+
+impl From<&ExitReason> for RemoteExit {
+    fn from(r: &ExitReason) -> Self {
+        match r {
+            ExitReason::Stopped => RemoteExit::Stopped,
+            ExitReason::Failed(e) => RemoteExit::Failed(e.clone()),
+        }
+    }
 }
 
 /// One published payload.
