@@ -201,6 +201,37 @@
       value: { toString() { nameCallee(this); return errorToStringImpl.call(this); } }.toString,
     });
   }
+  // Code that reads `e.message` in a `catch`, or in a rejection handler,
+  // reads it before anything shows the error: the host inserts a call of
+  // `__turnoCatch` at the start of each `catch` block of the program's
+  // script (`host/catches.rs`), and a rejection handler gets the error
+  // through the same naming. The rewritten script's positions are mapped
+  // back to the program's text in every stack string.
+  def('__turnoCatch', function __turnoCatch(e) { nameCallee(e); return e; });
+  {
+    const origThen = Promise.prototype.then;
+    Object.defineProperty(Promise.prototype, 'then', {
+      configurable: true, writable: true, enumerable: false,
+      value: {
+        then(onFulfilled, onRejected) {
+          if (typeof onRejected === 'function') {
+            const handler = onRejected;
+            onRejected = function (reason) { nameCallee(reason); return handler(reason); };
+            Object.defineProperty(onRejected, 'name', { value: handler.name });
+          }
+          return origThen.call(this, onFulfilled, onRejected);
+        },
+      }.then,
+    });
+    const stack = Object.getOwnPropertyDescriptor(Error.prototype, 'stack');
+    if (stack && typeof stack.get === 'function') {
+      const get = stack.get;
+      Object.defineProperty(Error.prototype, 'stack', {
+        configurable: stack.configurable, enumerable: stack.enumerable, set: stack.set,
+        get: { get stack() { const s = get.call(this); return typeof s === 'string' ? h.originalPositions(s) : s; } }.__lookupGetter__('stack'),
+      });
+    }
+  }
 
   // Node's err.stack is "Name: message\n    at frame...". boa's `stack`
   // accessor yields only the frames, so the header is added here.

@@ -32,6 +32,10 @@
 //! * `callee.rs`: a leaf that reads a failed call's callee back from the
 //!   source text (`o.foo is not a function`, V8's column), since boa says
 //!   only `not a callable function`.
+//! * `catches.rs`: a leaf that inserts a call of the prelude's
+//!   `__turnoCatch` at the start of each `catch` block of the program's
+//!   script (so `e.message` names the callee when the block reads it) and
+//!   maps boa's positions in the rewritten script back to the program's.
 //! * `entries.rs`, `shared.rs`: plain data, leaves. What each queue holds
 //!   (tasks, scripted input, microtasks, timers, followed promises,
 //!   animations), and what the loops of one run share (step budget, record
@@ -74,6 +78,7 @@
 //! API shapes) is `../prelude.js`.
 
 mod callee;
+mod catches;
 mod clock;
 mod compositor;
 mod entries;

@@ -62,6 +62,22 @@ fn n_file_name(_: &JsValue, _: &[JsValue], ctx: &mut Context) -> JsResult<JsValu
     Ok(JsValue::from(JsString::from(f.as_str())))
 }
 
+/// `h.originalPositions(text)`: a stack string with the main script's
+/// positions mapped back from the rewritten script boa runs (`catches.rs`).
+fn n_original_positions(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
+    let host = host_of(ctx)?;
+    let text = args
+        .first()
+        .cloned()
+        .unwrap_or_default()
+        .to_string(ctx)?
+        .to_std_string_escaped();
+    let file = host.st.borrow().file.clone();
+    Ok(JsValue::from(JsString::from(
+        super::catches::map_text(&file, &text).as_str(),
+    )))
+}
+
 /// `h.callError(line, column, isNew)`: what V8 would say about the failed
 /// call whose `(` (or `new`) boa reports at `line`:`column` of the main
 /// script: `[message, column]`, `(intermediate value)` when the source
@@ -187,7 +203,7 @@ impl Native {
 
 pub(super) fn build_natives(ctx: &mut Context) -> JsResult<JsObject> {
     use Native::{Plain, WithHost};
-    let list: [(&str, Native, usize); 32] = [
+    let list: [(&str, Native, usize); 33] = [
         ("workerCreate", WithHost(n_worker_create), 2),
         ("workerPost", WithHost(n_worker_post), 3),
         ("workerEnd", WithHost(n_worker_end), 2),
@@ -215,6 +231,7 @@ pub(super) fn build_natives(ctx: &mut Context) -> JsResult<JsObject> {
         ("fileName", Plain(n_file_name), 0),
         ("exit", Plain(n_exit), 1),
         ("callError", Plain(n_call_error), 3),
+        ("originalPositions", Plain(n_original_positions), 1),
         ("nameAt", Plain(n_name_at), 3),
         ("detach", Plain(n_detach), 2),
         ("io", WithHost(n_io), 1),

@@ -15,6 +15,7 @@ use boa_engine::{js_string, Context, JsString, JsValue, Source};
 use turno_trace::js::TaskSource;
 use turno_trace::{EntryId, JsEvent, Queue};
 
+use super::catches;
 use super::microtasks::Hooks;
 use super::natives::build_natives;
 use super::promises::{install_promise_taps, MAX_TRACKED_PROMISES};
@@ -232,7 +233,13 @@ pub(crate) fn run(
     let setup = host.st.borrow().setup_instructions;
 
     let mut engine_error = None;
-    let (outcome, workers) = match run_script(&host, &mut ctx, source, file_name) {
+    // The program's own script runs with its `catch` blocks rewritten
+    // (`catches.rs`); boa's positions are mapped back wherever shown.
+    let rewritten = catches::rewrite(source);
+    catches::install(file_name, rewritten.as_ref());
+    let main_source = rewritten.as_ref().map_or(source, |r| r.source.as_str());
+    let (outcome, workers) = match run_script(&host, &mut ctx, main_source, file_name, Some(source))
+    {
         Err(stop) => (Err(stop), Vec::new()),
         Ok(()) if opts.model == Model::Node => (host.node_loop(&mut ctx), Vec::new()),
         Ok(()) => {
@@ -250,7 +257,7 @@ pub(crate) fn run(
                     engine_error = Some(e);
                     Stop::Fatal
                 })?;
-                run_script(&h, &mut c, &s.source, &s.file)?;
+                run_script(&h, &mut c, &s.source, &s.file, None)?;
                 h.html_start(&mut c)?;
                 Ok(Loop {
                     host: h,
@@ -456,17 +463,29 @@ fn exit_code_property(ctx: &mut Context) -> i32 {
 }
 
 /// Runs a loop's script as its first step (a worker's at its creation).
+/// `original` is the program's own text when `source` is its rewrite: if
+/// the rewrite does not parse, the original runs, unrewritten.
 fn run_script(
     host: &Rc<Host>,
     ctx: &mut Context,
     source: &str,
     file_name: &str,
+    original: Option<&str>,
 ) -> Result<(), Stop> {
-    let script = boa_engine::Script::parse(
-        Source::from_bytes(source).with_path(std::path::Path::new(file_name)),
-        None,
-        ctx,
-    );
+    let parse = |text: &str, ctx: &mut Context| {
+        boa_engine::Script::parse(
+            Source::from_bytes(text).with_path(std::path::Path::new(file_name)),
+            None,
+            ctx,
+        )
+    };
+    let mut script = parse(source, ctx);
+    if let (Err(_), Some(text)) = (&script, original) {
+        if text != source {
+            catches::install(file_name, None);
+            script = parse(text, ctx);
+        }
+    }
     host.step()?;
     let label = match host.st.borrow().model {
         Model::Node => "main module",

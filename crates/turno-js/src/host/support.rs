@@ -10,6 +10,7 @@ use std::rc::Rc;
 
 use boa_engine::{Context, JsNativeError, JsObject, JsResult, JsValue};
 
+use super::catches::original_position;
 use super::state::Host;
 
 /// The JavaScript call stack, outermost first, as `name (file:line:col)`;
@@ -29,7 +30,10 @@ fn js_stack(ctx: &Context) -> Vec<String> {
                 loc.function_name.to_std_string_escaped()
             };
             Some(match loc.position {
-                Some(p) => format!("{name} ({path}:{}:{})", p.line_number(), p.column_number()),
+                Some(p) => {
+                    let (l, c) = original_position(&path, p.line_number(), p.column_number());
+                    format!("{name} ({path}:{l}:{c})")
+                }
                 None => format!("{name} ({path})"),
             })
         })
