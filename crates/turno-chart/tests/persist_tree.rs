@@ -607,3 +607,76 @@ fn det_a_child_submit_chart_never_charges_twice_across_a_crash() {
     );
     assert!(in_sending >= SEEDS as usize, "{in_sending}");
 }
+
+/// A child spawned by `spawnChild` is persisted like an invoked one: in
+/// `invocations` with `"spawned": true` and its generation, its document
+/// under `charts.<id>`. Restored 2.2 s later, its overdue timers fire and
+/// it finishes; the parent takes its progress and its done event and keeps
+/// listing it, finished, exactly as the run that was never persisted.
+#[test]
+fn a_spawned_child_chart_survives_persist_and_restore() {
+    let host = load_json(
+        r#"{"id": "host", "initial": "on", "context": {"progress": 0, "out": null},
+        "states": {"on": {"on": {
+          "SPAWN": {"actions": {"type": "spawnChild", "params": {"src": "worker", "id": "s"}}},
+          "PROGRESS": {"actions": {"type": "inc", "params": {"key": "progress"}}},
+          "xstate.done.actor.s": {"actions": {"type": "setFromEvent",
+                                              "params": {"key": "out", "from": "output"}}}}}}}"#,
+        &imp(),
+    )
+    .unwrap();
+    let (_, charts) = machines();
+    let run_to = |tree: &mut Tree<Value>, limit: u64| {
+        while let Some((path, id, seq, _)) = tree.next_due(limit) {
+            tree.fire(&host, &path, &id, seq).unwrap();
+        }
+        tree.set_now(limit);
+    };
+    let (mut tree, _) = Tree::start(&host, charts.clone(), 0).unwrap();
+    tree.event(&host, &[], Event::new("SPAWN")).unwrap();
+    let spawned = tree.root().invocations[0].clone();
+    assert!(spawned.spawned && spawned.id == "s" && spawned.state.is_empty());
+    let p = Persist::new(&host);
+    let doc = p.tree_to_value(&tree).unwrap();
+    assert_eq!(doc["invocations"][0]["spawned"], json!(true));
+    assert_eq!(
+        doc["invocations"][0]["generation"],
+        json!(spawned.generation)
+    );
+    assert_eq!(
+        doc["charts"]["s"]["configuration"],
+        json!(["worker", "worker.step"])
+    );
+
+    let mut plain = Tree::start(&host, charts.clone(), 0).unwrap().0;
+    plain.event(&host, &[], Event::new("SPAWN")).unwrap();
+    run_to(&mut plain, 2200);
+
+    // Restored while it still runs, it resumes from its own snapshot.
+    let early = p
+        .restore_tree(&doc.to_string(), charts.clone(), 1000)
+        .unwrap();
+    assert!(early
+        .decisions
+        .iter()
+        .any(|(path, id, d)| path.is_empty() && id == "s" && *d == InFlight::Resume));
+    assert_eq!(early.tree.root().context["progress"], json!(1));
+    let restored = p
+        .restore_tree(&doc.to_string(), charts.clone(), 2200)
+        .unwrap();
+    let back = restored.tree;
+    assert_eq!(back.root().context, plain.root().context);
+    assert_eq!(back.root().context["progress"], json!(3));
+    assert_eq!(back.root().context["out"], json!({"ok": true}));
+    assert_eq!(back.root().finished, plain.root().finished);
+    assert_eq!(back.root().finished[0].child.id, "s");
+    let kid = back
+        .child(&["s".to_string()])
+        .expect("the finished child stays listed");
+    assert_eq!(kid.status.as_str(), "done");
+    let again = p.tree_to_value(&back).unwrap();
+    assert_eq!(again["finished"][0]["status"], json!("done"));
+    assert_eq!(again["charts"]["s"]["status"], json!("done"));
+    let read = p.read_tree(&again.to_string(), charts).unwrap();
+    assert_eq!(read.root().finished, back.root().finished);
+}
