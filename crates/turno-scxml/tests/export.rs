@@ -48,6 +48,7 @@ const REFUSED: &[(&str, &str)] = &[
     ("spawn_actor_logics", SPAWN),
     ("spawn_child_delayed_events", SPAWN),
     ("spawn_child_error_unhandled_fails_parent", SPAWN),
+    ("spawn_child_send_before_spawn_fails", SPAWN),
     ("spawn_child_stop", INVOKE),
     ("spawn_child_stopped_send_fails", SPAWN),
     ("spawn_child_talks_both_ways", SPAWN),
