@@ -2045,9 +2045,11 @@
       // is not in the window's path: listeners on the document miss it).
       fire(globalThis, 'load', false);
     };
+    // DOMContentLoaded has no event handler attribute (`onDOMContentLoaded`
+    // is a plain property in Chromium), and only the document has
+    // `onreadystatechange`.
     defineEventHandler(globalThis, 'load');
-    defineEventHandler(globalThis, 'DOMContentLoaded');
-    defineEventHandler(Node.prototype, 'readystatechange');
+    defineEventHandler(Document.prototype, 'readystatechange');
 
     // window.postMessage to the page itself: a task on the posted-message
     // source that dispatches a MessageEvent at the window (origin "null",
@@ -2146,8 +2148,9 @@
   // there. `docs/js-runtime.md` has the table; `allBuiltins` keeps them.
   if (!allBuiltins) {
     const iteratorPrototype = Object.getPrototypeOf(Object.getPrototypeOf([][Symbol.iterator]()));
+    // boa makes %TypedArray% a global; neither runtime has one.
     const hidden = model === 'node' ? [
-      [globalThis, ['Iterator']],
+      [globalThis, ['Iterator', 'TypedArray']],
       [iteratorPrototype, ['drop', 'every', 'filter', 'find', 'flatMap', 'forEach', 'map', 'reduce', 'some', 'take', 'toArray', 'constructor', Symbol.toStringTag]],
       [Object, ['groupBy']],
       [Map, ['groupBy']],
@@ -2158,7 +2161,7 @@
       [JSON, ['rawJSON', 'isRawJSON']],
       [RegExp, ['escape']],
     ] : [
-      [globalThis, ['SharedArrayBuffer']],
+      [globalThis, ['SharedArrayBuffer', 'TypedArray']],
     ];
     for (const [o, keys] of hidden) for (const k of keys) delete o[k];
   }

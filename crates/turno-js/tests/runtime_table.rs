@@ -106,6 +106,21 @@ fn what_stays_unsupported_fails_with_a_clear_error() {
             "ReferenceError: fetch is not defined",
         ),
         (
+            Model::Html,
+            "localStorage.getItem('x');",
+            "ReferenceError: localStorage is not defined",
+        ),
+        (
+            Model::Node,
+            "new MessageChannel();",
+            "ReferenceError: MessageChannel is not defined",
+        ),
+        (
+            Model::Node,
+            "const fs = require('fs');\nfs.readFileSync('u.js');",
+            "TypeError: fs.readFileSync is not a function",
+        ),
+        (
             Model::Node,
             "const timers = require('timers');\ntimers.setImmediate.unref();",
             "TypeError: timers.setImmediate.unref is not a function",

@@ -8,6 +8,7 @@ const checks = {
   'Set.prototype.union': typeof new Set().union,
   'Set.prototype.isSubsetOf': typeof Set.prototype.isSubsetOf,
   'Iterator': typeof globalThis.Iterator,
+  'TypedArray': typeof globalThis.TypedArray,
   'iterator map': typeof [].values().map,
   'iterator toArray': typeof [].keys().toArray,
   'JSON.rawJSON': typeof JSON.rawJSON,
