@@ -98,6 +98,19 @@ pub struct NodeConfig {
     /// expires deadlines and heartbeats, and the caller's actors run
     /// between two pumps. What is left waits for the next pump.
     pub pump_batch: usize,
+    /// How long a verdict send that meets a full suspend mailbox waits on
+    /// the receiving node for room (the room freed is granted to the
+    /// waiting senders in their order of arrival) before it is answered
+    /// `Full`. A sender's deadline shorter than this may end `Unknown`
+    /// while its message still waits. Zero: `Full` at once.
+    pub suspend_wait: Duration,
+    /// How many verdict sends wait for room per actor on the receiving
+    /// node; one more is answered `Full` at once (the waiting is bounded).
+    pub suspend_waiters: usize,
+    /// Requests (sends and asks) this node awaits answers for, at most:
+    /// past it a send is [`RemoteVerdict::Unsent`] and an ask
+    /// `NotDelivered(Unsent)` at once (the client's own buffer is bounded).
+    pub max_pending: usize,
 }
 
 impl Default for NodeConfig {
@@ -109,6 +122,9 @@ impl Default for NodeConfig {
             down_after: Duration::from_millis(500),
             dedup_window: 1024,
             pump_batch: 1024,
+            suspend_wait: Duration::from_secs(1),
+            suspend_waiters: 64,
+            max_pending: 65_536,
         }
     }
 }
@@ -333,6 +349,10 @@ pub struct NodeStats {
     pub peers_down: u64,
     /// Remote watchers told of a termination.
     pub terminations_sent: u64,
+    /// Verdict sends that met a full suspend mailbox of this node and
+    /// waited here for room (each decided once, later: enqueued when room
+    /// freed, or `Full` when its wait ran out).
+    pub sends_waited: u64,
     /// Why this incarnation ended, for one that did.
     pub ended: Option<Ended>,
 }
@@ -468,6 +488,9 @@ pub struct Node<S: System, T: Transport> {
     down: BTreeMap<NodeRef, bool>,
     streams_in: HashMap<NodeRef, StreamIn>,
     seen_reqs: HashMap<NodeRef, BTreeMap<u64, Option<WireVerdict>>>,
+    /// Verdict sends waiting for room in a full suspend mailbox, per actor
+    /// subject, in order of arrival.
+    parked: BTreeMap<String, VecDeque<Parked>>,
     next_heartbeat: Duration,
     last_pump: Duration,
     last_heard: Duration,
@@ -526,6 +549,7 @@ impl<S: System, T: Transport> Node<S, T> {
             down: BTreeMap::new(),
             streams_in: HashMap::new(),
             seen_reqs: HashMap::new(),
+            parked: BTreeMap::new(),
             next_heartbeat: now,
             last_pump: now,
             last_heard: now,
@@ -766,6 +790,9 @@ impl<S: System, T: Transport> Node<S, T> {
         body: impl FnOnce(u64) -> Body,
         waiting: Waiting,
     ) -> Result<u64, Waiting> {
+        if self.pending.len() >= self.config.max_pending {
+            return Err(waiting);
+        }
         let req = self.next_req;
         self.next_req += 1;
         let reply = self.config.subjects.reply(&self.me.name, self.me.inc, req);
@@ -950,6 +977,7 @@ impl<S: System, T: Transport> Node<S, T> {
             n += 1;
             self.on_delivery(d);
         }
+        self.unpark();
         self.flush_outbox();
         self.expire();
         self.heartbeat();
@@ -1111,6 +1139,16 @@ impl<S: System, T: Transport> Node<S, T> {
         }
         self.watches_in.retain(|w| w.watcher != node);
         self.seen_reqs.remove(&node);
+        // Its waiting sends: nobody takes their answers now.
+        let mut gone = 0;
+        for q in self.parked.values_mut() {
+            let before = q.len();
+            q.retain(|p| p.from != node);
+            gone += before - q.len();
+        }
+        for _ in 0..gone {
+            self.stats.sends_decided.add(VerdictKind::Full);
+        }
     }
 
     /// Becomes a new incarnation: every pending request ends (sends
@@ -1122,6 +1160,12 @@ impl<S: System, T: Transport> Node<S, T> {
 
     fn end(&mut self, why: Ended) {
         self.stats.ended = Some(why);
+        // What waits for room is answered by the incarnation that took it.
+        for (_, q) in std::mem::take(&mut self.parked) {
+            for p in q {
+                self.settle_parked(p, WireVerdict::Full);
+            }
+        }
         let pending = std::mem::take(&mut self.pending);
         for (_, p) in pending {
             self.resolve(p.waiting, None);
@@ -1307,6 +1351,21 @@ impl<S: System, T: Transport> Node<S, T> {
                     return;
                 }
                 let v = self.deliver(subject, &ty, codec, &msg, None);
+                if matches!(v, WireVerdict::Full) {
+                    let p = Parked {
+                        subject: subject.to_owned(),
+                        reply: reply.clone(),
+                        from: from.clone(),
+                        req,
+                        ty,
+                        codec,
+                        msg,
+                        until: Duration::ZERO,
+                    };
+                    if self.park(p) {
+                        return;
+                    }
+                }
                 self.stats.sends_decided.add(v.kind());
                 self.remember(&from, req, Some(v));
                 self.answer(&reply, &from, req, v);
@@ -1505,6 +1564,75 @@ struct ExitBook {
 enum Answer {
     Verdict(RemoteVerdict),
     Reply(Codec, Vec<u8>),
+}
+
+/// A verdict send waiting for room in a full suspend mailbox.
+struct Parked {
+    subject: String,
+    reply: String,
+    from: NodeRef,
+    req: u64,
+    ty: String,
+    codec: Codec,
+    msg: Vec<u8>,
+    until: Duration,
+}
+
+impl<S: System, T: Transport> Node<S, T> {
+    /// Holds a send that met a full suspend mailbox until room frees (or
+    /// its wait runs out): its sender waits for the verdict. False when
+    /// the actor's waiters are at their bound (answered `Full` at once).
+    fn park(&mut self, mut p: Parked) -> bool {
+        if self.config.suspend_wait.is_zero() {
+            return false;
+        }
+        p.until = self.transport.now() + self.config.suspend_wait;
+        let q = self.parked.entry(p.subject.clone()).or_default();
+        if q.len() >= self.config.suspend_waiters {
+            return false;
+        }
+        let (from, req) = (p.from.clone(), p.req);
+        q.push_back(p);
+        self.stats.sends_waited += 1;
+        // A duplicate of it is not delivered again while it waits.
+        self.remember(&from, req, None);
+        true
+    }
+
+    /// Grants the room freed in suspend mailboxes to the sends waiting for
+    /// it, in their order; answers `Full` those whose wait ran out.
+    fn unpark(&mut self) {
+        if self.parked.is_empty() {
+            return;
+        }
+        let now = self.transport.now();
+        let subjects: Vec<String> = self.parked.keys().cloned().collect();
+        for subject in subjects {
+            while let Some(p) = self.parked.get_mut(&subject).and_then(VecDeque::pop_front) {
+                let v = if p.until <= now {
+                    WireVerdict::Full
+                } else {
+                    self.deliver(&subject, &p.ty, p.codec, &p.msg, None)
+                };
+                if matches!(v, WireVerdict::Full) && p.until > now {
+                    if let Some(q) = self.parked.get_mut(&subject) {
+                        q.push_front(p);
+                    }
+                    break;
+                }
+                self.settle_parked(p, v);
+            }
+            if self.parked.get(&subject).is_some_and(VecDeque::is_empty) {
+                self.parked.remove(&subject);
+            }
+        }
+    }
+
+    fn settle_parked(&mut self, p: Parked, v: WireVerdict) {
+        self.stats.sends_decided.add(v.kind());
+        self.remember(&p.from, p.req, Some(v));
+        self.answer(&p.reply, &p.from, p.req, v);
+    }
 }
 
 /// A fresh incarnation number for a real node: nanoseconds since the Unix

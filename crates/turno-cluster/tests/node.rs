@@ -124,8 +124,8 @@ fn a_send_answers_with_the_receiving_mailboxs_verdict_under_each_policy() {
             ("/new", RemoteVerdict::Evicting),
             ("/reject", RemoteVerdict::Enqueued { remaining: one }),
             ("/reject", RemoteVerdict::Rejected),
+            // The second send to `/suspend` waits for room (no verdict yet).
             ("/suspend", RemoteVerdict::Enqueued { remaining: one }),
-            ("/suspend", RemoteVerdict::Full),
             ("/gone", RemoteVerdict::Closed),
             ("/gone", RemoteVerdict::Closed),
             ("/nobody", RemoteVerdict::Closed),
@@ -136,7 +136,9 @@ fn a_send_answers_with_the_receiving_mailboxs_verdict_under_each_policy() {
         assert_eq!(got, expected, "codec {codec:?}");
         assert_eq!(a.stats().sends, 12);
         assert_eq!(a.stats().sent_with(RemoteVerdict::Closed), 4);
-        assert_eq!(b.stats().sends_decided.total(), 12);
+        assert_eq!(b.stats().sends_decided.total(), 11);
+        assert_eq!(b.stats().sends_waited, 1);
+        assert_eq!(a.pending(), (1, 0));
     }
 }
 
@@ -475,4 +477,109 @@ fn a_node_cut_off_comes_back_new_and_the_others_keep_their_incarnations() {
     assert_eq!((a.me().inc, b.me().inc), (1, 1), "the others are not");
     assert_eq!((a.peer("c"), b.peer("c")), (Some(2), Some(2)));
     assert_eq!((c.peer("a"), c.peer("b")), (Some(1), Some(1)));
+}
+
+#[test]
+fn a_send_to_a_full_suspend_mailbox_waits_for_room_in_order_then_is_full() {
+    let broker = SimBroker::new(3, Faults::none());
+    let mut a = node(&broker, "a", Codec::Postcard);
+    let config = NodeConfig {
+        heartbeat_every: Duration::from_millis(10),
+        down_after: Duration::from_millis(50),
+        suspend_wait: Duration::from_millis(30),
+        suspend_waiters: 2,
+        ..NodeConfig::default()
+    };
+    let mut b = Node::new(
+        "b",
+        1,
+        DetSystem::new(7),
+        broker.transport("b", Duration::ZERO),
+        config,
+    )
+    .unwrap();
+    b.register::<Job>("job").unwrap();
+    let sink = b
+        .system()
+        .spawn(
+            Props::new().name("slow").mailbox(Policy::Suspend(1)),
+            || Sink,
+        )
+        .unwrap();
+    b.export(&sink).unwrap();
+    let to = RemoteAddr::<Job>::new("b", "/slow");
+    let got: Log<(u32, RemoteVerdict)> = log();
+    let send = |a: &mut N, n: u32| {
+        let g = got.clone();
+        a.send(&to, &Job(n), Duration::from_millis(500), move |v| {
+            g.borrow_mut().push((n, v))
+        })
+        .unwrap();
+    };
+    for n in 0..4 {
+        send(&mut a, n);
+    }
+    // The actor does not run: one message fits, two wait, one is past the
+    // bound of waiters.
+    tick(&broker, &mut [&mut a, &mut b], 10, false);
+    assert_eq!(
+        *got.borrow(),
+        [
+            (0, RemoteVerdict::Enqueued { remaining: Some(0) }),
+            (3, RemoteVerdict::Full)
+        ]
+    );
+    assert_eq!(b.stats().sends_waited, 2);
+    // Room frees: the waiting sends get it in their order of arrival.
+    tick(&broker, &mut [&mut a, &mut b], 10, true);
+    assert_eq!(
+        got.borrow()[2..],
+        [
+            (1, RemoteVerdict::Enqueued { remaining: Some(0) }),
+            (2, RemoteVerdict::Enqueued { remaining: Some(0) })
+        ]
+    );
+    // A wait that runs out is answered Full.
+    for n in 4..6 {
+        send(&mut a, n);
+    }
+    tick(&broker, &mut [&mut a, &mut b], 50, false);
+    assert_eq!(
+        got.borrow()[4..],
+        [
+            (4, RemoteVerdict::Enqueued { remaining: Some(0) }),
+            (5, RemoteVerdict::Full)
+        ]
+    );
+    assert_eq!(a.stats().sends, 6);
+    assert_eq!(b.stats().sends_decided.total(), 6);
+}
+
+#[test]
+fn sends_past_the_bound_of_pending_requests_are_unsent() {
+    let broker = SimBroker::new(4, Faults::none());
+    let config = NodeConfig {
+        max_pending: 2,
+        ..NodeConfig::default()
+    };
+    let mut a = Node::new(
+        "a",
+        1,
+        DetSystem::new(1),
+        broker.transport("a", Duration::ZERO),
+        config,
+    )
+    .unwrap();
+    a.register::<Job>("job").unwrap();
+    let to = RemoteAddr::<Job>::new("b", "/nobody");
+    let got: Log<RemoteVerdict> = log();
+    for n in 0..3 {
+        let g = got.clone();
+        a.send(&to, &Job(n), Duration::from_secs(1), move |v| {
+            g.borrow_mut().push(v)
+        })
+        .unwrap();
+    }
+    assert_eq!(*got.borrow(), [RemoteVerdict::Unsent]);
+    assert_eq!(a.pending(), (2, 0));
 }

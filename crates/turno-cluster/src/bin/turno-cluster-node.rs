@@ -13,6 +13,13 @@
 //! `--only-given-servers`: never connect to the servers the cluster
 //! advertises (a test puts a proxy between the node and its server).
 //!
+//! `--ledger FILE [--replicas N]`: also `/ledger`, an actor with a durable
+//! mailbox (reject at 1,000 stored, ack wait 1 s, 5 deliveries, `N`
+//! replicas, default 3) taking `(id, amount)` pairs of `u64`. Its state is
+//! `FILE`: one line `seq id amount` per applied message, written and
+//! synced before the ack, so the last line's `seq` is its applied
+//! sequence and a restarted process (same file) applies each message once.
+//!
 //! With `--turn-every-ms N` the actors run only every N ms, so mailboxes
 //! fill between (the tests use it to meet every policy). Every 50 ms, and
 //! when they change, the node prints its books as one JSON line on stdout
@@ -22,6 +29,7 @@ use std::io::Write as _;
 use std::time::Duration;
 
 use turno::{Actor, Context, LocalSystem, Policy, Props, System};
+use turno_cluster::durable::{Durable, DurableMailbox, DurablePolicy, DurableSpec};
 use turno_cluster::nats::{NatsOptions, NatsTransport};
 use turno_cluster::node::{fresh_incarnation, Node, NodeConfig, NodeStats, RemoteReplyTo};
 use turno_cluster::transport::Transport as _;
@@ -45,6 +53,53 @@ impl Actor for Echo {
     type Msg = (u64, RemoteReplyTo<u64>);
     fn handle(&mut self, _: &mut Context<'_, Self>, (n, r): Self::Msg) {
         let _ = r.reply(n * 2);
+    }
+}
+
+/// The durable account: its state is a file of applied lines.
+struct Ledger {
+    file: std::fs::File,
+    applied: u64,
+}
+
+impl Ledger {
+    fn open(path: &str) -> std::io::Result<Ledger> {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        // A line cut short by a crash was not committed (nor acked).
+        let applied = text
+            .split_inclusive('\n')
+            .filter(|l| l.ends_with('\n') && l.split(' ').count() == 3)
+            .filter_map(|l| l.split(' ').next()?.parse::<u64>().ok())
+            .last()
+            .unwrap_or(0);
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        if !text.is_empty() && !text.ends_with('\n') {
+            file.write_all(b"\n")?;
+        }
+        Ok(Ledger { file, applied })
+    }
+}
+
+impl Actor for Ledger {
+    type Msg = Durable<(u64, u64)>;
+    fn handle(&mut self, _: &mut Context<'_, Self>, d: Durable<(u64, u64)>) {
+        if let Some(&(id, amount)) = d.fresh(self.applied) {
+            let line = format!("{} {id} {amount}\n", d.seq());
+            if self
+                .file
+                .write_all(line.as_bytes())
+                .and_then(|_| self.file.sync_data())
+                .is_err()
+            {
+                // Not committed: not acked, delivered again.
+                return;
+            }
+            self.applied = d.seq();
+        }
+        d.ack();
     }
 }
 
@@ -165,12 +220,56 @@ fn main() {
         eprintln!("turno-cluster-node: {e}");
         std::process::exit(1);
     }
+    let mut ledger = None;
+    if let Some(path) = arg(&args, "--ledger") {
+        let replicas = arg(&args, "--replicas")
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(3);
+        // The state is read from the file at every (re)start of the actor.
+        let opened = Ledger::open(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|_| {
+                node.system()
+                    .spawn(Props::new().name("ledger"), move || {
+                        Ledger::open(&path).expect("the ledger file opened once already")
+                    })
+                    .map_err(|e| e.to_string())
+            })
+            .and_then(|addr| {
+                let spec = DurableSpec::new(&name, "/ledger", DurablePolicy::Reject(1_000))
+                    .replicas(replicas)
+                    .ack_wait(Duration::from_secs(1))
+                    .max_deliver(5);
+                // A cluster just started elects its JetStream leaders
+                // first: the stream may not be creatable for a few seconds.
+                let t0 = std::time::Instant::now();
+                loop {
+                    match DurableMailbox::open(node.transport_mut(), spec.clone(), addr.clone()) {
+                        Ok(m) => return Ok(m),
+                        Err(e) if t0.elapsed() > Duration::from_secs(30) => {
+                            return Err(e.to_string())
+                        }
+                        Err(_) => std::thread::sleep(Duration::from_millis(200)),
+                    }
+                }
+            });
+        match opened {
+            Ok(m) => ledger = Some(m),
+            Err(e) => {
+                eprintln!("turno-cluster-node: the ledger: {e}");
+                std::process::exit(1);
+            }
+        }
+    }
     let mut out = std::io::stdout();
     let mut last = String::new();
     let mut next_print = Duration::ZERO;
     let mut next_turns = Duration::ZERO;
     loop {
         node.pump();
+        if let Some(m) = ledger.as_mut() {
+            m.pump(node.transport_mut());
+        }
         let now = node.now();
         if now >= next_turns {
             node.system_mut().settle(Duration::from_millis(20));

@@ -46,7 +46,11 @@ impl NatsTransport {
         payload: Vec<u8>,
     ) -> Result<PubAck, TransportError> {
         inside_tokio()?;
-        let js = async_nats::jetstream::new(self.client.clone());
+        // The JetStream context needs the runtime's reactor.
+        let js = {
+            let _in = self.rt.enter();
+            async_nats::jetstream::new(self.client.clone())
+        };
         let mut headers = HeaderMap::new();
         headers.insert("Nats-Msg-Id", msg_id);
         let subject = subject.to_owned();
@@ -70,7 +74,11 @@ impl NatsTransport {
 
     pub(super) fn durable_create(&mut self, spec: &StreamSpec) -> Result<(), TransportError> {
         inside_tokio()?;
-        let js = async_nats::jetstream::new(self.client.clone());
+        // The JetStream context needs the runtime's reactor.
+        let js = {
+            let _in = self.rt.enter();
+            async_nats::jetstream::new(self.client.clone())
+        };
         let config = stream::Config {
             name: spec.name.clone(),
             subjects: vec![spec.subject.clone()],

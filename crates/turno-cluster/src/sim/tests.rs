@@ -70,6 +70,10 @@ fn config() -> NodeConfig {
     NodeConfig {
         heartbeat_every: Duration::from_millis(40),
         down_after: Duration::from_millis(200),
+        // Sends to a full suspend mailbox wait for room, some beyond their
+        // sender's deadline, some past the bound of waiters.
+        suspend_wait: Duration::from_millis(40),
+        suspend_waiters: 2,
         ..NodeConfig::default()
     }
 }
@@ -155,6 +159,7 @@ struct Seen {
     stale: u64,
     node_down: u64,
     watched_ends: u64,
+    waited: u64,
 }
 
 const DROP: usize = 0;
@@ -569,6 +574,7 @@ fn check(books: &[Book], ledger: &Ledger, seen: &mut Seen) -> Result<(), String>
     seen.dropped = outcomes.get("Dropped").copied().unwrap_or(0);
     seen.evicting = outcomes.get("Evicting").copied().unwrap_or(0);
     seen.lost = lost;
+    seen.waited = kinds(&|s| s.sends_waited);
     if errs.is_empty() {
         Ok(())
     } else {
@@ -629,6 +635,7 @@ fn run_all(seeds: std::ops::Range<u64>, bug: bool) -> (Vec<(u64, String)>, Seen)
                                 total.stale += s.stale;
                                 total.node_down += s.node_down;
                                 total.watched_ends += s.watched_ends;
+                                total.waited += s.waited;
                             }
                             Err(e) => fails.push((seed, e)),
                         }
@@ -658,6 +665,7 @@ fn run_all(seeds: std::ops::Range<u64>, bug: bool) -> (Vec<(u64, String)>, Seen)
         total.stale += s.stale;
         total.node_down += s.node_down;
         total.watched_ends += s.watched_ends;
+        total.waited += s.waited;
     }
     fails.sort_by_key(|f| f.0);
     (fails, total)
@@ -691,6 +699,7 @@ fn a_thousand_seeds_with_every_fault_kind_balance_their_books() {
             ("tell losses", seen.lost),
             ("stale replies", seen.stale),
             ("nodes declared down", seen.node_down),
+            ("sends that waited for room", seen.waited),
             (
                 "watches of a node incarnation that ended",
                 seen.watched_ends,
