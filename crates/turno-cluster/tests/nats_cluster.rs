@@ -496,6 +496,28 @@ fn three_servers_three_nodes_every_send_kind_and_every_fault() {
             RemoteVerdict::Full
         ]
     );
+    // A suspend mailbox makes remote senders wait: n3 runs its actors every
+    // 600 ms; of four sends arriving at once, two fit, and two wait on n3
+    // for the room its actor frees (within n3's one-second wait), then are
+    // enqueued, not refused.
+    log.borrow_mut().clear();
+    for i in 0..4 {
+        send(&mut d, "n3", "/suspend", i, &log);
+    }
+    run_until(&mut d, Duration::from_secs(5), "four verdicts", |_| {
+        log.borrow().len() == 4
+    });
+    assert!(
+        log.borrow().iter().all(|(_, v)| v.is_enqueued()),
+        "{:?}",
+        log.borrow()
+    );
+    run_until(
+        &mut d,
+        Duration::from_secs(5),
+        "n3 counts two waits",
+        |_| nodes["n3"].books()["sends_waited"].as_u64() == Some(2),
+    );
     // Closed: an actor that stopped, a path nobody exports, a node nobody
     // runs (no responders: at once, not at the deadline).
     log.borrow_mut().clear();

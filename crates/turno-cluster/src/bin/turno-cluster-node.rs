@@ -131,6 +131,7 @@ fn books(s: &NodeStats, peers: &[(String, u64)]) -> String {
         "sends_decided": s.sends_decided,
         "asks_decided": s.asks_decided,
         "undecodable": s.undecodable,
+        "sends_waited": s.sends_waited,
     })
     .to_string()
 }
