@@ -904,6 +904,11 @@ impl<C: Clone + Send + Sync + 'static, X: Extension<C>> ChartActor<C, X> {
             transitions,
             root: Some(root.id.to_string()),
             initial: root.initial.map(|i| m.state(i).id.to_string()),
+            root_kind: Some(if root.kind == StateKind::Parallel {
+                trace::StateKind::Parallel
+            } else {
+                trace::StateKind::Compound
+            }),
         });
     }
 

@@ -27,7 +27,15 @@ impl Layouts {
     /// configuration of the step it shows).
     pub(crate) fn svg(&self, c: &ChartView) -> Result<String, String> {
         let mut h = DefaultHasher::new();
-        (&c.machine, &c.states, &c.transitions, &c.root, &c.initial).hash(&mut h);
+        (
+            &c.machine,
+            &c.states,
+            &c.transitions,
+            &c.root,
+            &c.initial,
+            &c.root_kind,
+        )
+            .hash(&mut h);
         let key = h.finish();
         let cached = self
             .done
@@ -97,7 +105,9 @@ pub(crate) fn diagram(c: &ChartView) -> Diagram {
                 id.clone()
             },
             parent: if is_root { None } else { Some(0) },
-            kind: if is_root {
+            kind: if is_root && c.root_kind == Some(StateKind::Parallel) {
+                NodeKind::Parallel
+            } else if is_root {
                 NodeKind::Compound
             } else {
                 NodeKind::Atomic

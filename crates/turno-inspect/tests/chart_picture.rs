@@ -115,6 +115,53 @@ fn a_recorded_chart_is_drawn_as_turno_chart_svg_draws_the_machine() {
     assert_eq!(recorded, direct);
 }
 
+/// A machine whose top-level states are regions: its root is drawn as a
+/// parallel state, both in `turno chart svg` and from the trace.
+const REGIONS: &str = r#"{"id": "desk", "type": "parallel", "states": {
+    "lamp": {"initial": "off", "states": {
+      "off": {"on": {"FLIP": "on"}}, "on": {"on": {"FLIP": "off"}},
+      "was": {"type": "history"}}},
+    "fan": {"initial": "still", "states": {
+      "still": {"on": {"SPIN": {"target": "spinning", "guard": "pass"}}},
+      "spinning": {"after": {"short": "still"}}}}}}"#;
+
+#[test]
+fn a_parallel_root_is_drawn_as_the_machine_draws_it() {
+    let m = Arc::new(load_json(REGIONS, &stdlib::implementations()).unwrap());
+    let path =
+        std::env::temp_dir().join(format!("turno-chart-regions-{}.jsonl", std::process::id()));
+    let file = std::fs::File::create(&path).unwrap();
+    let mut sys = DetSystem::builder()
+        .trace(JsonLinesSink::new(std::io::BufWriter::new(file)))
+        .build();
+    let machine = m.clone();
+    let chart = sys
+        .spawn(Props::new().name("desk"), move || {
+            ChartActor::new(machine.clone())
+        })
+        .unwrap();
+    sys.run_until_idle().unwrap();
+    let _ = chart.try_send(ChartMsg::Event(Event::new("FLIP")));
+    sys.run_until_idle().unwrap();
+    sys.flush_trace();
+    let loaded = Loaded::open(&path, None).unwrap();
+    let last = loaded.index().len();
+    let actor = chart.id().as_u64();
+    let recorded = body(loaded, &format!("/api/chart.svg?k={last}&actor={actor}"));
+    let _ = std::fs::remove_file(&path);
+    let direct = layout(&Diagram::from_machine(&m))
+        .unwrap()
+        .svg(&Highlight::default());
+    assert!(
+        direct.contains(r#"class="state parallel" data-state="desk""#),
+        "{direct}"
+    );
+    assert!(direct.contains(">H<"), "shallow history");
+    assert!(direct.contains("SPIN [pass]"));
+    assert!(direct.contains("after short"));
+    assert_eq!(recorded, direct);
+}
+
 #[test]
 fn the_trace_names_each_transition_taken_by_its_place_in_the_definition() {
     let m = Arc::new(load_json(DOOR, &stdlib::implementations()).unwrap());

@@ -350,6 +350,10 @@ pub enum ActorEvent {
         /// The root's initial state; absent in older traces.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         initial: Option<String>,
+        /// The root's kind: compound, or parallel for a machine whose
+        /// top-level states are regions; absent in older traces.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        root_kind: Option<StateKind>,
     },
     /// Extension: a statechart starts processing an event.
     ChartEvent {

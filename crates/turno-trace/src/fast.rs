@@ -422,6 +422,8 @@ enum ActorEventDe {
         root: Option<String>,
         #[serde(default)]
         initial: Option<String>,
+        #[serde(default)]
+        root_kind: Option<StateKind>,
     },
     ChartEvent {
         actor: ActorId,

@@ -253,6 +253,9 @@ pub struct ChartView {
     /// The root's initial state (from `chart_define`).
     #[serde(default)]
     pub initial: Option<String>,
+    /// The root's kind (from `chart_define`).
+    #[serde(default)]
+    pub root_kind: Option<crate::actor::StateKind>,
     /// The active configuration.
     pub active: BTreeSet<String>,
     /// The event being processed (the last `chart_event`).
@@ -716,6 +719,7 @@ impl World {
                 transitions,
                 root,
                 initial,
+                root_kind,
             } => {
                 let c = self.charts.entry(*actor).or_default();
                 c.machine = Some(machine.clone());
@@ -723,6 +727,7 @@ impl World {
                 c.transitions = transitions.clone();
                 c.root = root.clone();
                 c.initial = initial.clone();
+                c.root_kind = *root_kind;
             }
             A::ChartEvent {
                 actor,

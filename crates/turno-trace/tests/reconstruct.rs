@@ -125,6 +125,7 @@ fn actor_event() -> impl Strategy<Value = ActorEvent> {
             transitions: vec![],
             root: Some("m".into()),
             initial: Some("a".into()),
+            root_kind: Some(StateKind::Compound),
         }),
         (id(), any::<bool>()).prop_map(|(actor, ext)| ActorEvent::ChartEvent {
             actor,

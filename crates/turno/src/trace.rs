@@ -135,6 +135,8 @@ pub enum ChartStep {
         root: Option<String>,
         /// The root's initial state.
         initial: Option<String>,
+        /// The root's kind.
+        root_kind: Option<StateKind>,
     },
     /// See [`ActorEvent::ChartEvent`].
     Event {
@@ -170,6 +172,7 @@ impl ChartStep {
                 transitions,
                 root,
                 initial,
+                root_kind,
             } => ActorEvent::ChartDefine {
                 actor,
                 machine,
@@ -177,6 +180,7 @@ impl ChartStep {
                 transitions,
                 root,
                 initial,
+                root_kind,
             },
             ChartStep::Event { event, internal } => ActorEvent::ChartEvent {
                 actor,
