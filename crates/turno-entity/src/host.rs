@@ -438,8 +438,18 @@ where
                     source: Box::new(source),
                 })?;
             if r.snapshot.status != Status::Active {
+                // The restore may have ended the chart itself (an overdue
+                // timer fired into a final state): the restored state is
+                // what is written, so that firing is committed once and
+                // the stored wake-up cleared.
+                let data = Persist::new(&self.machine)
+                    .to_string(&r.snapshot)
+                    .map_or_else(|_| entity.data.clone(), String::into_bytes);
                 let ack = match seq {
-                    Some(seq) => self.commit_done(key, shard, epoch, seq, &entity.data),
+                    Some(_) => self.commit_done(key, shard, epoch, seq, &data),
+                    None if entity.wake_at.is_some() => {
+                        self.commit_done(key, shard, epoch, None, &data)
+                    }
                     None => Ack::Unanswered,
                 };
                 return Ok(Activated::Done(ack));
@@ -501,15 +511,15 @@ where
         Ok(Activated::Actor(addr))
     }
 
-    /// Commits a message for a done entity: its sequence advances, its
-    /// state stays.
-    fn commit_done(&self, key: &str, shard: u32, epoch: u64, seq: u64, data: &[u8]) -> Ack {
+    /// Commits a done entity's state `data`, with message `seq` if one
+    /// came: its sequence advances, its wake-up is cleared.
+    fn commit_done(&self, key: &str, shard: u32, epoch: u64, seq: Option<u64>, data: &[u8]) -> Ack {
         let write = EntityWrite {
             kind: &self.kind,
             key,
             shard,
             epoch,
-            seq: Some(seq),
+            seq,
             data,
             wake_at: None,
         };
@@ -537,7 +547,7 @@ where
                 key: key.to_string(),
                 shard,
                 epoch,
-                seq: Some(seq),
+                seq,
                 outcome: ack.clone(),
             });
         }
@@ -647,6 +657,11 @@ where
                 }
                 match self.ensure_active(&d.key, shard, epoch, None) {
                     Ok(Activated::Actor(_)) => {
+                        bump(&self.counters.timer_wakes);
+                        report.woken += 1;
+                    }
+                    // Its overdue timer ended it on restore: committed.
+                    Ok(Activated::Done(Ack::Applied)) => {
                         bump(&self.counters.timer_wakes);
                         report.woken += 1;
                     }
