@@ -637,17 +637,12 @@ impl<S: System, T: Transport> Node<S, T> {
         f: ExportFn,
     ) {
         let id = addr.id();
-        if !self.exits.watch_fns.contains_key(&id) {
+        if let std::collections::hash_map::Entry::Vacant(e) = self.exits.watch_fns.entry(id) {
             let a = addr.clone();
-            self.exits.watch_fns.insert(
-                id,
-                Box::new(move || {
-                    let a = a.clone();
-                    ExitMsg::Watch(Box::new(move |ctx| {
-                        ctx.watch(&a, |id, reason| ExitMsg::Ended(id, reason))
-                    }))
-                }),
-            );
+            e.insert(Box::new(move || {
+                let a = a.clone();
+                ExitMsg::Watch(Box::new(move |ctx| ctx.watch(&a, ExitMsg::Ended)))
+            }));
         }
         // A local actor's path starts with '/', so it always has a subject.
         if let Ok(subject) = self.config.subjects.actor(&self.me.name, &path) {
@@ -1521,10 +1516,14 @@ impl<S: System, T: Transport> Node<S, T> {
     }
 }
 
+/// Has the local watcher watch one actor (the closure holds its typed
+/// address).
+type WatchFn = Box<dyn FnOnce(&mut Context<'_, ExitWatcher>) + Send>;
+
 /// What the local watcher of exported actors is told, and tells.
 enum ExitMsg {
-    /// Watch an actor (the closure holds its typed address).
-    Watch(Box<dyn FnOnce(&mut Context<'_, ExitWatcher>) + Send>),
+    /// Watch an actor.
+    Watch(WatchFn),
     /// A watched actor ended.
     Ended(ActorId, ExitReason),
 }
