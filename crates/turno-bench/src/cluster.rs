@@ -384,6 +384,19 @@ fn latency(mut v: Vec<Duration>) -> Latency {
     }
 }
 
+/// Why the node's incarnation ended, if it did (a send or ask pending then
+/// ends `Unknown` or timed out).
+fn ended_note(node: &N) -> String {
+    match node.retired_stats().last() {
+        Some(s) => format!(
+            " ({} earlier incarnation(s) of this node; the last ended {:?})",
+            node.retired_stats().len(),
+            s.ended
+        ),
+        None => String::new(),
+    }
+}
+
 fn turno_sends(node: &mut N, n: usize) -> Latency {
     let sink = RemoteAddr::<Payload>::new("b", "/sink");
     let mut times = Vec::with_capacity(n);
@@ -401,7 +414,10 @@ fn turno_sends(node: &mut N, n: usize) -> Latency {
         pump_until(node, Duration::from_secs(3), |_| got.get().is_some());
         match got.get() {
             Some(v) if v.is_enqueued() => times.push(start.elapsed()),
-            other => fail(format!("a verdict send ended {other:?}")),
+            other => fail(format!(
+                "a verdict send ended {other:?}{}",
+                ended_note(node)
+            )),
         }
     }
     latency(times)
@@ -425,29 +441,40 @@ fn turno_asks(node: &mut N, n: usize) -> Latency {
         let end = got.borrow_mut().take();
         match end {
             Some(RemoteResponse::Reply(p)) if p.seq == s as u64 => times.push(start.elapsed()),
-            other => fail(format!("an ask ended {other:?}")),
+            other => fail(format!("an ask ended {other:?}{}", ended_note(node))),
         }
     }
     latency(times)
 }
 
-fn raw_requests(rt: &tokio::runtime::Runtime, client: &async_nats::Client, n: usize) -> Latency {
+fn raw_requests(
+    rt: &tokio::runtime::Runtime,
+    client: &async_nats::Client,
+    node: &mut N,
+    n: usize,
+) -> Latency {
     let mut times = Vec::with_capacity(n);
-    rt.block_on(async {
-        for s in 0..n {
-            let b = Codec::Postcard
-                .encode(&payload(s as u64))
-                .unwrap_or_default();
-            let start = Instant::now();
-            match client.request("raw.echo", b.into()).await {
-                Ok(m) => match Codec::Postcard.decode::<Payload>(&m.payload) {
-                    Ok(p) if p.seq == s as u64 => times.push(start.elapsed()),
-                    other => fail(format!("a raw request came back {other:?}")),
-                },
-                Err(e) => fail(e),
+    for chunk in 0..n.div_ceil(50) {
+        // The turno node's loop keeps running between raw requests (not
+        // timed): a node left without a pump for longer than its failure
+        // detector's patience takes itself for paused.
+        node.pump();
+        rt.block_on(async {
+            for s in chunk * 50..((chunk + 1) * 50).min(n) {
+                let b = Codec::Postcard
+                    .encode(&payload(s as u64))
+                    .unwrap_or_default();
+                let start = Instant::now();
+                match client.request("raw.echo", b.into()).await {
+                    Ok(m) => match Codec::Postcard.decode::<Payload>(&m.payload) {
+                        Ok(p) if p.seq == s as u64 => times.push(start.elapsed()),
+                        other => fail(format!("a raw request came back {other:?}")),
+                    },
+                    Err(e) => fail(e),
+                }
             }
-        }
-    });
+        });
+    }
     latency(times)
 }
 
@@ -575,9 +602,9 @@ pub fn run(args: &Args) {
         let (send, ask, raw_request) = if r % 2 == 0 {
             let s = turno_sends(&mut node, trips);
             let a = turno_asks(&mut node, trips);
-            (s, a, raw_requests(&rt, &client, trips))
+            (s, a, raw_requests(&rt, &client, &mut node, trips))
         } else {
-            let q = raw_requests(&rt, &client, trips);
+            let q = raw_requests(&rt, &client, &mut node, trips);
             let s = turno_sends(&mut node, trips);
             (s, turno_asks(&mut node, trips), q)
         };
