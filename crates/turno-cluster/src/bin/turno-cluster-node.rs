@@ -68,9 +68,9 @@ impl Ledger {
         // A line cut short by a crash was not committed (nor acked).
         let applied = text
             .split_inclusive('\n')
+            .rev()
             .filter(|l| l.ends_with('\n') && l.split(' ').count() == 3)
-            .filter_map(|l| l.split(' ').next()?.parse::<u64>().ok())
-            .last()
+            .find_map(|l| l.split(' ').next()?.parse::<u64>().ok())
             .unwrap_or(0);
         let mut file = std::fs::OpenOptions::new()
             .create(true)
