@@ -164,6 +164,45 @@ pub struct ChartTransitionDef {
     pub actions: Vec<String>,
 }
 
+/// Cluster: which kind of remote send a `remote_send` is
+/// (`docs/cluster.md`). A message's id is `NODE#INC>TO#TO_INC/SEQ` for a
+/// tell (the sender's name and incarnation, the receiver's, and the
+/// sequence number of the sender's tells to that incarnation) and
+/// `NODE#INC?REQ` for a send or an ask (the sender's request id).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RemoteSendKind {
+    /// Fire and forget.
+    Tell,
+    /// A send answered by the receiving mailbox's verdict.
+    Send,
+    /// A request answered by a reply.
+    Ask,
+}
+
+/// Cluster: what a receiving node did with a message from another node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RemoteReceived {
+    /// Queued in the actor's mailbox (a `turn_start` handles it later).
+    Enqueued,
+    /// Queued, a keep-newest mailbox's oldest message evicted for it.
+    Evicting,
+    /// Lost to the mailbox's policy (keep-oldest full).
+    Dropped,
+    /// Handed back by a full reject mailbox.
+    Rejected,
+    /// Refused by a full suspend mailbox.
+    Full,
+    /// No actor takes it: stopped, not exported, or an undecodable message.
+    Closed,
+    /// A tell older than one already taken from the same sender, or a
+    /// repeated send or ask: not delivered again.
+    Duplicate,
+    /// A tell for an earlier incarnation of this node: discarded.
+    Foreign,
+}
+
 /// Every kind of step the runtime records, plus the statechart extension.
 ///
 /// Serialised internally tagged: `{"kind":"enqueue","actor":3,...}`.
@@ -331,6 +370,45 @@ pub enum ActorEvent {
         /// The sender.
         actor: ActorId,
     },
+    /// Cluster: a node's code sent a message to an actor on another node
+    /// (`docs/cluster.md`); `actor` is `0`, the node itself.
+    RemoteSend {
+        /// The node's own id, `0`.
+        actor: ActorId,
+        /// The message's id across the cluster ([`RemoteSendKind`] says
+        /// how it is formed).
+        msg: String,
+        /// Which kind of remote send.
+        how: RemoteSendKind,
+        /// The receiving node's name.
+        to_node: String,
+        /// The receiving actor's path on that node.
+        to_path: String,
+    },
+    /// Cluster: the message went on the wire (the transport took it);
+    /// a send the transport refused has a `remote_send` and no
+    /// `remote_wire`.
+    RemoteWire {
+        /// The node's own id, `0`.
+        actor: ActorId,
+        /// The message's id (as in its `remote_send`).
+        msg: String,
+        /// The subject it was published on.
+        subject: String,
+    },
+    /// Cluster: a message from another node reached this node and its
+    /// mailbox gave a verdict (the `enqueue`, `drop`, `reject`, ... of
+    /// that delivery is the receiver's event just before).
+    RemoteReceive {
+        /// The receiving actor (`0` when no exported actor takes it).
+        actor: ActorId,
+        /// The message's id (as in its `remote_send` on the sender).
+        msg: String,
+        /// The sending node's name.
+        from_node: String,
+        /// What happened to it.
+        verdict: RemoteReceived,
+    },
     /// Extension: a statechart actor's definition, recorded once before its
     /// first microstep so a reader can draw the diagram.
     ChartDefine {
@@ -471,6 +549,9 @@ impl ActorEvent {
             | Stop { actor, .. }
             | Mute { actor, .. }
             | Unmute { actor }
+            | RemoteSend { actor, .. }
+            | RemoteWire { actor, .. }
+            | RemoteReceive { actor, .. }
             | ChartDefine { actor, .. }
             | ChartEvent { actor, .. }
             | ChartExit { actor, .. }

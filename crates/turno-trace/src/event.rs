@@ -45,6 +45,19 @@ pub struct Header {
     /// `turno-js-trace`: the program's file name as given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
+    /// `turno-trace` of one cluster node: the node that recorded it,
+    /// `NAME#INCARNATION`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// `turno-trace` merged from several nodes: the nodes, in the order
+    /// the inspector draws their lanes; each event names its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<Vec<String>>,
+    /// `turno-trace` of one cluster node: when its `t_ns` 0 was, in
+    /// nanoseconds since the Unix epoch, so traces of nodes in different
+    /// processes merge on one time line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epoch_unix_ns: Option<u64>,
 }
 
 impl Header {
@@ -55,6 +68,26 @@ impl Header {
             version: VERSION,
             model: None,
             file: None,
+            node: None,
+            nodes: None,
+            epoch_unix_ns: None,
+        }
+    }
+
+    /// The header of one cluster node's runtime trace: `node` is
+    /// `NAME#INCARNATION` ([`node_id`]).
+    pub fn turno_node(node: impl Into<String>) -> Self {
+        Header {
+            node: Some(node.into()),
+            ..Header::turno()
+        }
+    }
+
+    /// The header of a runtime trace merged from the nodes of a cluster.
+    pub fn turno_cluster(nodes: Vec<String>) -> Self {
+        Header {
+            nodes: Some(nodes),
+            ..Header::turno()
         }
     }
 
@@ -65,6 +98,9 @@ impl Header {
             version: VERSION,
             model: Some(model),
             file: Some(file.into()),
+            node: None,
+            nodes: None,
+            epoch_unix_ns: None,
         }
     }
 
@@ -73,6 +109,15 @@ impl Header {
         // Serialising a struct of strings and numbers cannot fail.
         serde_json::to_string(self).unwrap_or_default()
     }
+}
+
+/// A cluster node's id in a trace: `NAME#INCARNATION`.
+///
+/// ```
+/// assert_eq!(turno_trace::node_id("b", 3), "b#3");
+/// ```
+pub fn node_id(name: &str, inc: u64) -> String {
+    format!("{name}#{inc}")
 }
 
 /// A kind this reader does not know (a newer writer's); kept, not applied.
@@ -124,6 +169,11 @@ pub struct Event {
     /// Node's main thread, 1.. dedicated workers in creation order).
     #[serde(default, rename = "loop", skip_serializing_if = "Option::is_none")]
     pub loop_id: Option<u32>,
+    /// A cluster trace merged from several nodes: the node that recorded
+    /// the event, `NAME#INCARNATION` (absent in one node's own trace,
+    /// whose header names it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
 }
 
 impl Event {
@@ -135,6 +185,7 @@ impl Event {
             kind,
             js_stack: None,
             loop_id: None,
+            node: None,
         }
     }
 

@@ -33,7 +33,7 @@ use serde_json::Value;
 
 use crate::actor::{
     ActorEvent, ChartStateDef, ChartTransitionDef, DeadLetterReason, Dropped, EventOrigin,
-    HistoryDepth, Lane, StaleReason, StateKind, TurnKind,
+    HistoryDepth, Lane, RemoteReceived, RemoteSendKind, StaleReason, StateKind, TurnKind,
 };
 use crate::event::{Event, Format, Kind};
 use crate::ids::{ActorId, AnimationId, EntryId, PromiseId, RequestId, TimerId};
@@ -91,6 +91,7 @@ struct Envelope {
     t_ns: Option<u64>,
     js_stack: Option<Option<Vec<String>>>,
     loop_id: Option<Option<u32>>,
+    node: Option<Option<String>>,
 }
 
 impl Envelope {
@@ -109,6 +110,7 @@ impl Envelope {
             "t_ns" => once(&mut self.t_ns, map.next_value()?, key)?,
             "js_stack" => once(&mut self.js_stack, map.next_value()?, key)?,
             "loop" => once(&mut self.loop_id, map.next_value()?, key)?,
+            "node" => once(&mut self.node, map.next_value()?, key)?,
             "kind" => return Err(de::Error::custom("duplicate `kind`")),
             _ => return Ok(false),
         }
@@ -151,6 +153,7 @@ impl<'de, F: Family> Visitor<'de> for LineVisitor<F> {
             kind,
             js_stack: env.js_stack.flatten(),
             loop_id: env.loop_id.flatten(),
+            node: env.node.flatten(),
         })
     }
 }
@@ -410,6 +413,24 @@ enum ActorEventDe {
     },
     Unmute {
         actor: ActorId,
+    },
+    RemoteSend {
+        actor: ActorId,
+        msg: String,
+        how: RemoteSendKind,
+        to_node: String,
+        to_path: String,
+    },
+    RemoteWire {
+        actor: ActorId,
+        msg: String,
+        subject: String,
+    },
+    RemoteReceive {
+        actor: ActorId,
+        msg: String,
+        from_node: String,
+        verdict: RemoteReceived,
     },
     ChartDefine {
         actor: ActorId,

@@ -35,6 +35,7 @@
 //! ```
 
 pub mod actor;
+pub mod cluster;
 mod event;
 mod fast;
 mod ids;
@@ -46,7 +47,7 @@ pub mod reader;
 pub mod world;
 
 pub use actor::{ActorEvent, HistoryDepth, Lane, TurnKind};
-pub use event::{Event, Format, Header, Kind, OtherKind, VERSION};
+pub use event::{node_id, Event, Format, Header, Kind, OtherKind, VERSION};
 pub use ids::{ActorId, AnimationId, EntryId, PromiseId, RequestId, TimerId};
 pub use index::Index;
 pub use js::{JsEvent, Model, Queue};

@@ -366,6 +366,7 @@ mod tests {
             kind: Kind::Actor(a),
             js_stack: None,
             loop_id: None,
+            node: None,
         }
     }
 

@@ -344,15 +344,37 @@ fn parse_header(buf: &[u8], line: u64) -> Result<Header, ReadError> {
     } else {
         (None, None)
     };
+    let node = match m.get("node") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(n)) => Some(n.clone()),
+        Some(_) => return bad("node", "expected a string (NAME#INCARNATION)".into()),
+    };
+    let nodes = match m.get("nodes") {
+        None | Some(Value::Null) => None,
+        Some(v) => match Vec::<String>::deserialize(v) {
+            Ok(list) => Some(list),
+            Err(_) => return bad("nodes", "expected a list of strings".into()),
+        },
+    };
+    let epoch_unix_ns = match m.get("epoch_unix_ns") {
+        None | Some(Value::Null) => None,
+        Some(v) => match v.as_u64() {
+            Some(n) => Some(n),
+            None => return bad("epoch_unix_ns", "expected an unsigned integer".into()),
+        },
+    };
     Ok(Header {
         format,
         version,
         model,
         file,
+        node,
+        nodes,
+        epoch_unix_ns,
     })
 }
 
-const ENVELOPE: [&str; 5] = ["seq", "t_ns", "kind", "js_stack", "loop"];
+const ENVELOPE: [&str; 6] = ["seq", "t_ns", "kind", "js_stack", "loop", "node"];
 
 /// Decodes one event line: a well-formed line of a known kind by the fast
 /// decoder ([`crate::fast`]), which only ever accepts what
@@ -404,6 +426,11 @@ pub(crate) fn parse_event_checked(
                 .ok_or_else(|| field_err("loop", "expected an unsigned integer".into()))?,
         ),
     };
+    let node = match m.remove("node") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(n)) => Some(n),
+        Some(_) => return Err(field_err("node", "expected a string".into())),
+    };
     let known = match format {
         Format::Turno => ACTOR_KINDS.contains(&kind.as_str()),
         Format::TurnoJs => JS_KINDS.contains(&kind.as_str()),
@@ -437,6 +464,7 @@ pub(crate) fn parse_event_checked(
         kind,
         js_stack,
         loop_id,
+        node,
     })
 }
 
@@ -527,6 +555,9 @@ pub const ACTOR_KINDS: &[&str] = &[
     "chart_exit",
     "chart_transition",
     "chart_enter",
+    "remote_send",
+    "remote_wire",
+    "remote_receive",
     "stream_open",
     "stream_push",
     "stream_drop",

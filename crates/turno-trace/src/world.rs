@@ -56,6 +56,11 @@ pub struct World {
     /// folded into one view.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub workers: BTreeMap<u32, JsWorld>,
+    /// A cluster trace merged from several nodes: each node's own world
+    /// (actor ids are a node's own), by node (`NAME#INCARNATION`). An
+    /// event with a `node` changes only that node's world.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub nodes: BTreeMap<String, World>,
     /// What the program printed, newest last.
     pub console: Console,
     /// Events of kinds this reader does not know.
@@ -420,6 +425,13 @@ impl World {
         if let Some(s) = &e.js_stack {
             self.js_loop_mut(loop_id).js_stack = s.clone();
         }
+        if let (Some(node), Kind::Actor(a)) = (&e.node, &e.kind) {
+            let w = self.nodes.entry(node.clone()).or_default();
+            w.step = self.step;
+            w.t_ns = e.t_ns;
+            w.apply_actor(e.seq, a);
+            return;
+        }
         match &e.kind {
             Kind::Actor(a) => self.apply_actor(e.seq, a),
             Kind::Js(j) => self.apply_js(loop_id, e.seq, e.t_ns, j),
@@ -434,6 +446,7 @@ impl World {
             .actors
             .values()
             .map(|a| 8 + a.user.boxes.len() + a.stash.len() + a.redelivery.len() + a.timers.len())
+            .chain(self.nodes.values().map(World::weight))
             .sum();
         let charts: usize = self
             .charts
@@ -712,6 +725,10 @@ impl World {
             }
             A::Mute { actor, by } => self.actor(*actor).muted_by = Some(*by),
             A::Unmute { actor } => self.actor(*actor).muted_by = None,
+            // The message's path across nodes is the cluster index's
+            // (`crate::cluster`); the mailbox's own event beside it
+            // already changed the world.
+            A::RemoteSend { .. } | A::RemoteWire { .. } | A::RemoteReceive { .. } => {}
             A::ChartDefine {
                 actor,
                 machine,

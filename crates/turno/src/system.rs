@@ -142,6 +142,22 @@ pub trait System: sealed::Sealed {
         self.engine().shared.clock.now()
     }
 
+    /// True when the system records a trace (see [`crate::trace`]).
+    fn tracing(&self) -> bool {
+        self.engine().shared.tracer.is_on()
+    }
+
+    /// Records a cluster node's step in the trace (the `remote_*` events
+    /// of `docs/trace-format.md`): `step` is called only when tracing is
+    /// on, so a node whose system records no trace builds nothing.
+    fn trace_remote(&self, step: impl FnOnce() -> crate::trace::RemoteStep)
+    where
+        Self: Sized,
+    {
+        let shared = &self.engine().shared;
+        shared.tracer.emit(&shared.clock, || step().into_event());
+    }
+
     /// The system-wide counters.
     fn stats(&self) -> SystemStats {
         SystemStats {

@@ -55,6 +55,7 @@ pub use turno_trace::actor::{
     ActorEvent, ChartStateDef, ChartTransitionDef, DeadLetterReason, Dropped, EventOrigin,
     HistoryDepth, Lane, StateKind, TurnKind,
 };
+pub use turno_trace::actor::{RemoteReceived, RemoteSendKind};
 pub use turno_trace::DropPolicy;
 
 /// The version of the serialised trace format (`docs/trace-format.md`).
@@ -209,6 +210,78 @@ impl ChartStep {
     }
 }
 
+/// A cluster node's step ([`System::trace_remote`](crate::System::trace_remote)):
+/// a remote message's marks, each naming it by its id across the cluster
+/// (`docs/cluster.md`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum RemoteStep {
+    /// See [`ActorEvent::RemoteSend`].
+    Send {
+        /// The message's id.
+        msg: String,
+        /// Tell, send or ask.
+        how: RemoteSendKind,
+        /// The receiving node.
+        to_node: String,
+        /// The receiving actor's path.
+        to_path: String,
+    },
+    /// See [`ActorEvent::RemoteWire`].
+    Wire {
+        /// The message's id.
+        msg: String,
+        /// The subject it was published on.
+        subject: String,
+    },
+    /// See [`ActorEvent::RemoteReceive`].
+    Receive {
+        /// The receiving actor, if an exported actor takes it.
+        actor: Option<ActorId>,
+        /// The message's id.
+        msg: String,
+        /// The sending node.
+        from_node: String,
+        /// What happened to it.
+        verdict: RemoteReceived,
+    },
+}
+
+impl RemoteStep {
+    pub(crate) fn into_event(self) -> ActorEvent {
+        let node = turno_trace::ActorId(0);
+        match self {
+            RemoteStep::Send {
+                msg,
+                how,
+                to_node,
+                to_path,
+            } => ActorEvent::RemoteSend {
+                actor: node,
+                msg,
+                how,
+                to_node,
+                to_path,
+            },
+            RemoteStep::Wire { msg, subject } => ActorEvent::RemoteWire {
+                actor: node,
+                msg,
+                subject,
+            },
+            RemoteStep::Receive {
+                actor,
+                msg,
+                from_node,
+                verdict,
+            } => ActorEvent::RemoteReceive {
+                actor: actor.map_or(node, Into::into),
+                msg,
+                from_node,
+                verdict,
+            },
+        }
+    }
+}
+
 /// Where trace events go.
 ///
 /// A sink is called with the system's trace lock held, in trace order; it
@@ -290,6 +363,29 @@ impl<W: Write + Send> JsonLinesSink<W> {
     /// Writes the header line at once.
     pub fn new(mut out: W) -> Self {
         let error = writeln!(out, "{}", turno_trace::Header::turno().to_line()).err();
+        JsonLinesSink { out, error }
+    }
+
+    /// Writes the header of cluster node `name`, incarnation `inc`
+    /// (`node`, and `epoch_unix_ns`: now, which is close to the `t_ns` 0
+    /// of a real system built right after), so that `turno inspect`
+    /// merges it with the other nodes' traces.
+    ///
+    /// ```
+    /// use turno::trace::{JsonLinesSink, TraceSink};
+    /// let mut out = Vec::new();
+    /// JsonLinesSink::for_node(&mut out, "b", 3).flush();
+    /// let header: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    /// assert_eq!(header["node"], "b#3");
+    /// assert!(header["epoch_unix_ns"].as_u64().unwrap() > 0);
+    /// ```
+    pub fn for_node(mut out: W, name: &str, inc: u64) -> Self {
+        let epoch = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+        let mut header = turno_trace::Header::turno_node(turno_trace::node_id(name, inc));
+        header.epoch_unix_ns = Some(epoch);
+        let error = writeln!(out, "{}", header.to_line()).err();
         JsonLinesSink { out, error }
     }
 

@@ -24,6 +24,7 @@ const ACTOR: &[&str] = &[
     include_str!("../../tests/data/every_kind_actor.jsonl"),
     include_str!("../../tests/data/overload_keep_oldest.jsonl"),
     include_str!("../../tests/data/chart_crossing.jsonl"),
+    include_str!("../../tests/data/cluster_sim.jsonl"),
 ];
 
 /// Every event line of the traces above (headers left out), each kind's
@@ -71,12 +72,14 @@ fn agree(format: Format, bytes: &[u8]) -> Result<bool, String> {
 
 #[test]
 fn the_samples_have_every_kind_as_the_writer_writes_it() {
-    for (format, text, kinds) in [
-        (Format::TurnoJs, JS[0], JS_KINDS),
-        (Format::Turno, ACTOR[0], ACTOR_KINDS),
+    // The cluster's kinds are sampled from the simulated cluster's
+    // recorded trace, as its writer wrote them.
+    for (format, texts, kinds) in [
+        (Format::TurnoJs, &[JS[0]][..], JS_KINDS),
+        (Format::Turno, &[ACTOR[0], ACTOR[3]][..], ACTOR_KINDS),
     ] {
         let mut have = BTreeSet::new();
-        for l in text.lines().skip(1) {
+        for l in texts.iter().flat_map(|t| t.lines().skip(1)) {
             let e = checked(format, l.as_bytes()).unwrap_or_else(|| panic!("{l}"));
             // Written back byte for byte: the samples are in the writer's
             // shape (field order, what is left out when absent).

@@ -8,6 +8,8 @@
 #                           keep-oldest(5), 2 virtual seconds
 #   chart_crossing.jsonl    turno-chart's interpreter on the runtime
 #                           (turno-inspect's chart_trace example)
+#   cluster_sim.jsonl      turno-cluster's simulated cluster, three nodes
+#                           merged (turno-cluster's cluster_trace example)
 #   worker_messages.jsonl   turno-js, html model, two event loops: the page
 #                           and a dedicated worker (html-live/l03)
 # node_combinators.jsonl and html_raf.jsonl come from turno js run of the
@@ -46,4 +48,5 @@ rm -f "$err"
 corpus=$here/../../../turno-js/tests/corpus/html-live
 (cd "$corpus" && "$turno" js run --model html --trace "$here/worker_messages.jsonl" \
   l03_worker_messages.js >/dev/null)
-echo "recorded: html_anim_input.jsonl overload_keep_oldest.jsonl chart_crossing.jsonl worker_messages.jsonl"
+cargo run -q -p turno-cluster --example cluster_trace -- "$here/cluster_sim.jsonl" >/dev/null
+echo "recorded: html_anim_input.jsonl overload_keep_oldest.jsonl chart_crossing.jsonl worker_messages.jsonl cluster_sim.jsonl"
