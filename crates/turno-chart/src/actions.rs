@@ -227,8 +227,9 @@ impl<'a, C> ActionScope<'a, C> {
     /// (so a `sendTo` after it reaches it) and started once the macrostep
     /// is over. Its result comes back as `xstate.done.actor.<id>` (or
     /// `xstate.error.actor.<id>`, which fails the chart when nothing takes
-    /// it). `id: None` lists it as XState does, under `"undefined"`. A
-    /// child already listed under the id is stopped and replaced.
+    /// it). `id: None` lists it as XState does, under `"undefined"` (and,
+    /// as XState, keeps it listed once `stop_child` stopped it). A child
+    /// already listed under the id is stopped and replaced.
     pub fn spawn_child(&mut self, src: impl Into<String>, id: Option<String>, input: Value) {
         self.effects.push(Effect::Spawn {
             id,

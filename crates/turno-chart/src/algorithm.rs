@@ -210,16 +210,30 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
     }
 
     /// XState's `stopChild(id)`: the child listed under `id`, in flight
-    /// (stopped) or finished, is no longer a child.
-    fn forget_child(&mut self, id: &str) {
+    /// (stopped) or finished, is no longer a child. `replaced`: a spawn
+    /// takes the id over.
+    fn forget_child(&mut self, id: &str, replaced: bool) {
+        // XState deletes the key of the child's own id: for a child spawned
+        // without one (listed as `undefined`, its own id a session id) the
+        // listing stays, the child stopped.
+        let unnamed = |c: &Invocation| c.unnamed && !replaced;
         if let Some(pos) = self.snap.invocations.iter().position(|i| i.id == id) {
             let inv = self.snap.invocations.remove(pos);
             self.actions.push(Action::StopInvoke {
-                id: inv.id,
+                id: inv.id.clone(),
                 generation: inv.generation,
             });
+            if unnamed(&inv) {
+                self.snap.finished.push(Finished {
+                    child: inv,
+                    status: Status::Stopped,
+                });
+                return;
+            }
         }
-        self.snap.finished.retain(|f| f.child.id != id);
+        self.snap
+            .finished
+            .retain(|f| f.child.id != id || unnamed(&f.child));
     }
 
     pub(crate) fn inspected<'i: 's>(mut self, inspect: Option<Inspector<'i>>) -> Self {
@@ -1295,6 +1309,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
                     generation,
                     state: node.id.to_string(),
                     spawned: false,
+                    unnamed: false,
                     input: input.clone(),
                     started_ms: self.snap.now_ms,
                 });
@@ -1908,8 +1923,9 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
             Effect::Spawn { id, src, input } => {
                 // XState lists a child spawned without an id under the key
                 // `undefined` (its `children[id]` with `id` undefined).
+                let unnamed = id.is_none();
                 let id = id.unwrap_or_else(|| "undefined".to_string());
-                self.forget_child(&id);
+                self.forget_child(&id, true);
                 let generation = self.seq();
                 self.snap.invocations.push(Invocation {
                     id: id.clone(),
@@ -1917,6 +1933,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
                     generation,
                     state: String::new(),
                     spawned: true,
+                    unnamed,
                     input: input.clone(),
                     started_ms: self.snap.now_ms,
                 });
@@ -1927,7 +1944,7 @@ impl<'m, 's, C: Clone> Run<'m, 's, C> {
                     generation,
                 });
             }
-            Effect::StopChild(id) => self.forget_child(&id),
+            Effect::StopChild(id) => self.forget_child(&id, false),
         }
     }
 

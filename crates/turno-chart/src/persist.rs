@@ -567,6 +567,9 @@ impl<C: Clone + Serialize> Persist<'_, C> {
             if i.spawned {
                 v["spawned"] = Value::Bool(true);
             }
+            if i.unnamed {
+                v["unnamed"] = Value::Bool(true);
+            }
             v
         };
         let invocations: Vec<Value> = snap.invocations.iter().map(child).collect();
@@ -783,6 +786,8 @@ struct InvocationDoc {
     started_ms: u64,
     #[serde(default)]
     spawned: bool,
+    #[serde(default)]
+    unnamed: bool,
 }
 
 /// `$.finished[i]`: an invocation's fields and how it ended.
@@ -799,6 +804,8 @@ struct FinishedDoc {
     started_ms: u64,
     #[serde(default)]
     spawned: bool,
+    #[serde(default)]
+    unnamed: bool,
     status: String,
 }
 
@@ -835,6 +842,7 @@ const FIELDS: &[&str] = &[
     "input",
     "started_ms",
     "spawned",
+    "unnamed",
 ];
 
 /// The document typed, or the first field that does not fit, with its
@@ -1180,6 +1188,7 @@ impl<C: Clone + DeserializeOwned> Persist<'_, C> {
                 input: d.input,
                 started_ms: d.started_ms,
                 spawned: d.spawned,
+                unnamed: d.unnamed,
             };
             let child = self.child_doc(&path, &config, next_seq, taken, d)?;
             finished.push(Finished { child, status });
@@ -1285,6 +1294,7 @@ impl<C: Clone + DeserializeOwned> Persist<'_, C> {
             generation,
             state,
             spawned: d.spawned,
+            unnamed: d.spawned && d.unnamed,
             input: d.input,
             started_ms: d.started_ms,
         })

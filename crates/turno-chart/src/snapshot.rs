@@ -295,6 +295,10 @@ pub struct Invocation {
     /// until it finishes, `stopChild` stops it or the chart stops.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub spawned: bool,
+    /// Spawned without an id (listed as `undefined`, as XState lists it):
+    /// `stopChild` stops it but XState keeps listing it, `stopped`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unnamed: bool,
     /// The input it was started with (a persisted chart needs it to re-run
     /// an idempotent source with the same key, see `persist`).
     #[serde(default)]

@@ -54,6 +54,7 @@ const REFUSED: &[(&str, &str)] = &[
     ("spawn_child_talks_both_ways", SPAWN),
     ("spawn_child_with_id", SPAWN),
     ("spawn_child_without_id", SPAWN),
+    ("spawn_child_without_id_stopped", SPAWN),
     ("spawn_in_child_chart", INVOKE),
     ("spawn_then_final_stops_children", SPAWN),
     ("std_callback_mirror", INVOKE),
