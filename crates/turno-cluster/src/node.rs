@@ -73,6 +73,9 @@ use crate::subject::{SubjectError, Subjects};
 use crate::transport::{Delivery, Transport, TransportError};
 use crate::wire::{Body, Codec, Envelope, NodeRef, Registry, RemoteExit, WireError, WireVerdict};
 
+mod trace;
+use turno::trace::{RemoteReceived, RemoteSendKind};
+
 /// A node's settings.
 #[derive(Debug, Clone)]
 pub struct NodeConfig {
@@ -755,13 +758,19 @@ impl<S: System, T: Transport> Node<S, T> {
             inc,
         };
         let seq = self.stats.tells_out.get(&target).copied().unwrap_or(0) + 1;
+        let traced = |n: &Self, wire: Option<&str>| {
+            let id = || trace::tell_id(&n.me, &to.node, inc, seq);
+            n.trace_sent(RemoteSendKind::Tell, id, (&to.node, &to.path), wire);
+        };
         let body = Body::Tell {
             to_inc: inc,
             seq,
             ty,
             msg: bytes,
         };
-        match self.publish(&subject, None, body) {
+        let published = self.publish(&subject, None, body);
+        traced(self, published.is_ok().then_some(&*subject));
+        match published {
             Ok(()) => {
                 match self.stats.tells_out.get_mut(&target) {
                     Some(last) => *last = seq,
@@ -825,7 +834,8 @@ impl<S: System, T: Transport> Node<S, T> {
         let subject = self.subject_of(&to.node, &to.path)?;
         self.stats.sends += 1;
         let waiting = Waiting::Send(Box::new(on_verdict));
-        match self.request(
+        let req = self.next_req;
+        let sent = self.request(
             &subject,
             timeout,
             |req| Body::Send {
@@ -834,7 +844,11 @@ impl<S: System, T: Transport> Node<S, T> {
                 msg: bytes,
             },
             waiting,
-        ) {
+        );
+        let id = || trace::request_id(&self.me, req);
+        let wire = sent.is_ok().then_some(&*subject);
+        self.trace_sent(RemoteSendKind::Send, id, (&to.node, &to.path), wire);
+        match sent {
             Ok(req) => Ok(req),
             Err(Waiting::Send(f)) => {
                 *self
@@ -877,7 +891,8 @@ impl<S: System, T: Transport> Node<S, T> {
                 AskEnd::NotDelivered(v) => RemoteResponse::NotDelivered(v),
             })
         }));
-        match self.request(
+        let req = self.next_req;
+        let sent = self.request(
             &subject,
             timeout,
             |req| Body::Ask {
@@ -886,7 +901,11 @@ impl<S: System, T: Transport> Node<S, T> {
                 msg: bytes,
             },
             waiting,
-        ) {
+        );
+        let id = || trace::request_id(&self.me, req);
+        let wire = sent.is_ok().then_some(&*subject);
+        self.trace_sent(RemoteSendKind::Ask, id, (&to.node, &to.path), wire);
+        match sent {
             Ok(req) => Ok(req),
             Err(Waiting::Ask(f)) => {
                 self.stats.asks_not_delivered += 1;
@@ -1300,8 +1319,11 @@ impl<S: System, T: Transport> Node<S, T> {
                 ty,
                 msg,
             } => {
+                let sender = self.sys.tracing().then(|| from.clone());
                 if to_inc != self.me.inc {
                     self.stats.tells_foreign += 1;
+                    let foreign = RemoteReceived::Foreign;
+                    self.trace_tell(subject, sender.as_ref(), to_inc, seq, foreign);
                     return;
                 }
                 if !self.streams_in.contains_key(&from) {
@@ -1316,6 +1338,8 @@ impl<S: System, T: Transport> Node<S, T> {
                     } else {
                         self.stats.tells_duplicate += 1;
                     }
+                    let duplicate = RemoteReceived::Duplicate;
+                    self.trace_tell(subject, sender.as_ref(), to_inc, seq, duplicate);
                     return;
                 }
                 let gap = seq - s.last - 1;
@@ -1334,11 +1358,14 @@ impl<S: System, T: Transport> Node<S, T> {
                     }
                 }
                 let k = self.deliver(subject, &ty, codec, &msg, None);
+                self.trace_tell(subject, sender.as_ref(), to_inc, seq, trace::received(k));
                 self.stats.tells_decided.add(k.kind());
             }
             Body::Send { req, ty, msg } => {
                 let Some(reply) = reply else { return };
                 if let Some(v) = self.seen(&from, req) {
+                    let id = || trace::request_id(&from, req);
+                    self.trace_received(subject, &from, id, RemoteReceived::Duplicate);
                     self.stats.sends_duplicate += 1;
                     if let Some(v) = v {
                         self.answer(&reply, &from, req, v);
@@ -1363,11 +1390,15 @@ impl<S: System, T: Transport> Node<S, T> {
                 }
                 self.stats.sends_decided.add(v.kind());
                 self.remember(&from, req, Some(v));
+                let id = || trace::request_id(&from, req);
+                self.trace_received(subject, &from, id, trace::received(v));
                 self.answer(&reply, &from, req, v);
             }
             Body::Ask { req, ty, msg } => {
                 let Some(reply) = reply else { return };
                 if self.seen(&from, req).is_some() {
+                    let id = || trace::request_id(&from, req);
+                    self.trace_received(subject, &from, id, RemoteReceived::Duplicate);
                     self.stats.sends_duplicate += 1;
                     return;
                 }
@@ -1377,6 +1408,8 @@ impl<S: System, T: Transport> Node<S, T> {
                     req,
                 };
                 let v = self.deliver(subject, &ty, codec, &msg, Some(ctx));
+                let id = || trace::request_id(&from, req);
+                self.trace_received(subject, &from, id, trace::received(v));
                 self.stats.asks_decided.add(v.kind());
                 self.remember(&from, req, None);
                 if !v.is_enqueued() {

@@ -183,6 +183,7 @@ struct State {
     seq: u64,
     stats: BrokerStats,
     streams: BTreeMap<String, SimDurable>,
+    trace: Option<ClusterTrace>,
 }
 
 struct SimDurable {
@@ -212,7 +213,24 @@ impl SimBroker {
             seq: 0,
             stats: BrokerStats::default(),
             streams: BTreeMap::new(),
+            trace: None,
         })))
+    }
+
+    /// Starts recording one trace of the whole cluster (or returns the
+    /// one being recorded): its time follows this broker's clock; give
+    /// each node's system its [`ClusterTrace::sink`].
+    pub fn record(&self) -> ClusterTrace {
+        let mut s = self.0.borrow_mut();
+        let now = s.now;
+        let t = s.trace.get_or_insert_with(ClusterTrace::new).clone();
+        t.set_now(now);
+        t
+    }
+
+    /// The cluster trace being recorded, if [`SimBroker::record`] started one.
+    pub fn recording(&self) -> Option<ClusterTrace> {
+        self.0.borrow().trace.clone()
     }
 
     /// Connects a client named `name` (for logs) whose clock runs `skew`
@@ -302,6 +320,9 @@ impl SimBroker {
         let mut s = self.0.borrow_mut();
         s.now += d;
         let now = s.now;
+        if let Some(t) = &s.trace {
+            t.set_now(now);
+        }
         while s.flight.peek().is_some_and(|f| f.at <= now) {
             let Some(f) = s.flight.pop() else { break };
             s.hand_out(f.to, f.delivery);
@@ -839,6 +860,9 @@ impl SimKv {
         Ok(self.rev)
     }
 }
+
+mod trace;
+pub use trace::{ClusterSink, ClusterTrace};
 
 #[cfg(test)]
 mod tests;

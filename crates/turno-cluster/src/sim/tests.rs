@@ -88,7 +88,12 @@ fn start(
     seed: u64,
     bug: bool,
 ) -> SimNode {
-    let sys = DetSystem::builder().metrics(false).seed(seed).build();
+    let builder = DetSystem::builder().metrics(false).seed(seed);
+    let sys = match broker.recording() {
+        Some(trace) => builder.trace(trace.sink(name, inc)),
+        None => builder,
+    }
+    .build();
     let t = broker.transport(name, skew);
     let mut n = Node::new(name, inc, sys, t, config()).expect("a fresh client subscribes");
     n.bug_accept_any_incarnation = bug;
@@ -170,6 +175,12 @@ const PARTITION: usize = 4;
 const CRASH: usize = 5;
 const PAUSE: usize = 6;
 
+thread_local! {
+    /// Where this thread's runs write their cluster trace (else
+    /// `TURNO_SIM_TRACE`, else nowhere).
+    static RECORD_TO: RefCell<Option<std::path::PathBuf>> = const { RefCell::new(None) };
+}
+
 fn run_seed(seed: u64, bug: bool) -> Result<Seen, String> {
     let mut rng = Rng::new(seed);
     let focus = (seed % 7) as usize;
@@ -203,6 +214,10 @@ fn run_seed(seed: u64, bug: bool) -> Result<Seen, String> {
         seen.faults[REORDER] += 1;
     }
     let broker = SimBroker::new(seed, Faults::none());
+    let record_to = RECORD_TO
+        .with(|r| r.borrow().clone())
+        .or_else(|| std::env::var_os("TURNO_SIM_TRACE").map(Into::into));
+    let recording = record_to.map(|p| (p, broker.record()));
     broker.set_pending_limit(64);
     let ledger = Rc::new(RefCell::new(Ledger::default()));
     let mut books: Vec<Book> = Vec::new();
@@ -350,6 +365,11 @@ fn run_seed(seed: u64, bug: bool) -> Result<Seen, String> {
             stats: n.stats().clone(),
             alive: true,
         });
+    }
+    if let Some((path, trace)) = recording {
+        trace
+            .write_to(&path)
+            .map_err(|e| format!("writing the trace to {}: {e}", path.display()))?;
     }
     check(&books, &ledger.borrow(), &mut seen)?;
     seen.stale = books.iter().map(|b| b.stats.stale_replies).sum();
@@ -675,7 +695,7 @@ fn run_all(seeds: std::ops::Range<u64>, bug: bool) -> (Vec<(u64, String)>, Seen)
 fn a_thousand_seeds_with_every_fault_kind_balance_their_books() {
     let (fails, seen) = run_all(seeds(), false);
     for (seed, e) in fails.iter().take(5) {
-        eprintln!("seed {seed} failed (replay: TURNO_SEED={seed} cargo test -p turno-cluster sim::tests):\n{e}");
+        eprintln!("seed {seed} failed (replay: TURNO_SEED={seed} cargo test -p turno-cluster sim::tests; add TURNO_SIM_TRACE=seed.jsonl to record its trace for turno inspect):\n{e}");
     }
     assert!(
         fails.is_empty(),
@@ -792,4 +812,46 @@ fn the_kv_model_compares_and_sets() {
     assert_eq!(kv.compare_and_set("lease", 0, b"b".to_vec()), Err(1));
     assert_eq!(kv.compare_and_set("lease", 1, b"b".to_vec()), Ok(2));
     assert_eq!(kv.get("lease"), Some((2, &b"b"[..])));
+}
+
+/// A seed's run recorded as one cluster trace: the lanes are the
+/// incarnations that ran, and each remote message's marks lie on the
+/// sender's and the receiver's lanes, in order.
+#[test]
+fn a_recorded_seed_follows_each_message_across_nodes() {
+    let path = std::env::temp_dir().join(format!("turno-sim-trace-{}.jsonl", std::process::id()));
+    RECORD_TO.with(|r| *r.borrow_mut() = Some(path.clone()));
+    let run = run_seed(3, false);
+    RECORD_TO.with(|r| *r.borrow_mut() = None);
+    run.expect("seed 3 balances its books");
+    let text = std::fs::read_to_string(&path).expect("the trace is written");
+    let _ = std::fs::remove_file(&path);
+    let m = turno_trace::cluster::Messages::build(text.as_bytes()).expect("a readable trace");
+    assert!(m.nodes.len() >= 3, "{:?}", m.nodes);
+    let lane = |node: &str| node.rsplit_once('#').map(|(n, _)| n.to_owned());
+    let mut whole = 0;
+    for msg in &m.messages {
+        let marks: Vec<&turno_trace::cluster::Mark> =
+            [&msg.send, &msg.wire, &msg.receive, &msg.turn]
+                .into_iter()
+                .flatten()
+                .collect();
+        assert!(marks.windows(2).all(|w| w[0].step < w[1].step), "{msg:?}");
+        if let (Some(s), Some(w)) = (&msg.send, &msg.wire) {
+            assert_eq!(s.node, w.node, "{msg:?}");
+        }
+        if let Some(r) = &msg.receive {
+            assert_eq!(lane(&r.node), msg.to_node.clone(), "{msg:?}");
+            if let Some(s) = &msg.send {
+                assert!(msg.msg.starts_with(&s.node), "{msg:?}");
+            }
+        }
+        if let (Some(r), Some(t)) = (&msg.receive, &msg.turn) {
+            assert_eq!(r.node, t.node, "{msg:?}");
+        }
+        if marks.len() == 4 {
+            whole += 1;
+        }
+    }
+    assert!(whole > 10, "{whole} messages followed from send to turn");
 }
