@@ -22,6 +22,10 @@
 //! messages (a suspend mailbox becomes backpressure on the stream), and
 //! [`actor_output`] makes an actor's output a stream.
 //!
+//! A stream made with [`buffered_traced()`] records its buffer in a
+//! system's trace (each push, loss and take, with the depth), so the
+//! inspector plots it over time beside the mailboxes.
+//!
 //! Every consumer is a [`futures_core::Stream`] and has blocking methods too
 //! (`next_blocking`, `recv_blocking`), built on the same state machine through
 //! [`block_on`]. A buffered stream's elements travel on the mailboxes'
