@@ -219,6 +219,8 @@ fn cluster(c: ClusterArgs) -> ExitCode {
         port: c.port,
         gateway_port: c.gateway_port,
         data_dir: data_dir.clone(),
+        nodes: 3,
+        restart_after: turno_wizard::cluster::demo::RESTART_AFTER,
         node_command: (exe, vec!["demo".into(), "cluster-node".into()]),
     };
     let rt = match tokio::runtime::Builder::new_multi_thread()

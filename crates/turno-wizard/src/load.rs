@@ -260,10 +260,28 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 /// Starts a wizard on fresh files in `data_dir` and runs the load on it.
 pub async fn run(data_dir: &std::path::Path, cfg: &LoadConfig) -> Result<LoadReport, Error> {
     let wizard = Wizard::start(Config::new(data_dir)).await?;
-    let before = wizard.charges();
-    let http = Arc::new(Http {
-        addr: wizard.addrs().wizard,
-    });
+    let addr = wizard.addrs().wizard;
+    let wizard = Arc::new(wizard);
+    let w = wizard.clone();
+    let report = run_at(addr, cfg, move || w.charges()).await;
+    tokio::task::spawn_blocking(move || drop(wizard))
+        .await
+        .unwrap_or(());
+    Ok(report)
+}
+
+/// Runs the load on a wizard already listening at `addr` (the single-node
+/// wizard, or the front door of `turno demo cluster`); `charges` reads the
+/// gateway's ledger (blocking).
+pub async fn run_at(
+    addr: SocketAddr,
+    cfg: &LoadConfig,
+    charges: impl Fn() -> usize + Send + Sync + 'static,
+) -> LoadReport {
+    let charges = Arc::new(charges);
+    let c = charges.clone();
+    let before = tokio::task::spawn_blocking(move || c()).await.unwrap_or(0);
+    let http = Arc::new(Http { addr });
     let gate = Arc::new(Semaphore::new(cfg.concurrency.max(1)));
     let t0 = Instant::now();
     let mut tasks = Vec::with_capacity(cfg.users);
@@ -283,14 +301,13 @@ pub async fn run(data_dir: &std::path::Path, cfg: &LoadConfig) -> Result<LoadRep
         }
     }
     let seconds = t0.elapsed().as_secs_f64();
-    let charges = tokio::task::spawn_blocking(move || {
-        let c = wizard.charges();
-        drop(wizard);
-        c
-    })
-    .await
-    .unwrap_or(0)
-        - before;
+    if broken > 0 {
+        eprintln!("turno-wizard load: {broken} users failed with an HTTP error");
+    }
+    let charges = tokio::task::spawn_blocking(move || charges())
+        .await
+        .unwrap_or(0)
+        .saturating_sub(before);
     let completed = outcomes.iter().filter(|o| o.completed).count();
     let mut lat: Vec<f64> = outcomes
         .iter()
@@ -309,7 +326,7 @@ pub async fn run(data_dir: &std::path::Path, cfg: &LoadConfig) -> Result<LoadRep
         .map(|o| o.confirm_ms)
         .collect();
     confirm.sort_by(f64::total_cmp);
-    Ok(LoadReport {
+    LoadReport {
         users: cfg.users,
         completed,
         not_completed: cfg.users - completed,
@@ -324,10 +341,5 @@ pub async fn run(data_dir: &std::path::Path, cfg: &LoadConfig) -> Result<LoadRep
         signup_p99_ms: percentile(&total, 0.99),
         confirm_p50_ms: percentile(&confirm, 0.5),
         confirm_p99_ms: percentile(&confirm, 0.99),
-    })
-    .inspect(|_| {
-        if broken > 0 {
-            eprintln!("turno-wizard load: {broken} users failed with an HTTP error");
-        }
-    })
+    }
 }

@@ -81,6 +81,11 @@ pub struct ClusterConfig {
     /// Where the gateway's SQLite file and the nats-servers' JetStream
     /// files live.
     pub data_dir: PathBuf,
+    /// How many wizard nodes (1 to 3; `turno demo cluster` runs 3).
+    pub nodes: usize,
+    /// How long a killed node stays down before it is started again
+    /// ([`RESTART_AFTER`] in the demo).
+    pub restart_after: Duration,
     /// The node process: a program and its arguments; the node's
     /// configuration is passed in `TURNO_NODE_CONFIG` (`turno demo cluster`
     /// runs itself as `turno demo cluster-node`).
@@ -231,6 +236,7 @@ struct Slot {
 
 struct Sup {
     slots: Mutex<Vec<Slot>>,
+    restart_after: Duration,
     next: AtomicUsize,
     node_command: (PathBuf, Vec<String>),
 }
@@ -298,6 +304,7 @@ impl ClusterDemo {
             sup: Arc::new(Sup {
                 slots: Mutex::new(Vec::new()),
                 next: AtomicUsize::new(0),
+                restart_after: config.restart_after,
                 node_command: config.node_command.clone(),
             }),
             nats,
@@ -337,13 +344,14 @@ impl ClusterDemo {
         let control_addr = control
             .local_addr()
             .map_err(|e| start_err("the control port", e))?;
-        let ports = free_ports(NODES.len())?;
-        let peers: BTreeMap<String, SocketAddr> = NODES
+        let names = &NODES[..config.nodes.clamp(1, NODES.len())];
+        let ports = free_ports(names.len())?;
+        let peers: BTreeMap<String, SocketAddr> = names
             .iter()
             .zip(&ports)
             .map(|(n, p)| (n.to_string(), SocketAddr::from(([127, 0, 0, 1], *p))))
             .collect();
-        for (i, name) in NODES.into_iter().enumerate() {
+        for (i, &name) in names.iter().enumerate() {
             let pipe = Pipe::start(pg_addr).await?;
             // Each node speaks to one nats-server, through a pipe too.
             let nats_port = demo.nats_urls[i % demo.nats_urls.len()]
@@ -401,7 +409,9 @@ impl ClusterDemo {
         Ok(demo)
     }
 
-    async fn wait_nodes(&mut self) -> Result<(), ClusterError> {
+    /// Waits until every node answers (a node started again after a kill
+    /// too).
+    pub async fn wait_nodes(&self) -> Result<(), ClusterError> {
         let t0 = Instant::now();
         let addrs: Vec<(&str, SocketAddr)> = self
             .sup
@@ -617,7 +627,7 @@ fn with_slot<T>(sup: &Sup, node: &str, f: impl FnOnce(&Sup, &mut Slot) -> T) -> 
 async fn carry_out(sup: Arc<Sup>, action: String, node: String) {
     tokio::time::sleep(FAULT_DELAY).await;
     let (health, back_after) = match action.as_str() {
-        "kill" => (Health::Killed, RESTART_AFTER),
+        "kill" => (Health::Killed, sup.restart_after),
         "pause" => (Health::Paused, PAUSE_FOR),
         _ => (Health::Cut, PARTITION_FOR),
     };

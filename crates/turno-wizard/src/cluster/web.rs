@@ -3,8 +3,7 @@
 //! [`super::home`]. What differs: a page's view is the session's committed
 //! snapshot read from the store; an event goes to the session's owner
 //! node; the page names the node that served it and the owner; drafts and
-//! their links, "forget me" and the JSON event API are the single-node
-//! wizard's only.
+//! their links and "forget me" are the single-node wizard's only.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -62,6 +61,9 @@ pub(crate) fn router(n: Arc<NodeState>) -> Router {
         .route("/faults", post(faults_form))
         .route("/node-fault", post(node_fault_form))
         .route("/api/state", get(api_state))
+        .route("/api/new", post(api_new))
+        .route("/api/event", post(api_event))
+        .route("/api/faults", post(api_faults))
         .route("/api/chart", get(api_chart))
         .route("/_node/health", get(|| async { "ok" }))
         .route(
@@ -471,4 +473,63 @@ async fn api_state(State(n): St, headers: HeaderMap, Query(q): Query<StateQuery>
 
 async fn api_chart(State(n): St) -> Json<Value> {
     Json(pages::chart_json(&n.home.machine))
+}
+
+/// A new session for an API client (the load test): the cookie comes back.
+async fn api_new(State(n): St) -> Response {
+    match create(&n).await {
+        Ok((sid, s)) => {
+            let mut r = Json(s.view).into_response();
+            if let Ok(c) = set_cookie(&sid).parse() {
+                r.headers_mut().insert(header::SET_COOKIE, c);
+            }
+            r
+        }
+        Err(r) => r.json(),
+    }
+}
+
+/// A page's event as JSON (`{"sid", "step", "event", "fields"}`), as the
+/// single-node wizard's `/api/event` takes it.
+async fn api_event(State(n): St, headers: HeaderMap, Json(body): Json<Value>) -> Response {
+    let mut form = BTreeMap::new();
+    for k in ["sid", "step", "event"] {
+        if let Some(v) = body[k].as_str() {
+            form.insert(k.to_string(), v.to_string());
+        }
+    }
+    if let Some(fields) = body["fields"].as_object() {
+        for (k, v) in fields {
+            if let Some(v) = v.as_str() {
+                form.insert(k.clone(), v.to_string());
+            }
+        }
+    }
+    match apply(&n, &headers, &form).await {
+        Ok(s) => Json(s.view).into_response(),
+        Err(r) => r.json(),
+    }
+}
+
+/// Faults for the session's next charge, as JSON (`{"sid", "faults"}`).
+async fn api_faults(State(n): St, headers: HeaderMap, Json(body): Json<Value>) -> Response {
+    let sid = body["sid"].as_str().unwrap_or("").to_string();
+    let faults: Faults = match serde_json::from_value(body["faults"].clone()) {
+        Ok(f) => f,
+        Err(e) => {
+            return Reject::text(StatusCode::UNPROCESSABLE_ENTITY, format!("faults: {e}")).json()
+        }
+    };
+    if let Err(m) = faults.check() {
+        return Reject::text(StatusCode::UNPROCESSABLE_ENTITY, m).json();
+    }
+    let (sid, s) = match current(&n, &headers, Some(&sid)).await {
+        Ok(x) => x,
+        Err(r) => return r.json(),
+    };
+    let home = n.home.clone();
+    match blocking(move || home.set_faults(&sid, &faults)).await {
+        Ok(()) => Json(s.view).into_response(),
+        Err(e) => store_failed(&e).json(),
+    }
 }
