@@ -29,6 +29,8 @@ enum Part {
     },
     /// `[expr]` or `?.[expr]`.
     Key { expr: String, optional: bool },
+    /// `(args)` or `?.(args)`: V8 prints a call in the chain as `(...)`.
+    Call { optional: bool },
 }
 
 fn is_ident(c: char) -> bool {
@@ -116,7 +118,27 @@ fn chain_before(chars: &[char], end: usize) -> Option<(String, Option<usize>)> {
             return None;
         }
         let c = chars[i - 1];
-        let (part_start, part) = if c == ']' {
+        let (part_start, part) = if c == ')' {
+            let mut depth = 0;
+            let mut j = i;
+            loop {
+                if j == 0 {
+                    return None;
+                }
+                j -= 1;
+                match chars[j] {
+                    ')' => depth += 1,
+                    '(' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            (j, Some(Part::Call { optional: false }))
+        } else if c == ']' {
             let mut depth = 0;
             let mut j = i;
             loop {
@@ -168,20 +190,45 @@ fn chain_before(chars: &[char], end: usize) -> Option<(String, Option<usize>)> {
         let k = skip_ws(part_start);
         let dot = k > 0 && chars[k - 1] == '.';
         let optional = dot && k > 1 && chars[k - 2] == '?';
-        let (Part::Key { optional: o, .. } | Part::Name { optional: o, .. }) = &mut part;
+        let (Part::Key { optional: o, .. }
+        | Part::Name { optional: o, .. }
+        | Part::Call { optional: o }) = &mut part;
         *o = optional;
         match (&part, dot) {
             (Part::Name { name, .. }, false) => {
-                if name == "new" || name == "return" || name == "typeof" {
+                if matches!(
+                    name.as_str(),
+                    "new"
+                        | "return"
+                        | "typeof"
+                        | "if"
+                        | "while"
+                        | "for"
+                        | "switch"
+                        | "catch"
+                        | "with"
+                        | "await"
+                        | "yield"
+                        | "void"
+                        | "delete"
+                        | "in"
+                        | "of"
+                        | "case"
+                        | "do"
+                        | "else"
+                        | "throw"
+                ) {
                     return None;
                 }
                 parts.push(part);
                 break;
             }
-            (Part::Key { .. }, false) => {
-                // `a[k]` continues with `a`; a bare `[..]` is an array.
+            (Part::Key { .. } | Part::Call { .. }, false) => {
+                // `a[k]` and `a(x)` continue with `a`; a bare `[..]` is an
+                // array, a bare `(..)` a parenthesized expression.
                 let prev = skip_ws(part_start);
-                if prev == 0 || !(is_ident(chars[prev - 1]) || chars[prev - 1] == ']') {
+                if prev == 0 || !(is_ident(chars[prev - 1]) || matches!(chars[prev - 1], ']' | ')'))
+                {
                     return None;
                 }
                 parts.push(part);
@@ -222,6 +269,13 @@ fn chain_before(chars: &[char], end: usize) -> Option<(String, Option<usize>)> {
                     text.push_str(expr);
                     text.push(']');
                 }
+                last_name = None;
+            }
+            Part::Call { optional } => {
+                if *optional {
+                    text.push_str("?.");
+                }
+                text.push_str("(...)");
                 last_name = None;
             }
         }
@@ -355,6 +409,20 @@ mod tests {
                 .0,
             "window.postMessage is not a function"
         );
+    }
+
+    #[test]
+    fn a_call_in_the_chain_prints_as_dots() {
+        assert_eq!(
+            call("c.get(1, (x) => x).m();", 1),
+            Some(("c.get(...).m is not a function".into(), 20))
+        );
+        // The final call of `c.f()()`: V8 points at its `(`.
+        assert_eq!(
+            call("c.f()();", 1),
+            Some(("c.f(...) is not a function".into(), 6))
+        );
+        assert_eq!(call("if (x) (0, f)();", 1), None);
     }
 
     #[test]

@@ -19,3 +19,9 @@ new Promise(() => config.setup()).catch((e) => console.log('executor:', e.messag
 try { try { config.a(); } catch (e) { throw e; } } catch (e2) { console.log('rethrown:', e2.message); }
 try { config.log.debug('x'); } catch (e) { console.log(e.message); } try { config.b(); } catch (e) { console.log(e.message); }
 setTimeout(() => { try { config.log.later(); } catch (e) { console.log('in a timer:', e.message); } }, 0);
+// A call in the chain prints as (...), as V8's call printer does.
+const store = { get() { return {}; }, f() { return undefined; } };
+try { store.get().missing(); } catch (e) { console.log(e.message); }
+try { store.get('a', (x) => x).missing(); } catch (e) { console.log(e.message); }
+try { store.f()(); } catch (e) { console.log(e.message); }
+try { store.get()['k'](); } catch (e) { console.log(e.message); }
