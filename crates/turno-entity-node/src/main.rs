@@ -407,6 +407,7 @@ fn main() {
     let mut next_tick = Duration::ZERO;
     let startup = en.node().now() + node_heartbeat * 3;
     let mut next_print = Duration::ZERO;
+    let mut last_tick_error = String::new();
     loop {
         en.pump();
         while let Ok(d) = rx.try_recv() {
@@ -423,7 +424,8 @@ fn main() {
             en.host_mut().set_share(shards.div_ceil(live));
             // A store that cannot be reached is not a reason to stop: the
             // leases lapse and other nodes take the shards; writes made
-            // meanwhile are fenced.
+            // meanwhile fail or are fenced.
+            let mut tick_ok = true;
             match en.tick() {
                 Ok(t) => {
                     if !t.acquired.is_empty() || !t.lost.is_empty() || !t.unrestorable.is_empty() {
@@ -433,7 +435,19 @@ fn main() {
                         );
                     }
                 }
-                Err(e) => eprintln!("turno-entity-node {name}: tick: {e}"),
+                Err(e) => {
+                    // The first error of a streak only: a cut-off store
+                    // fails every tick.
+                    if last_tick_error.is_empty() {
+                        eprintln!("turno-entity-node {name}: tick: {e} (again until it recovers)");
+                    }
+                    last_tick_error = e.to_string();
+                    tick_ok = false;
+                }
+            }
+            if tick_ok && !last_tick_error.is_empty() {
+                eprintln!("turno-entity-node {name}: tick: the store answers again");
+                last_tick_error.clear();
             }
             next_tick = now + tick_every;
         }
