@@ -11,7 +11,9 @@
 //!   [`ShardKeeper`](turno_store::ShardKeeper) (lease rows: owner, epoch,
 //!   lease until) and runs only the entities of the shards it holds. A
 //!   message for another shard is answered [`Routed::NotOwner`] with the
-//!   shard's owner, for the caller to route it there.
+//!   shard's owner, for the caller to route it there. With the feature
+//!   `cluster`, an `EntityNode` (module `cluster`) does that routing over
+//!   turno-cluster's transport: any node accepts a message for any key.
 //! - **One state change per message.** Each message carries the sender's
 //!   sequence for its key. The entity takes it as one macrostep, and the
 //!   chart's snapshot (turno-chart's persisted format), the message's
