@@ -96,8 +96,16 @@ impl Actor for Echo {
     }
 }
 
+/// The processes this bench started and has not stopped yet: `fail` exits
+/// without running destructors, so it stops them itself.
+static CHILDREN: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
+
 fn fail(what: impl std::fmt::Display) -> ! {
     eprintln!("turno-bench cluster: {what}");
+    let pids = CHILDREN.lock().map(|v| v.clone()).unwrap_or_default();
+    for pid in pids {
+        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+    }
     std::process::exit(2);
 }
 
@@ -224,10 +232,22 @@ fn free_port() -> u16 {
 }
 
 struct Killed(Child);
+impl Killed {
+    fn new(child: Child) -> Killed {
+        if let Ok(mut v) = CHILDREN.lock() {
+            v.push(child.id());
+        }
+        Killed(child)
+    }
+}
 impl Drop for Killed {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
+        let id = self.0.id();
+        if let Ok(mut v) = CHILDREN.lock() {
+            v.retain(|&p| p != id);
+        }
     }
 }
 
@@ -239,7 +259,7 @@ fn spawn_peer(url: &str, name: &str) -> Killed {
         .env(NAME_VAR, name)
         .stdout(Stdio::null())
         .spawn()
-        .map(Killed)
+        .map(Killed::new)
         .unwrap_or_else(|e| fail(format!("cannot start the peer: {e}")))
 }
 
@@ -335,7 +355,12 @@ fn turno_tells(node: &mut N, n: u64) -> Tells {
     }
 }
 
-fn raw_tells(rt: &tokio::runtime::Runtime, client: &async_nats::Client, n: u64) -> Tells {
+fn raw_tells(
+    rt: &tokio::runtime::Runtime,
+    client: &async_nats::Client,
+    node: &mut N,
+    n: u64,
+) -> Tells {
     let ask = |client: &async_nats::Client| {
         rt.block_on(async {
             let m = client.request("raw.count", Vec::new().into()).await.ok()?;
@@ -347,14 +372,27 @@ fn raw_tells(rt: &tokio::runtime::Runtime, client: &async_nats::Client, n: u64) 
         .map(|s| Codec::Postcard.encode(&payload(s)).unwrap_or_default())
         .collect();
     let start = Instant::now();
-    rt.block_on(async {
-        for m in msgs {
-            if let Err(e) = client.publish("raw.tell", m.into()).await {
-                fail(e);
+    // The turno node's loop keeps running (a pump every 4,096 publishes,
+    // timed with raw: a few microseconds each), so that a long raw phase
+    // does not leave it unpumped past its failure detector's patience.
+    let mut msgs = msgs.into_iter().peekable();
+    while msgs.peek().is_some() {
+        node.pump();
+        rt.block_on(async {
+            for m in msgs.by_ref().take(4096) {
+                if let Err(e) = client.publish("raw.tell", m.into()).await {
+                    fail(e);
+                }
             }
-        }
-    });
-    let got = wait_count(|| ask(client).map(|c| c - before), n);
+        });
+    }
+    let got = wait_count(
+        || {
+            node.pump();
+            ask(client).map(|c| c - before)
+        },
+        n,
+    );
     Tells {
         secs: start.elapsed().as_secs_f64(),
         delivered: got,
@@ -544,7 +582,7 @@ pub fn run(args: &Args) {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .map(Killed)
+        .map(Killed::new)
         .unwrap_or_else(|e| {
             fail(format!(
                 "cannot start nats-server ({}): {e}; set TURNO_NATS_SERVER",
@@ -588,15 +626,15 @@ pub fn run(args: &Args) {
     }
     // Warm-up, not counted.
     turno_tells(&mut node, n / 10);
-    raw_tells(&rt, &client, n / 10);
+    raw_tells(&rt, &client, &mut node, n / 10);
     let mut all = Vec::new();
     for r in 0..rounds {
         // Alternated: which goes first changes each round.
         let (t, w) = if r % 2 == 0 {
             let t = turno_tells(&mut node, n);
-            (t, raw_tells(&rt, &client, n))
+            (t, raw_tells(&rt, &client, &mut node, n))
         } else {
-            let w = raw_tells(&rt, &client, n);
+            let w = raw_tells(&rt, &client, &mut node, n);
             (turno_tells(&mut node, n), w)
         };
         let (send, ask, raw_request) = if r % 2 == 0 {
