@@ -1,5 +1,6 @@
-//! `turno inspect TRACE`: serves the inspector for a recorded trace on
-//! 127.0.0.1 and prints its URL; `turno js run FILE.js --inspect` and
+//! `turno inspect TRACE...`: serves the inspector for a recorded trace on
+//! 127.0.0.1 and prints its URL (several cluster nodes' traces are merged
+//! into one cluster trace); `turno js run FILE.js --inspect` and
 //! `turno demo overload --inspect [POLICY]` record a trace and open it in one go.
 
 use std::net::{Ipv4Addr, SocketAddr};
@@ -11,11 +12,13 @@ use turno::Policy;
 
 use crate::demo;
 
-/// `turno inspect TRACE [--port N] [--source FILE]`.
+/// `turno inspect TRACE... [--port N] [--source FILE]`.
 #[derive(Args, Debug)]
 pub struct InspectArgs {
-    /// A trace file (`turno-trace` or `turno-js-trace` JSON lines).
-    pub trace: PathBuf,
+    /// A trace file (`turno-trace` or `turno-js-trace` JSON lines), or
+    /// several cluster nodes' traces, shown as one cluster trace.
+    #[arg(required = true, num_args = 1..)]
+    pub trace: Vec<PathBuf>,
     /// Port on 127.0.0.1 (0: any free port).
     #[arg(long, default_value_t = 0)]
     pub port: u16,
@@ -27,11 +30,25 @@ pub struct InspectArgs {
 
 /// Runs `turno inspect`.
 pub fn main(args: &InspectArgs) -> ExitCode {
-    serve(&args.trace, args.source.as_deref(), args.port)
+    match args.trace.as_slice() {
+        [one] => serve(one, args.source.as_deref(), args.port),
+        several => {
+            let loaded = turno_inspect::Loaded::open_cluster(several);
+            serve_loaded(loaded, &several[0], args.port)
+        }
+    }
 }
 
 fn serve(trace: &Path, source: Option<&Path>, port: u16) -> ExitCode {
-    let loaded = match turno_inspect::Loaded::open(trace, source) {
+    serve_loaded(turno_inspect::Loaded::open(trace, source), trace, port)
+}
+
+fn serve_loaded(
+    loaded: Result<turno_inspect::Loaded, turno_inspect::Error>,
+    trace: &Path,
+    port: u16,
+) -> ExitCode {
+    let loaded = match loaded {
         Ok(l) => l,
         Err(e) => {
             eprintln!("turno inspect: {e}");

@@ -128,6 +128,7 @@ function render(view) {
   if (state.meta.header.format === "turno-js-trace") renderJs(view);
   else { renderActors(view, prev); markPlots(view.world.t_ns); }
   renderTimeline(view);
+  markCluster(view.step);
   settle();
 }
 
@@ -854,6 +855,68 @@ function renderDepths(history, w) {
   fill("depths", s, el("div", { class: "legend" }, ...legend, el("span", { text: `max ${dmax}` })));
 }
 
+// ---------------------------------------------------------------- cluster
+
+// A cluster trace: one lane per node, each remote message's marks (send,
+// wire, verdict, turn) on the lanes of the nodes that recorded them.
+const cluster = { data: null, tracks: new Map(), msg: null };
+const MARKS = [["send", "send"], ["wire", "wire"], ["receive", "verdict"], ["turn", "turn"]];
+
+async function loadCluster() {
+  const r = await fetch("/api/cluster");
+  if (!r.ok) return;
+  cluster.data = await r.json();
+  const len = Math.max(1, state.len);
+  const lanes = cluster.data.nodes.map((n) => {
+    const track = el("div", { class: "node-track" }, el("span", { class: "cursor" }));
+    cluster.tracks.set(n, track);
+    return el("div", { class: "node-lane", "data-node": n }, el("span", { class: "node-name", text: n }), track);
+  });
+  fill("lanes", ...lanes);
+  cluster.data.messages.forEach((m, i) => {
+    for (const [key, what] of MARKS) {
+      const k = m[key];
+      const track = k && cluster.tracks.get(k.node);
+      if (!track) continue;
+      const mark = el("span", { class: "mark", "data-msg": i, "data-what": what, "data-step": k.step + 1, title: `${m.msg} ${what} (step ${k.step + 1})` });
+      mark.style.left = `${(100 * (k.step + 1)) / len}%`;
+      mark.onclick = () => { pickMessage(i); go(k.step + 1); };
+      track.append(mark);
+    }
+  });
+  const sel = $("cluster-msg");
+  sel.append(el("option", { value: "", text: "(none)" }), ...cluster.data.messages.map((m, i) =>
+    el("option", { value: i, text: `${m.msg} ${m.how ?? "?"} to ${m.to_node ?? "?"} ${m.to_path ?? ""}: ${m.verdict ?? "no verdict"}` })));
+  sel.onchange = () => pickMessage(sel.value === "" ? null : Number(sel.value));
+  $("pane-cluster").hidden = false;
+}
+
+// Follows message `i`: its marks lit on the lanes, its path listed in
+// order (each a step to go to).
+function pickMessage(i) {
+  cluster.msg = i;
+  $("cluster-msg").value = i === null ? "" : String(i);
+  for (const m of document.querySelectorAll("#lanes .mark")) m.classList.toggle("follow", i !== null && m.dataset.msg === String(i));
+  const m = i === null ? null : cluster.data.messages[i];
+  const items = !m ? [] : MARKS.filter(([key]) => m[key]).map(([key, what]) => {
+    const k = m[key];
+    const li = el("li", { "data-what": what, "data-node": k.node, "data-step": k.step + 1,
+      text: `${what}${what === "verdict" ? ": " + m.verdict : ""} on ${k.node} (step ${k.step + 1})` });
+    li.onclick = () => go(k.step + 1);
+    return li;
+  });
+  fill("cluster-path", ...items);
+  document.body.dataset.follow = i === null ? "" : String(i);
+  markCluster(state.step);
+}
+
+function markCluster(step) {
+  if (!cluster.data) return;
+  const len = Math.max(1, state.len);
+  for (const t of cluster.tracks.values()) t.firstChild.style.left = `${(100 * step) / len}%`;
+  for (const li of document.querySelectorAll("#cluster-path li")) li.classList.toggle("here", li.dataset.step === String(step));
+}
+
 // ---------------------------------------------------------------- start
 
 async function main() {
@@ -883,6 +946,7 @@ async function main() {
   wireToolbar();
   await go(0);
   if (document.body.dataset.mode === "actor") await loadPlots();
+  if (meta.header.nodes || meta.header.node) await loadCluster();
   document.body.dataset.ready = "1";
 }
 

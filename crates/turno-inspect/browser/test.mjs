@@ -3,7 +3,8 @@
 //   node test.mjs            (from crates/turno-inspect/browser; see scripts/test.sh)
 //
 // Environment: TURNO_BIN (the `turno` binary), LIVE_DEMO_BIN and
-// CHART_TRACE_BIN (turno-inspect's examples), CHROMIUM (default /usr/bin/chromium), SHOTS (where
+// CHART_TRACE_BIN (turno-inspect's examples), CLUSTER_TRACE_BIN
+// (turno-cluster's cluster_trace example), CHROMIUM (default /usr/bin/chromium), SHOTS (where
 // screenshots go, default docs/inspector/), BIG=1 to also time a
 // million-event trace (figures printed, not asserted; BIG_STEPS=1 prints
 // each step), ONLY=TEXT to run only the tests whose name contains TEXT.
@@ -21,9 +22,10 @@ const target = process.env.CARGO_TARGET_DIR || join(root, "target");
 const TURNO = process.env.TURNO_BIN || join(target, "debug/turno");
 const LIVE = process.env.LIVE_DEMO_BIN || join(target, "debug/examples/live_demo");
 const CHART = process.env.CHART_TRACE_BIN || join(target, "debug/examples/chart_trace");
+const CLUSTER = process.env.CLUSTER_TRACE_BIN || join(target, "debug/examples/cluster_trace");
 const SHOTS = process.env.SHOTS || join(root, "docs/inspector");
-for (const bin of [TURNO, LIVE, CHART]) {
-  if (!existsSync(bin)) { console.error(`missing ${bin}: run cargo test --workspace --all-features (or set TURNO_BIN / LIVE_DEMO_BIN / CHART_TRACE_BIN)`); process.exit(2); }
+for (const bin of [TURNO, LIVE, CHART, CLUSTER]) {
+  if (!existsSync(bin)) { console.error(`missing ${bin}: run cargo test --workspace --all-features (or set TURNO_BIN / LIVE_DEMO_BIN / CHART_TRACE_BIN / CLUSTER_TRACE_BIN)`); process.exit(2); }
 }
 const tmp = mkdtempSync(join(tmpdir(), "turno-inspect-"));
 mkdirSync(SHOTS, { recursive: true });
@@ -837,6 +839,48 @@ if (process.env.BIG) {
     });
   }
 }
+
+await test("cluster trace from the simulated cluster: one lane per node, a message followed from sender to receiver (send, wire, verdict, turn)", async () => {
+  const p = join(tmp, "cluster.jsonl");
+  const printed = execFileSync(CLUSTER, [p], { encoding: "utf8" }).trim().split("\n");
+  const [header, ...events] = readFileSync(p, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+  const s = await serve(TURNO, ["inspect", p]);
+  try {
+    await open(s.url);
+    const lanes = await attrs("#lanes .node-lane", "data-node");
+    assert.deepEqual(lanes, header.nodes);
+    assert.deepEqual(lanes, printed);
+    // A send the receiving mailbox enqueued, as the file records it.
+    const received = events.find((r) => r.kind === "remote_receive" && r.verdict === "enqueued" &&
+      events.some((e) => e.kind === "remote_send" && e.how === "send" && e.msg === r.msg));
+    const sent = events.find((e) => e.kind === "remote_send" && e.msg === received.msg);
+    assert.notEqual(sent.node, received.node);
+    const idx = await page.$$eval("#cluster-msg option", (os, id) => os.findIndex((o) => o.textContent.startsWith(id + " ")), sent.msg);
+    assert.ok(idx > 0, `${sent.msg} listed`);
+    await page.selectOption("#cluster-msg", { index: idx });
+    const path = await page.$$eval("#cluster-path li", (ls) => ls.map((l) => ({ what: l.dataset.what, node: l.dataset.node, step: Number(l.dataset.step) })));
+    assert.deepEqual(path.map((x) => x.what), ["send", "wire", "verdict", "turn"]);
+    assert.deepEqual(path.map((x) => x.node), [sent.node, sent.node, received.node, received.node]);
+    assert.ok(path.every((x, i) => i === 0 || path[i - 1].step < x.step), JSON.stringify(path));
+    assert.equal(path[0].step, sent.seq + 1);
+    assert.equal(path[2].step, received.seq + 1);
+    // The four marks lit, each on its node's lane.
+    const lit = await page.$$eval("#lanes .mark.follow", (ms) => ms.map((m) => `${m.closest(".node-lane").dataset.node} ${m.dataset.what}`));
+    assert.deepEqual(lit.sort(), path.map((x) => `${x.node} ${x.what}`).sort());
+    // Each step of the path goes to its event: the mark's kind, on its node.
+    const kinds = ["remote_send", "remote_wire", "remote_receive", "turn_start"];
+    for (const [i, x] of path.entries()) {
+      await page.click(`#cluster-path li:nth-child(${i + 1})`);
+      await page.waitForSelector(`body[data-step='${x.step}'][data-settled='${x.step}']`);
+      const ev = events[x.step - 1];
+      assert.equal(ev.kind, kinds[i]);
+      assert.equal(ev.node, x.node);
+      assert.ok((await page.textContent("#event")).includes(`"kind":"${kinds[i]}"`));
+      assert.equal(await page.getAttribute("#cluster-path li.here", "data-what"), x.what);
+    }
+    await page.screenshot({ path: join(SHOTS, "cluster-follow.png") });
+  } finally { stop(s); }
+});
 
 await test("every request the page made went to the inspector on 127.0.0.1, and its own policy refused nothing", async () => {
   assert.deepEqual(foreign, []);

@@ -1,11 +1,12 @@
 //! The turno inspector: a web page that steps through any recorded trace.
 //!
 //! [`Loaded::open`] indexes a trace of either family (`turno-trace`,
-//! `turno-js-trace`) with [`turno_trace::Index`]; [`serve_blocking`] serves
+//! `turno-js-trace`; a cluster's merged trace included, and
+//! [`Loaded::open_cluster`] merges several nodes' traces first) with [`turno_trace::Index`]; [`serve_blocking`] serves
 //! the page on 127.0.0.1 with its assets compiled in (no CDN) and a small
 //! JSON API (`/api/meta`, `/api/step?k=`, `/api/jump?k=&what=&dir=`,
 //! `/api/events?from=&count=`, `/api/chart.svg?k=&actor=`,
-//! `/api/queues?px=`), so a trace of a million events is held on
+//! `/api/queues?px=`, `/api/cluster`), so a trace of a million events is held on
 //! disk and in checkpoints, never in the browser. Everything from a trace
 //! is drawn as text, never as markup. The page is described in
 //! `docs/inspector.md`.
@@ -44,6 +45,9 @@ pub enum Error {
     /// An address that is not loopback was asked for without a token.
     #[error("live mode on {0} (not loopback) needs a token")]
     TokenRequired(SocketAddr),
+    /// Several nodes' traces could not be merged into one.
+    #[error("cannot merge the nodes' traces: {0}")]
+    Merge(String),
     /// The async runtime or server failed.
     #[error("server: {0}")]
     Runtime(std::io::Error),

@@ -43,6 +43,12 @@ pub struct Loaded {
     layouts: crate::chart::Layouts,
     /// Actors' names and policies at the end, for the queue plots.
     names: std::sync::OnceLock<QueueNames>,
+    /// A cluster trace's remote messages and their marks (read once).
+    cluster: std::sync::OnceLock<turno_trace::cluster::Messages>,
+    /// The merged trace of several nodes' traces, deleted with it.
+    _merged: Option<tempfile::NamedTempFile>,
+    /// Where that merged trace is (`path` names the first node's trace).
+    merged_path: Option<PathBuf>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -73,7 +79,41 @@ impl Loaded {
             index_times,
             layouts: Default::default(),
             names: Default::default(),
+            cluster: Default::default(),
+            _merged: None,
+            merged_path: None,
         })
+    }
+
+    /// Merges several cluster nodes' traces (each naming its node in its
+    /// header; see `turno_trace::cluster::merge`) into one temporary
+    /// trace, deleted when this is dropped, and opens it.
+    pub fn open_cluster(paths: &[PathBuf]) -> Result<Loaded, Error> {
+        let mut inputs = Vec::new();
+        for p in paths {
+            let f = File::open(p).map_err(|e| Error::Open(p.clone(), e))?;
+            inputs.push(std::io::BufReader::new(f));
+        }
+        let merged = tempfile::Builder::new()
+            .prefix("turno-cluster-")
+            .suffix(".jsonl")
+            .tempfile()
+            .map_err(|e| Error::Open(std::env::temp_dir(), e))?;
+        let out = std::io::BufWriter::new(merged.as_file());
+        turno_trace::cluster::merge(inputs, out).map_err(|e| Error::Merge(e.to_string()))?;
+        let mut loaded = Loaded::open(merged.path(), None)?;
+        loaded.path = paths.first().cloned().unwrap_or_default();
+        loaded.merged_path = Some(merged.path().to_owned());
+        loaded._merged = Some(merged);
+        Ok(loaded)
+    }
+
+    fn cluster(&self) -> Result<&turno_trace::cluster::Messages, ApiError> {
+        if let Some(m) = self.cluster.get() {
+            return Ok(m);
+        }
+        let m = turno_trace::cluster::Messages::build(std::io::BufReader::new(self.file()?))?;
+        Ok(self.cluster.get_or_init(|| m))
     }
 
     /// The index.
@@ -104,7 +144,7 @@ impl Loaded {
     }
 
     fn file(&self) -> Result<File, ApiError> {
-        File::open(&self.path)
+        File::open(self.merged_path.as_ref().unwrap_or(&self.path))
             .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
     }
 
@@ -528,6 +568,15 @@ async fn events(
 
 /// Serves the embedded assets; the policy forbids any script but ours, so
 /// a trace's text can never run, even if it were ever taken as markup.
+/// A cluster trace's nodes and remote messages, each with its marks
+/// (send, wire, receive with the verdict, turn).
+async fn cluster(State(app): State<App>) -> Result<Response, ApiError> {
+    let m = tokio::task::spawn_blocking(move || app.cluster().cloned())
+        .await
+        .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))??;
+    Ok(Json(m).into_response())
+}
+
 pub(crate) fn asset(body: &'static str, kind: &'static str) -> Response {
     let mut r = body.into_response();
     let h = r.headers_mut();
@@ -570,6 +619,7 @@ pub fn router(loaded: Arc<Loaded>) -> Router {
         .route("/api/events", get(events))
         .route("/api/chart.svg", get(chart_svg))
         .route("/api/queues", get(queues))
+        .route("/api/cluster", get(cluster))
         .with_state(loaded)
         .merge(asset_routes())
 }

@@ -125,6 +125,11 @@ impl Queues {
     /// with `e` applied (the index calls it for every event; the
     /// inspector's live mode calls it as a running system's events come).
     pub fn observe(&mut self, e: &Event, world: &World) {
+        // A merged cluster trace's actors are per node (their ids clash
+        // across nodes): the plots are one system's.
+        if e.node.is_some() {
+            return;
+        }
         let Kind::Actor(a) = &e.kind else { return };
         let id = a.actor();
         let t = e.t_ns;
