@@ -10,6 +10,10 @@
 //! `/open` (capacity 100,000), `/mortal` (stops after its first message),
 //! and `/echo`, which answers an ask with twice its number.
 //!
+//! `--trace FILE`: records the node's trace in `FILE` (its header names
+//! the node and incarnation; `turno inspect` merges several nodes' files
+//! into one cluster trace).
+//!
 //! `--only-given-servers`: never connect to the servers the cluster
 //! advertises (a test puts a proxy between the node and its server).
 //!
@@ -174,13 +178,21 @@ fn main() {
         down_after: ms("--down-after-ms", defaults.down_after),
         ..defaults
     };
-    let mut node = match Node::new(
-        &name,
-        fresh_incarnation(),
-        LocalSystem::new(),
-        transport,
-        config,
-    ) {
+    let inc = fresh_incarnation();
+    let system = match arg(&args, "--trace") {
+        None => LocalSystem::new(),
+        // Unbuffered: a killed node's file holds every event it recorded.
+        Some(path) => match std::fs::File::create(&path) {
+            Ok(f) => LocalSystem::builder()
+                .trace(turno::trace::JsonLinesSink::for_node(f, &name, inc))
+                .build(),
+            Err(e) => {
+                eprintln!("turno-cluster-node: cannot write the trace {path}: {e}");
+                std::process::exit(1);
+            }
+        },
+    };
+    let mut node = match Node::new(&name, inc, system, transport, config) {
         Ok(n) => n,
         Err(e) => {
             eprintln!("turno-cluster-node: cannot subscribe: {e}");
