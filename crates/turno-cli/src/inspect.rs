@@ -34,18 +34,20 @@ pub fn main(args: &InspectArgs) -> ExitCode {
         [one] => serve(one, args.source.as_deref(), args.port),
         several => {
             let loaded = turno_inspect::Loaded::open_cluster(several);
-            serve_loaded(loaded, &several[0], args.port)
+            let names: Vec<String> = several.iter().map(|p| p.display().to_string()).collect();
+            serve_loaded(loaded, &names.join(" + "), args.port)
         }
     }
 }
 
 fn serve(trace: &Path, source: Option<&Path>, port: u16) -> ExitCode {
-    serve_loaded(turno_inspect::Loaded::open(trace, source), trace, port)
+    let name = trace.display().to_string();
+    serve_loaded(turno_inspect::Loaded::open(trace, source), &name, port)
 }
 
 fn serve_loaded(
     loaded: Result<turno_inspect::Loaded, turno_inspect::Error>,
-    trace: &Path,
+    trace: &str,
     port: u16,
 ) -> ExitCode {
     let loaded = match loaded {
@@ -59,7 +61,7 @@ fn serve_loaded(
     if let Some(e) = ix.error() {
         eprintln!(
             "turno inspect: {}: the trace is cut at {e}; showing the {} events before",
-            trace.display(),
+            trace,
             ix.len()
         );
     }
@@ -82,10 +84,7 @@ fn serve_loaded(
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
     let result = turno_inspect::serve_blocking(loaded, addr, |url| {
         println!("{url}");
-        eprintln!(
-            "turno inspect: serving {} at {url} (Ctrl-C to stop)",
-            trace.display()
-        );
+        eprintln!("turno inspect: serving {} at {url} (Ctrl-C to stop)", trace);
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,
