@@ -83,7 +83,8 @@ pub(crate) fn transition_label<C>(m: &Machine<C>, t: &Transition<C>) -> String {
 /// A transition's label from its parts as a definition (or a trace's
 /// `chart_define`) names them: the source state's id, the event (`None`
 /// when eventless), an `after` delay as written (milliseconds or a named
-/// delay), the guard as [`guard_label`] writes it and the action names.
+/// delay), the guard's label as the chart's own diagrams write it, and
+/// the action names.
 /// `xstate.done.state.<source>` reads `done`, another state's or an
 /// actor's `done <id>`, an actor's error `error <id>`.
 ///
