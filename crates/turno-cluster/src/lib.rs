@@ -13,6 +13,7 @@
 //! is not promised are in `docs/cluster.md`.
 
 pub mod durable;
+pub mod local;
 #[cfg(feature = "nats")]
 pub mod nats;
 pub mod node;

@@ -44,28 +44,7 @@ fn ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
 }
 
-fn nats_server() -> Option<PathBuf> {
-    if let Ok(p) = std::env::var("TURNO_NATS_SERVER") {
-        return Some(PathBuf::from(p));
-    }
-    let scripts = Command::new("python3")
-        .args([
-            "-c",
-            "import sysconfig; print(sysconfig.get_path('scripts'))",
-        ])
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .map(|s| PathBuf::from(s.trim()).join("nats-server"));
-    if let Some(p) = scripts.filter(|p| p.is_file()) {
-        return Some(p);
-    }
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join("nats-server"))
-            .find(|p| p.is_file())
-    })
-}
+use turno_cluster::local::nats_server;
 
 /// A child killed when dropped, whatever happens in the test.
 struct Proc(Child);

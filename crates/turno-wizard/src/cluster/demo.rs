@@ -115,31 +115,7 @@ fn start_err(what: impl Into<String>, why: impl ToString) -> ClusterError {
     }
 }
 
-/// The nats-server binary: `$TURNO_NATS_SERVER`, else beside python3's
-/// scripts, else on `PATH`.
-pub fn nats_server() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("TURNO_NATS_SERVER") {
-        return Some(PathBuf::from(p)).filter(|p| p.is_file());
-    }
-    let scripts = Command::new("python3")
-        .args([
-            "-c",
-            "import sysconfig; print(sysconfig.get_path('scripts'))",
-        ])
-        .stderr(Stdio::null())
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .map(|s| PathBuf::from(s.trim()).join("nats-server"));
-    if let Some(p) = scripts.filter(|p| p.is_file()) {
-        return Some(p);
-    }
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join("nats-server"))
-            .find(|p| p.is_file())
-    })
-}
+pub use turno_cluster::local::nats_server;
 
 /// Ports the OS says are free now (held until all are chosen, so they
 /// differ).
